@@ -1,0 +1,40 @@
+"""LLM usage accounting (table llm_usage)."""
+
+from decimal import Decimal
+
+from django.db import models
+from django.utils import timezone
+
+
+class Purpose(models.TextChoices):
+    CHAT = "chat", "Conversation"
+    EXTRACTION = "extraction", "Extraction de faits"
+    COMPACTION = "compaction", "Compaction"
+    DEDUP = "dedup", "Déduplication"
+    DIGEST = "digest", "Synthèse"
+
+
+class LlmUsage(models.Model):
+    """One LLM call: model, purpose, tokens and what it cost."""
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    model = models.CharField(max_length=100)
+    purpose = models.CharField(max_length=16, choices=Purpose.choices, db_index=True)
+    channel = models.CharField(max_length=64, blank=True, default="")
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    # The part of input_tokens that the auto-retrieval block added.
+    retrieval_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
+    retrieval = models.ForeignKey(
+        "memory.MemoryRetrieval", null=True, blank=True, on_delete=models.SET_NULL
+    )
+
+    class Meta:
+        db_table = "llm_usage"
+        ordering = ["-created_at", "-id"]
+        verbose_name = "usage LLM"
+        verbose_name_plural = "usage LLM"
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.purpose} {self.input_tokens}+{self.output_tokens}"

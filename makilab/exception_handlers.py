@@ -1,0 +1,53 @@
+"""DRF exception handler: domain and Django validation errors become 4xx JSON.
+
+Every error body has a human "message" and, for field errors, "extra" with a
+message per field. Nothing reaches the client as a 500 with a traceback.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from memory.exceptions import MemoryServiceError, StoreUnavailable
+
+VALIDATION_MESSAGE = "Données invalides."
+
+
+def _as_drf(exc: Exception) -> Exception:
+    if isinstance(exc, DjangoValidationError):
+        detail = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
+        return exceptions.ValidationError(detail)
+    if isinstance(exc, Http404):
+        return exceptions.NotFound()
+    return exc
+
+
+def api_exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, StoreUnavailable):
+        return Response(
+            {"message": str(exc), "extra": {}}, status=status.HTTP_503_SERVICE_UNAVAILABLE
+        )
+    if isinstance(exc, MemoryServiceError):
+        return Response({"message": str(exc), "extra": {}}, status=status.HTTP_400_BAD_REQUEST)
+
+    exc = _as_drf(exc)
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        extra = (
+            response.data
+            if isinstance(response.data, dict)
+            else {"non_field_errors": response.data}
+        )
+        response.data = {"message": VALIDATION_MESSAGE, "extra": {"fields": extra}}
+    else:
+        detail = (
+            response.data.get("detail", "") if isinstance(response.data, dict) else response.data
+        )
+        response.data = {"message": str(detail), "extra": {}}
+    return response

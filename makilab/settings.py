@@ -1,0 +1,218 @@
+"""Makilab Memory settings: one module, driven by environment variables.
+
+Every variable is documented in README.md and .env.example. Without any of
+them the service runs on its embedded defaults: SQLite, Qdrant embedded in a
+folder, the bundled local embedder, an in-process broker and a local notes
+folder, all under MAKILAB_DATA_DIR.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from makilab.env import env_bool, env_float, env_int, env_list, env_secret, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# --- Data -------------------------------------------------------------------
+DATA_DIR = Path(env_str("MAKILAB_DATA_DIR") or BASE_DIR / "var").resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """SECRET_KEY from the environment, else one generated once into the data dir."""
+    key = env_secret("DJANGO_SECRET_KEY")
+    if key:
+        return key
+    key_file = DATA_DIR / "secret_key"
+    if not key_file.exists():
+        key_file.touch(mode=0o600)
+        key_file.write_text(secrets.token_urlsafe(50), encoding="utf-8")
+    return key_file.read_text(encoding="utf-8").strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+# --- Applications -----------------------------------------------------------
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_htmx",
+    "memory",
+    "agent",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "makilab.urls"
+WSGI_APPLICATION = "makilab.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database: SQLite tuned for a web process and workers writing at once ---
+# WAL lets readers run beside one writer; busy_timeout makes a writer wait for
+# the lock instead of failing; IMMEDIATE transactions take the write lock at
+# BEGIN, so two writers never deadlock upgrading a read lock ("database is
+# locked" despite the timeout); synchronous=FULL keeps T1 durable on power loss.
+SQLITE_BUSY_TIMEOUT_MS = env_int("MAKILAB_SQLITE_BUSY_TIMEOUT_MS", 20_000, minimum=0)
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": DATA_DIR / "makilab.sqlite3",
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+            "init_command": (
+                "PRAGMA journal_mode=WAL;"
+                "PRAGMA synchronous=FULL;"
+                f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS};"
+                "PRAGMA foreign_keys=ON;"
+            ),
+        },
+        "TEST": {"NAME": DATA_DIR / "test-makilab.sqlite3"},
+    }
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Auth -------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/memory/"
+LOGOUT_REDIRECT_URL = "login"
+
+# --- Internationalisation ---------------------------------------------------
+LANGUAGE_CODE = env_str("MAKILAB_LANGUAGE_CODE", "fr")
+TIME_ZONE = env_str("MAKILAB_TIME_ZONE", "Europe/Paris")
+USE_I18N = True
+USE_TZ = True
+
+# --- Static files -----------------------------------------------------------
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Serve straight from the apps' static folders: no collectstatic step needed
+# for the embedded default.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- API --------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "makilab.exception_handlers.api_exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Makilab Memory API",
+    "DESCRIPTION": "Facts, search, auto-retrieval settings and logs of Makilab's memory.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAKILAB_MAX_BODY_BYTES", 1_000_000, minimum=1024)
+
+# --- Embeddings: Voyage AI when a key is set, else the bundled local model ---
+VOYAGE_API_KEY = env_secret("VOYAGE_API_KEY")
+VOYAGE_BASE_URL = env_str("VOYAGE_BASE_URL")  # empty: the SDK's default endpoint
+VOYAGE_MODEL = env_str("VOYAGE_MODEL", "voyage-3")
+VOYAGE_TIMEOUT_S = env_float("VOYAGE_TIMEOUT_S", 20.0)
+VOYAGE_MAX_RETRIES = env_int("VOYAGE_MAX_RETRIES", 4, minimum=0)
+
+# --- Vectors: a Qdrant server when QDRANT_URL is set, else embedded ---------
+QDRANT_URL = env_str("QDRANT_URL")
+QDRANT_API_KEY = env_secret("QDRANT_API_KEY")
+QDRANT_PATH = DATA_DIR / "qdrant"
+QDRANT_TIMEOUT_S = env_float("QDRANT_TIMEOUT_S", 5.0)
+
+# --- LLM: Anthropic when a key is set ----------------------------------------
+ANTHROPIC_API_KEY = env_secret("ANTHROPIC_API_KEY")
+ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")  # empty: the SDK's default endpoint
+ANTHROPIC_MODEL = env_str("ANTHROPIC_MODEL", "claude-sonnet-4-5")
+ANTHROPIC_MAX_TOKENS = env_int("ANTHROPIC_MAX_TOKENS", 1024, minimum=1)
+ANTHROPIC_TIMEOUT_S = env_float("ANTHROPIC_TIMEOUT_S", 60.0)
+
+# --- Obsidian notes: the Local REST API when a URL is set, else a folder ----
+OBSIDIAN_API_URL = env_str("OBSIDIAN_API_URL")
+OBSIDIAN_API_KEY = env_secret("OBSIDIAN_API_KEY")
+OBSIDIAN_CA_CERT = env_str("OBSIDIAN_CA_CERT")
+OBSIDIAN_TLS_VERIFY = env_bool("OBSIDIAN_TLS_VERIFY", True)
+OBSIDIAN_VAULT_PATH = Path(env_str("OBSIDIAN_VAULT_PATH") or DATA_DIR / "notes").resolve()
+OBSIDIAN_TIMEOUT_S = env_float("OBSIDIAN_TIMEOUT_S", 2.0)
+OBSIDIAN_CACHE_SECONDS = env_int("OBSIDIAN_CACHE_SECONDS", 60, minimum=0)
+
+# --- Celery: an in-process broker unless CELERY_BROKER_URL is set -----------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Run tasks in the calling thread (tests, one-off scripts); never in production.
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+
+# --- Web server (manage.py serve) --------------------------------------------
+MAKILAB_HOST = env_str("MAKILAB_HOST", "127.0.0.1")
+MAKILAB_PORT = env_int("MAKILAB_PORT", 8000, minimum=1)
+MAKILAB_THREADS = env_int("MAKILAB_THREADS", 8, minimum=1)
+
+# --- Logging ----------------------------------------------------------------
+LOG_LEVEL = env_str("MAKILAB_LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {"django": {"handlers": ["console"], "level": "INFO", "propagate": False}},
+}

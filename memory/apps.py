@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class MemoryConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "memory"
+    verbose_name = "Mémoire"

@@ -1,0 +1,138 @@
+"""Full-text search over messages (SQLite FTS5). The only raw SQL of the project.
+
+User text never reaches MATCH as syntax: it is cut into words the way FTS5's
+unicode61 tokenizer cuts them, and each word is sent as a double-quoted string,
+so quotes, parentheses, *, -, ^, :, AND/OR/NOT/NEAR and emoji are plain text.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db import connection
+from django.utils.dateparse import parse_datetime
+
+# Long pastes would make huge queries for no gain: only the first words count.
+MAX_QUERY_TERMS = 64
+SNIPPET_OPEN = "["
+SNIPPET_CLOSE = "]"
+SNIPPET_ELLIPSIS = "…"
+SNIPPET_TOKENS = 16
+
+LIGATURES = str.maketrans({"œ": "oe", "Œ": "OE", "æ": "ae", "Æ": "AE"})
+# unicode61 keeps letters (L*), numbers (N*) and private-use characters (Co)
+# inside tokens; everything else separates them. Python's \w is close but
+# also keeps "_" (and a few connector marks), which unicode61 splits on.
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class FtsHit:
+    message_id: int
+    channel: str
+    role: str
+    author: str
+    created_at: datetime
+    content: str
+    snippet: str
+    score: float  # -bm25(): higher is better
+
+
+def fold(text: str) -> str:
+    """Lower-case, ligatures expanded and diacritics removed, as the index sees text."""
+    decomposed = unicodedata.normalize("NFKD", text.translate(LIGATURES))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of a user's text, folded, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(fold(text)):
+        seen.setdefault(word, None)
+        if len(seen) >= MAX_QUERY_TERMS:
+            break
+    return list(seen)
+
+
+def match_expression(terms: list[str], *, any_term: bool = False) -> str:
+    """An FTS5 MATCH expression: every term quoted, joined by AND (default) or OR."""
+    quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
+    return (" OR " if any_term else " AND ").join(quoted)
+
+
+def fts_search(
+    text: str,
+    *,
+    channel: str | None = None,
+    limit: int = 20,
+    any_term: bool = False,
+    terms: list[str] | None = None,
+) -> list[FtsHit]:
+    """Messages matching the words of ``text``, best bm25 first.
+
+    By default every word must appear; ``any_term`` accepts any of them (the
+    retrieval pre-hook's OR query, ranked by bm25 so the rarest words weigh
+    most). ``terms`` lets a caller pass words it already filtered.
+    """
+    words = query_terms(text) if terms is None else terms
+    if not words or limit <= 0:
+        return []
+    sql = [
+        "SELECT m.id, m.channel, m.role, m.author, m.created_at, m.content,",
+        "  snippet(messages_fts, 0, %s, %s, %s, %s), bm25(messages_fts)",
+        "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid",
+        "WHERE messages_fts MATCH %s",
+    ]
+    params: list[object] = [
+        SNIPPET_OPEN,
+        SNIPPET_CLOSE,
+        SNIPPET_ELLIPSIS,
+        SNIPPET_TOKENS,
+        match_expression(words, any_term=any_term),
+    ]
+    if channel:
+        sql.append("AND m.channel = %s")
+        params.append(channel)
+    sql.append("ORDER BY bm25(messages_fts), m.id DESC LIMIT %s")
+    params.append(int(limit))
+    with connection.cursor() as cursor:
+        cursor.execute("\n".join(sql), params)
+        rows = cursor.fetchall()
+    return [
+        FtsHit(
+            message_id=row[0],
+            channel=row[1],
+            role=row[2],
+            author=row[3],
+            created_at=_as_datetime(row[4]),
+            content=row[5],
+            snippet=row[6],
+            score=-float(row[7]),
+        )
+        for row in rows
+    ]
+
+
+def fts_integrity_check() -> None:
+    """Raise django.db.DatabaseError when the index disagrees with the messages."""
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
+
+
+def fts_rebuild() -> None:
+    """Rebuild the whole index from the messages table."""
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+
+
+def _as_datetime(value: object) -> datetime:
+    if isinstance(value, datetime):
+        return value
+    parsed = parse_datetime(str(value))
+    if parsed is None:
+        raise ValueError(f"not a datetime: {value!r}")
+    # Django stores aware datetimes as naive UTC text in SQLite.
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -1,0 +1,31 @@
+"""Test settings: the real settings, on a throw-away data dir, with no production keys.
+
+Integration variables are removed so a developer's shell can never make the
+tests talk to a real Qdrant, Voyage, Anthropic or Obsidian; tests that need
+one point the setting at a local fake server explicitly.
+"""
+
+import os
+import tempfile
+
+os.environ["MAKILAB_DATA_DIR"] = tempfile.mkdtemp(prefix="makilab-tests-")
+for _name in (
+    "VOYAGE_API_KEY",
+    "VOYAGE_BASE_URL",
+    "QDRANT_URL",
+    "QDRANT_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "CELERY_BROKER_URL",
+    "OBSIDIAN_API_URL",
+    "OBSIDIAN_API_KEY",
+    "OBSIDIAN_VAULT_PATH",
+    "DJANGO_SECRET_KEY",
+    "DJANGO_DEBUG",
+):
+    os.environ.pop(_name, None)
+    os.environ.pop(f"{_name}_FILE", None)
+
+from makilab.settings import *  # noqa: E402, F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
