@@ -1,0 +1,21 @@
+from django.contrib import admin
+
+from agent.models import LlmUsage
+from memory.admin import ReadOnlyAdminMixin
+
+
+@admin.register(LlmUsage)
+class LlmUsageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "created_at",
+        "model",
+        "purpose",
+        "channel",
+        "input_tokens",
+        "output_tokens",
+        "retrieval_tokens",
+        "cost_usd",
+    )
+    list_filter = ("purpose", "model", "channel")
+    search_fields = ("model", "channel")
+    date_hierarchy = "created_at"

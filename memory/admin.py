@@ -1,0 +1,185 @@
+"""The Django admin of the memory: facts with history, the settings row, read-only logs."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponseRedirect
+from django.urls import reverse
+from django.utils import timezone
+
+from memory.models import (
+    Actor,
+    Fact,
+    FactRevision,
+    MemoryRetrieval,
+    MemorySettings,
+    Message,
+    RevisionReason,
+    Summary,
+)
+from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
+
+
+class ReadOnlyAdminMixin:
+    """Logs and derived rows: visible, never edited by hand."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class ExpiredFilter(admin.SimpleListFilter):
+    title = "expiré"
+    parameter_name = "expired"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Oui"), ("no", "Non")]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        if self.value() == "yes":
+            return queryset.filter(expires_at__lte=now)
+        if self.value() == "no":
+            return queryset.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        return queryset
+
+
+class FactRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = FactRevision
+    extra = 0
+    fields = ("created_at", "actor", "reason", "old_value", "new_value", "changes", "note")
+    readonly_fields = fields
+    ordering = ("-created_at", "-id")
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return True
+
+
+@admin.register(Fact)
+class FactAdmin(admin.ModelAdmin):
+    list_display = (
+        "key",
+        "value",
+        "memory_type",
+        "importance",
+        "source",
+        "channel",
+        "expires_at",
+        "forgotten",
+        "index_state",
+    )
+    list_display_links = ("key",)
+    list_editable = ("value", "importance")
+    list_filter = ("memory_type", "source", "channel", "forgotten", ExpiredFilter, "index_state")
+    search_fields = ("key", "value", "subjects")
+    readonly_fields = (
+        "forgotten",
+        "forgotten_at",
+        "created_at",
+        "updated_at",
+        "last_accessed_at",
+        "access_count",
+        "source_message",
+        "index_state",
+        "index_attempts",
+        "index_error",
+        "indexed_at",
+    )
+    inlines = [FactRevisionInline]
+    actions = ["restore_facts", "forget_facts"]
+
+    def save_model(self, request, obj: Fact, form, change: bool) -> None:
+        # Go through the services so every admin edit leaves a revision.
+        if not change:
+            fact, _ = fact_store(
+                key=obj.key,
+                value=obj.value,
+                memory_type=obj.memory_type,
+                importance=obj.importance,
+                subjects=obj.subjects,
+                source=obj.source,
+                channel=obj.channel,
+                actor=Actor.ADMIN,
+            )
+            if obj.expires_at != fact.expires_at:
+                fact = fact_update(fact=fact, actor=Actor.ADMIN, expires_at=obj.expires_at)
+            obj.pk = fact.pk
+            return
+        changed = {name: getattr(obj, name) for name in form.changed_data}
+        if not changed:
+            return
+        stored = Fact.objects.get(pk=obj.pk)
+        fact_update(fact=stored, actor=Actor.ADMIN, reason=RevisionReason.EDITED, **changed)
+
+    def delete_model(self, request, obj: Fact) -> None:
+        # Deleting from the admin forgets: the history stays and the fact can be restored.
+        fact_forget(fact=obj, actor=Actor.ADMIN, note="supprimé depuis l'administration")
+
+    def delete_queryset(self, request, queryset) -> None:
+        for fact in queryset:
+            self.delete_model(request, fact)
+
+    @admin.action(description="Restaurer les faits oubliés sélectionnés")
+    def restore_facts(self, request: HttpRequest, queryset) -> None:
+        restored = [
+            fact_restore(fact=f, actor=Actor.ADMIN) for f in queryset.filter(forgotten=True)
+        ]
+        self.message_user(request, f"{len(restored)} fait(s) restauré(s).", messages.SUCCESS)
+
+    @admin.action(description="Oublier les faits sélectionnés")
+    def forget_facts(self, request: HttpRequest, queryset) -> None:
+        forgotten = [
+            fact_forget(fact=f, actor=Actor.ADMIN) for f in queryset.filter(forgotten=False)
+        ]
+        self.message_user(request, f"{len(forgotten)} fait(s) oublié(s).", messages.SUCCESS)
+
+
+@admin.register(MemorySettings)
+class MemorySettingsAdmin(admin.ModelAdmin):
+    """The single settings row: the changelist opens it directly; no add, no delete."""
+
+    readonly_fields = ("updated_at",)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def changelist_view(self, request, extra_context=None):
+        obj = MemorySettings.load()
+        return HttpResponseRedirect(reverse("admin:memory_memorysettings_change", args=[obj.pk]))
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("created_at", "channel", "role", "author", "source", "content", "compacted")
+    list_filter = ("channel", "role", "source", "compacted", "index_state")
+    search_fields = ("content", "author")
+    date_hierarchy = "created_at"
+
+
+@admin.register(Summary)
+class SummaryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("created_at", "channel", "message_count", "content", "index_state")
+    list_filter = ("channel", "index_state")
+    search_fields = ("content",)
+
+
+@admin.register(MemoryRetrieval)
+class MemoryRetrievalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("created_at", "channel", "message_preview", "tokens_added", "total_ms")
+    list_filter = ("channel",)
+    search_fields = ("message_preview",)
+    date_hierarchy = "created_at"
+
+
+admin.site.site_header = "Makilab — mémoire"
+admin.site.site_title = "Makilab"
+admin.site.index_title = "Administration de la mémoire"
