@@ -41,3 +41,103 @@ def fact_get(*, key: str) -> Fact:
 
 def memory_settings_get() -> MemorySettings:
     return MemorySettings.load()
+
+
+# --- Stats and retrieval logs (API /stats and /retrievals, the dashboard, memory_stats) ---
+
+VECTORS_UNAVAILABLE = "unavailable"
+VECTORS_OK = "ok"
+
+
+def _index_counts(queryset) -> dict[str, int]:
+    from django.db.models import Count
+
+    from memory.models import IndexState
+
+    counts = dict.fromkeys(IndexState.values, 0)
+    for row in queryset.order_by().values("index_state").annotate(n=Count("id")):
+        counts[row["index_state"]] = row["n"]
+    return counts
+
+
+def vector_counts_get() -> dict[str, object]:
+    """Points per Qdrant collection, or status "unavailable" with the reason.
+
+    Never raises: stats must load while Qdrant or its module is missing.
+    """
+    try:
+        from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
+
+        store = get_vector_store()
+        collections = {name: store.count(name) for name in (CONVERSATIONS, KNOWLEDGE)}
+    except Exception as exc:  # ImportError, StoreUnavailable, a client error
+        return {
+            "status": VECTORS_UNAVAILABLE,
+            "error": str(exc) or type(exc).__name__,
+            "collections": {"conversations": None, "knowledge": None},
+        }
+    return {"status": VECTORS_OK, "error": "", "collections": collections}
+
+
+def memory_stats_get(*, include_vectors: bool = True) -> dict[str, object]:
+    """Counts per tier and indexing state, and when indexing last happened.
+
+    ``include_vectors=False`` skips Qdrant (its "collections" are then null).
+    """
+    from django.db.models import Max
+
+    from memory.models import Fact, MemoryRetrieval, Message, Summary
+
+    now = timezone.now()
+    facts = Fact.objects.all()
+    expired = Q(expires_at__isnull=False) & Q(expires_at__lte=now)
+    active = facts_active()
+    last_indexed = [
+        model.objects.aggregate(last=Max("indexed_at"))["last"]
+        for model in (Fact, Message, Summary)
+    ]
+    last_indexed = [value for value in last_indexed if value is not None]
+    vectors = (
+        vector_counts_get()
+        if include_vectors
+        else {
+            "status": "skipped",
+            "error": "",
+            "collections": {"conversations": None, "knowledge": None},
+        }
+    )
+    return {
+        "facts": {
+            "total": facts.count(),
+            "active": active.count(),
+            "forgotten": facts.filter(forgotten=True).count(),
+            "expired": facts.filter(expired, forgotten=False).count(),
+            # Only active facts belong in Qdrant: their indexing states.
+            "index": _index_counts(active),
+        },
+        "messages": {
+            "total": Message.objects.count(),
+            "compacted": Message.objects.filter(compacted=True).count(),
+            "index": _index_counts(Message.objects.all()),
+        },
+        "summaries": {
+            "total": Summary.objects.count(),
+            "index": _index_counts(Summary.objects.all()),
+        },
+        "retrievals": {
+            "total": MemoryRetrieval.objects.count(),
+            "last_at": MemoryRetrieval.objects.aggregate(last=Max("created_at"))["last"],
+        },
+        "vectors": vectors,
+        "last_indexed_at": max(last_indexed) if last_indexed else None,
+    }
+
+
+def retrieval_list(*, channel: str = ""):
+    """Auto-retrieval logs, newest first; one channel's when ``channel`` is given."""
+    from memory.models import MemoryRetrieval
+
+    retrievals = MemoryRetrieval.objects.order_by("-created_at", "-id")
+    if channel:
+        retrievals = retrievals.filter(channel=channel)
+    return retrievals

@@ -1,0 +1,300 @@
+"""Searching the memory on demand: by meaning (Qdrant) or by words (FTS5 + facts).
+
+This is the search of the /memory page and of GET /api/memory/search, not the
+automatic pre-hook (memory.services.retrieval). Both modes answer the same
+SearchHit shape so a caller can show them the same way.
+
+Semantic mode embeds the query and searches the two Qdrant collections with
+the settings' ``search_min_score``. Qdrant is derived data: a fact hit is
+checked against T1 so a fact forgotten or expired since it was indexed is
+never shown, and its current value is shown rather than the indexed one.
+
+Text mode needs nothing but SQLite: messages through FTS5 (bm25), and the
+facts, which have no FTS table, ranked with the same BM25 formula over their
+folded words, so both lists can be merged by score.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from django.utils.dateparse import parse_datetime
+
+from memory.exceptions import DimensionMismatch, StoreUnavailable
+from memory.models import Fact, Summary
+from memory.selectors import facts_active, memory_settings_get
+from memory.stores.fts import fold, fts_search, query_terms
+
+logger = logging.getLogger(__name__)
+
+SearchMode = Literal["semantic", "text"]
+SEARCH_MODES: tuple[str, ...] = ("semantic", "text")
+EXCERPT_CHARS = 200
+MAX_LIMIT = 50
+SEMANTIC_UNAVAILABLE_MESSAGE = (
+    "La recherche sémantique est indisponible ({reason}). La recherche texte fonctionne toujours."
+)
+
+# BM25 constants, the ones SQLite's FTS5 bm25() uses, so fact and message
+# scores are on the same scale.
+BM25_K1 = 1.2
+BM25_B = 0.75
+# The word rule of memory.stores.fts (FTS5's unicode61): letters and digits.
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    id: str
+    kind: str  # "message" | "exchange" | "fact" | "summary"
+    score: float
+    channel: str
+    date: datetime | None
+    excerpt: str
+    type: str
+    source: str  # where it was found: "conversations", "knowledge", "messages_fts", "facts"
+    key: str = ""  # facts only
+
+
+def memory_search(*, query: str, mode: SearchMode = "semantic", limit: int = 10) -> list[SearchHit]:
+    """The best ``limit`` hits for ``query``, best first.
+
+    Raises StoreUnavailable (a French message for the user) when semantic
+    search cannot run: no embedder, Qdrant down, dimension mismatch.
+    """
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    query = query.strip()
+    if not query:
+        return []
+    if mode == "text":
+        return _text_search(query, limit)
+    if mode == "semantic":
+        return _semantic_search(query, limit)
+    raise ValueError(f"unknown search mode {mode!r}")
+
+
+# --- excerpts ------------------------------------------------------------------
+
+
+def excerpt(text: str, terms: list[str] | None = None, *, size: int = EXCERPT_CHARS) -> str:
+    """At most ``size`` characters of ``text``, around the first term found when given."""
+    text = " ".join(text.split())
+    if len(text) <= size:
+        return text
+    start = 0
+    if terms:
+        position = _first_term_position(text, terms)
+        if position is not None:
+            start = max(0, min(position - size // 4, len(text) - size))
+    prefix = "…" if start > 0 else ""
+    end = start + size - len(prefix)
+    suffix = "…" if end < len(text) else ""
+    if suffix:
+        end -= 1
+    return prefix + text[start:end] + suffix
+
+
+def _first_term_position(text: str, terms: list[str]) -> int | None:
+    # fold() can change the length (ligatures, decomposed accents): fold each
+    # character apart and keep where it came from.
+    folded_chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        for folded in fold(char):
+            folded_chars.append(folded)
+            origin.append(index)
+    folded_text = "".join(folded_chars)
+    positions = [p for p in (folded_text.find(term) for term in terms) if p >= 0]
+    return origin[min(positions)] if positions else None
+
+
+# --- text mode -----------------------------------------------------------------
+
+
+def _text_search(query: str, limit: int) -> list[SearchHit]:
+    terms = query_terms(query)
+    if not terms:
+        return []
+    hits = [
+        SearchHit(
+            id=str(hit.message_id),
+            kind="message",
+            score=round(hit.score, 4),
+            channel=hit.channel,
+            date=hit.created_at,
+            excerpt=excerpt(hit.content, terms),
+            type=hit.role,
+            source="messages_fts",
+        )
+        for hit in fts_search(query, limit=limit, terms=terms)
+    ]
+    hits.extend(_fact_text_hits(terms, limit))
+    hits.sort(key=lambda hit: hit.score, reverse=True)
+    return hits[:limit]
+
+
+def _fact_words(fact: Fact) -> list[str]:
+    text = " ".join([fact.key.replace("_", " "), fact.value, " ".join(fact.subjects or [])])
+    return query_terms_all(text)
+
+
+def query_terms_all(text: str) -> list[str]:
+    """Every word of ``text`` as the FTS index sees it, repeats kept (for term frequencies)."""
+    return _WORD.findall(fold(text))
+
+
+def _fact_text_hits(terms: list[str], limit: int) -> list[SearchHit]:
+    """Active facts containing every term, scored with BM25 over the active facts."""
+    facts = list(facts_active())
+    if not facts:
+        return []
+    documents = [(fact, Counter(_fact_words(fact))) for fact in facts]
+    count = len(documents)
+    average_length = sum(sum(words.values()) for _, words in documents) / count or 1.0
+    document_frequency = {term: sum(1 for _, words in documents if term in words) for term in terms}
+    scored: list[tuple[float, Fact]] = []
+    for fact, words in documents:
+        if not all(term in words for term in terms):
+            continue
+        length = sum(words.values())
+        score = 0.0
+        for term in terms:
+            frequency = words[term]
+            df = document_frequency[term]
+            idf = math.log((count - df + 0.5) / (df + 0.5) + 1.0)
+            score += idf * (
+                frequency
+                * (BM25_K1 + 1)
+                / (frequency + BM25_K1 * (1 - BM25_B + BM25_B * length / average_length))
+            )
+        scored.append((score, fact))
+    scored.sort(key=lambda item: item[0], reverse=True)
+    return [
+        _fact_hit(fact, score=score, source="facts", terms=terms) for score, fact in scored[:limit]
+    ]
+
+
+def _fact_hit(
+    fact: Fact, *, score: float, source: str, terms: list[str] | None = None
+) -> SearchHit:
+    return SearchHit(
+        id=str(fact.pk),
+        kind="fact",
+        score=round(score, 4),
+        channel=fact.channel,
+        date=fact.updated_at,
+        excerpt=excerpt(fact.value, terms),
+        type=fact.memory_type,
+        source=source,
+        key=fact.key,
+    )
+
+
+# --- semantic mode -------------------------------------------------------------
+
+
+def _semantic_search(query: str, limit: int) -> list[SearchHit]:
+    min_score = memory_settings_get().search_min_score
+    try:
+        from memory.stores.embedders import get_embedder
+        from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
+
+        vector = get_embedder().embed_query(query)
+        store = get_vector_store()
+        exchanges = store.search(CONVERSATIONS, vector, limit=limit, score_threshold=min_score)
+        # Some knowledge hits may be facts forgotten since indexing: ask for more.
+        knowledge = store.search(KNOWLEDGE, vector, limit=limit * 2, score_threshold=min_score)
+    except StoreUnavailable as exc:
+        raise StoreUnavailable(SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=exc)) from exc
+    except DimensionMismatch as exc:
+        raise StoreUnavailable(SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=exc)) from exc
+    except ImportError as exc:
+        logger.warning("semantic search modules missing: %s", exc)
+        raise StoreUnavailable(
+            SEMANTIC_UNAVAILABLE_MESSAGE.format(reason="index vectoriel non installé")
+        ) from exc
+    except Exception as exc:  # a store or embedder failing in a way it did not name
+        logger.exception("semantic search failed")
+        raise StoreUnavailable(
+            SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=type(exc).__name__)
+        ) from exc
+
+    hits = [_exchange_hit(hit) for hit in exchanges]
+    hits.extend(_knowledge_hits(knowledge))
+    hits.sort(key=lambda hit: hit.score, reverse=True)
+    return hits[:limit]
+
+
+def _payload_date(value: object) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, tz=UTC)
+    if isinstance(value, str) and value:
+        parsed = parse_datetime(value)
+        if parsed is not None:
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
+
+
+def _exchange_hit(hit) -> SearchHit:
+    payload = hit.payload or {}
+    user = str(payload.get("user_message", "")).strip()
+    assistant = str(payload.get("assistant_message", "")).strip()
+    text = f"{user} → {assistant}" if user and assistant else user or assistant
+    return SearchHit(
+        id=str(payload.get("message_id") or hit.id),
+        kind="exchange",
+        score=round(float(hit.score), 4),
+        channel=str(payload.get("channel", "")),
+        date=_payload_date(payload.get("timestamp")),
+        excerpt=excerpt(text),
+        type=str(payload.get("role", "exchange")),
+        source="conversations",
+    )
+
+
+def _knowledge_hits(hits: list) -> list[SearchHit]:
+    """Knowledge hits checked against T1: gone, forgotten or expired facts are dropped."""
+    fact_ids = {_row_id(hit) for hit in hits if (hit.payload or {}).get("type") == "fact"}
+    summary_ids = {_row_id(hit) for hit in hits if (hit.payload or {}).get("type") == "summary"}
+    facts = {fact.pk: fact for fact in facts_active().filter(pk__in=fact_ids - {None})}
+    summaries = set(
+        Summary.objects.filter(pk__in=summary_ids - {None}).values_list("pk", flat=True)
+    )
+    results: list[SearchHit] = []
+    for hit in hits:
+        payload = hit.payload or {}
+        row_id = _row_id(hit)
+        if payload.get("type") == "fact":
+            fact = facts.get(row_id)
+            if fact is not None and not fact.is_expired:
+                results.append(_fact_hit(fact, score=float(hit.score), source="knowledge"))
+        elif payload.get("type") == "summary" and row_id in summaries:
+            results.append(
+                SearchHit(
+                    id=str(row_id),
+                    kind="summary",
+                    score=round(float(hit.score), 4),
+                    channel=str(payload.get("channel", "")),
+                    date=_payload_date(payload.get("timestamp")),
+                    excerpt=excerpt(str(payload.get("content", ""))),
+                    type="summary",
+                    source="knowledge",
+                )
+            )
+    return results
+
+
+def _row_id(hit) -> int | None:
+    value = (hit.payload or {}).get("row_id")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
