@@ -49,6 +49,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    # Swagger UI and Redoc as static files: the API docs page needs no CDN.
+    "drf_spectacular_sidecar",
     "django_htmx",
     "memory",
     "agent",
@@ -157,6 +159,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Facts, search, auto-retrieval settings and logs of Makilab's memory.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAKILAB_MAX_BODY_BYTES", 1_000_000, minimum=1024)
 
