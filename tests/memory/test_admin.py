@@ -1,0 +1,151 @@
+"""The Django admin: every page renders for staff, anonymous users go to the login page."""
+
+import pytest
+from django.contrib import admin
+from django.urls import reverse
+
+from agent.models import LlmUsage, Purpose
+from memory.models import (
+    Fact,
+    MemoryRetrieval,
+    MemorySettings,
+    Message,
+    RevisionReason,
+    Summary,
+)
+from memory.services.facts import fact_forget, fact_store
+
+pytestmark = pytest.mark.django_db
+
+MODELS = [Fact, MemorySettings, Message, Summary, MemoryRetrieval, LlmUsage]
+
+
+@pytest.fixture
+def rows():
+    fact, _ = fact_store(key="user_name", value="Mickael", memory_type="identity")
+    message = Message.objects.create(channel="whatsapp", role="user", content="Salut")
+    summary = Summary.objects.create(channel="whatsapp", content="Résumé", message_count=3)
+    retrieval = MemoryRetrieval.objects.create(channel="whatsapp", message_preview="Salut")
+    usage = LlmUsage.objects.create(model="claude", purpose=Purpose.CHAT, input_tokens=10)
+    return {
+        Fact: fact,
+        MemorySettings: MemorySettings.load(),
+        Message: message,
+        Summary: summary,
+        MemoryRetrieval: retrieval,
+        LlmUsage: usage,
+    }
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_changelist_and_change_form_render_for_staff(staff_client, rows, model):
+    meta = model._meta
+    changelist = staff_client.get(
+        reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist"), follow=True
+    )
+    assert changelist.status_code == 200
+    change = staff_client.get(
+        reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[rows[model].pk])
+    )
+    assert change.status_code == 200
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_anonymous_users_are_sent_to_the_login_page(client, model):
+    meta = model._meta
+    response = client.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist"))
+    assert response.status_code == 302
+    assert reverse("admin:login") in response["Location"]
+
+
+def test_fact_filters_and_search_work(staff_client, rows):
+    url = reverse("admin:memory_fact_changelist")
+    for query in (
+        "?q=Mickael",
+        "?memory_type=identity",
+        "?forgotten__exact=1",
+        "?expired=yes",
+        "?expired=no",
+        "?source=manual",
+    ):
+        assert staff_client.get(url + query).status_code == 200
+    assert "Mickael" in staff_client.get(url + "?q=Mickael").content.decode()
+
+
+def test_editing_a_fact_in_the_admin_records_a_revision_by_admin(staff_client, rows):
+    fact = rows[Fact]
+    url = reverse("admin:memory_fact_change", args=[fact.pk])
+    response = staff_client.post(
+        url,
+        {
+            "key": fact.key,
+            "value": "Mickaël",
+            "memory_type": "identity",
+            "importance": "1.0",
+            "subjects": "[]",
+            "source": "manual",
+            "channel": "",
+            "expires_at_0": "",
+            "expires_at_1": "",
+            "revisions-TOTAL_FORMS": "0",
+            "revisions-INITIAL_FORMS": "0",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    fact.refresh_from_db()
+    assert fact.value == "Mickaël"
+    latest = fact.revisions.first()
+    assert (latest.actor, latest.reason, latest.old_value) == (
+        "admin",
+        RevisionReason.EDITED,
+        "Mickael",
+    )
+
+
+def test_the_restore_action_brings_a_forgotten_fact_back(staff_client, rows):
+    fact = fact_forget(fact=rows[Fact], actor="user")
+    response = staff_client.post(
+        reverse("admin:memory_fact_changelist"),
+        {
+            "action": "restore_facts",
+            admin.helpers.ACTION_CHECKBOX_NAME: [fact.pk],
+        },
+    )
+    assert response.status_code == 302
+    fact.refresh_from_db()
+    assert not fact.forgotten
+    assert fact.revisions.first().reason == RevisionReason.RESTORED
+
+
+def test_the_settings_have_one_row_no_add_and_no_delete(staff_client, rows):
+    model_admin = admin.site._registry[MemorySettings]
+    request = staff_client.get("/").wsgi_request
+    assert not model_admin.has_add_permission(request)
+    assert not model_admin.has_delete_permission(request, rows[MemorySettings])
+    changelist = staff_client.get(reverse("admin:memory_memorysettings_changelist"))
+    assert changelist.status_code == 302
+    assert changelist["Location"] == reverse("admin:memory_memorysettings_change", args=[1])
+
+
+def test_the_settings_form_enforces_the_ranges(staff_client, rows):
+    url = reverse("admin:memory_memorysettings_change", args=[1])
+    form = staff_client.get(url).context["adminform"].form
+    data = {name: form.initial.get(name) for name in form.fields}
+    data = {k: ("" if v is None else v) for k, v in data.items()}
+    data["obsidian_context_notes"] = "[]"
+    data["max_results"] = "11"
+    data["auto_retrieve_enabled"] = "on"
+    data["obsidian_context_enabled"] = "on"
+    response = staff_client.post(url, data)
+    assert response.status_code == 200
+    assert "max_results" in response.context["adminform"].form.errors
+    assert MemorySettings.load().max_results == 4
+
+
+def test_logs_are_read_only(staff_client, rows):
+    request = staff_client.get("/").wsgi_request
+    for model in (Message, Summary, MemoryRetrieval, LlmUsage):
+        model_admin = admin.site._registry[model]
+        assert not model_admin.has_add_permission(request)
+        assert not model_admin.has_change_permission(request, rows[model])
+        assert not model_admin.has_delete_permission(request, rows[model])

@@ -1,0 +1,203 @@
+"""Full-text search over messages: kept in sync by triggers, any text is a safe query."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from django.db import connection
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memory.models import Message
+from memory.stores.fts import fts_integrity_check, fts_search, query_terms
+
+pytestmark = pytest.mark.django_db
+
+
+def _say(content: str, channel: str = "whatsapp") -> Message:
+    return Message.objects.create(channel=channel, role="user", content=content)
+
+
+def _ids(hits) -> list[int]:
+    return [hit.message_id for hit in hits]
+
+
+def test_a_new_message_is_found_at_once():
+    message = _say("Mickael s'est cassé l'épaule au ski")
+    assert _ids(fts_search("ski")) == [message.id]
+    fts_integrity_check()
+
+
+def test_an_edited_message_is_found_by_its_new_words_only():
+    message = _say("rendez-vous chez le dentiste")
+    message.content = "rendez-vous chez le kiné"
+    message.save()
+    assert fts_search("dentiste") == []
+    assert _ids(fts_search("kiné")) == [message.id]
+    fts_integrity_check()
+
+
+def test_a_deleted_message_leaves_the_index():
+    message = _say("le code du portail est 4821")
+    message.delete()
+    assert fts_search("4821") == []
+    fts_integrity_check()
+
+
+def test_integrity_check_fails_when_the_index_is_out_of_step():
+    """The check really compares: an index entry without its row is caught."""
+    _say("alpha")
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO messages_fts(rowid, content) VALUES (999999, 'fantome')")
+    with pytest.raises(Exception, match=r"malformed|corrupt"):
+        fts_integrity_check()
+
+
+def test_accents_are_folded_both_ways():
+    with_accent = _say("J'ai mal à l'épaule")
+    without = _say("epaule droite")
+    assert set(_ids(fts_search("epaule"))) == {with_accent.id, without.id}
+    assert set(_ids(fts_search("ÉPAULE"))) == {with_accent.id, without.id}
+
+
+def test_ligatures_are_folded_both_ways():
+    oeuvre = _say("Une belle œuvre au musée")
+    assert _ids(fts_search("oeuvre")) == [oeuvre.id]
+    assert _ids(fts_search("Œuvre")) == [oeuvre.id]
+
+
+def test_results_are_ranked_by_bm25():
+    once = _say("Le vélo est dans le garage, avec les outils et les cartons de livres")
+    twice = _say("vélo vélo")
+    assert _ids(fts_search("vélo")) == [twice.id, once.id]
+    scores = [hit.score for hit in fts_search("vélo")]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_all_words_must_match_unless_any_term_is_asked():
+    both = _say("réunion budget lundi")
+    one = _say("réunion équipe")
+    assert _ids(fts_search("réunion budget")) == [both.id]
+    assert set(_ids(fts_search("réunion budget", any_term=True))) == {both.id, one.id}
+
+
+def test_the_channel_filter_keeps_one_channel():
+    _say("piscine mardi", channel="whatsapp")
+    dashboard = _say("piscine jeudi", channel="mission_control")
+    assert _ids(fts_search("piscine", channel="mission_control")) == [dashboard.id]
+
+
+def test_a_snippet_highlights_the_matched_word():
+    _say("Le code du portail est 4821, ne pas le donner")
+    [hit] = fts_search("portail")
+    assert "[portail]" in hit.snippet
+    assert hit.created_at.tzinfo is not None
+
+
+def test_an_empty_or_wordless_query_returns_nothing():
+    _say("quelque chose")
+    assert fts_search("") == []
+    assert fts_search("   ") == []
+    assert fts_search('"()*-^:') == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"unbalanced',
+        "a) OR (b",
+        "NEAR(a b)",
+        "AND",
+        "OR OR NOT",
+        "content:secret",
+        "-exclude",
+        "^start",
+        "prefix*",
+        "{col1 col2}: x",
+        "🤖🔥",
+        "l'épaule — vraiment ? « oui »",
+        "x" * 10_000,
+        "mot " * 2_500,
+        "\x00\x01 control",
+    ],
+)
+def test_hostile_queries_are_plain_text(query):
+    _say("NEAR AND OR NOT content secret exclude start prefix 🤖")
+    hits = fts_search(query)
+    assert isinstance(hits, list)
+
+
+def test_operators_in_the_query_are_searched_as_words():
+    near = _say("le magasin NEAR la gare")
+    _say("le magasin de la gare")
+    assert _ids(fts_search("NEAR")) == [near.id]
+
+
+# --- Property: any text is a valid query, and results match a plain search ----
+
+VOCABULARY = [
+    "épaule",
+    "epaule",
+    "Café",
+    "cafe",
+    "Mickael",
+    "ski",
+    "œuvre",
+    "oeuvre",
+    "réunion",
+    "4821",
+    "vélo",
+    "garçon",
+]
+NOISE = st.sampled_from(
+    ['"', "(", ")", "*", "-", "^", ":", " AND ", " OR ", " NOT ", " NEAR ", "🤖", ",", " ", "'"]
+)
+
+
+def _fold(text: str) -> str:
+    text = text.replace("œ", "oe").replace("Œ", "OE").replace("æ", "ae").replace("Æ", "AE")
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
+def _plain_search(corpus: dict[int, str], query: str) -> set[int]:
+    words = query_terms(query)
+    if not words:
+        return set()
+    return {
+        message_id
+        for message_id, content in corpus.items()
+        if all(word in query_terms(content) for word in words)
+    }
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    documents=st.lists(
+        st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=5), min_size=1, max_size=8
+    ),
+    query_parts=st.lists(st.one_of(st.sampled_from(VOCABULARY), NOISE), max_size=6),
+)
+def test_any_text_is_a_valid_query_and_matches_a_plain_search(documents, query_parts):
+    Message.objects.all().delete()
+    corpus = {_say(" ".join(words)).id: " ".join(words) for words in documents}
+    query = "".join(query_parts)
+    found = set(_ids(fts_search(query, limit=100)))
+    assert found == _plain_search(corpus, query)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text(max_size=200))
+def test_arbitrary_unicode_never_raises(query):
+    hits = fts_search(query)
+    assert isinstance(hits, list)
+
+
+def test_query_terms_fold_like_the_index():
+    assert query_terms("L'ÉPAULE, l'épaule et l'Œuvre") == ["l", "epaule", "et", "oeuvre"]
+    assert _fold("Œuvre") == "oeuvre"

@@ -1,0 +1,122 @@
+"""The settings module: defaults, the generated secret key, SQLite tuned for concurrency."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db.backends.sqlite3.base import DatabaseWrapper
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run_python(code: str, data_dir: Path, **env: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "MAKILAB_"))}
+    environ |= {"DJANGO_SETTINGS_MODULE": "makilab.settings", "MAKILAB_DATA_DIR": str(data_dir)}
+    environ |= env
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_defaults_are_french_paris_and_not_debug():
+    assert settings.LANGUAGE_CODE == "fr"
+    assert settings.TIME_ZONE == "Europe/Paris"
+    assert settings.DEBUG is False
+
+
+def test_secret_key_is_generated_once_into_the_data_dir(tmp_path):
+    code = "from django.conf import settings; print(settings.SECRET_KEY)"
+    first = _run_python(code, tmp_path)
+    second = _run_python(code, tmp_path)
+    assert first.returncode == 0, first.stderr
+    key = (tmp_path / "secret_key").read_text().strip()
+    assert len(key) >= 50
+    assert first.stdout.strip() == second.stdout.strip() == key
+
+
+def test_a_bad_boolean_in_the_environment_stops_start_up(tmp_path):
+    result = _run_python(
+        "from django.conf import settings; settings.DEBUG", tmp_path, DJANGO_DEBUG="yes"
+    )
+    assert result.returncode != 0
+    assert "DJANGO_DEBUG must be true or false" in result.stderr
+
+
+def test_every_sqlite_connection_uses_wal_full_sync_and_a_busy_timeout(tmp_path):
+    config = {**settings.DATABASES["default"], "NAME": str(tmp_path / "db.sqlite3")}
+    wrapper = DatabaseWrapper(config, alias="pragma-check")
+    # The same call Django makes for every new connection (it runs init_command).
+    conn = wrapper.get_new_connection(wrapper.get_connection_params())
+    try:
+        pragmas = {
+            name: conn.execute(f"PRAGMA {name}").fetchone()[0]
+            for name in ("journal_mode", "synchronous", "busy_timeout", "foreign_keys")
+        }
+    finally:
+        conn.close()
+    assert pragmas["journal_mode"] == "wal"
+    assert pragmas["synchronous"] == 2  # FULL
+    assert pragmas["busy_timeout"] == settings.SQLITE_BUSY_TIMEOUT_MS
+    assert pragmas["foreign_keys"] == 1
+    assert wrapper.transaction_mode == "IMMEDIATE"
+
+
+WRITER = """
+import sys, time
+import django
+django.setup()
+from memory.models import Message
+name, seconds = sys.argv[1], float(sys.argv[2])
+written = 0
+deadline = time.monotonic() + seconds
+while time.monotonic() < deadline:
+    Message.objects.create(channel=name, role="user", content=f"{name} message {written}")
+    written += 1
+print(written)
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_writing_at_once_never_hit_database_is_locked(tmp_path):
+    migrate = _run_python(
+        "import django; django.setup(); from django.core.management import call_command; call_command('migrate', verbosity=0)",
+        tmp_path,
+    )
+    assert migrate.returncode == 0, migrate.stderr
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "MAKILAB_"))}
+    environ |= {"DJANGO_SETTINGS_MODULE": "makilab.settings", "MAKILAB_DATA_DIR": str(tmp_path)}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, name, "3"],
+            cwd=ROOT,
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("web", "worker")
+    ]
+    outputs = [w.communicate(timeout=120) for w in writers]
+    for writer, (_out, err) in zip(writers, outputs, strict=True):
+        assert writer.returncode == 0, err
+        assert "database is locked" not in err
+    written = {
+        name: int(out.strip()) for name, (out, _) in zip(("web", "worker"), outputs, strict=True)
+    }
+    assert all(count > 0 for count in written.values())
+
+    count = _run_python(
+        "import django; django.setup(); from memory.models import Message; "
+        "print(Message.objects.filter(channel='web').count(), Message.objects.filter(channel='worker').count())",
+        tmp_path,
+    )
+    assert count.stdout.split() == [str(written["web"]), str(written["worker"])]
