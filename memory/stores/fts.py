@@ -119,7 +119,8 @@ def fts_search(
 def fts_integrity_check() -> None:
     """Raise django.db.DatabaseError when the index disagrees with the messages."""
     with connection.cursor() as cursor:
-        cursor.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
+        # rank = 1 also compares the index with the content (not only its own structure).
+        cursor.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
 
 
 def fts_rebuild() -> None:
@@ -129,10 +130,9 @@ def fts_rebuild() -> None:
 
 
 def _as_datetime(value: object) -> datetime:
-    if isinstance(value, datetime):
-        return value
-    parsed = parse_datetime(str(value))
+    # Django stores aware datetimes as naive UTC text in SQLite; raw SQL gets
+    # them back naive (or as text), so say UTC again.
+    parsed = value if isinstance(value, datetime) else parse_datetime(str(value))
     if parsed is None:
         raise ValueError(f"not a datetime: {value!r}")
-    # Django stores aware datetimes as naive UTC text in SQLite.
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
