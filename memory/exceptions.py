@@ -19,3 +19,24 @@ class StoreUnavailable(MemoryServiceError):
 
 class DimensionMismatch(MemoryServiceError):
     """A Qdrant collection's vector size differs from the embedder's."""
+
+
+class EmbeddingError(StoreUnavailable):
+    """The embedder cannot answer now (network, timeout, 429/5xx after retries, bad key).
+
+    Transient for the caller: keep the row pending and try again later.
+    """
+
+
+class EmbeddingInvalid(MemoryServiceError):
+    """The embedder answered with something unusable (malformed body, NaN, wrong
+    dimension or count) or refused the request (400). Retrying the same input will
+    not help: mark the row failed, never store the vector."""
+
+
+class NoteNotFound(MemoryServiceError):
+    """No note at that path in the vault."""
+
+
+class UnsafeNotePath(MemoryServiceError):
+    """A note path that is absolute, climbs out of the vault or is not a note."""
