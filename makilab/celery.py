@@ -9,3 +9,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "makilab.settings")
 app = Celery("makilab")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# The periodic work. With a broker server, run `celery -A makilab beat` (or a
+# worker with -B); in the embedded default, makilab.runtime sends the same
+# tasks on the same schedule from inside the one process.
+app.conf.beat_schedule = {
+    "pending-sweep": {"task": "memory.pending_sweep", "schedule": 60.0},
+    "expired-purge": {"task": "memory.expired_purge", "schedule": 600.0},
+}

@@ -186,6 +186,22 @@ ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")  # empty: the SDK's default e
 ANTHROPIC_MODEL = env_str("ANTHROPIC_MODEL", "claude-sonnet-4-5")
 ANTHROPIC_MAX_TOKENS = env_int("ANTHROPIC_MAX_TOKENS", 1024, minimum=1)
 ANTHROPIC_TIMEOUT_S = env_float("ANTHROPIC_TIMEOUT_S", 60.0)
+# Retries of the SDK (exponential backoff with jitter, Retry-After honoured) on
+# 529 overloaded, 5xx, 429, timeouts and connection errors.
+ANTHROPIC_MAX_RETRIES = env_int("ANTHROPIC_MAX_RETRIES", 3, minimum=0)
+
+# --- The agent loop (agent app) ------------------------------------------------
+# The base system prompt; empty: the built-in French one (agent/prompts.py).
+# AGENT_SYSTEM_PROMPT_FILE may point at a file holding it.
+AGENT_SYSTEM_PROMPT = env_secret("AGENT_SYSTEM_PROMPT")
+# LLM calls per answer, tool turns included; the last one is made without tools.
+AGENT_MAX_TURNS = env_int("AGENT_MAX_TURNS", 5, minimum=1)
+# User messages on one channel within this many seconds are answered once, together.
+AGENT_COALESCE_SECONDS = env_float("AGENT_COALESCE_SECONDS", 2.0)
+# A channel with more uncompacted messages than this gets its oldest summarised...
+AGENT_COMPACTION_THRESHOLD = env_int("AGENT_COMPACTION_THRESHOLD", 60, minimum=2)
+# ...except the last N, which always stay verbatim.
+AGENT_COMPACTION_KEEP_LAST = env_int("AGENT_COMPACTION_KEEP_LAST", 20, minimum=0)
 
 # --- Obsidian notes: the Local REST API when a URL is set, else a folder ----
 OBSIDIAN_API_URL = env_str("OBSIDIAN_API_URL")
@@ -207,6 +223,17 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Run tasks in the calling thread (tests, one-off scripts); never in production.
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# A broker that is down must not hold a web request: give up publishing fast
+# (the row stays pending and the periodic sweep enqueues it later).
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
+# Threads run by the in-process worker of `manage.py serve` (embedded default).
+MAKILAB_WORKER_THREADS = env_int("MAKILAB_WORKER_THREADS", 2, minimum=1)
 
 # --- Web server (manage.py serve) --------------------------------------------
 MAKILAB_HOST = env_str("MAKILAB_HOST", "127.0.0.1")

@@ -61,6 +61,8 @@ class IndexState(models.TextChoices):
     PENDING = "pending", "En attente"
     INDEXED = "indexed", "Indexé"
     FAILED = "failed", "Échec"
+    # Rows that never get a point (system and tool messages).
+    SKIPPED = "skipped", "Non indexé"
 
 
 class Indexable(models.Model):

@@ -16,3 +16,37 @@ def staff_user(django_user_model):
 def staff_client(client, staff_user):
     client.force_login(staff_user)
     return client
+
+
+@pytest.fixture
+def vector_store(tmp_path, settings):
+    """A real embedded Qdrant (Edge) in a fresh folder, as the process-wide store."""
+    from memory.stores.vectors import get_vector_store, vector_store_reset
+
+    vector_store_reset()
+    settings.QDRANT_URL = ""
+    settings.QDRANT_PATH = tmp_path / "qdrant"
+    yield get_vector_store()
+    vector_store_reset()
+
+
+@pytest.fixture
+def local_embedder(settings):
+    """The bundled local embedder (real model), as the process-wide embedder."""
+    from memory.stores.embedders import embedder_reset, get_embedder
+
+    embedder_reset()
+    settings.VOYAGE_API_KEY = ""
+    yield get_embedder()
+    embedder_reset()
+
+
+@pytest.fixture
+def eager_tasks():
+    """Run Celery tasks inline, as a worker would, for the duration of a test."""
+    from makilab.celery import app
+
+    previous = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
+    yield app
+    app.conf.task_always_eager, app.conf.task_eager_propagates = previous

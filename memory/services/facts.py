@@ -18,6 +18,7 @@ from memory.models import (
     MemoryType,
     RevisionReason,
 )
+from memory.services.indexing import KIND_FACT, index_enqueue
 from memory.services.ttl import parse_ttl
 
 # Fields a revision records besides the value.
@@ -109,6 +110,7 @@ def fact_store(
         fact.full_clean()
         fact.save()
         revision_record(fact=fact, actor=actor, reason=reason, old_value="")
+        index_enqueue(KIND_FACT, fact.id)
         return fact, True
     if source_message_id is not None:
         existing.source_message_id = source_message_id
@@ -138,6 +140,7 @@ def fact_update(
     revision_record(
         fact=fact, actor=actor, reason=reason, old_value=old_value, before=before, note=note
     )
+    index_enqueue(KIND_FACT, fact.id)
     return fact
 
 
@@ -148,10 +151,13 @@ def fact_forget(*, fact: Fact, actor: str, note: str = "") -> Fact:
         return fact
     fact.forgotten = True
     fact.forgotten_at = timezone.now()
-    fact.save(update_fields=["forgotten", "forgotten_at", "updated_at"])
+    fact.index_state = IndexState.PENDING
+    fact.save(update_fields=["forgotten", "forgotten_at", "index_state", "updated_at"])
     revision_record(
         fact=fact, actor=actor, reason=RevisionReason.FORGOTTEN, old_value=fact.value, note=note
     )
+    # The fact's task removes the point of a forgotten fact.
+    index_enqueue(KIND_FACT, fact.id)
     return fact
 
 
@@ -167,4 +173,5 @@ def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
     revision_record(
         fact=fact, actor=actor, reason=RevisionReason.RESTORED, old_value=fact.value, note=note
     )
+    index_enqueue(KIND_FACT, fact.id)
     return fact

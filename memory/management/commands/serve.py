@@ -2,13 +2,17 @@
 
 Applies migrations, creates the first admin account when
 DJANGO_SUPERUSER_USERNAME / DJANGO_SUPERUSER_PASSWORD are given, then serves
-the site with waitress (threaded WSGI) until Ctrl-C or SIGTERM.
+the site with waitress (threaded WSGI). With the in-process broker (no
+CELERY_BROKER_URL) the same process also runs the Celery worker and the
+periodic tasks (makilab.runtime), so the embedded Qdrant folder has one owner.
+Ctrl-C or SIGTERM stops everything cleanly.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -43,10 +47,19 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=settings.MAKILAB_PORT)
         parser.add_argument("--threads", type=int, default=settings.MAKILAB_THREADS)
         parser.add_argument("--no-migrate", action="store_true", help="Skip `migrate`.")
+        parser.add_argument(
+            "--worker",
+            choices=["auto", "yes", "no"],
+            default="auto",
+            help="Run the Celery worker and scheduler in this process "
+            "(auto: only with the in-process broker).",
+        )
 
     def handle(self, *args, **options):
-        from waitress import serve
+        from waitress import create_server
 
+        from makilab.celery import app as celery_app
+        from makilab.runtime import EmbeddedWorker, Scheduler
         from makilab.wsgi import application
 
         if not options["no_migrate"]:
@@ -58,13 +71,48 @@ class Command(BaseCommand):
             self.stdout.write(
                 "Aucun compte administrateur : créez-en un avec `python manage.py createsuperuser`."
             )
-        url = f"http://{options['host']}:{options['port']}/"
-        self.stdout.write(f"Makilab Memory sur {url} (Ctrl-C pour arrêter)")
-        serve(
+        embedded = settings.CELERY_BROKER_URL.startswith("memory://")
+        run_worker = options["worker"] == "yes" or (options["worker"] == "auto" and embedded)
+
+        server = create_server(
             application,
             host=options["host"],
             port=options["port"],
             threads=options["threads"],
             ident="makilab",
         )
-        self.stdout.write("Arrêté.")
+        # waitress stops cleanly on SystemExit; make SIGTERM (systemd, docker,
+        # a test) mean the same as Ctrl-C.
+        signal.signal(signal.SIGTERM, _raise_system_exit)
+
+        worker = scheduler = None
+        if run_worker:
+            worker = EmbeddedWorker(celery_app, concurrency=settings.MAKILAB_WORKER_THREADS)
+            scheduler = Scheduler(celery_app)
+            worker.start()
+            scheduler.start()
+        url = f"http://{options['host']}:{server.effective_port}/"
+        mode = "avec le worker intégré" if run_worker else "sans worker (lancez celery à part)"
+        self.stdout.write(f"Makilab Memory sur {url} {mode} (Ctrl-C pour arrêter)", ending="\n")
+        self.stdout.flush()
+        try:
+            server.run()
+        finally:
+            if scheduler is not None:
+                scheduler.stop()
+            if worker is not None:
+                worker.stop()
+            _close_stores()
+            self.stdout.write("Arrêté.")
+
+
+def _raise_system_exit(signum, frame) -> None:
+    raise SystemExit(0)
+
+
+def _close_stores() -> None:
+    """Release the embedded Qdrant folder, if this process opened it."""
+    import sys
+
+    if "memory.stores.vectors" in sys.modules:
+        sys.modules["memory.stores.vectors"].vector_store_reset()

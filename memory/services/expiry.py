@@ -1,0 +1,38 @@
+"""TTL expiry: facts past their expires_at leave both tiers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory.models import Actor, Fact, RevisionReason
+from memory.services.facts import revision_record
+from memory.services.indexing import KIND_FACT, index_enqueue
+
+
+def expired_purge(*, now: datetime | None = None) -> int:
+    """Soft-delete expired facts (revision "expired") and remove their points.
+
+    T1 keeps the row and its history (the dashboard can show and restore it);
+    the point leaves Qdrant through the fact's indexing task, which removes the
+    point of any forgotten or expired fact. Returns the number of facts purged.
+    """
+    now = now or timezone.now()
+    purged = 0
+    expired = Fact.objects.filter(forgotten=False, expires_at__lte=now)
+    for fact in expired.iterator():
+        with transaction.atomic():
+            fact.forgotten = True
+            fact.forgotten_at = now
+            fact.save(update_fields=["forgotten", "forgotten_at", "updated_at"])
+            revision_record(
+                fact=fact,
+                actor=Actor.SYSTEM,
+                reason=RevisionReason.EXPIRED,
+                old_value=fact.value,
+            )
+            index_enqueue(KIND_FACT, fact.id)
+        purged += 1
+    return purged
