@@ -40,14 +40,14 @@ logger = logging.getLogger(__name__)
 # "Mon vol part à 7h40" vs "… 7h45" scores 0.9902 and "réunions le matin" vs
 # "l'après-midi" 0.9856: no threshold separates "the same fact" from "same topic,
 # different fact". So the near-duplicate rule (merge WITHOUT an LLM) sits above every
-# different-fact pair with a margin: 0.995 keeps 6/14 near-identical pairs
+# different-fact pair with a margin: 0.995 keeps 7/14 near-identical pairs
 # (case/accent/spacing variants), lets through no same_topic or unrelated pair
 # (highest 0.9902, margin 0.0048).
 LOCAL_NEAR_DUPLICATE_THRESHOLD = 0.995
 # Candidates are shown to an LLM, so recall wins: 0.87 keeps every near-identical
 # and paraphrase pair (lowest 0.8740, "veut courir un marathon" vs "Objectif 2026 :
-# finir le marathon de Bordeaux…") and lets through 3/14 unrelated pairs
-# (0.8728-0.8966), which the LLM then rejects (ADD).
+# finir le marathon de Bordeaux…") and lets through 4/14 unrelated pairs
+# (0.8721-0.8966), which the LLM then rejects (ADD).
 LOCAL_CANDIDATE_THRESHOLD = 0.87
 # Voyage: 0.85 is the seeds' dedup threshold (pet-memory v1/v2, spacebot), chosen
 # there for voyage-3 so that "habite à Paris" vs "a un fils" stays apart. Not
