@@ -119,8 +119,18 @@ def exchange_document(root: Message, reply: Message | None) -> Document:
     )
 
 
+FACT_SENTENCE_WORDS = 3
+
+
 def fact_text(fact: Fact) -> str:
-    """The text embedded for a fact: its key read as words, then its value."""
+    """The text embedded for a fact.
+
+    A value that is a sentence stands alone (the key would only add noise, and
+    two keys for one fact would keep dedup from seeing they are the same); a
+    short value ("Mickael") needs its key read as words ("user name : Mickael").
+    """
+    if len(fact.value.split()) >= FACT_SENTENCE_WORDS:
+        return fact.value
     return f"{fact.key.replace('_', ' ')} : {fact.value}"
 
 

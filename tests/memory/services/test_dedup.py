@@ -1,0 +1,76 @@
+"""Storing facts through dedup: the same fact updates, a different one is added, history is kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import Fact, RevisionReason
+from memory.services.dedup import fact_remember
+from memory.services.indexing import KIND_FACT, index_row
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(vector_store, local_embedder, settings):
+    settings.ANTHROPIC_API_KEY = ""
+    return vector_store
+
+
+def _remember(key, value, **kwargs):
+    result = fact_remember(key=key, value=value, **kwargs)
+    index_row(KIND_FACT, result.fact.id)
+    return result
+
+
+def test_the_same_key_updates_and_keeps_a_revision(world):
+    _remember("mickael_injury", "Mickael s'est cassé l'épaule")
+    result = _remember("mickael_injury", "Mickael s'est cassé l'épaule le 10 janvier 2026")
+    assert result.action == "updated"
+    assert Fact.objects.count() == 1
+    assert result.fact.revisions.first().old_value == "Mickael s'est cassé l'épaule"
+
+
+def test_without_an_llm_a_near_identical_text_under_another_key_merges(world):
+    first = _remember("injury", "Mickael s'est cassé l'épaule")
+    result = _remember("mickael_shoulder", "Mickael s'est cassé l'épaule")
+    assert result.action == "merged"
+    assert result.fact.pk == first.fact.pk
+    assert Fact.objects.count() == 1
+    assert result.fact.revisions.first().reason == RevisionReason.MERGED
+
+
+def test_without_an_llm_same_topic_different_fact_is_never_overwritten(world):
+    _remember("meeting_pref", "Je préfère les réunions le matin", memory_type="preference")
+    result = _remember(
+        "meeting_pref_2", "Je préfère les réunions l'après-midi", memory_type="preference"
+    )
+    assert result.action == "added"
+    assert sorted(Fact.objects.values_list("value", flat=True)) == [
+        "Je préfère les réunions l'après-midi",
+        "Je préfère les réunions le matin",
+    ]
+    # It was a candidate (same topic), yet the rule did not merge it.
+    assert [c.fact.key for c in result.candidates] == ["meeting_pref"]
+
+
+def test_unrelated_facts_are_both_added(world):
+    _remember("david_city", "David habite à Paris")
+    result = _remember("david_son", "David a un fils")
+    assert result.action == "added"
+    assert Fact.objects.count() == 2
+
+
+def test_a_store_outage_still_stores_the_fact(settings, local_embedder):
+    from memory.stores.vectors import vector_store_reset
+
+    vector_store_reset()
+    settings.QDRANT_URL = "http://127.0.0.1:9"
+    settings.QDRANT_TIMEOUT_S = 1
+    settings.ANTHROPIC_API_KEY = ""
+    try:
+        result = fact_remember(key="k", value="une valeur")
+    finally:
+        vector_store_reset()
+    assert result.action == "added"
+    assert Fact.objects.get(key="k").value == "une valeur"
