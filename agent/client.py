@@ -1,0 +1,314 @@
+"""The thin Anthropic wrapper: the only module that imports the SDK.
+
+- ``llm_available()``: is an LLM configured (ANTHROPIC_API_KEY)?
+- ``llm_call()`` / ``llm_message()``: one Messages API call, its usage and cost
+  recorded in ``llm_usage``.
+- ``llm_json()``: one call whose text answer is parsed as JSON.
+
+Retries are the SDK's own: exponential backoff with jitter (0.5 s, 1 s, 2 s...,
+capped at 8 s, Retry-After honoured) on 529 overloaded, other 5xx, 429, 408,
+timeouts and connection errors, ANTHROPIC_MAX_RETRIES times. What is still
+failing after them becomes ``LlmUnavailable`` with a French message; a request
+Anthropic refuses (400...) becomes ``LlmRequestRejected``. Never call these
+inside ``transaction.atomic``: SQLite would stay write-locked for the whole call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+
+from agent.exceptions import (
+    LlmError,
+    LlmInvalidJson,
+    LlmNotConfigured,
+    LlmRequestRejected,
+    LlmUnavailable,
+)
+
+if TYPE_CHECKING:
+    import anthropic
+    from anthropic.types import Message
+
+    from agent.models import LlmUsage
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "LlmCall",
+    "LlmError",
+    "LlmInvalidJson",
+    "LlmNotConfigured",
+    "LlmRequestRejected",
+    "LlmUnavailable",
+    "get_client",
+    "llm_available",
+    "llm_call",
+    "llm_json",
+    "llm_message",
+    "message_text",
+    "parse_json_answer",
+]
+
+LLM_NOT_CONFIGURED_MESSAGE = (
+    "Aucun LLM n'est configuré (ANTHROPIC_API_KEY absente) : le message est enregistré "
+    "et reste cherchable, mais l'agent ne peut pas y répondre."
+)
+LLM_UNAVAILABLE_MESSAGE = (
+    "Le LLM (Anthropic) est indisponible : {detail}. Réessayez dans un moment."
+)
+LLM_AUTH_MESSAGE = "Anthropic a refusé la clé d'API (HTTP {status}) : vérifiez ANTHROPIC_API_KEY."
+LLM_REJECTED_MESSAGE = "Anthropic a refusé la requête (HTTP {status}) : {detail}"
+LLM_INVALID_JSON_MESSAGE = "Le LLM n'a pas répondu en JSON valide ({detail})."
+LLM_EMPTY_MESSAGE = "réponse vide"
+
+# At most this many '{' / '[' are tried as the start of the JSON value in a
+# chatty answer: a hostile answer full of brackets costs a bounded time.
+JSON_START_ATTEMPTS = 20
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+
+_clients: dict[tuple, Any] = {}
+_clients_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class LlmCall:
+    message: Message
+    usage: LlmUsage
+
+
+def llm_available() -> bool:
+    """True when an Anthropic key is configured."""
+    return bool(settings.ANTHROPIC_API_KEY)
+
+
+def get_client() -> anthropic.Anthropic:
+    """The SDK client for the current settings (one per distinct configuration).
+
+    Raises LlmNotConfigured without a key.
+    """
+    if not llm_available():
+        raise LlmNotConfigured(LLM_NOT_CONFIGURED_MESSAGE)
+    config = (
+        settings.ANTHROPIC_API_KEY,
+        settings.ANTHROPIC_BASE_URL or None,
+        float(settings.ANTHROPIC_TIMEOUT_S),
+        int(settings.ANTHROPIC_MAX_RETRIES),
+    )
+    client = _clients.get(config)
+    if client is None:
+        with _clients_lock:
+            client = _clients.get(config)
+            if client is None:
+                import anthropic
+
+                api_key, base_url, timeout, max_retries = config
+                client = anthropic.Anthropic(
+                    api_key=api_key,
+                    base_url=base_url,
+                    timeout=timeout,
+                    max_retries=max_retries,
+                )
+                _clients[config] = client
+    return client
+
+
+def clients_reset() -> None:
+    """Close the cached SDK clients (tests, settings changes)."""
+    with _clients_lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # closing is best effort
+            logger.debug("closing an Anthropic client failed", exc_info=True)
+
+
+def _translate(exc: Exception) -> LlmError:
+    """An SDK error as one of ours, with a French message."""
+    import anthropic
+
+    if isinstance(exc, anthropic.APITimeoutError):
+        return LlmUnavailable(
+            LLM_UNAVAILABLE_MESSAGE.format(
+                detail=f"pas de réponse en {settings.ANTHROPIC_TIMEOUT_S:g} s"
+            )
+        )
+    if isinstance(exc, anthropic.APIConnectionError):
+        return LlmUnavailable(LLM_UNAVAILABLE_MESSAGE.format(detail="connexion impossible"))
+    if isinstance(exc, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
+        return LlmUnavailable(LLM_AUTH_MESSAGE.format(status=exc.status_code))
+    if isinstance(exc, anthropic.APIStatusError):
+        detail = _error_detail(exc)
+        if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
+            return LlmUnavailable(
+                LLM_UNAVAILABLE_MESSAGE.format(detail=f"HTTP {exc.status_code}, {detail}")
+            )
+        return LlmRequestRejected(
+            LLM_REJECTED_MESSAGE.format(status=exc.status_code, detail=detail)
+        )
+    if isinstance(exc, anthropic.APIResponseValidationError):
+        return LlmUnavailable(LLM_UNAVAILABLE_MESSAGE.format(detail="réponse illisible"))
+    return LlmUnavailable(LLM_UNAVAILABLE_MESSAGE.format(detail=type(exc).__name__))
+
+
+def _error_detail(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return f"{error.get('type', 'error')}: {str(error['message'])[:200]}"
+    return str(getattr(exc, "message", "") or type(exc).__name__)[:200]
+
+
+def llm_call(
+    *,
+    system: str,
+    messages: list[dict],
+    purpose: str,
+    tools: list[dict] | None = None,
+    max_tokens: int | None = None,
+    channel: str = "",
+    retrieval_tokens: int = 0,
+    retrieval_id: int | None = None,
+    model: str | None = None,
+) -> LlmCall:
+    """One Messages API call; its usage is recorded (one llm_usage row) and returned.
+
+    Raises LlmNotConfigured, LlmUnavailable (after the retries) or LlmRequestRejected.
+    """
+    import anthropic
+
+    from agent.usage import usage_record
+
+    client = get_client()
+    model = model or settings.ANTHROPIC_MODEL
+    request: dict[str, Any] = {
+        "model": model,
+        "max_tokens": int(max_tokens or settings.ANTHROPIC_MAX_TOKENS),
+        "system": system,
+        "messages": messages,
+    }
+    if tools:
+        request["tools"] = tools
+    try:
+        message = client.messages.create(**request)
+    except anthropic.AnthropicError as exc:
+        error = _translate(exc)
+        logger.warning("Anthropic call (%s) failed: %s", purpose, exc)
+        raise error from exc
+    usage = usage_record(
+        model=message.model or model,
+        purpose=purpose,
+        channel=channel,
+        input_tokens=message.usage.input_tokens if message.usage else 0,
+        output_tokens=message.usage.output_tokens if message.usage else 0,
+        retrieval_tokens=retrieval_tokens,
+        retrieval_id=retrieval_id,
+    )
+    return LlmCall(message=message, usage=usage)
+
+
+def llm_message(
+    *,
+    system: str,
+    messages: list[dict],
+    purpose: str,
+    tools: list[dict] | None = None,
+    max_tokens: int | None = None,
+    channel: str = "",
+    retrieval_tokens: int = 0,
+    retrieval_id: int | None = None,
+) -> Message:
+    """``llm_call`` returning only the SDK's Message."""
+    return llm_call(
+        system=system,
+        messages=messages,
+        purpose=purpose,
+        tools=tools,
+        max_tokens=max_tokens,
+        channel=channel,
+        retrieval_tokens=retrieval_tokens,
+        retrieval_id=retrieval_id,
+    ).message
+
+
+def message_text(message: Any) -> str:
+    """The text blocks of an answer, joined (tool_use and thinking blocks left out)."""
+    parts = [block.text for block in message.content or [] if getattr(block, "type", "") == "text"]
+    return "\n".join(part for part in parts if part).strip()
+
+
+def parse_json_answer(text: str) -> object:
+    """The JSON value in an LLM's text answer.
+
+    Accepts bare JSON, JSON inside a ```json fence, and JSON preceded or followed
+    by prose. Raises LlmInvalidJson otherwise. NaN/Infinity are refused.
+    """
+    text = (text or "").strip()
+    if not text:
+        raise LlmInvalidJson(LLM_INVALID_JSON_MESSAGE.format(detail=LLM_EMPTY_MESSAGE))
+    candidates = [match.group(1).strip() for match in _FENCE.finditer(text)]
+    candidates.append(text)
+    decoder = json.JSONDecoder(parse_constant=_refuse_constant)
+    error = "aucun objet JSON"
+    for candidate in candidates:
+        try:
+            return decoder.decode(candidate)
+        except (ValueError, RecursionError) as exc:
+            error = str(exc)[:120]
+        # JSON inside prose: the longest value that decodes from a '{' or '['
+        # ("voir [1] : [{...}]" gives the list of facts, not [1]).
+        best: tuple[int, object] | None = None
+        attempts = 0
+        index = 0
+        while attempts < JSON_START_ATTEMPTS:
+            starts = [i for i in (candidate.find("{", index), candidate.find("[", index)) if i >= 0]
+            if not starts:
+                break
+            start = min(starts)
+            attempts += 1
+            try:
+                value, end = decoder.raw_decode(candidate, start)
+            except (ValueError, RecursionError):
+                index = start + 1
+                continue
+            if best is None or end - start > best[0]:
+                best = (end - start, value)
+            index = end
+        if best is not None:
+            return best[1]
+    raise LlmInvalidJson(LLM_INVALID_JSON_MESSAGE.format(detail=error))
+
+
+def _refuse_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def llm_json(
+    *,
+    system: str,
+    prompt: str,
+    purpose: str,
+    max_tokens: int | None = None,
+    channel: str = "",
+) -> object:
+    """One call whose text answer is parsed as JSON (see ``parse_json_answer``).
+
+    Raises LlmNotConfigured, LlmUnavailable, LlmRequestRejected or LlmInvalidJson.
+    """
+    message = llm_message(
+        system=system,
+        messages=[{"role": "user", "content": prompt}],
+        purpose=purpose,
+        max_tokens=max_tokens,
+        channel=channel,
+    )
+    return parse_json_answer(message_text(message))

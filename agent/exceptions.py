@@ -1,0 +1,23 @@
+"""Errors of the agent. All are MemoryServiceError: their message is shown as is."""
+
+from memory.exceptions import MemoryServiceError
+
+
+class LlmError(MemoryServiceError):
+    """An LLM call that did not give a usable answer."""
+
+
+class LlmUnavailable(LlmError):
+    """No LLM now: no key, or Anthropic down/overloaded/timing out after the retries."""
+
+
+class LlmNotConfigured(LlmUnavailable):
+    """ANTHROPIC_API_KEY is not set."""
+
+
+class LlmRequestRejected(LlmError):
+    """Anthropic refused the request itself (400, 404, 413...): retrying will not help."""
+
+
+class LlmInvalidJson(LlmError):
+    """The LLM was asked for JSON and answered something else."""
