@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import transaction
 
@@ -65,8 +66,41 @@ def memory_settings_update(*, changes: Mapping[str, object]) -> MemorySettings:
     settings = MemorySettings.load()
     if not changes:
         return settings
+    changes = _notes_rules_apply(dict(changes))
     for name, value in changes.items():
         setattr(settings, name, value)
     settings.full_clean()
     settings.save()
     return settings
+
+
+def _notes_rules_apply(changes: dict[str, object]) -> dict[str, object]:
+    """Context notes and tag follow the notes service's rules, whoever writes them.
+
+    Paths are normalised ("Profil" -> "Profil.md") and checked, the tag is
+    cleaned; without the notes module (not installed yet) values go as given,
+    checked by the model only.
+    """
+    if "obsidian_context_notes" not in changes and "obsidian_context_tag" not in changes:
+        return changes
+    try:
+        from memory.services.notes import MAX_FIXED_NOTES, MSG_TOO_MANY_NOTES, context_tag_clean
+        from memory.stores.notes import note_path_normalize
+    except ImportError:
+        return changes
+    if "obsidian_context_tag" in changes:
+        changes["obsidian_context_tag"] = context_tag_clean(str(changes["obsidian_context_tag"]))
+    if "obsidian_context_notes" in changes:
+        paths: dict[str, None] = {}
+        errors: list[str] = []
+        for raw in changes["obsidian_context_notes"] or []:
+            try:
+                paths.setdefault(note_path_normalize(str(raw)), None)
+            except MemoryServiceError as exc:
+                errors.append(f"{raw} : {exc}")
+        if len(paths) > MAX_FIXED_NOTES:
+            errors.append(MSG_TOO_MANY_NOTES)
+        if errors:
+            raise ValidationError({"obsidian_context_notes": errors})
+        changes["obsidian_context_notes"] = list(paths)
+    return changes

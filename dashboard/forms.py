@@ -1,0 +1,191 @@
+"""Forms of the dashboard: they validate and represent; services write.
+
+Ranges come from the models' validators (ModelForm fields carry them, and
+model_field_range reads them for the others), so the sliders, the API and
+the admin refuse the same values.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.forms import AuthenticationForm
+
+from memory.exceptions import InvalidTTL
+from memory.models import Fact, MemorySettings, MemoryType
+from memory.services.settings import model_field_range
+from memory.services.ttl import parse_ttl
+
+NOT_STAFF_MESSAGE = "Ce compte n'a pas accès au tableau de bord de Makilab."
+NO_SLASH_MESSAGE = "La clé ne peut pas contenir « / »."
+VALUE_MAX_CHARS = 10_000
+QUERY_MAX_CHARS = 500
+PREVIEW_MAX_CHARS = 2_000
+NOTE_PATH_MAX_CHARS = 500
+TTL_HELP = "Ex. « 30m », « 1h », « 7d », « 2w »."
+
+_IMPORTANCE_MIN, _IMPORTANCE_MAX = model_field_range(Fact, "importance")
+
+
+class StaffAuthenticationForm(AuthenticationForm):
+    """The dashboard's login: like the admin's, only staff accounts get in."""
+
+    def confirm_login_allowed(self, user) -> None:
+        super().confirm_login_allowed(user)
+        if not user.is_staff:
+            raise forms.ValidationError(NOT_STAFF_MESSAGE, code="not_staff")
+
+
+def _clean_ttl(value: str) -> str:
+    value = value.strip()
+    try:
+        parse_ttl(value)
+    except InvalidTTL as exc:
+        raise forms.ValidationError(str(exc)) from None
+    return value
+
+
+class SubjectsField(forms.CharField):
+    """Tags typed as "a, b, c"; cleaned to a list of words."""
+
+    def to_python(self, value) -> list[str]:
+        text = super().to_python(value)
+        return [part.strip() for part in text.split(",") if part.strip()]
+
+    def prepare_value(self, value):
+        if isinstance(value, list):
+            return ", ".join(value)
+        return value
+
+
+class _FactFieldsForm(forms.Form):
+    value = forms.CharField(
+        label="Valeur", max_length=VALUE_MAX_CHARS, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    memory_type = forms.ChoiceField(
+        label="Type", choices=MemoryType.choices, initial=MemoryType.FACT
+    )
+    subjects = SubjectsField(
+        label="Sujets",
+        required=False,
+        help_text="Séparés par des virgules.",
+        widget=forms.TextInput(attrs={"placeholder": "mickael, sport"}),
+    )
+    ttl = forms.CharField(label="Durée de vie", required=False, max_length=20, help_text=TTL_HELP)
+
+    def clean_ttl(self) -> str:
+        return _clean_ttl(self.cleaned_data["ttl"])
+
+
+class FactAddForm(_FactFieldsForm):
+    key = forms.CharField(
+        label="Clé",
+        max_length=Fact._meta.get_field("key").max_length,
+        widget=forms.TextInput(attrs={"placeholder": "user_name"}),
+    )
+    importance = forms.FloatField(
+        label="Importance",
+        required=False,
+        min_value=_IMPORTANCE_MIN,
+        max_value=_IMPORTANCE_MAX,
+        widget=forms.NumberInput(attrs={"step": "0.1"}),
+        help_text="Vide : celle du type.",
+    )
+    field_order = ("key", "value", "memory_type", "importance", "subjects", "ttl")
+
+    def clean_key(self) -> str:
+        key = self.cleaned_data["key"].strip()
+        if "/" in key:
+            raise forms.ValidationError(NO_SLASH_MESSAGE)
+        return key
+
+
+class FactEditForm(_FactFieldsForm):
+    importance = forms.FloatField(
+        label="Importance",
+        min_value=_IMPORTANCE_MIN,
+        max_value=_IMPORTANCE_MAX,
+        widget=forms.NumberInput(attrs={"step": "0.1"}),
+    )
+    no_expiry = forms.BooleanField(label="Sans expiration", required=False)
+    field_order = ("value", "memory_type", "importance", "subjects", "ttl", "no_expiry")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["ttl"].help_text = "Vide : expiration inchangée. " + TTL_HELP
+
+    def changes(self) -> dict[str, object]:
+        """The keyword arguments for fact_update: ttl only when the user asked for a change."""
+        data = dict(self.cleaned_data)
+        ttl = data.pop("ttl")
+        no_expiry = data.pop("no_expiry")
+        if no_expiry:
+            data["ttl"] = None
+        elif ttl:
+            data["ttl"] = ttl
+        return data
+
+
+class FactFilterForm(forms.Form):
+    filter = forms.CharField(label="Filtrer", required=False, max_length=QUERY_MAX_CHARS)
+    forgotten = forms.BooleanField(label="Afficher les faits oubliés", required=False)
+
+
+class SearchForm(forms.Form):
+    MODE_CHOICES = (("semantic", "Sémantique"), ("text", "Texte"))
+
+    q = forms.CharField(label="Recherche", max_length=QUERY_MAX_CHARS)
+    mode = forms.ChoiceField(
+        label="Mode", choices=MODE_CHOICES, initial="semantic", widget=forms.RadioSelect
+    )
+
+
+class RetrievalSettingsForm(forms.ModelForm):
+    """The toggle and the two sliders; ranges are the model's validators."""
+
+    class Meta:
+        model = MemorySettings
+        fields = ("auto_retrieve_enabled", "max_results", "min_score")
+        labels = {
+            "auto_retrieve_enabled": "Auto-retrieval activé",
+            "max_results": "Nombre maximum de souvenirs",
+            "min_score": "Score minimum",
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, step in (("max_results", "1"), ("min_score", "0.05")):
+            low, high = model_field_range(MemorySettings, name)
+            self.fields[name].widget = forms.NumberInput(
+                attrs={"type": "range", "min": low, "max": high, "step": step}
+            )
+
+
+class PreviewForm(forms.Form):
+    message = forms.CharField(
+        label="Message",
+        max_length=PREVIEW_MAX_CHARS,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "Comment va mon épaule ?"}),
+    )
+    channel = forms.CharField(label="Canal", max_length=64, initial="dashboard")
+
+
+class NotePathForm(forms.Form):
+    path = forms.CharField(
+        label="Chemin de la note",
+        max_length=NOTE_PATH_MAX_CHARS,
+        widget=forms.TextInput(attrs={"placeholder": "Contexte/Profil.md"}),
+    )
+
+
+class NoteTagForm(forms.Form):
+    tag = forms.CharField(
+        label="Tag",
+        max_length=MemorySettings._meta.get_field("obsidian_context_tag").max_length,
+        help_text="Les notes portant ce tag sont ajoutées au contexte.",
+    )
+
+
+class NotesToggleForm(forms.Form):
+    obsidian_context_enabled = forms.BooleanField(
+        label="Notes Obsidian dans le contexte", required=False
+    )

@@ -1,0 +1,46 @@
+// Small behaviours of the dashboard; htmx does the rest.
+(function () {
+  "use strict";
+
+  // A slider shows its value as it moves (the form saves it, see _retrieval.html).
+  document.addEventListener("input", function (event) {
+    var input = event.target;
+    if (input.matches && input.matches("input[type=range][data-output]")) {
+      var output = document.getElementById(input.dataset.output);
+      if (output) output.value = input.value;
+    }
+  });
+
+  // "Fermer" buttons empty the element they name.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("[data-clear]");
+    if (button) {
+      var target = document.querySelector(button.dataset.clear);
+      if (target) target.innerHTML = "";
+    }
+  });
+
+  function flash(text) {
+    var box = document.getElementById("flash");
+    if (!box) return;
+    box.textContent = text;
+    box.hidden = false;
+    window.clearTimeout(flash.timer);
+    flash.timer = window.setTimeout(function () { box.hidden = true; }, 8000);
+  }
+
+  // Errors htmx does not swap (5xx, 403...) get a French message instead of silence.
+  document.addEventListener("htmx:responseError", function (event) {
+    var status = event.detail.xhr ? event.detail.xhr.status : 0;
+    if (status === 403) {
+      flash("Action refusée (403) : la session a peut-être expiré. Rechargez la page.");
+    } else if (status === 404) {
+      flash("Introuvable (404) : l'élément a peut-être été supprimé. Rechargez la page.");
+    } else {
+      flash("Le serveur a répondu une erreur (" + status + "). Réessayez dans un instant.");
+    }
+  });
+  document.addEventListener("htmx:sendError", function () {
+    flash("Serveur injoignable : vérifiez que Makilab tourne, puis réessayez.");
+  });
+})();

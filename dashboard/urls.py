@@ -1,0 +1,33 @@
+"""The /memory page, its sections' fragments and actions, and /costs."""
+
+from django.urls import path
+
+from dashboard import views
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("memory/", views.memory_page, name="memory"),
+    # Faits
+    path("memory/facts/", views.facts_section, name="facts"),
+    path("memory/facts/<str:key>/", views.fact_card, name="fact-card"),
+    path("memory/facts/<str:key>/edit/", views.fact_edit, name="fact-edit"),
+    path("memory/facts/<str:key>/forget/", views.fact_forget_view, name="fact-forget"),
+    path("memory/facts/<str:key>/restore/", views.fact_restore_view, name="fact-restore"),
+    path("memory/facts/<str:key>/history/", views.fact_history, name="fact-history"),
+    # Recherche
+    path("memory/search/", views.search_section, name="search"),
+    # Auto-retrieval
+    path("memory/retrieval/", views.retrieval_section, name="retrieval"),
+    path("memory/retrieval/settings/", views.retrieval_settings, name="retrieval-settings"),
+    path("memory/retrieval/preview/", views.retrieval_preview, name="retrieval-preview"),
+    # Notes Obsidian
+    path("memory/notes/", views.notes_section, name="notes"),
+    path("memory/notes/add/", views.note_add, name="note-add"),
+    path("memory/notes/remove/", views.note_remove, name="note-remove"),
+    path("memory/notes/tag/", views.note_tag, name="note-tag"),
+    path("memory/notes/toggle/", views.notes_toggle, name="notes-toggle"),
+    path("memory/notes/preview/", views.note_preview, name="note-preview"),
+    # Coûts
+    path("costs/", views.costs_page, name="costs"),
+]

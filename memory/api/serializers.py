@@ -1,0 +1,309 @@
+"""Serializers of the memory API: they validate and represent, never persist.
+
+Numeric ranges come from the models' validators (ModelSerializer maps
+Min/MaxValueValidator to min_value/max_value, and FactInput reads them with
+model_field_range), so the API, the admin and the dashboard refuse the same
+values.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from memory.exceptions import InvalidTTL
+from memory.models import (
+    Fact,
+    FactRevision,
+    FactSource,
+    MemoryRetrieval,
+    MemorySettings,
+    MemoryType,
+)
+from memory.services.search import MAX_LIMIT, SEARCH_MODES
+from memory.services.settings import EDITABLE_FIELDS, model_field_range
+from memory.services.ttl import parse_ttl
+
+# Caps on what one request may carry (the body size itself is capped by the parsers).
+VALUE_MAX_CHARS = 10_000
+SUBJECT_MAX_CHARS = 100
+SUBJECTS_MAX = 50
+TTL_MAX_CHARS = 20
+QUERY_MAX_CHARS = 500
+NOTE_PATH_MAX_CHARS = 500
+CONTEXT_NOTES_MAX = 50
+DEFAULT_SEARCH_LIMIT = 10
+UNKNOWN_FIELD_MESSAGE = "Champ inconnu."
+READ_ONLY_MESSAGE = "Ce champ est en lecture seule."
+NO_SLASH_MESSAGE = "La clé ne peut pas contenir « / »."
+IMPORTANCE_REQUIRED_MESSAGE = "Donnez une importance entre 0 et 1."
+
+_IMPORTANCE_MIN, _IMPORTANCE_MAX = model_field_range(Fact, "importance")
+_KEY_MAX = Fact._meta.get_field("key").max_length
+_CHANNEL_MAX = Fact._meta.get_field("channel").max_length
+
+
+def _reject_unknown_fields(serializer: serializers.Serializer) -> None:
+    """A 400 naming each field the serializer does not write (unknown or read-only)."""
+    data = serializer.initial_data
+    if not isinstance(data, dict):
+        return
+    writable = {name for name, field in serializer.fields.items() if not field.read_only}
+    errors = {}
+    for name in sorted(set(data) - writable):
+        errors[name] = [READ_ONLY_MESSAGE if name in serializer.fields else UNKNOWN_FIELD_MESSAGE]
+    if errors:
+        raise serializers.ValidationError(errors)
+
+
+class StrictInputSerializer(serializers.Serializer):
+    """Refuses fields it does not know instead of silently ignoring them (typos)."""
+
+    def validate(self, attrs):
+        _reject_unknown_fields(self)
+        return super().validate(attrs)
+
+
+def _validate_ttl(value: str | None) -> str | None:
+    try:
+        parse_ttl(value)
+    except InvalidTTL as exc:
+        raise serializers.ValidationError(str(exc)) from None
+    return value
+
+
+# --- Facts ---------------------------------------------------------------------
+
+
+class FactOutputSerializer(serializers.ModelSerializer):
+    is_expired = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Fact
+        fields = (
+            "key",
+            "value",
+            "memory_type",
+            "importance",
+            "subjects",
+            "source",
+            "channel",
+            "expires_at",
+            "is_expired",
+            "created_at",
+            "updated_at",
+            "last_accessed_at",
+            "access_count",
+            "forgotten",
+            "forgotten_at",
+            "index_state",
+            "indexed_at",
+        )
+        read_only_fields = fields
+
+
+class _FactFieldsSerializer(StrictInputSerializer):
+    value = serializers.CharField(max_length=VALUE_MAX_CHARS)
+    memory_type = serializers.ChoiceField(choices=MemoryType.choices, default=MemoryType.FACT)
+    importance = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=_IMPORTANCE_MIN,
+        max_value=_IMPORTANCE_MAX,
+        help_text="0 à 1; absent: l'importance par défaut du type.",
+    )
+    subjects = serializers.ListField(
+        child=serializers.CharField(max_length=SUBJECT_MAX_CHARS),
+        max_length=SUBJECTS_MAX,
+        required=False,
+        default=list,
+    )
+    channel = serializers.CharField(
+        max_length=_CHANNEL_MAX, required=False, allow_blank=True, default=""
+    )
+    ttl = serializers.CharField(
+        max_length=TTL_MAX_CHARS,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        help_text='Durée de vie : "30m", "1h", "7d", "2w"; vide ou null : pour toujours.',
+    )
+
+    def validate_ttl(self, value):
+        return _validate_ttl(value)
+
+
+class FactInputSerializer(_FactFieldsSerializer):
+    """Body of POST /facts: a new fact, or a new value for an existing key."""
+
+    key = serializers.CharField(max_length=_KEY_MAX)
+    source = serializers.ChoiceField(choices=FactSource.choices, default=FactSource.MANUAL)
+
+    def validate_key(self, value: str) -> str:
+        if "/" in value:
+            raise serializers.ValidationError(NO_SLASH_MESSAGE)
+        return value
+
+
+class FactPatchSerializer(_FactFieldsSerializer):
+    """Body of PATCH /facts/<key>: only the fields given change."""
+
+    def __init__(self, *args, **kwargs):
+        # Partial: absent fields are neither required nor given their defaults.
+        kwargs.setdefault("partial", True)
+        super().__init__(*args, **kwargs)
+
+    def validate_importance(self, value: float | None) -> float:
+        if value is None:
+            raise serializers.ValidationError(IMPORTANCE_REQUIRED_MESSAGE)
+        return value
+
+
+class FactRevisionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = FactRevision
+        fields = ("actor", "reason", "old_value", "new_value", "changes", "note", "created_at")
+        read_only_fields = fields
+
+
+class FactListQuerySerializer(serializers.Serializer):
+    search = serializers.CharField(max_length=QUERY_MAX_CHARS, required=False, default="")
+    include_forgotten = serializers.BooleanField(required=False, default=False)
+    include_expired = serializers.BooleanField(required=False, default=False)
+
+
+# --- Search --------------------------------------------------------------------
+
+
+class SearchQuerySerializer(serializers.Serializer):
+    q = serializers.CharField(max_length=QUERY_MAX_CHARS, help_text="Le texte cherché.")
+    mode = serializers.ChoiceField(choices=SEARCH_MODES, default="semantic")
+    limit = serializers.IntegerField(
+        min_value=1,
+        default=DEFAULT_SEARCH_LIMIT,
+        help_text=f"Nombre de résultats; au-delà de {MAX_LIMIT}, ramené à {MAX_LIMIT}.",
+    )
+
+    def validate_limit(self, value: int) -> int:
+        return min(value, MAX_LIMIT)
+
+
+class SearchHitSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["message", "exchange", "fact", "summary"])
+    score = serializers.FloatField()
+    channel = serializers.CharField()
+    date = serializers.DateTimeField(allow_null=True)
+    excerpt = serializers.CharField(help_text="200 caractères au plus.")
+    type = serializers.CharField(help_text="Rôle du message, type du fait, « summary ».")
+    source = serializers.CharField(
+        help_text="Où il a été trouvé : conversations, knowledge, messages_fts, facts."
+    )
+    key = serializers.CharField(help_text="La clé, pour un fait.")
+
+
+class SearchResultSerializer(serializers.Serializer):
+    query = serializers.CharField()
+    mode = serializers.CharField()
+    count = serializers.IntegerField()
+    results = SearchHitSerializer(many=True)
+
+
+# --- Settings ------------------------------------------------------------------
+
+
+class MemorySettingsSerializer(serializers.ModelSerializer):
+    """GET and PATCH /settings; ranges are the model's validators."""
+
+    obsidian_context_notes = serializers.ListField(
+        child=serializers.CharField(max_length=NOTE_PATH_MAX_CHARS),
+        max_length=CONTEXT_NOTES_MAX,
+        required=False,
+    )
+
+    class Meta:
+        model = MemorySettings
+        fields = (*EDITABLE_FIELDS, "updated_at")
+        read_only_fields = ("updated_at",)
+
+    def validate(self, attrs):
+        _reject_unknown_fields(self)
+        return super().validate(attrs)
+
+
+# --- Stats ---------------------------------------------------------------------
+
+
+class IndexCountsSerializer(serializers.DictField):
+    """Rows per indexing state: {"pending": n, "indexed": n, "failed": n, ...}."""
+
+    child = serializers.IntegerField()
+
+
+class FactStatsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    active = serializers.IntegerField()
+    forgotten = serializers.IntegerField()
+    expired = serializers.IntegerField()
+    index = IndexCountsSerializer(help_text="États d'indexation des faits actifs.")
+
+
+class MessageStatsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    compacted = serializers.IntegerField()
+    index = IndexCountsSerializer()
+
+
+class SummaryStatsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    index = IndexCountsSerializer()
+
+
+class RetrievalStatsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    last_at = serializers.DateTimeField(allow_null=True)
+
+
+class CollectionCountsSerializer(serializers.Serializer):
+    conversations = serializers.IntegerField(allow_null=True)
+    knowledge = serializers.IntegerField(allow_null=True)
+
+
+class VectorStatsSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "unavailable", "skipped"])
+    error = serializers.CharField(allow_blank=True)
+    collections = CollectionCountsSerializer(help_text="null quand Qdrant est injoignable.")
+
+
+class MemoryStatsSerializer(serializers.Serializer):
+    facts = FactStatsSerializer()
+    messages = MessageStatsSerializer()
+    summaries = SummaryStatsSerializer()
+    retrievals = RetrievalStatsSerializer()
+    vectors = VectorStatsSerializer()
+    last_indexed_at = serializers.DateTimeField(allow_null=True)
+
+
+# --- Retrieval logs ------------------------------------------------------------
+
+
+class MemoryRetrievalSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = MemoryRetrieval
+        fields = (
+            "id",
+            "created_at",
+            "channel",
+            "message_preview",
+            "memories",
+            "notes",
+            "tokens_added",
+            "timings_ms",
+            "total_ms",
+            "failed_sources",
+        )
+        read_only_fields = fields
+
+
+class RetrievalListQuerySerializer(serializers.Serializer):
+    channel = serializers.CharField(max_length=_CHANNEL_MAX, required=False, default="")

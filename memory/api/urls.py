@@ -1,0 +1,19 @@
+"""Routes of the memory API, mounted at /api/memory/ (no trailing slashes, as DESIGN.md lists them)."""
+
+from django.urls import path
+
+from memory.api import views
+
+app_name = "memory-api"
+
+urlpatterns = [
+    path("facts", views.FactListCreateApi.as_view(), name="facts"),
+    # <path:key> would swallow "/restore": keys cannot contain "/" (FactInputSerializer).
+    path("facts/<str:key>/restore", views.FactRestoreApi.as_view(), name="fact-restore"),
+    path("facts/<str:key>/revisions", views.FactRevisionListApi.as_view(), name="fact-revisions"),
+    path("facts/<str:key>", views.FactDetailApi.as_view(), name="fact"),
+    path("search", views.MemorySearchApi.as_view(), name="search"),
+    path("settings", views.MemorySettingsApi.as_view(), name="settings"),
+    path("stats", views.MemoryStatsApi.as_view(), name="stats"),
+    path("retrievals", views.RetrievalListApi.as_view(), name="retrievals"),
+]

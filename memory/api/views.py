@@ -1,0 +1,281 @@
+"""The memory API: one class per resource, each method validate → service/selector → shape.
+
+Authentication: the agent sends ``Authorization: Token <key>`` (DRF authtoken);
+the dashboard uses its session, with the CSRF token on unsafe methods. Token
+comes first so an anonymous client is told 401 with ``WWW-Authenticate: Token``.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memory.api.parsers import LimitedFormParser, LimitedJSONParser
+from memory.api.permissions import IsStaffOrToken
+from memory.api.serializers import (
+    FactInputSerializer,
+    FactListQuerySerializer,
+    FactOutputSerializer,
+    FactPatchSerializer,
+    FactRevisionSerializer,
+    MemoryRetrievalSerializer,
+    MemorySettingsSerializer,
+    MemoryStatsSerializer,
+    RetrievalListQuerySerializer,
+    SearchQuerySerializer,
+    SearchResultSerializer,
+)
+from memory.exceptions import FactNotFound
+from memory.models import Actor, Fact
+from memory.selectors import (
+    fact_get,
+    fact_list,
+    memory_settings_get,
+    memory_stats_get,
+    retrieval_list,
+)
+from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
+from memory.services.search import memory_search
+from memory.services.settings import memory_settings_update
+
+EMPTY_PATCH_MESSAGE = "Aucun champ à modifier."
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+
+
+class ErrorSerializer(serializers.Serializer):
+    message = serializers.CharField()
+    extra = serializers.DictField(help_text='{"fields": {champ: [messages]}} pour un 400.')
+
+
+ERRORS = {
+    400: OpenApiResponse(ErrorSerializer, description="Entrée invalide : un message par champ."),
+    401: OpenApiResponse(ErrorSerializer, description="Jeton absent ou invalide."),
+    403: OpenApiResponse(ErrorSerializer, description="Session sans droits ou sans CSRF."),
+}
+NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="Aucun fait avec cette clé.")}
+KEY_PARAMETER = OpenApiParameter(
+    "key", str, OpenApiParameter.PATH, description="La clé du fait, ex. user_name."
+)
+
+
+class MemoryPagination(PageNumberPagination):
+    page_size = PAGE_SIZE
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
+
+
+class MemoryApi(APIView):
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    permission_classes = [IsStaffOrToken]
+    parser_classes = [LimitedJSONParser, LimitedFormParser]
+
+    def actor(self, request: Request) -> str:
+        """Who is writing: the agent (token) or the owner (dashboard session)."""
+        if isinstance(request.successful_authenticator, TokenAuthentication):
+            return Actor.AGENT
+        return Actor.USER
+
+    def paginate(self, request: Request, queryset, serializer_class) -> Response:
+        paginator = MemoryPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+def _fact_or_404(key: str) -> Fact:
+    try:
+        return fact_get(key=key)
+    except FactNotFound as exc:
+        raise NotFound(str(exc)) from None
+
+
+class FactListCreateApi(MemoryApi):
+    @extend_schema(
+        operation_id="facts_list",
+        summary="Lister les faits",
+        description="Les faits actifs (ni oubliés ni expirés) par défaut, paginés.",
+        parameters=[FactListQuerySerializer],
+        responses={200: FactOutputSerializer(many=True), **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        query = FactListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return self.paginate(request, fact_list(**query.validated_data), FactOutputSerializer)
+
+    @extend_schema(
+        operation_id="facts_store",
+        summary="Ajouter un fait",
+        description=(
+            "Crée le fait ``key``; si la clé existe, met à jour sa valeur (l'ancienne est "
+            "gardée dans l'historique) et fait revenir un fait oublié. 201 si créé, 200 sinon."
+        ),
+        request=FactInputSerializer,
+        responses={201: FactOutputSerializer, 200: FactOutputSerializer, **ERRORS},
+    )
+    def post(self, request: Request) -> Response:
+        body = FactInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        fact, created = fact_store(**body.validated_data, actor=self.actor(request))
+        return Response(
+            FactOutputSerializer(fact).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+class FactDetailApi(MemoryApi):
+    @extend_schema(
+        operation_id="facts_get",
+        summary="Lire un fait",
+        description="Le fait, même oublié ou expiré (voir ``forgotten`` et ``is_expired``).",
+        parameters=[KEY_PARAMETER],
+        responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
+    )
+    def get(self, request: Request, key: str) -> Response:
+        return Response(FactOutputSerializer(_fact_or_404(key)).data)
+
+    @extend_schema(
+        operation_id="facts_update",
+        summary="Modifier un fait",
+        description=(
+            "Change les champs donnés seulement. ``ttl`` vide ou null retire l'expiration. "
+            "Un fait oublié qui est modifié revient. L'ancienne valeur reste dans l'historique."
+        ),
+        parameters=[KEY_PARAMETER],
+        request=FactPatchSerializer,
+        responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
+    )
+    def patch(self, request: Request, key: str) -> Response:
+        fact = _fact_or_404(key)
+        body = FactPatchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        if not body.validated_data:
+            raise ValidationError({"non_field_errors": [EMPTY_PATCH_MESSAGE]})
+        fact = fact_update(fact=fact, actor=self.actor(request), **body.validated_data)
+        return Response(FactOutputSerializer(fact).data)
+
+    @extend_schema(
+        operation_id="facts_forget",
+        summary="Oublier un fait",
+        description=(
+            "Suppression douce (« oubli ») : le fait n'est plus utilisé ni montré, mais il reste "
+            "en base avec son historique et peut être restauré par "
+            "POST /api/memory/facts/{key}/restore. Idempotent."
+        ),
+        parameters=[KEY_PARAMETER],
+        responses={204: None, **ERRORS, **NOT_FOUND},
+    )
+    def delete(self, request: Request, key: str) -> Response:
+        fact_forget(fact=_fact_or_404(key), actor=self.actor(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class FactRestoreApi(MemoryApi):
+    @extend_schema(
+        operation_id="facts_restore",
+        summary="Restaurer un fait oublié",
+        description="Annule un oubli (DELETE). Sans effet sur un fait qui n'est pas oublié.",
+        parameters=[KEY_PARAMETER],
+        request=None,
+        responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
+    )
+    def post(self, request: Request, key: str) -> Response:
+        fact = fact_restore(fact=_fact_or_404(key), actor=self.actor(request))
+        return Response(FactOutputSerializer(fact).data)
+
+
+class FactRevisionListApi(MemoryApi):
+    @extend_schema(
+        operation_id="facts_history",
+        summary="Historique d'un fait",
+        description="Chaque changement du fait, le plus récent d'abord : qui, pourquoi, avant/après.",
+        parameters=[KEY_PARAMETER],
+        responses={200: FactRevisionSerializer(many=True), **ERRORS, **NOT_FOUND},
+    )
+    def get(self, request: Request, key: str) -> Response:
+        fact = _fact_or_404(key)
+        return self.paginate(request, fact.revisions.all(), FactRevisionSerializer)
+
+
+class MemorySearchApi(MemoryApi):
+    @extend_schema(
+        operation_id="memory_search",
+        summary="Chercher dans la mémoire",
+        description=(
+            "``semantic`` : par le sens, dans Qdrant (échanges, faits, résumés), au-dessus du "
+            "score minimum des réglages; les faits oubliés ou expirés sont exclus. ``text`` : par "
+            "mots-clés, FTS5 sur les messages et BM25 sur les faits; marche sans Qdrant. "
+            "503 quand la recherche sémantique est indisponible."
+        ),
+        parameters=[SearchQuerySerializer],
+        responses={
+            200: SearchResultSerializer,
+            **ERRORS,
+            503: OpenApiResponse(ErrorSerializer, description="Qdrant ou l'embedder indisponible."),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        query = SearchQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        data = query.validated_data
+        hits = memory_search(query=data["q"], mode=data["mode"], limit=data["limit"])
+        result = {"query": data["q"], "mode": data["mode"], "count": len(hits), "results": hits}
+        return Response(SearchResultSerializer(result).data)
+
+
+class MemorySettingsApi(MemoryApi):
+    @extend_schema(
+        operation_id="settings_get",
+        summary="Lire les réglages",
+        responses={200: MemorySettingsSerializer, **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        return Response(MemorySettingsSerializer(memory_settings_get()).data)
+
+    @extend_schema(
+        operation_id="settings_update",
+        summary="Modifier les réglages",
+        description="Change les réglages donnés; chaque valeur doit rester dans sa plage.",
+        request=MemorySettingsSerializer,
+        responses={200: MemorySettingsSerializer, **ERRORS},
+    )
+    def patch(self, request: Request) -> Response:
+        body = MemorySettingsSerializer(memory_settings_get(), data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        settings = memory_settings_update(changes=body.validated_data)
+        return Response(MemorySettingsSerializer(settings).data)
+
+
+class MemoryStatsApi(MemoryApi):
+    @extend_schema(
+        operation_id="memory_stats",
+        summary="Statistiques de la mémoire",
+        description=(
+            "Comptes par niveau (faits, messages, résumés) et par état d'indexation, points par "
+            "collection Qdrant (null et status « unavailable » si Qdrant est injoignable), "
+            "dernière indexation."
+        ),
+        responses={200: MemoryStatsSerializer, **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        return Response(MemoryStatsSerializer(memory_stats_get()).data)
+
+
+class RetrievalListApi(MemoryApi):
+    @extend_schema(
+        operation_id="retrievals_list",
+        summary="Journal de l'auto-retrieval",
+        description="Les dernières injections, la plus récente d'abord, paginées.",
+        parameters=[RetrievalListQuerySerializer],
+        responses={200: MemoryRetrievalSerializer(many=True), **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        query = RetrievalListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        retrievals = retrieval_list(**query.validated_data)
+        return self.paginate(request, retrievals, MemoryRetrievalSerializer)
