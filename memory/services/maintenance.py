@@ -1,0 +1,145 @@
+"""Rebuilding and checking T2 against T1: what `reindex` and `memory_doctor` do."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from memory.models import Fact, Message, Summary
+from memory.services.indexing import (
+    INDEXED_ROLES,
+    KIND_FACT,
+    KIND_MESSAGE,
+    KIND_SUMMARY,
+    IndexReport,
+    _documents,
+    index_rows,
+)
+
+COLLECTION_KINDS = {"conversations": (KIND_MESSAGE,), "knowledge": (KIND_FACT, KIND_SUMMARY)}
+
+
+def collections_for(choice: str) -> list[str]:
+    return list(COLLECTION_KINDS) if choice == "all" else [choice]
+
+
+def source_ids(kind: str) -> list[int]:
+    """The rows of T1 that make the points of a kind (exchange roots, facts, summaries)."""
+    if kind == KIND_MESSAGE:
+        rows = Message.objects.filter(reply_to__isnull=True, role__in=INDEXED_ROLES)
+    elif kind == KIND_FACT:
+        rows = Fact.objects.all()
+    else:
+        rows = Summary.objects.all()
+    return list(rows.order_by("id").values_list("id", flat=True))
+
+
+def _batches(ids: list[int], size: int) -> Iterator[list[int]]:
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
+
+
+def reindex(
+    *,
+    collection: str = "all",
+    batch_size: int = 64,
+    recreate: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, IndexReport]:
+    """Rebuild Qdrant from SQLite through the functions the tasks use.
+
+    Idempotent (deterministic point ids): interrupting it and running it again
+    is safe. ``recreate`` drops the collections first (an embedder change).
+    """
+    from memory.stores.vectors import get_vector_store
+
+    store = get_vector_store()
+    reports: dict[str, IndexReport] = {}
+    for name in collections_for(collection):
+        if recreate:
+            store.drop_collection(name)
+        for kind in COLLECTION_KINDS[name]:
+            ids = source_ids(kind)
+            report = IndexReport()
+            done = 0
+            for batch in _batches(ids, batch_size):
+                part = index_rows(kind, batch)
+                for attr in vars(report):
+                    setattr(report, attr, getattr(report, attr) + getattr(part, attr))
+                done += len(batch)
+                if progress:
+                    progress(kind, done, len(ids))
+            reports[kind] = report
+    return reports
+
+
+@dataclass
+class DoctorReport:
+    collection: str
+    dimension_ok: bool = True
+    expected_dimension: int | None = None
+    found_dimension: int | None = None
+    missing: list[int] = field(default_factory=list)  # row ids without a point
+    orphans: list[str] = field(default_factory=list)  # point ids without a row
+    stale: list[int] = field(default_factory=list)  # row ids whose point is out of date
+    fixed: bool = False
+
+    @property
+    def healthy(self) -> bool:
+        return self.dimension_ok and not (self.missing or self.orphans or self.stale)
+
+
+def _expected(kind: str) -> dict[str, tuple[int, dict]]:
+    """point id -> (row id, the payload fields that must match) for the rows that should have a point."""
+    documents, _, _ = _documents(kind, source_ids(kind))
+    return {
+        d.point_id: (
+            d.row_id,
+            {k: d.payload.get(k) for k in ("content", "user_message", "assistant_message")},
+        )
+        for d in documents
+    }
+
+
+def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorReport]:
+    """Compare SQLite and Qdrant; with ``fix``, repair what differs."""
+    from memory.stores.embedders import get_embedder
+    from memory.stores.vectors import get_vector_store
+
+    store = get_vector_store()
+    dimension = get_embedder().dimension
+    reports = []
+    for name in collections_for(collection):
+        report = DoctorReport(collection=name, expected_dimension=dimension)
+        report.found_dimension = store.collection_dimension(name)
+        if report.found_dimension is not None and report.found_dimension != dimension:
+            report.dimension_ok = False
+            if fix:
+                reindex(collection=name, recreate=True)
+                report.fixed = True
+            reports.append(report)
+            continue
+        expected: dict[str, tuple[str, int, dict]] = {}
+        for kind in COLLECTION_KINDS[name]:
+            expected |= {pid: (kind, rid, fields) for pid, (rid, fields) in _expected(kind).items()}
+        present = set(store.iter_ids(name)) if report.found_dimension is not None else set()
+        report.orphans = sorted(present - set(expected))
+        to_index: dict[str, list[int]] = {}
+        for pid, (kind, rid, _) in expected.items():
+            if pid not in present:
+                report.missing.append(rid)
+                to_index.setdefault(kind, []).append(rid)
+        for hit in store.retrieve(name, sorted(present & set(expected))):
+            kind, rid, fields = expected[hit.id]
+            if any(hit.payload.get(k) != v for k, v in fields.items() if v is not None):
+                report.stale.append(rid)
+                to_index.setdefault(kind, []).append(rid)
+        if fix and not report.healthy:
+            if report.orphans:
+                store.delete(name, report.orphans)
+            for kind, ids in to_index.items():
+                for batch in _batches(ids, 64):
+                    index_rows(kind, batch)
+            report.fixed = True
+        reports.append(report)
+    return reports
