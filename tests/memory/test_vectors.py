@@ -380,6 +380,36 @@ def test_a_second_process_cannot_open_an_edge_folder_in_use(tmp_path):
     assert open_in_another_process(path) == "opened 1"
 
 
+CRASH_SCRIPT = """
+import os, signal, sys
+from memory.stores.vectors import EdgeVectorStore, VectorPoint, point_id
+store = EdgeVectorStore(sys.argv[1])
+store.upsert("knowledge", [
+    VectorPoint(point_id("fact", i), [1.0, float(i)] + [0.0] * 6, {"n": i}) for i in range(50)
+])
+store.delete("knowledge", [point_id("fact", 0)])
+os.kill(os.getpid(), signal.SIGKILL)  # no close(), no flush()
+"""
+
+
+@pytest.mark.slow
+def test_edge_writes_survive_the_owner_being_killed_and_the_folder_is_freed(tmp_path):
+    path = tmp_path / "qdrant"
+    result = subprocess.run(
+        [sys.executable, "-c", CRASH_SCRIPT, str(path)], cwd=ROOT, capture_output=True, timeout=60
+    )
+    assert result.returncode == -9, result.stderr
+
+    store = EdgeVectorStore(path)  # the kernel released the dead owner's lock
+    try:
+        assert store.count(KNOWLEDGE) == 49
+        assert store.retrieve(KNOWLEDGE, [point_id("fact", 0)]) == []
+        [hit] = store.retrieve(KNOWLEDGE, [point_id("fact", 7)])
+        assert hit.payload == {"n": 7}
+    finally:
+        store.close()
+
+
 def test_a_second_store_on_the_same_folder_in_one_process_is_refused_too(edge_store):
     with pytest.raises(StoreUnavailable, match="déjà ouvert"):
         EdgeVectorStore(edge_store.path)
