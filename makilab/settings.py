@@ -97,7 +97,7 @@ SQLITE_BUSY_TIMEOUT_MS = env_int("MAKILAB_SQLITE_BUSY_TIMEOUT_MS", 20_000, minim
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": DATA_DIR / "makilab.sqlite3",
+        "NAME": Path(env_str("MAKILAB_SQLITE_PATH") or DATA_DIR / "makilab.sqlite3"),
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
             "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
@@ -232,6 +232,12 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_step": 0.2,
     "interval_max": 0.2,
 }
+# A task a killed worker had taken comes back to the queue after this long
+# (Redis broker; acks are late, so a task is never lost, only delayed).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("MAKILAB_CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
+}
+CELERY_TASK_DEFAULT_QUEUE = env_str("MAKILAB_CELERY_QUEUE", "makilab")
 # Threads run by the in-process worker of `manage.py serve` (embedded default).
 MAKILAB_WORKER_THREADS = env_int("MAKILAB_WORKER_THREADS", 2, minimum=1)
 
