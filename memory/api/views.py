@@ -7,6 +7,8 @@ comes first so an anonymous client is told 401 with ``WWW-Authenticate: Token``.
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
@@ -16,7 +18,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.api.parsers import LimitedFormParser, LimitedJSONParser
+from memory.api.parsers import (
+    BODY_TOO_LARGE_MESSAGE,
+    LimitedFormParser,
+    LimitedJSONParser,
+    PayloadTooLarge,
+)
 from memory.api.permissions import IsStaffOrToken
 from memory.api.serializers import (
     FactInputSerializer,
@@ -75,6 +82,15 @@ class MemoryApi(APIView):
     authentication_classes = [TokenAuthentication, SessionAuthentication]
     permission_classes = [IsStaffOrToken]
     parser_classes = [LimitedJSONParser, LimitedFormParser]
+
+    def handle_exception(self, exc: Exception) -> Response:
+        # Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE with an HTML 400 page;
+        # the API says 413 in JSON, like every other error.
+        if isinstance(exc, RequestDataTooBig):
+            exc = PayloadTooLarge(
+                BODY_TOO_LARGE_MESSAGE.format(limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+            )
+        return super().handle_exception(exc)
 
     def actor(self, request: Request) -> str:
         """Who is writing: the agent (token) or the owner (dashboard session)."""

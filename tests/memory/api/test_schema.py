@@ -1,0 +1,55 @@
+"""The OpenAPI schema covers every memory route; the docs page needs no CDN."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+
+pytestmark = pytest.mark.django_db
+
+
+def api_routes(prefix: str = "api/memory/") -> set[str]:
+    """Every route under ``prefix`` in the URLconf, in OpenAPI form (/facts/{key})."""
+    routes: set[str] = set()
+
+    def walk(patterns, base: str) -> None:
+        for pattern in patterns:
+            route = base + str(pattern.pattern)
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, route)
+            elif isinstance(pattern, URLPattern) and route.startswith(prefix):
+                routes.add("/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route))
+
+    walk(get_resolver().url_patterns, "")
+    return routes
+
+
+def test_every_memory_route_is_in_the_schema(agent_api):
+    response = agent_api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    schema = response.json()
+    routes = api_routes()
+    assert len(routes) >= 8
+    assert routes <= set(schema["paths"])
+    facts = schema["paths"]["/api/memory/facts/{key}"]
+    assert {"get", "patch", "delete"} <= set(facts)
+    assert "restaur" in facts["delete"]["description"]
+    assert "503" in schema["paths"]["/api/memory/search"]["get"]["responses"]
+
+
+def test_the_schema_needs_authentication(anonymous_api):
+    assert anonymous_api.get("/api/schema/").status_code in (401, 403)
+
+
+def test_the_docs_page_loads_swagger_from_our_static_files(staff_client):
+    response = staff_client.get("/api/docs/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in html
+    assert not re.search(r"""(src|href)=["']https?://""", html)
+    script = staff_client.get(
+        "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js"
+    )
+    assert script.status_code == 200
