@@ -1,0 +1,30 @@
+"""`manage.py benchmark indexing` prints its figures and leaves the owner's memory untouched."""
+
+import re
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from memory.models import Message
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_benchmark_indexing_prints_throughput_and_percentiles_on_a_throwaway_memory(local_embedder):
+    Message.objects.create(
+        channel="whatsapp", role="user", content="le vrai message du propriétaire"
+    )
+    out = StringIO()
+    call_command(
+        "benchmark", "indexing", "--n", "12", "--batch-size", "5", "--per-row", "3", stdout=out
+    )
+    text = out.getvalue()
+    assert "12 exchanges" in text
+    assert re.search(r"batched\s+[\d.]+ docs/s", text)
+    assert re.search(r"batch\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms", text)
+    assert re.search(r"row\s+p50 .* \(n=3\)", text)
+    # The owner's database is back, untouched.
+    assert list(Message.objects.values_list("content", flat=True)) == [
+        "le vrai message du propriétaire"
+    ]
