@@ -461,6 +461,11 @@ def _edge_filter(filters: Filters | None) -> Any:
 # --- Qdrant server (qdrant-client) ----------------------------------------------------
 
 
+class _CollectionGone(Exception):
+    """The server no longer has a collection this process knew: dropped elsewhere
+    (e.g. `reindex --recreate` run from another process)."""
+
+
 class ServerVectorStore:
     """A Qdrant server through qdrant-client (REST). ``client`` may be given (tests)."""
 
@@ -474,7 +479,6 @@ class ServerVectorStore:
     ) -> None:
         self.url = url or "(client fourni)"
         self._dimensions: dict[str, int] = {}
-        self._lock = threading.Lock()
         self._closed = False
         if client is None:
             from qdrant_client import QdrantClient
@@ -493,7 +497,9 @@ class ServerVectorStore:
         return f"<ServerVectorStore {self.url}>"
 
     @contextlib.contextmanager
-    def _errors(self) -> Iterator[None]:
+    def _errors(self, name: str | None = None) -> Iterator[None]:
+        """Map qdrant-client's errors to ours. With ``name``, a missing collection
+        raises ``_CollectionGone`` and its cached dimension is forgotten."""
         if self._closed:
             raise StoreUnavailable(STORE_CLOSED_MESSAGE)
         import httpx
@@ -510,21 +516,30 @@ class ServerVectorStore:
                 SERVER_UNREACHABLE_MESSAGE.format(url=self.url, detail=exc)
             ) from exc
         except UnexpectedResponse as exc:
+            if name is not None and exc.status_code == 404:
+                self._dimensions.pop(name, None)
+                raise _CollectionGone(name) from exc
             detail = f"HTTP {exc.status_code} {exc.content[:200]!r}"
             raise StoreUnavailable(
                 SERVER_ERROR_MESSAGE.format(url=self.url, detail=detail)
             ) from exc
-
-    def _exists(self, name: str) -> bool:
-        with self._errors():
-            return bool(self.client.collection_exists(name))
+        except ValueError as exc:  # qdrant-client's local mode says it this way
+            if name is not None and "not found" in str(exc):
+                self._dimensions.pop(name, None)
+                raise _CollectionGone(name) from exc
+            raise
 
     def collection_dimension(self, name: str) -> int | None:
-        if not self._exists(name):
+        with self._errors():
+            exists = bool(self.client.collection_exists(name))
+        if not exists:
             self._dimensions.pop(name, None)
             return None
-        with self._errors():
-            info = self.client.get_collection(name)
+        try:
+            with self._errors(name):
+                info = self.client.get_collection(name)
+        except _CollectionGone:
+            return None
         vectors = info.config.params.vectors
         if isinstance(vectors, dict):  # named vectors: ours use the unnamed default
             vectors = vectors.get("") or next(iter(vectors.values()))
@@ -572,6 +587,7 @@ class ServerVectorStore:
                 self.client.create_payload_index(name, field_name, field_schema=schema, wait=True)
 
     def _dimension(self, name: str) -> int | None:
+        """The collection's dimension, cached per process; None when it does not exist."""
         if name not in self._dimensions:
             dimension = self.collection_dimension(name)
             if dimension is None:
@@ -586,18 +602,20 @@ class ServerVectorStore:
 
         dimension = self._dimension(name)
         if dimension is None:
-            self.ensure_collection(name, len(points[0].vector))
             dimension = len(points[0].vector)
+            self.ensure_collection(name, dimension)
         _check_vectors(name, points, dimension)
-        with self._errors():
-            self.client.upsert(
-                name,
-                points=[
-                    models.PointStruct(id=p.id, vector=list(p.vector), payload=dict(p.payload))
-                    for p in points
-                ],
-                wait=True,
-            )
+        structs = [
+            models.PointStruct(id=p.id, vector=list(p.vector), payload=dict(p.payload))
+            for p in points
+        ]
+        try:
+            with self._errors(name):
+                self.client.upsert(name, points=structs, wait=True)
+        except _CollectionGone:
+            self.ensure_collection(name, dimension)
+            with self._errors():
+                self.client.upsert(name, points=structs, wait=True)
 
     def search(
         self,
@@ -617,16 +635,19 @@ class ServerVectorStore:
                     name=name, existing=dimension, expected=len(vector)
                 )
             )
-        with self._errors():
-            response = self.client.query_points(
-                name,
-                query=list(vector),
-                limit=limit,
-                score_threshold=score_threshold,
-                query_filter=_server_filter(filters),
-                with_payload=True,
-                with_vectors=False,
-            )
+        try:
+            with self._errors(name):
+                response = self.client.query_points(
+                    name,
+                    query=list(vector),
+                    limit=limit,
+                    score_threshold=score_threshold,
+                    query_filter=_server_filter(filters),
+                    with_payload=True,
+                    with_vectors=False,
+                )
+        except _CollectionGone:
+            return []
         return [
             VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points
         ]
@@ -636,7 +657,7 @@ class ServerVectorStore:
             return
         from qdrant_client import models
 
-        with self._errors():
+        with contextlib.suppress(_CollectionGone), self._errors(name):
             self.client.delete(
                 name, points_selector=models.PointIdsList(points=list(ids)), wait=True
             )
@@ -644,27 +665,40 @@ class ServerVectorStore:
     def retrieve(self, name: str, ids: list[str]) -> list[VectorHit]:
         if not ids or self._dimension(name) is None:
             return []
-        with self._errors():
-            records = self.client.retrieve(
-                name, ids=list(ids), with_payload=True, with_vectors=False
-            )
+        try:
+            with self._errors(name):
+                records = self.client.retrieve(
+                    name, ids=list(ids), with_payload=True, with_vectors=False
+                )
+        except _CollectionGone:
+            return []
         return [VectorHit(str(r.id), 1.0, dict(r.payload or {})) for r in records]
 
     def count(self, name: str) -> int:
         if self._dimension(name) is None:
             return 0
-        with self._errors():
-            return int(self.client.count(name, exact=True).count)
+        try:
+            with self._errors(name):
+                return int(self.client.count(name, exact=True).count)
+        except _CollectionGone:
+            return 0
 
     def iter_ids(self, name: str) -> Iterator[str]:
         if self._dimension(name) is None:
             return
         offset: Any = None
         while True:
-            with self._errors():
-                records, offset = self.client.scroll(
-                    name, limit=SCROLL_PAGE, offset=offset, with_payload=False, with_vectors=False
-                )
+            try:
+                with self._errors(name):
+                    records, offset = self.client.scroll(
+                        name,
+                        limit=SCROLL_PAGE,
+                        offset=offset,
+                        with_payload=False,
+                        with_vectors=False,
+                    )
+            except _CollectionGone:
+                return
             for record in records:
                 yield str(record.id)
             if offset is None:

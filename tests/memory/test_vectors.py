@@ -418,6 +418,24 @@ def test_a_second_store_on_the_same_folder_in_one_process_is_refused_too(edge_st
 # --- Server store (qdrant-client) -----------------------------------------------------------
 
 
+def test_the_server_store_copes_with_a_collection_dropped_by_another_process():
+    """`reindex --recreate` may run elsewhere: a cached collection that vanished
+    reads as empty and the next upsert recreates it."""
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(location=":memory:")
+    worker, operator = ServerVectorStore(client=client), ServerVectorStore(client=client)
+    worker.upsert(KNOWLEDGE, [fact_point(1, unit(1))])
+    assert worker.count(KNOWLEDGE) == 1
+
+    operator.drop_collection(KNOWLEDGE)
+
+    assert worker.search(KNOWLEDGE, unit(1), limit=3) == []
+    assert worker.count(KNOWLEDGE) == 0
+    worker.upsert(KNOWLEDGE, [fact_point(2, unit(1))])
+    assert operator.count(KNOWLEDGE) == 1
+
+
 @pytest.mark.parametrize(
     "call",
     [
