@@ -14,6 +14,7 @@ rest of the page works.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from dataclasses import asdict
 from typing import Any
@@ -76,15 +77,15 @@ def _section_url(section: str) -> str:
     return reverse("dashboard:memory") + f"#{section}"
 
 
-def _form_errors_add(form, exc: Exception) -> None:
-    """A service's refusal shown on the form: per field when it names fields."""
+def _form_errors_add(form, exc: Exception, *, field: str | None = None) -> None:
+    """A service's refusal shown on the form: on the field it names, else on ``field``."""
     if isinstance(exc, ValidationError) and hasattr(exc, "error_dict"):
-        for field, messages in exc.message_dict.items():
-            form.add_error(field if field in form.fields else None, messages)
+        for name, messages in exc.message_dict.items():
+            form.add_error(name if name in form.fields else field, messages)
     elif isinstance(exc, ValidationError):
-        form.add_error(None, exc.messages)
+        form.add_error(field, exc.messages)
     else:
-        form.add_error(None, str(exc))
+        form.add_error(field, str(exc))
 
 
 # --- Lazily imported parts built by others ----------------------------------------
@@ -94,16 +95,16 @@ def _preview_function():
     try:
         from memory.services.retrieval import auto_retrieve_preview
     except ImportError as exc:
-        logger.info("retrieval preview unavailable: %s", exc)
+        logger.debug("retrieval preview unavailable: %s", exc)
         return None
     return auto_retrieve_preview
 
 
 def _notes_module():
     try:
-        from memory.services import notes
+        notes = importlib.import_module("memory.services.notes")
     except ImportError as exc:
-        logger.info("notes service unavailable: %s", exc)
+        logger.debug("notes service unavailable: %s", exc)
         return None
     return notes
 
@@ -315,6 +316,11 @@ def _fact_or_404(key: str) -> Fact:
         raise Http404(str(exc)) from None
 
 
+def _edit_auto_id(fact: Fact) -> str:
+    # Several edit forms and the add form share one page: ids must not collide.
+    return f"id_fact{fact.pk}_%s"
+
+
 def _fact_card(request: HttpRequest, fact: Fact, *, status: int = 200, message: str = ""):
     return render(
         request,
@@ -366,17 +372,18 @@ def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
     template = "dashboard/memory/_fact_edit.html"
     if request.method == "GET":
         form = FactEditForm(
+            auto_id=_edit_auto_id(fact),
             initial={
                 "value": fact.value,
                 "memory_type": fact.memory_type,
                 "importance": fact.importance,
                 "subjects": fact.subjects,
-            }
+            },
         )
         return _fragment(request, template, {"fact": fact, "form": form})
     if request.method != "POST":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
-    form = FactEditForm(request.POST)
+    form = FactEditForm(request.POST, auto_id=_edit_auto_id(fact))
     if form.is_valid():
         try:
             fact = fact_update(fact=fact, actor=Actor.USER, **form.changes())
@@ -481,7 +488,8 @@ def _notes_action(request: HtmxHttpRequest, form, action) -> HttpResponse:
         try:
             overrides["notes_message"] = action(form.cleaned_data)
         except (ValidationError, MemoryServiceError) as exc:
-            _form_errors_add(form, exc)
+            # These forms have one field: the refusal is about it.
+            _form_errors_add(form, exc, field=next(iter(form.fields)))
     if form.errors:
         status = UNPROCESSABLE
         name = {

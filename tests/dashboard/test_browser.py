@@ -1,0 +1,201 @@
+"""The /memory page in a real headless Chromium (Debian's package, driven by Playwright).
+
+Walks what the owner does: log in, add a fact, edit it inline, find it with
+both search modes, move a slider and see it kept after a reload, add a note
+and open its preview. Screenshots of each section go to ./artifacts/ (not
+committed). Skips when /usr/bin/chromium is missing, unless
+MAKILAB_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+
+from memory.models import Fact, MemorySettings
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(django_settings.BASE_DIR) / "artifacts"
+PASSWORD = "mot-de-passe-du-navigateur"
+TIMEOUT_MS = 15_000
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def _browser_or_skip():
+    required = os.environ.get("MAKILAB_REQUIRE_BROWSER") == "1"
+    reason = ""
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is missing (apt-get install -y chromium)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "the playwright package is missing (pip install -e '.[test]')"
+    if reason:
+        if required:
+            pytest.fail(f"MAKILAB_REQUIRE_BROWSER=1 but {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def browser_page(monkeypatch):
+    _browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the test's own ORM
+    # calls are plain synchronous code all the same.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="fr-FR")
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on(
+            "requestfailed",
+            lambda request: errors.append(f"request failed: {request.url} {request.failure}"),
+        )
+        try:
+            yield page
+        finally:
+            context.close()
+            browser.close()
+        assert errors == [], errors
+
+
+def shot(page, name: str, selector: str | None = None) -> None:
+    path = ARTIFACTS / f"{name}.png"
+    if selector:
+        page.locator(selector).screenshot(path=str(path))
+    else:
+        page.screenshot(path=str(path), full_page=True)
+
+
+def test_the_owner_uses_the_memory_page_in_a_real_browser(
+    browser_page, live_server, django_user_model, vector_store, local_embedder, vault
+):
+    from playwright.sync_api import expect
+
+    from memory.services.indexing import index_rows
+
+    page = browser_page
+    django_user_model.objects.create_user(username="proprietaire", password=PASSWORD, is_staff=True)
+    external: list[str] = []
+    page.on(
+        "request",
+        lambda request: (
+            None
+            if request.url.startswith(live_server.url) or request.url.startswith("data:")
+            else external.append(request.url)
+        ),
+    )
+
+    # Log in through the French login page.
+    page.goto(f"{live_server.url}/memory/")
+    expect(page.locator("h1")).to_have_text("Connexion")
+    shot(page, "00-login")
+    page.get_by_label("Nom d'utilisateur").fill("proprietaire")
+    page.get_by_label("Mot de passe").fill(PASSWORD)
+    page.get_by_role("button", name="Se connecter").click()
+    expect(page).to_have_url(f"{live_server.url}/memory/")
+    expect(page.locator("#faits h2")).to_contain_text("Faits")
+    assert page.evaluate("typeof htmx") == "object", "htmx must load from our static files"
+
+    # Add a fact.
+    page.locator("#facts-section summary", has_text="Ajouter un fait").click()
+    page.get_by_label("Clé").fill("sport_prefere")
+    page.get_by_label("Valeur").first.fill("Mickael fait de l'escalade le mardi soir.")
+    page.locator("#facts-section").get_by_label("Type").select_option("preference")
+    page.get_by_label("Sujets").first.fill("Mickael, escalade")
+    page.get_by_role("button", name="Enregistrer le fait").click()
+    expect(page.locator("#facts-section .notice")).to_contain_text("Fait « sport_prefere » ajouté.")
+    card = page.locator("article.fact[data-key='sport_prefere']")
+    expect(card).to_contain_text("escalade le mardi soir")
+    assert Fact.objects.get(key="sport_prefere").subjects == ["mickael", "escalade"]
+
+    # Edit it inline.
+    card.get_by_role("link", name="Modifier").click()
+    editing = page.locator("article.fact.editing[data-key='sport_prefere']")
+    expect(editing).to_be_visible()
+    editing.get_by_label("Valeur").fill("Mickael fait de l'escalade le mardi et le jeudi soir.")
+    editing.get_by_label("Importance").fill("0.9")
+    shot(page, "01-fact-inline-edit", "article.fact.editing")
+    editing.get_by_role("button", name="Enregistrer").click()
+    expect(card).to_contain_text("le mardi et le jeudi soir")
+    expect(card.locator(".notice")).to_have_text("Enregistré.")
+    fact = Fact.objects.get(key="sport_prefere")
+    assert fact.importance == 0.9
+    card.get_by_role("link", name="Historique").click()
+    expect(card.locator(".history-list")).to_contain_text("Modifié")
+    shot(page, "02-section-faits", "#faits")
+
+    # Find it in text mode (FTS-free: facts are ranked in T1)...
+    search = page.locator("#search-section")
+    search.get_by_label("Recherche").fill("jeudi escalade")
+    search.get_by_label("Texte").check()
+    search.get_by_role("button", name="Chercher").click()
+    expect(page.locator("#search-results .hit").first).to_contain_text("sport_prefere")
+    expect(page.locator("#search-results")).to_contain_text("(texte)")
+    # ... and by meaning, once indexed (what the indexing task does after a save).
+    index_rows("fact", [fact.pk])
+    search = page.locator("#search-section")
+    search.get_by_label("Recherche").fill("quel sport pratique-t-il ?")
+    search.get_by_label("Sémantique").check()
+    search.get_by_role("button", name="Chercher").click()
+    expect(page.locator("#search-results")).to_contain_text("(sémantique)")
+    expect(page.locator("#search-results .hit").first).to_contain_text("sport_prefere")
+    shot(page, "03-section-recherche", "#recherche")
+
+    # Move a slider: saved as it moves, still there after a reload.
+    slider = page.locator("#id_max_results")
+    expect(slider).to_have_value("4")
+    slider.focus()
+    slider.press("ArrowRight")
+    slider.press("ArrowRight")
+    expect(page.locator("#max_results_value")).to_have_text("6")
+    expect(page.locator("#retrieval-status")).to_contain_text("6 souvenirs au plus")
+    assert MemorySettings.load().max_results == 6
+    page.reload()
+    expect(page.locator("#id_max_results")).to_have_value("6")
+    expect(page.locator("#max_results_value")).to_have_text("6")
+    shot(page, "04-section-auto-retrieval", "#auto-retrieval")
+
+    # Add a fixed note and open its preview.
+    notes = page.locator("#notes-section")
+    notes.get_by_label("Chemin de la note").fill("Profil")
+    notes.get_by_role("button", name="Ajouter la note").click()
+    expect(page.locator("#notes-section .notice")).to_contain_text("ajoutée au contexte")
+    fixed = page.locator("#notes-section .notes-fixed li", has_text="Profil.md")
+    fixed.get_by_role("link", name="Aperçu").click()
+    expect(page.locator("#note-preview")).to_contain_text("Mickael, grimpeur, vit à Lyon.")
+    shot(page, "05-section-notes", "#notes")
+
+    shot(page, "06-page-memoire")
+    page.set_viewport_size({"width": 375, "height": 812})
+    page.reload()
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 375, f"the page scrolls sideways on a phone ({width}px)"
+    shot(page, "07-page-memoire-telephone")
+
+    page.get_by_role("link", name="Coûts").click()
+    expect(page.locator("h1")).to_have_text("Coûts LLM")
+    shot(page, "08-page-couts")
+    assert external == [], f"the page reached outside the server: {external}"

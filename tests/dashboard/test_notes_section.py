@@ -1,0 +1,91 @@
+"""The Notes Obsidian section: fixed notes, tag, toggle, preview (vault folder in tmp)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from memory.models import MemorySettings
+from tests.dashboard.conftest import HTMX
+
+pytestmark = pytest.mark.django_db
+
+pytest.importorskip("memory.services.notes")
+
+
+def test_the_section_lists_fixed_and_tagged_notes(staff_client, vault):
+    MemorySettings.objects.update_or_create(
+        pk=1, defaults={"obsidian_context_notes": ["Profil.md"]}
+    )
+    html = staff_client.get("/memory/notes/", **HTMX).content.decode()
+    assert "<code>Profil.md</code>" in html
+    assert "Projets/Makilab.md" in html
+    assert ">fixe<" in html and ">taguée<" in html
+
+
+def test_adding_a_fixed_note_normalises_its_path(staff_client, vault):
+    response = staff_client.post("/memory/notes/add/", {"path": "Profil"}, **HTMX)
+    assert response.status_code == 200
+    assert "Note « Profil » ajoutée au contexte." in response.content.decode()
+    assert MemorySettings.load().obsidian_context_notes == ["Profil.md"]
+
+
+def test_an_unsafe_path_is_refused_with_422(staff_client, vault):
+    response = staff_client.post("/memory/notes/add/", {"path": "../secret"}, **HTMX)
+    assert response.status_code == 422
+    assert '<ul class="errorlist"' in response.content.decode()
+    assert MemorySettings.load().obsidian_context_notes == []
+
+
+def test_removing_a_fixed_note(staff_client, vault):
+    MemorySettings.objects.update_or_create(
+        pk=1, defaults={"obsidian_context_notes": ["Profil.md"]}
+    )
+    html = staff_client.get("/memory/notes/", **HTMX).content.decode()
+    assert 'hx-confirm="Retirer « Profil.md » des notes de contexte ?"' in html
+    response = staff_client.post("/memory/notes/remove/", {"path": "Profil.md"}, **HTMX)
+    assert "retirée du contexte" in response.content.decode()
+    assert MemorySettings.load().obsidian_context_notes == []
+
+
+def test_the_tag_is_cleaned_and_saved(staff_client, vault):
+    response = staff_client.post("/memory/notes/tag/", {"tag": "#Sport"}, **HTMX)
+    assert "Tag enregistré : #Sport." in response.content.decode()
+    assert MemorySettings.load().obsidian_context_tag == "Sport"
+    response = staff_client.post("/memory/notes/tag/", {"tag": "deux mots"}, **HTMX)
+    assert response.status_code == 422
+    assert "Tag invalide" in response.content.decode()
+    assert MemorySettings.load().obsidian_context_tag == "Sport"
+
+
+def test_the_toggle_switches_notes_off_and_on(staff_client, vault):
+    response = staff_client.post("/memory/notes/toggle/", {}, **HTMX)
+    assert "Notes Obsidian désactivées." in response.content.decode()
+    assert MemorySettings.load().obsidian_context_enabled is False
+    staff_client.post("/memory/notes/toggle/", {"obsidian_context_enabled": "on"}, **HTMX)
+    assert MemorySettings.load().obsidian_context_enabled is True
+
+
+def test_the_preview_shows_the_whole_note(staff_client, vault):
+    response = staff_client.get("/memory/notes/preview/", {"path": "Profil.md"}, **HTMX)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Mickael, grimpeur, vit à Lyon." in html
+    assert "<html" not in html
+
+
+def test_the_preview_of_a_missing_note_says_so(staff_client, vault):
+    response = staff_client.get("/memory/notes/preview/", {"path": "Absente.md"}, **HTMX)
+    assert response.status_code == 200
+    assert 'class="alert"' in response.content.decode()
+    assert "Absente.md" in response.content.decode()
+
+
+def test_without_the_notes_module_the_section_says_unavailable(staff_client, monkeypatch):
+    monkeypatch.setitem(sys.modules, "memory.services.notes", None)
+    html = staff_client.get("/memory/notes/", **HTMX).content.decode()
+    assert "Notes Obsidian indisponibles" in html
+    response = staff_client.post("/memory/notes/add/", {"path": "Profil"}, **HTMX)
+    assert response.status_code == 422
+    assert "Notes Obsidian indisponibles" in response.content.decode()
