@@ -212,6 +212,14 @@ OBSIDIAN_VAULT_PATH = Path(env_str("OBSIDIAN_VAULT_PATH") or DATA_DIR / "notes")
 OBSIDIAN_TIMEOUT_S = env_float("OBSIDIAN_TIMEOUT_S", 2.0)
 OBSIDIAN_CACHE_SECONDS = env_int("OBSIDIAN_CACHE_SECONDS", 60, minimum=0)
 
+# --- Auto-retrieval: each source's own time limit (milliseconds) -------------
+RETRIEVAL_TIMEOUTS_MS = {
+    "t1": env_int("MAKILAB_RETRIEVAL_T1_TIMEOUT_MS", 300, minimum=1),
+    "semantic": env_int("MAKILAB_RETRIEVAL_SEMANTIC_TIMEOUT_MS", 1000, minimum=1),
+    "keywords": env_int("MAKILAB_RETRIEVAL_KEYWORDS_TIMEOUT_MS", 300, minimum=1),
+    "notes": env_int("MAKILAB_RETRIEVAL_NOTES_TIMEOUT_MS", 500, minimum=1),
+}
+
 # --- Celery: an in-process broker unless CELERY_BROKER_URL is set -----------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None

@@ -117,10 +117,16 @@ def _notes_collect(*, paths: tuple[str, ...], tag: str) -> NotesResult:
     return NotesResult(notes=notes, failures=failures)
 
 
-def context_notes_get(*, use_cache: bool = True) -> NotesResult:
-    """The context notes to inject: fixed paths, then notes tagged #<tag>. Never raises."""
+def context_notes_get(
+    *, use_cache: bool = True, memory_settings: MemorySettings | None = None
+) -> NotesResult:
+    """The context notes to inject: fixed paths, then notes tagged #<tag>. Never raises.
+
+    ``memory_settings`` lets a caller that already read the row (the retrieval,
+    which runs this in a worker thread) spare a database query.
+    """
     try:
-        memory_settings = MemorySettings.load()
+        memory_settings = memory_settings or MemorySettings.load()
         enabled = memory_settings.obsidian_context_enabled
         paths = tuple(str(path) for path in memory_settings.obsidian_context_notes or ())
         tag = (memory_settings.obsidian_context_tag or "").strip()

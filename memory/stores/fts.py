@@ -7,7 +7,9 @@ so quotes, parentheses, *, -, ^, :, AND/OR/NOT/NEAR and emoji are plain text.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import time
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -136,3 +138,42 @@ def _as_datetime(value: object) -> datetime:
     if parsed is None:
         raise ValueError(f"not a datetime: {value!r}")
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class FactFtsHit:
+    fact_id: int
+    score: float  # -bm25(): higher is better
+
+
+def fts_search_facts(
+    terms: list[str], *, limit: int = 20, any_term: bool = True
+) -> list[FactFtsHit]:
+    """Facts whose key words or value match the (already folded) terms, best bm25 first."""
+    if not terms or limit <= 0:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT rowid, bm25(facts_fts) FROM facts_fts WHERE facts_fts MATCH %s"
+            " ORDER BY bm25(facts_fts), rowid DESC LIMIT %s",
+            [match_expression(terms, any_term=any_term), int(limit)],
+        )
+        return [FactFtsHit(fact_id=row[0], score=-float(row[1])) for row in cursor.fetchall()]
+
+
+@contextlib.contextmanager
+def sql_deadline(seconds: float):
+    """Abort this connection's SQL running past ``seconds`` (raises OperationalError "interrupted").
+
+    SQLite calls the progress handler every N virtual-machine steps; returning
+    non-zero interrupts the statement. This gives the FTS source a real timeout
+    in the calling thread.
+    """
+    connection.ensure_connection()
+    raw = connection.connection
+    deadline = time.monotonic() + seconds
+    raw.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 1000)
+    try:
+        yield
+    finally:
+        raw.set_progress_handler(None, 0)

@@ -71,6 +71,17 @@ SERVER_UNREACHABLE_MESSAGE = "Serveur Qdrant injoignable ({url}) : {detail}"
 SERVER_ERROR_MESSAGE = "Le serveur Qdrant ({url}) a répondu une erreur : {detail}"
 
 
+def _plain_vector(vector: Any) -> list[float] | None:
+    """A stored vector as a list of floats (engines return a list or a {name: list} map)."""
+    if vector is None:
+        return None
+    if isinstance(vector, dict):
+        vector = next(iter(vector.values()), None)
+        if vector is None:
+            return None
+    return [float(x) for x in vector]
+
+
 def point_id(kind: str, row_id: int) -> str:
     """The Qdrant point id of a row: uuid5 of a fixed namespace and ``"kind:row_id"``."""
     return str(uuid.uuid5(POINT_ID_NAMESPACE, f"{kind}:{row_id}"))
@@ -88,6 +99,8 @@ class VectorHit:
     id: str
     score: float
     payload: dict = field(default_factory=dict)
+    # Only filled by retrieve(..., with_vectors=True).
+    vector: list[float] | None = None
 
 
 Filters = dict[str, str | list[str]]
@@ -111,7 +124,9 @@ class VectorStore(Protocol):
 
     def delete(self, name: str, ids: list[str]) -> None: ...
 
-    def retrieve(self, name: str, ids: list[str]) -> list[VectorHit]: ...
+    def retrieve(
+        self, name: str, ids: list[str], *, with_vectors: bool = False
+    ) -> list[VectorHit]: ...
 
     def count(self, name: str) -> int: ...
 
@@ -346,7 +361,7 @@ class EdgeVectorStore:
             except Exception as exc:
                 raise self._error(exc) from exc
 
-    def retrieve(self, name: str, ids: list[str]) -> list[VectorHit]:
+    def retrieve(self, name: str, ids: list[str], *, with_vectors: bool = False) -> list[VectorHit]:
         if not ids:
             return []
         with self._lock:
@@ -354,10 +369,18 @@ class EdgeVectorStore:
             if shard is None:
                 return []
             try:
-                records = shard.retrieve(list(ids), with_payload=True, with_vector=False)
+                records = shard.retrieve(list(ids), with_payload=True, with_vector=with_vectors)
             except Exception as exc:
                 raise self._error(exc) from exc
-        return [VectorHit(str(r.id), 1.0, dict(r.payload or {})) for r in records]
+        return [
+            VectorHit(
+                str(r.id),
+                1.0,
+                dict(r.payload or {}),
+                _plain_vector(r.vector) if with_vectors else None,
+            )
+            for r in records
+        ]
 
     def count(self, name: str) -> int:
         import qdrant_edge as qe
@@ -662,17 +685,25 @@ class ServerVectorStore:
                 name, points_selector=models.PointIdsList(points=list(ids)), wait=True
             )
 
-    def retrieve(self, name: str, ids: list[str]) -> list[VectorHit]:
+    def retrieve(self, name: str, ids: list[str], *, with_vectors: bool = False) -> list[VectorHit]:
         if not ids or self._dimension(name) is None:
             return []
         try:
             with self._errors(name):
                 records = self.client.retrieve(
-                    name, ids=list(ids), with_payload=True, with_vectors=False
+                    name, ids=list(ids), with_payload=True, with_vectors=with_vectors
                 )
         except _CollectionGone:
             return []
-        return [VectorHit(str(r.id), 1.0, dict(r.payload or {})) for r in records]
+        return [
+            VectorHit(
+                str(r.id),
+                1.0,
+                dict(r.payload or {}),
+                _plain_vector(r.vector) if with_vectors else None,
+            )
+            for r in records
+        ]
 
     def count(self, name: str) -> int:
         if self._dimension(name) is None:

@@ -1,0 +1,40 @@
+"""Reciprocal rank fusion of ranked lists (pure: no Django, no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+RRF_K = 60
+
+
+@dataclass
+class Fused:
+    id: Hashable
+    rrf: float
+    # source -> {"rank": 1-based rank in that source, "score": the source's own score}
+    sources: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def reciprocal_rank_fusion(
+    ranked: Mapping[str, Sequence[tuple[Hashable, float]]],
+    *,
+    k: int = RRF_K,
+    weights: Mapping[str, float] | None = None,
+) -> list[Fused]:
+    """Fuse ``{source: [(id, score), ...best first]}`` into one list, best first.
+
+    Each id gets sum(weight / (k + rank)) over the sources that ranked it; a
+    source listing an id twice counts its best rank only. Ties keep the order
+    in which ids were first met (stable), so results are deterministic.
+    """
+    fused: dict[Hashable, Fused] = {}
+    for source, items in ranked.items():
+        weight = 1.0 if weights is None else weights.get(source, 1.0)
+        for rank, (item_id, score) in enumerate(items, start=1):
+            entry = fused.setdefault(item_id, Fused(id=item_id, rrf=0.0))
+            if source in entry.sources:
+                continue
+            entry.sources[source] = {"rank": rank, "score": round(float(score), 6)}
+            entry.rrf += weight / (k + rank)
+    return sorted(fused.values(), key=lambda f: -f.rrf)

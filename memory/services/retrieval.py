@@ -1,0 +1,583 @@
+"""Auto-retrieval, the pre-hook run before every LLM call (DESIGN.md "Retrieval", path 1).
+
+auto_retrieve(message, channel) gathers four sources, each with its own time
+limit, their waits overlapping: the query embedding and the Qdrant searches
+(and the Obsidian notes) run in worker threads while this thread reads T1 and
+FTS5 in SQLite. The ranked lists are fused by reciprocal rank fusion, then
+hydrated from T1 (the source of truth: a forgotten fact or a deleted message
+never comes back through a stale point), stripped of what the channel already
+has (its recent history, what was injected in the last turns, near-duplicates
+of those) and capped. The result carries the fenced prompt block and is
+logged in memory_retrievals. Nothing here raises: a failing source is skipped
+and recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db import DatabaseError
+from django.utils import timezone
+
+from memory.models import (
+    Fact,
+    MemoryRetrieval,
+    MemorySettings,
+    MemoryType,
+    Message,
+    MessageRole,
+    MessageSource,
+    Summary,
+)
+from memory.services.formatting import (
+    NOTE_MAX_CHARS,
+    BlockLine,
+    clean_text,
+    estimate_tokens,
+    new_marker,
+    prompt_block,
+    relative_time_fr,
+)
+from memory.services.fusion import reciprocal_rank_fusion
+
+logger = logging.getLogger(__name__)
+
+SOURCE_T1 = "t1"
+SOURCE_SEMANTIC = "semantic"
+SOURCE_KEYWORDS = "keywords"
+SOURCE_NOTES = "notes"
+
+CORE_FACTS_MAX = 8
+T1_IMPORTANCE = 0.8
+T1_LIST_MAX = 12
+SUMMARIES_MAX = 2
+PREVIEW_CHARS = 200
+# How many candidates each source proposes, per memory finally kept.
+CANDIDATES_PER_RESULT = 4
+CANDIDATES_MIN = 12
+# T1's list is context, not relevance: it weighs less than a semantic or keyword hit.
+SOURCE_WEIGHTS = {SOURCE_T1: 0.5, SOURCE_SEMANTIC: 1.0, SOURCE_KEYWORDS: 1.0}
+
+KIND_LABELS = {"exchange": "conversation", "fact": "fait", "summary": "résumé"}
+
+_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieval")
+
+
+@dataclass
+class RetrievalResult:
+    channel: str
+    message: str
+    memories: list[dict] = field(default_factory=list)
+    core: list[dict] = field(default_factory=list)
+    notes: list[dict] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
+    prompt_block: str = ""
+    tokens_added: int = 0
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    total_ms: float = 0.0
+    failed_sources: dict[str, str] = field(default_factory=dict)
+    retrieval_id: int | None = None
+    enabled: bool = True
+
+
+@dataclass
+class _Candidate:
+    id: str  # "fact:12", "message:34" (an exchange, keyed by its user message), "summary:5"
+    kind: str  # fact | exchange | summary
+    text: str
+    channel: str
+    timestamp: datetime
+    memory_type: str = ""
+    row_ids: tuple[int, ...] = ()
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
+
+
+def _failure(exc: BaseException) -> str:
+    detail = str(exc) or exc.__class__.__name__
+    return f"{exc.__class__.__name__}: {detail}"[:300]
+
+
+# --- Sources ---------------------------------------------------------------------
+
+
+def _semantic_search(text: str, *, limit: int, min_score: float) -> dict:
+    """Runs in a worker thread: no database access here."""
+    from memory.stores.embedders import get_embedder
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
+
+    timings = {}
+    start = time.perf_counter()
+    embedder = get_embedder()
+    vector = embedder.embed_query(text)
+    timings["embed"] = _ms(start)
+    start = time.perf_counter()
+    store = get_vector_store()
+    hits = []
+    for collection in (CONVERSATIONS, KNOWLEDGE):
+        for hit in store.search(collection, vector, limit=limit, score_threshold=min_score):
+            hits.append((collection, hit))
+    hits.sort(key=lambda pair: -pair[1].score)
+    timings["qdrant"] = _ms(start)
+    return {"vector": vector, "hits": hits, "timings": timings, "embedder": embedder}
+
+
+def _notes_fetch(memory_settings: MemorySettings):
+    from memory.services.notes import context_notes_get
+
+    return context_notes_get(memory_settings=memory_settings)
+
+
+def _semantic_ids(hits) -> list[tuple[str, float]]:
+    from memory.stores.vectors import CONVERSATIONS
+
+    ranked = []
+    for collection, hit in hits:
+        payload = hit.payload or {}
+        row_id = payload.get("row_id") or payload.get("message_id")
+        if not row_id:
+            continue
+        if collection == CONVERSATIONS:
+            ranked.append((f"message:{int(row_id)}", hit.score))
+        elif payload.get("type") == "summary":
+            ranked.append((f"summary:{int(row_id)}", hit.score))
+        else:
+            ranked.append((f"fact:{int(row_id)}", hit.score))
+    return ranked
+
+
+def _t1_context(
+    channel: str, memory_settings: MemorySettings, now: datetime
+) -> tuple[list[Message], list[Fact], list[tuple[str, float]]]:
+    """The channel's history, the core (identity) facts, and T1's ranked list."""
+    from memory.selectors import facts_active
+
+    history = list(
+        Message.objects.filter(channel=channel)
+        .exclude(role__in=(MessageRole.SYSTEM, MessageRole.TOOL))
+        .order_by("-created_at", "-id")[: memory_settings.history_length]
+    )
+    history.reverse()
+    active = facts_active()
+    core = list(
+        active.filter(memory_type=MemoryType.IDENTITY).order_by("-importance", "-updated_at")[
+            :CORE_FACTS_MAX
+        ]
+    )
+    important = active.exclude(memory_type=MemoryType.IDENTITY).filter(
+        importance__gte=T1_IMPORTANCE
+    )
+    recent = active.exclude(memory_type=MemoryType.IDENTITY).filter(
+        created_at__gte=now - timedelta(hours=memory_settings.recent_window_hours)
+    )
+    ranked: list[tuple[str, float]] = []
+    for fact in recent.order_by("-created_at")[:T1_LIST_MAX]:
+        ranked.append((f"fact:{fact.pk}", fact.importance))
+    for fact in important.order_by("-importance", "-updated_at")[:T1_LIST_MAX]:
+        ranked.append((f"fact:{fact.pk}", fact.importance))
+    for summary in Summary.objects.filter(channel=channel).order_by("-created_at")[:SUMMARIES_MAX]:
+        ranked.append((f"summary:{summary.pk}", 1.0))
+    return history, core, ranked
+
+
+def _keyword_search(text: str, *, limit: int) -> list[tuple[str, float]]:
+    from memory.services.keywords import keyword_terms
+    from memory.stores.fts import fts_search, fts_search_facts
+
+    terms = keyword_terms(text)
+    if not terms:
+        return []
+    messages = fts_search(text, terms=terms, any_term=True, limit=limit)
+    facts = fts_search_facts(terms, limit=limit)
+    # Two indexes whose bm25 scores do not compare: interleave them by rank.
+    ranked: list[tuple[str, float]] = []
+    for i in range(max(len(messages), len(facts))):
+        if i < len(messages):
+            ranked.append((f"message:{messages[i].message_id}", messages[i].score))
+        if i < len(facts):
+            ranked.append((f"fact:{facts[i].fact_id}", facts[i].score))
+    return ranked
+
+
+# --- Hydration from T1 -------------------------------------------------------------
+
+
+def _hydrate(ids: list[str], now: datetime) -> dict[str, _Candidate]:
+    """The candidates that still exist in T1, keyed by their (exchange-normalised) id.
+
+    Message ids are mapped to their exchange (the user message they answer);
+    the returned dict has an entry for each input id that survives.
+    """
+    from memory.selectors import facts_active
+
+    by_kind: dict[str, list[int]] = {"fact": [], "message": [], "summary": []}
+    for item_id in ids:
+        kind, _, raw = item_id.partition(":")
+        by_kind[kind].append(int(raw))
+    found: dict[str, _Candidate] = {}
+    for fact in facts_active().filter(pk__in=by_kind["fact"]):
+        found[f"fact:{fact.pk}"] = _Candidate(
+            id=f"fact:{fact.pk}",
+            kind="fact",
+            text=f"{fact.key.replace('_', ' ')} : {fact.value}",
+            channel=fact.channel,
+            timestamp=fact.updated_at,
+            memory_type=fact.memory_type,
+            row_ids=(fact.pk,),
+        )
+    for summary in Summary.objects.filter(pk__in=by_kind["summary"]):
+        found[f"summary:{summary.pk}"] = _Candidate(
+            id=f"summary:{summary.pk}",
+            kind="summary",
+            text=summary.content,
+            channel=summary.channel,
+            timestamp=summary.period_end or summary.created_at,
+            row_ids=(summary.pk,),
+        )
+    if by_kind["message"]:
+        rows = Message.objects.filter(pk__in=by_kind["message"]).values_list("id", "reply_to_id")
+        root_of = {mid: (reply_to or mid) for mid, reply_to in rows}
+        roots = {
+            m.pk: m
+            for m in Message.objects.filter(pk__in=set(root_of.values())).exclude(
+                source=MessageSource.SYSTEM
+            )
+        }
+        replies: dict[int, Message] = {}
+        for reply in Message.objects.filter(
+            reply_to_id__in=list(roots), role=MessageRole.ASSISTANT
+        ).order_by("created_at", "id"):
+            replies.setdefault(reply.reply_to_id, reply)
+        for mid, root_id in root_of.items():
+            root = roots.get(root_id)
+            if root is None or root.role not in (MessageRole.USER, MessageRole.ASSISTANT):
+                continue
+            reply = replies.get(root_id)
+            text = f"Utilisateur : {root.content}"
+            if reply is not None:
+                text += f" — Assistant : {reply.content}"
+            found[f"message:{mid}"] = _Candidate(
+                id=f"message:{root_id}",
+                kind="exchange",
+                text=text,
+                channel=root.channel,
+                timestamp=root.created_at,
+                row_ids=(root_id, reply.pk) if reply else (root_id,),
+            )
+    return found
+
+
+def _recently_injected(channel: str, turns: int) -> set[str]:
+    """Ids injected into this channel's prompt in its last ``turns`` retrievals.
+
+    Derived from the retrieval log, so a compaction (which rewrites messages,
+    not logs) does not reset it.
+    """
+    if turns <= 0:
+        return set()
+    rows = MemoryRetrieval.objects.filter(channel=channel).order_by("-created_at", "-id")[:turns]
+    return {item["id"] for row in rows for item in row.memories if "id" in item}
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def _point_vectors(ids: list[str]) -> dict[str, list[float]]:
+    """The stored vectors of memories (by our ids), for near-duplicate checks."""
+    from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store, point_id
+
+    wanted: dict[str, list[tuple[str, str]]] = {CONVERSATIONS: [], KNOWLEDGE: []}
+    kinds = {"message": KIND_MESSAGE, "fact": KIND_FACT, "summary": KIND_SUMMARY}
+    for item_id in ids:
+        kind, _, raw = item_id.partition(":")
+        collection = CONVERSATIONS if kind == "message" else KNOWLEDGE
+        wanted[collection].append((point_id(kinds[kind], int(raw)), item_id))
+    store = get_vector_store()
+    vectors: dict[str, list[float]] = {}
+    for collection, pairs in wanted.items():
+        if not pairs:
+            continue
+        by_point = dict(pairs)
+        for hit in store.retrieve(collection, list(by_point), with_vectors=True):
+            if hit.vector is not None:
+                vectors[by_point[hit.id]] = hit.vector
+    return vectors
+
+
+# --- The pre-hook ----------------------------------------------------------------------
+
+
+def auto_retrieve(*, message: str, channel: str, source: str = "user") -> RetrievalResult | None:
+    """Gather, fuse and log the memories to inject for this message. None when skipped."""
+    if source == MessageSource.SYSTEM:
+        return None
+    memory_settings = MemorySettings.load()
+    if not memory_settings.auto_retrieve_enabled:
+        return None
+    return _retrieve(message=message, channel=channel, memory_settings=memory_settings, log=True)
+
+
+def auto_retrieve_preview(*, message: str, channel: str) -> RetrievalResult:
+    """What auto_retrieve would inject now, without logging it (the /memory preview box)."""
+    memory_settings = MemorySettings.load()
+    result = _retrieve(message=message, channel=channel, memory_settings=memory_settings, log=False)
+    result.enabled = memory_settings.auto_retrieve_enabled
+    return result
+
+
+def _retrieve(
+    *, message: str, channel: str, memory_settings: MemorySettings, log: bool
+) -> RetrievalResult:
+    started = time.perf_counter()
+    now = timezone.now()
+    tz = ZoneInfo(settings.TIME_ZONE)
+    timeouts = {k: v / 1000 for k, v in settings.RETRIEVAL_TIMEOUTS_MS.items()}
+    result = RetrievalResult(channel=channel, message=message)
+    limit = max(CANDIDATES_MIN, memory_settings.max_results * CANDIDATES_PER_RESULT)
+    text = message[:4000]
+
+    # 1. Start the slow, database-free sources in worker threads.
+    semantic_future: Future = _pool.submit(
+        _semantic_search, text, limit=limit, min_score=memory_settings.min_score
+    )
+    notes_future: Future | None = None
+    if memory_settings.obsidian_context_enabled:
+        notes_future = _pool.submit(_notes_fetch, memory_settings)
+
+    # 2. Meanwhile, T1 and FTS5 in this thread (its connection sees this request's data).
+    from memory.stores.fts import sql_deadline
+
+    ranked: dict[str, list[tuple[str, float]]] = {}
+    history: list[Message] = []
+    core: list[Fact] = []
+    start = time.perf_counter()
+    try:
+        with sql_deadline(timeouts["t1"]):
+            history, core, ranked[SOURCE_T1] = _t1_context(channel, memory_settings, now)
+    except Exception as exc:  # never raise from the pre-hook
+        result.failed_sources[SOURCE_T1] = _failure(exc)
+    result.timings_ms[SOURCE_T1] = _ms(start)
+
+    start = time.perf_counter()
+    try:
+        with sql_deadline(timeouts["keywords"]):
+            ranked[SOURCE_KEYWORDS] = _keyword_search(text, limit=limit)
+    except Exception as exc:
+        result.failed_sources[SOURCE_KEYWORDS] = _failure(exc)
+    result.timings_ms[SOURCE_KEYWORDS] = _ms(start)
+
+    # 3. Collect the threads, each within what is left of its own time limit.
+    semantic = _collect(semantic_future, SOURCE_SEMANTIC, timeouts["semantic"], started, result)
+    query_vector = None
+    embedder = None
+    if semantic is not None:
+        ranked[SOURCE_SEMANTIC] = _semantic_ids(semantic["hits"])
+        result.timings_ms.update(semantic["timings"])
+        query_vector, embedder = semantic["vector"], semantic["embedder"]
+    notes = None
+    if notes_future is not None:
+        notes = _collect(notes_future, SOURCE_NOTES, timeouts["notes"], started, result)
+        if notes is not None:
+            for name, reason in notes.failures.items():
+                result.failed_sources[f"{SOURCE_NOTES}:{name}"] = reason
+
+    # 4. Fuse, hydrate from T1, drop what the channel already has, cap.
+    start = time.perf_counter()
+    try:
+        fused = reciprocal_rank_fusion(ranked, weights=SOURCE_WEIGHTS)
+        kept = _select(
+            fused=fused,
+            history=history,
+            core=core,
+            channel=channel,
+            memory_settings=memory_settings,
+            embedder=embedder,
+            now=now,
+            result=result,
+        )
+    except Exception as exc:
+        logger.exception("auto-retrieval fusion failed")
+        result.failed_sources["fusion"] = _failure(exc)
+        kept = []
+    result.timings_ms["fusion"] = _ms(start)
+    del query_vector
+
+    # 5. Format the block.
+    result.history = history
+    result.core = [_fact_dict(f, now, tz) for f in core]
+    result.memories = [_memory_dict(c, entry, now, tz) for c, entry in kept]
+    result.notes = [
+        {
+            "path": n.path,
+            "source": n.source,
+            "text": clean_text(n.excerpt, max_chars=NOTE_MAX_CHARS),
+        }
+        for n in (notes.notes if notes is not None else [])
+    ]
+    marker = new_marker()
+    result.prompt_block = prompt_block(
+        core=[
+            BlockLine(_label("fait", f["type"], f["channel"], f["relative_time"]), f["text"])
+            for f in result.core
+        ],
+        memories=[
+            BlockLine(
+                _label(KIND_LABELS[m["kind"]], m["type"], m["channel"], m["relative_time"]),
+                m["text"],
+            )
+            for m in result.memories
+        ],
+        notes=[BlockLine(f"note · {n['path']}", n["text"]) for n in result.notes],
+        marker=marker,
+    )
+    result.tokens_added = estimate_tokens(result.prompt_block)
+    result.total_ms = _ms(started)
+    result.timings_ms["total"] = result.total_ms
+    if log:
+        result.retrieval_id = _log(result)
+    return result
+
+
+def _collect(future: Future, name: str, limit_s: float, started: float, result: RetrievalResult):
+    remaining = max(0.0, limit_s - (time.perf_counter() - started))
+    try:
+        return future.result(timeout=remaining)
+    except FutureTimeout:
+        future.cancel()
+        result.failed_sources[name] = f"timeout after {int(limit_s * 1000)} ms"
+    except Exception as exc:
+        result.failed_sources[name] = _failure(exc)
+    return None
+
+
+def _select(*, fused, history, core, channel, memory_settings, embedder, now, result):
+    """The fused entries to inject, hydrated, in order, at most max_results."""
+    candidates = _hydrate([str(entry.id) for entry in fused], now)
+    in_history = {m.pk for m in history}
+    core_ids = {f"fact:{f.pk}" for f in core}
+    recent_ids = _recently_injected(channel, memory_settings.reinjection_turns)
+
+    selected: list[tuple[_Candidate, object]] = []
+    seen: set[str] = set()
+    for entry in fused:
+        candidate = candidates.get(str(entry.id))
+        if candidate is None or candidate.id in seen or candidate.id in core_ids:
+            continue
+        seen.add(candidate.id)
+        if in_history.intersection(candidate.row_ids) and candidate.kind == "exchange":
+            continue  # already in the conversation the LLM receives
+        if candidate.id in recent_ids:
+            continue
+        selected.append((candidate, entry))
+
+    # Near-duplicates of what was injected in the last turns (or of each other).
+    if embedder is not None and selected and (recent_ids or len(selected) > 1):
+        threshold = embedder.near_duplicate_threshold
+        try:
+            vectors = _point_vectors([c.id for c, _ in selected] + sorted(recent_ids))
+        except Exception as exc:
+            result.failed_sources["near_duplicates"] = _failure(exc)
+            vectors = {}
+        kept_vectors = [vectors[i] for i in recent_ids if i in vectors]
+        deduped = []
+        for candidate, entry in selected:
+            vector = vectors.get(candidate.id)
+            if vector is not None and any(_cosine(vector, v) >= threshold for v in kept_vectors):
+                continue
+            deduped.append((candidate, entry))
+            if vector is not None:
+                kept_vectors.append(vector)
+            if len(deduped) >= memory_settings.max_results:
+                break
+        selected = deduped
+    return selected[: memory_settings.max_results]
+
+
+def _label(kind: str, memory_type: str, channel: str, relative: str) -> str:
+    parts = [kind]
+    if memory_type:
+        parts.append(
+            MemoryType(memory_type).label.lower()
+            if memory_type in MemoryType.values
+            else memory_type
+        )
+    if channel:
+        parts.append(channel)
+    parts.append(relative)
+    return " · ".join(parts)
+
+
+def _fact_dict(fact: Fact, now: datetime, tz) -> dict:
+    return {
+        "id": f"fact:{fact.pk}",
+        "kind": "fact",
+        "key": fact.key,
+        "text": clean_text(f"{fact.key.replace('_', ' ')} : {fact.value}"),
+        "type": fact.memory_type,
+        "channel": fact.channel,
+        "timestamp": fact.updated_at.isoformat(),
+        "relative_time": relative_time_fr(fact.updated_at, now=now, tz=tz),
+    }
+
+
+def _memory_dict(candidate: _Candidate, entry, now: datetime, tz) -> dict:
+    scores = [s["score"] for name, s in entry.sources.items() if name == SOURCE_SEMANTIC]
+    return {
+        "id": candidate.id,
+        "kind": candidate.kind,
+        "text": clean_text(candidate.text),
+        "type": candidate.memory_type,
+        "channel": candidate.channel,
+        "timestamp": candidate.timestamp.isoformat(),
+        "relative_time": relative_time_fr(candidate.timestamp, now=now, tz=tz),
+        "sources": entry.sources,
+        "rrf": round(entry.rrf, 6),
+        "score": scores[0] if scores else None,
+    }
+
+
+_log_lock = threading.Lock()
+
+
+def _log(result: RetrievalResult) -> int | None:
+    try:
+        row = MemoryRetrieval.objects.create(
+            channel=result.channel,
+            message_preview=clean_text(result.message, max_chars=PREVIEW_CHARS),
+            memories=[
+                {
+                    "id": m["id"],
+                    "kind": m["kind"],
+                    "sources": m["sources"],
+                    "rrf": m["rrf"],
+                    "score": m["score"],
+                    "text": m["text"][:PREVIEW_CHARS],
+                }
+                for m in result.memories
+            ],
+            notes=[{"path": n["path"], "chars": len(n["text"])} for n in result.notes],
+            tokens_added=result.tokens_added,
+            timings_ms=result.timings_ms,
+            total_ms=result.total_ms,
+            failed_sources=result.failed_sources,
+        )
+    except DatabaseError:
+        logger.exception("could not log the auto-retrieval")
+        return None
+    return row.pk
