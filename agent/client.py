@@ -174,6 +174,7 @@ def llm_call(
     messages: list[dict],
     purpose: str,
     tools: list[dict] | None = None,
+    tool_choice: dict | None = None,
     max_tokens: int | None = None,
     channel: str = "",
     retrieval_tokens: int = 0,
@@ -198,6 +199,8 @@ def llm_call(
     }
     if tools:
         request["tools"] = tools
+        if tool_choice:
+            request["tool_choice"] = tool_choice
     try:
         message = client.messages.create(**request)
     except anthropic.AnthropicError as exc:

@@ -6,6 +6,9 @@ from memory.exceptions import MemoryServiceError
 class LlmError(MemoryServiceError):
     """An LLM call that did not give a usable answer."""
 
+    # The user messages already saved when the error happened (set by the agent loop).
+    message_ids: tuple[int, ...] = ()
+
 
 class LlmUnavailable(LlmError):
     """No LLM now: no key, or Anthropic down/overloaded/timing out after the retries."""

@@ -14,7 +14,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # --- APIs ---------------------------------------------------------------
     path("api/memory/", include("memory.api.urls")),
-    # The agent's API (chat endpoints) is mounted here: api/agent/ -> agent.api.urls.
+    path("api/agent/", include("agent.api.urls")),
     # --- OpenAPI ------------------------------------------------------------
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path(

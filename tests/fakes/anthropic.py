@@ -239,6 +239,17 @@ def validate_request(body: Any) -> FakeReply | None:
                 f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
                 "corresponding `tool_result` block in the next message."
             )
+    uses_tools = any(
+        isinstance(m.get("content"), list)
+        and any(b.get("type") in ("tool_use", "tool_result") for b in m["content"])
+        for m in messages
+    )
+    if uses_tools and not body.get("tools"):
+        return _invalid(
+            "Requests which include `tool_use` or `tool_result` blocks must define tools."
+        )
+    if body.get("tool_choice") and not body.get("tools"):
+        return _invalid("tool_choice may only be specified while providing tools.")
     for index, tool in enumerate(body.get("tools") or []):
         if not TOOL_NAME.match(str(tool.get("name", ""))):
             return _invalid(

@@ -1,0 +1,100 @@
+"""The chat API's input and output: validation and representation only."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from memory.models import MessageSource
+
+MAX_MESSAGE_CHARS = 20_000
+CHANNEL_REGEX = r"^[\w.-]{1,64}$"
+CHANNEL_MESSAGE = (
+    "Le canal doit être un nom court (lettres, chiffres, - et _), 64 caractères au plus."
+)
+
+
+class ChatInputSerializer(serializers.Serializer):
+    channel = serializers.RegexField(
+        CHANNEL_REGEX,
+        max_length=64,
+        error_messages={"invalid": CHANNEL_MESSAGE},
+        help_text="Le canal de la conversation, ex. mission_control ou whatsapp.",
+    )
+    message = serializers.CharField(max_length=MAX_MESSAGE_CHARS, trim_whitespace=True)
+    source = serializers.ChoiceField(
+        choices=MessageSource.choices,
+        default=MessageSource.USER,
+        help_text="user (défaut), system (pas d'auto-retrieval ni d'extraction) ou tool.",
+    )
+    author = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
+
+
+class RetrievedMemorySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    kind = serializers.CharField(required=False)
+    text = serializers.CharField(required=False)
+    type = serializers.CharField(required=False, allow_blank=True)
+    channel = serializers.CharField(required=False, allow_blank=True)
+    relative_time = serializers.CharField(required=False, allow_blank=True)
+    score = serializers.FloatField(required=False, allow_null=True)
+
+
+class RetrievalSummarySerializer(serializers.Serializer):
+    id = serializers.IntegerField(allow_null=True)
+    tokens_added = serializers.IntegerField()
+    memories = RetrievedMemorySerializer(many=True)
+
+
+class UsageSerializer(serializers.Serializer):
+    calls = serializers.IntegerField()
+    model = serializers.CharField(allow_blank=True)
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    retrieval_tokens = serializers.IntegerField(
+        help_text="Part des tokens d'entrée ajoutée par l'auto-retrieval."
+    )
+    cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6, coerce_to_string=True)
+
+
+class ToolCallSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    input = serializers.DictField()
+    is_error = serializers.BooleanField()
+
+
+class ChatOutputSerializer(serializers.Serializer):
+    reply = serializers.CharField()
+    channel = serializers.CharField()
+    message_ids = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Les messages de l'utilisateur auxquels répond cette réponse (plusieurs s'ils "
+        "sont arrivés ensemble).",
+    )
+    reply_id = serializers.IntegerField()
+    coalesced = serializers.BooleanField()
+    retrieval = RetrievalSummarySerializer(allow_null=True)
+    usage = UsageSerializer()
+    tool_calls = ToolCallSerializer(many=True)
+
+
+def chat_result_data(result) -> dict:
+    """A ChatResult as the API's JSON shape."""
+    retrieval = result.retrieval
+    return {
+        "reply": result.reply,
+        "channel": result.channel,
+        "message_ids": result.message_ids,
+        "reply_id": result.reply_id,
+        "coalesced": result.coalesced,
+        "retrieval": None
+        if retrieval is None
+        else {
+            "id": result.retrieval_id,
+            "tokens_added": int(getattr(retrieval, "tokens_added", 0) or 0),
+            "memories": list(getattr(retrieval, "memories", []) or []),
+        },
+        "usage": result.usage.as_dict(),
+        "tool_calls": [
+            {"name": o.name, "input": o.input, "is_error": o.is_error} for o in result.tool_calls
+        ],
+    }

@@ -1,0 +1,11 @@
+"""Routes of the agent API, mounted at /api/agent/."""
+
+from django.urls import path
+
+from agent.api import views
+
+app_name = "agent-api"
+
+urlpatterns = [
+    path("chat", views.ChatApi.as_view(), name="chat"),
+]

@@ -1,0 +1,136 @@
+"""Compaction: a long channel's oldest messages become one summary.
+
+When a channel has more uncompacted messages than AGENT_COMPACTION_THRESHOLD,
+all but the last AGENT_COMPACTION_KEEP_LAST are summarised by the LLM into a
+Summary that names its channel; those messages are marked compacted (they stay
+in T1 and in the FTS index, but leave the history sent to the LLM, replaced by
+the summary) and the summary is indexed in the "knowledge" collection.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agent.prompts import (
+    COMPACTION_PROMPT,
+    COMPACTION_SYSTEM_PROMPT,
+    SUMMARY_HEADER,
+    french_date,
+)
+from memory.models import Message, MessageRole, Summary
+
+logger = logging.getLogger(__name__)
+
+# One compaction summarises at most this many messages (the next run takes the rest).
+COMPACTION_MAX_MESSAGES = 200
+COMPACTION_MESSAGE_CHARS = 2000
+COMPACTION_TRANSCRIPT_CHARS = 80_000
+COMPACTION_MAX_TOKENS = 1500
+
+SPEAKERS = {
+    MessageRole.USER: "Propriétaire",
+    MessageRole.ASSISTANT: "Agent",
+    MessageRole.SYSTEM: "Système",
+    MessageRole.TOOL: "Outil",
+}
+
+
+def compaction_needed(*, channel: str) -> bool:
+    count = Message.objects.filter(channel=channel, compacted=False).count()
+    return count > settings.AGENT_COMPACTION_THRESHOLD
+
+
+def _transcript(messages: list[Message]) -> str:
+    lines: list[str] = []
+    total = 0
+    for message in messages:
+        when = timezone.localtime(message.created_at).strftime("%d/%m/%Y %H:%M")
+        content = " ".join(message.content.split())
+        if len(content) > COMPACTION_MESSAGE_CHARS:
+            content = content[:COMPACTION_MESSAGE_CHARS] + "…"
+        line = f"[{when}] {SPEAKERS.get(message.role, message.role)} : {content}"
+        total += len(line)
+        if total > COMPACTION_TRANSCRIPT_CHARS:
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def channel_compact(*, channel: str) -> Summary | None:
+    """Summarise the channel's old messages when over the threshold; None when not needed.
+
+    The LLM is called outside any transaction. Raises the LLM's errors
+    (LlmUnavailable is transient: the task retries).
+    """
+    from agent.client import llm_available, llm_message, message_text
+    from memory.services.indexing import KIND_SUMMARY, index_enqueue
+
+    if not llm_available():
+        return None
+    ids = list(
+        Message.objects.filter(channel=channel, compacted=False)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    if len(ids) <= settings.AGENT_COMPACTION_THRESHOLD:
+        return None
+    keep = settings.AGENT_COMPACTION_KEEP_LAST
+    old_ids = ids[: len(ids) - keep] if keep else ids
+    old_ids = old_ids[:COMPACTION_MAX_MESSAGES]
+    if not old_ids:
+        return None
+    messages = list(Message.objects.filter(pk__in=old_ids).order_by("id"))
+    # The transcript may have been cut: only what the LLM saw gets compacted.
+    transcript = _transcript(messages)
+    messages = messages[: transcript.count("\n") + 1]
+    start, end = messages[0].created_at, messages[-1].created_at
+    answer = llm_message(
+        system=COMPACTION_SYSTEM_PROMPT,
+        messages=[
+            {
+                "role": "user",
+                "content": COMPACTION_PROMPT.format(
+                    channel=channel,
+                    start=french_date(start),
+                    end=french_date(end),
+                    count=len(messages),
+                    transcript=transcript,
+                ),
+            }
+        ],
+        purpose="compaction",
+        channel=channel,
+        max_tokens=COMPACTION_MAX_TOKENS,
+    )
+    text = message_text(answer)
+    if not text:
+        logger.warning("compaction of %s: the LLM gave an empty summary", channel)
+        return None
+    header = SUMMARY_HEADER.format(
+        channel=channel, start=french_date(start), end=french_date(end), count=len(messages)
+    )
+    compacted_ids = [m.id for m in messages]
+    with transaction.atomic():
+        # Another worker may have compacted (some of) them while the LLM wrote.
+        taken = Message.objects.filter(pk__in=compacted_ids, compacted=True).exists()
+        present = Message.objects.filter(pk__in=compacted_ids).count()
+        if taken or present != len(compacted_ids):
+            logger.info("compaction of %s skipped: its messages changed meanwhile", channel)
+            return None
+        summary = Summary.objects.create(
+            channel=channel,
+            content=f"{header}\n{text}",
+            message_count=len(compacted_ids),
+            period_start=start,
+            period_end=end,
+        )
+        Message.objects.filter(pk__in=compacted_ids).update(compacted=True)
+        index_enqueue(KIND_SUMMARY, summary.id)
+    logger.info(
+        "compacted %d messages of %s into summary %s", len(compacted_ids), channel, summary.id
+    )
+    return summary

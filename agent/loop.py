@@ -1,0 +1,376 @@
+"""The agent loop: one incoming message in, one reply out.
+
+handle_message():
+  save the user message (exactly once, whatever happens next)
+  → coalesce with the other messages of the channel arriving within
+    AGENT_COALESCE_SECONDS (they are answered once, on their combined text)
+  → auto-retrieval on the combined text
+  → system prompt: base prompt + date + tool guidance + the channel's last
+    summary + the memory block
+  → Messages API with the channel's recent history and the memory__* tools,
+    tool calls run, up to AGENT_MAX_TURNS calls (the last without tools)
+  → save the reply → post-response tasks (fact extraction, compaction) on commit
+  → ChatResult(reply, retrieval id, usage).
+
+Every LLM call writes an llm_usage row with the tokens the memory block added
+flagged apart. Without an API key, LlmNotConfigured is raised after the message
+is saved (and indexed: it stays searchable). LLM errors carry ``message_ids``,
+the ids of the saved user messages.
+
+Coalescing is per process (the embedded default runs one web process); with
+several web processes, messages of one channel that reach different processes
+are answered separately.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from agent.exceptions import LlmError, LlmNotConfigured
+from agent.tools import ToolContext, ToolOutcome, tool_definitions, tool_run
+from memory.models import Message, MessageRole, MessageSource, Summary
+
+logger = logging.getLogger(__name__)
+
+AGENT_AUTHOR = "makilab"
+# A continuous stream of messages is answered after at most this many windows.
+COALESCE_MAX_WINDOWS = 3
+SYSTEM_PREFIX = "[Message système] "
+TURN_CAP_REPLY = (
+    "Je n'ai pas réussi à terminer en {turns} étapes (recherches dans ma mémoire comprises). "
+    "Peux-tu préciser ta demande ?"
+)
+EMPTY_REPLY = "Je n'ai pas de réponse à te donner."
+ROLE_BY_SOURCE = {
+    MessageSource.USER: MessageRole.USER,
+    MessageSource.SYSTEM: MessageRole.SYSTEM,
+    MessageSource.TOOL: MessageRole.TOOL,
+}
+
+
+@dataclass
+class UsageTotals:
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    retrieval_tokens: int = 0
+    cost_usd: Decimal = Decimal("0")
+    model: str = ""
+    usage_ids: list[int] = field(default_factory=list)
+
+    def add(self, row) -> None:
+        self.calls += 1
+        self.input_tokens += row.input_tokens
+        self.output_tokens += row.output_tokens
+        self.retrieval_tokens += row.retrieval_tokens
+        self.cost_usd += row.cost_usd
+        self.model = row.model
+        self.usage_ids.append(row.id)
+
+    def as_dict(self) -> dict:
+        return {
+            "calls": self.calls,
+            "model": self.model,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "retrieval_tokens": self.retrieval_tokens,
+            "cost_usd": str(self.cost_usd),
+        }
+
+
+@dataclass
+class ChatResult:
+    reply: str
+    retrieval_id: int | None
+    usage: UsageTotals
+    channel: str = ""
+    message_ids: list[int] = field(default_factory=list)
+    reply_id: int | None = None
+    retrieval: Any = None  # memory.services.retrieval.RetrievalResult | None
+    tool_calls: list[ToolOutcome] = field(default_factory=list)
+    stop_reason: str = ""
+
+    @property
+    def coalesced(self) -> bool:
+        return len(self.message_ids) > 1
+
+
+# --- Coalescing ------------------------------------------------------------------------
+
+
+@dataclass
+class _Batch:
+    messages: list[Message]
+    started: float
+    deadline: float
+    closed: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+    result: ChatResult | None = None
+    error: BaseException | None = None
+
+
+_batches: dict[str, _Batch] = {}
+_batches_lock = threading.Lock()
+
+
+def _join_or_lead(channel: str, message: Message, window: float) -> tuple[_Batch, bool]:
+    """The open batch of the channel (joined) or a new one; True when we lead it."""
+    now = time.monotonic()
+    with _batches_lock:
+        batch = _batches.get(channel)
+        if batch is not None and not batch.closed:
+            batch.messages.append(message)
+            # Each new message extends the wait, up to a cap.
+            batch.deadline = min(now + window, batch.started + window * COALESCE_MAX_WINDOWS)
+            return batch, False
+        batch = _Batch(messages=[message], started=now, deadline=now + window)
+        _batches[channel] = batch
+        return batch, True
+
+
+def _wait_and_close(channel: str, batch: _Batch) -> list[Message]:
+    while True:
+        with _batches_lock:
+            remaining = batch.deadline - time.monotonic()
+            if remaining <= 0:
+                batch.closed = True
+                if _batches.get(channel) is batch:
+                    del _batches[channel]
+                return list(batch.messages)
+        time.sleep(min(remaining, 0.05))
+
+
+def _follow(batch: _Batch) -> ChatResult:
+    batch.done.wait()
+    if batch.error is not None:
+        error = batch.error
+        if isinstance(error, LlmError):
+            copy = type(error)(str(error))
+            copy.message_ids = getattr(error, "message_ids", ())
+            raise copy from error
+        raise error
+    assert batch.result is not None
+    return batch.result
+
+
+# --- The loop ---------------------------------------------------------------------------
+
+
+def handle_message(
+    *, channel: str, text: str, source: str = MessageSource.USER, author: str | None = None
+) -> ChatResult:
+    """Answer one incoming message (see the module docstring)."""
+    from agent.client import LLM_NOT_CONFIGURED_MESSAGE, llm_available
+    from memory.services.messages import message_save
+
+    message = message_save(
+        channel=channel,
+        role=ROLE_BY_SOURCE.get(MessageSource(source), MessageRole.USER),
+        content=text,
+        author=author or "",
+        source=source,
+    )
+    if not llm_available():
+        error = LlmNotConfigured(LLM_NOT_CONFIGURED_MESSAGE)
+        error.message_ids = (message.id,)
+        raise error
+
+    window = float(settings.AGENT_COALESCE_SECONDS)
+    if window <= 0:
+        return _answer(channel=message.channel, messages=[message], source=source)
+    batch, leader = _join_or_lead(message.channel, message, window)
+    if not leader:
+        return _follow(batch)
+    try:
+        messages = _wait_and_close(message.channel, batch)
+        batch.result = _answer(channel=message.channel, messages=messages, source=source)
+        return batch.result
+    except BaseException as exc:
+        batch.error = exc
+        raise
+    finally:
+        batch.done.set()
+
+
+def _retrieve(*, text: str, channel: str, source: str):
+    """The auto-retrieval result, or None (skipped, not available, or failed)."""
+    try:
+        from memory.services.retrieval import auto_retrieve
+    except ImportError:
+        return None
+    try:
+        return auto_retrieve(message=text, channel=channel, source=source)
+    except Exception:  # retrieval must never block an answer
+        logger.exception("auto-retrieval failed on %s", channel)
+        return None
+
+
+def history_build(*, channel: str, before_id: int) -> list[dict]:
+    """The channel's recent uncompacted messages as alternating Messages API turns."""
+    from memory.selectors import memory_settings_get
+
+    limit = memory_settings_get().history_length
+    rows = list(
+        Message.objects.filter(channel=channel, compacted=False, id__lt=before_id)
+        .exclude(role=MessageRole.TOOL)
+        .order_by("-id")[:limit]
+    )
+    turns: list[dict] = []
+    for row in reversed(rows):
+        role = "assistant" if row.role == MessageRole.ASSISTANT else "user"
+        content = f"{SYSTEM_PREFIX}{row.content}" if row.role == MessageRole.SYSTEM else row.content
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] += "\n\n" + content
+        else:
+            turns.append({"role": role, "content": content})
+    while turns and turns[0]["role"] == "assistant":
+        turns.pop(0)
+    return turns
+
+
+def _latest_summary(channel: str) -> str:
+    summary = Summary.objects.filter(channel=channel).order_by("-created_at", "-id").first()
+    return summary.content if summary else ""
+
+
+def _tool_result_block(tool_use_id: str, outcome: ToolOutcome) -> dict:
+    block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": outcome.content}
+    if outcome.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _answer(*, channel: str, messages: list[Message], source: str) -> ChatResult:
+    from agent.client import llm_call, message_text
+    from agent.prompts import system_prompt_build
+    from memory.services.messages import message_save
+
+    message_ids = [m.id for m in messages]
+    combined = "\n\n".join(
+        f"{SYSTEM_PREFIX}{m.content}" if m.role == MessageRole.SYSTEM else m.content
+        for m in messages
+    )
+    retrieval = _retrieve(text=combined, channel=channel, source=source)
+    retrieval_id = getattr(retrieval, "retrieval_id", None)
+    retrieval_tokens = int(getattr(retrieval, "tokens_added", 0) or 0)
+    system = system_prompt_build(
+        channel=channel,
+        memory_block=getattr(retrieval, "prompt_block", "") or "",
+        summary=_latest_summary(channel),
+    )
+    turns = history_build(channel=channel, before_id=min(message_ids))
+    if turns and turns[-1]["role"] == "user":
+        turns[-1] = {"role": "user", "content": f"{turns[-1]['content']}\n\n{combined}"}
+    else:
+        turns.append({"role": "user", "content": combined})
+
+    tools = tool_definitions()
+    context = ToolContext(channel=channel, message_ids=tuple(message_ids))
+    usage = UsageTotals()
+    outcomes: list[ToolOutcome] = []
+    max_turns = int(settings.AGENT_MAX_TURNS)
+    reply, stop_reason = "", ""
+    try:
+        for turn in range(1, max_turns + 1):
+            last = turn == max_turns
+            call = llm_call(
+                system=system,
+                messages=turns,
+                purpose="chat",
+                tools=tools,
+                # The last call may not ask for more tools: it must answer.
+                tool_choice={"type": "none"} if last else None,
+                channel=channel,
+                retrieval_tokens=retrieval_tokens,
+                retrieval_id=retrieval_id,
+            )
+            usage.add(call.usage)
+            answer = call.message
+            stop_reason = answer.stop_reason or ""
+            tool_uses = [b for b in answer.content if getattr(b, "type", "") == "tool_use"]
+            if stop_reason != "tool_use" or not tool_uses or last:
+                reply = message_text(answer)
+                if last and tool_uses and not reply:
+                    reply = TURN_CAP_REPLY.format(turns=max_turns)
+                break
+            turns.append(
+                {
+                    "role": "assistant",
+                    "content": [b.to_dict(mode="json", exclude_none=True) for b in answer.content],
+                }
+            )
+            results = []
+            for block in tool_uses:
+                outcome = tool_run(name=block.name, tool_input=block.input, context=context)
+                outcomes.append(outcome)
+                results.append(_tool_result_block(block.id, outcome))
+            turns.append({"role": "user", "content": results})
+    except LlmError as exc:
+        exc.message_ids = tuple(message_ids)
+        raise
+
+    reply_message = message_save(
+        channel=channel,
+        role=MessageRole.ASSISTANT,
+        content=reply or EMPTY_REPLY,
+        author=AGENT_AUTHOR,
+        reply_to_id=message_ids[-1],
+    )
+    _enqueue_followups(
+        channel=channel,
+        message_ids=message_ids,
+        reply_id=reply_message.id,
+        tool_results=[o.content for o in outcomes if o.feeds_extraction and not o.is_error],
+        extract=source == MessageSource.USER,
+    )
+    return ChatResult(
+        reply=reply_message.content,
+        retrieval_id=retrieval_id,
+        usage=usage,
+        channel=channel,
+        message_ids=message_ids,
+        reply_id=reply_message.id,
+        retrieval=retrieval,
+        tool_calls=outcomes,
+        stop_reason=stop_reason,
+    )
+
+
+def _enqueue_followups(
+    *,
+    channel: str,
+    message_ids: list[int],
+    reply_id: int,
+    tool_results: list[str],
+    extract: bool,
+) -> None:
+    """Fact extraction and, when the channel is long, compaction: after commit, never failing."""
+    from agent import tasks
+    from agent.compaction import compaction_needed
+
+    def send() -> None:
+        if extract:
+            try:
+                tasks.extract_and_save_facts.delay(
+                    message_ids=message_ids,
+                    reply_id=reply_id,
+                    channel=channel,
+                    tool_results=tool_results,
+                )
+            except Exception as exc:  # the broker is down: the answer is not lost
+                logger.warning("could not enqueue fact extraction for %s: %s", channel, exc)
+        try:
+            if compaction_needed(channel=channel):
+                tasks.channel_compact_task.delay(channel)
+        except Exception as exc:
+            logger.warning("could not enqueue compaction of %s: %s", channel, exc)
+
+    transaction.on_commit(send)

@@ -1,0 +1,411 @@
+"""The memory__* tools the LLM may call: definitions (JSON Schemas), validation, dispatch.
+
+Each tool is a thin adapter from validated input to a memory service or
+selector; its answer is JSON text for the tool_result block. Inputs are checked
+against the tool's own schema before anything runs; an invalid input, a domain
+error or an unavailable store comes back to the model as an ``is_error`` result
+with a French message, never as an exception out of the loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+from django.utils.text import slugify
+
+from memory.exceptions import MemoryServiceError
+from memory.models import Actor, FactSource, MemoryType
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 500
+MAX_TEXT_CHARS = 4000
+MAX_VALUE_CHARS = 1000
+MAX_SUBJECTS = 10
+KEY_PATTERN = r"^[a-z0-9][a-z0-9_]{0,99}$"
+EXCERPT_CHARS = 300
+
+UNKNOWN_TOOL_MESSAGE = "Outil inconnu : {name}."
+INVALID_INPUT_MESSAGE = "Entrée invalide pour {name} : {detail}"
+TOOL_FAILED_MESSAGE = "L'outil {name} a échoué : {detail}"
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Who calls and from where: the channel and the user messages being answered."""
+
+    channel: str
+    message_ids: tuple[int, ...] = ()
+    actor: str = Actor.AGENT
+
+
+@dataclass
+class ToolOutcome:
+    name: str
+    input: dict
+    content: str
+    is_error: bool = False
+    # Whether this result carries outside information worth a fact extraction
+    # (notes, e-mails, web pages). Memory tools return memory: re-extracting it
+    # would only re-store what is already there.
+    feeds_extraction: bool = False
+    data: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict
+    run: Callable[[dict, ToolContext], dict]
+    feeds_extraction: bool = False
+
+    def definition(self) -> dict:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+
+def _schema(properties: dict, required: list[str]) -> dict:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+# --- Shaping results -------------------------------------------------------------------
+
+
+def relative_time(moment: datetime | None, *, now: datetime | None = None) -> str:
+    """A short French relative time ("il y a 3 jours", "le 28 février")."""
+    if moment is None:
+        return ""
+    now = now or timezone.now()
+    try:  # the auto-retrieval's formatter: one wording across the agent
+        from memory.services.formatting import relative_time_fr
+    except ImportError:
+        pass
+    else:
+        return relative_time_fr(moment, now=now, tz=timezone.get_current_timezone())
+    from agent.prompts import MONTHS
+
+    seconds = (now - moment).total_seconds()
+    if seconds < 90:
+        return "à l'instant"
+    if seconds < 3600:
+        return f"il y a {int(seconds // 60)} minutes"
+    if seconds < 86400:
+        hours = int(seconds // 3600)
+        return f"il y a {hours} heure{'s' if hours > 1 else ''}"
+    days = int(seconds // 86400)
+    if days == 1:
+        return "hier"
+    if days < 7:
+        return f"il y a {days} jours"
+    local = timezone.localtime(moment)
+    month = MONTHS[local.month - 1]
+    if local.year == timezone.localtime(now).year:
+        return f"le {local.day} {month}"
+    return f"le {local.day} {month} {local.year}"
+
+
+def _hit(hit) -> dict:
+    return {
+        "id": hit.id,
+        "kind": hit.kind,
+        "score": round(float(hit.score), 3),
+        "type": hit.type,
+        "channel": hit.channel,
+        "when": relative_time(hit.date),
+        "date": hit.date.isoformat() if hit.date else None,
+        **({"key": hit.key} if hit.key else {}),
+        "text": hit.excerpt,
+    }
+
+
+def _fact(fact) -> dict:
+    return {
+        "key": fact.key,
+        "value": fact.value,
+        "type": fact.memory_type,
+        "importance": fact.importance,
+        "subjects": list(fact.subjects or []),
+        "channel": fact.channel,
+        "updated": relative_time(fact.updated_at),
+        "expires_at": fact.expires_at.isoformat() if fact.expires_at else None,
+    }
+
+
+# --- The tools -----------------------------------------------------------------------------
+
+
+def _search(tool_input: dict, context: ToolContext) -> dict:
+    from memory.services.search import memory_search
+
+    hits = memory_search(
+        query=tool_input["query"], mode="semantic", limit=tool_input.get("limit", 5)
+    )
+    return {"query": tool_input["query"], "results": [_hit(h) for h in hits]}
+
+
+def _search_text(tool_input: dict, context: ToolContext) -> dict:
+    from memory.services.search import memory_search
+
+    hits = memory_search(query=tool_input["query"], mode="text", limit=tool_input.get("limit", 10))
+    return {"query": tool_input["query"], "results": [_hit(h) for h in hits]}
+
+
+def index_key(text: str) -> str:
+    """A stable key for a manually indexed text: its first words and a short hash."""
+    digest = hashlib.sha1(text.encode()).hexdigest()[:8]
+    words = slugify(" ".join(text.split()[:6])).replace("-", "_")[:60].strip("_")
+    return f"note_{words}_{digest}" if words else f"note_{digest}"
+
+
+def _index(tool_input: dict, context: ToolContext) -> dict:
+    from memory.services.dedup import fact_remember
+
+    text = tool_input["text"].strip()
+    result = fact_remember(
+        key=index_key(text),
+        value=text,
+        memory_type=MemoryType.FACT,
+        source=FactSource.TOOL,
+        channel=context.channel,
+        source_message_id=context.message_ids[-1] if context.message_ids else None,
+        actor=context.actor,
+    )
+    return {"indexed": True, "action": result.action, "key": result.fact.key}
+
+
+def _forget(tool_input: dict, context: ToolContext) -> dict:
+    from memory.services.forgetting import topic_forget
+
+    result = topic_forget(
+        topic=tool_input["topic"], actor=context.actor, keep_message_ids=context.message_ids
+    )
+    return {"summary": result.as_text(), **result.as_dict()}
+
+
+def _store_fact(tool_input: dict, context: ToolContext) -> dict:
+    from memory.services.dedup import fact_remember
+
+    result = fact_remember(
+        key=tool_input["key"],
+        value=tool_input["value"],
+        memory_type=tool_input.get("type", MemoryType.FACT),
+        importance=tool_input.get("importance"),
+        subjects=tool_input.get("subjects") or [],
+        ttl=tool_input.get("ttl") or None,
+        source=FactSource.CONVERSATION,
+        channel=context.channel,
+        source_message_id=context.message_ids[-1] if context.message_ids else None,
+        actor=context.actor,
+    )
+    return {"action": result.action, "fact": _fact(result.fact)}
+
+
+def _delete_fact(tool_input: dict, context: ToolContext) -> dict:
+    from memory.selectors import fact_get
+    from memory.services.facts import fact_forget
+
+    fact = fact_get(key=tool_input["key"])
+    if fact.forgotten:
+        return {"deleted": False, "key": fact.key, "message": "Ce fait était déjà oublié."}
+    fact_forget(fact=fact, actor=context.actor, note=tool_input.get("reason", ""))
+    return {"deleted": True, "key": fact.key, "value": fact.value}
+
+
+def _recent(tool_input: dict, context: ToolContext) -> dict:
+    from memory.selectors import facts_active
+
+    facts = facts_active().order_by("-updated_at", "-id")[: tool_input.get("limit", 10)]
+    return {"facts": [_fact(f) for f in facts]}
+
+
+_LIMIT = {"type": "integer", "minimum": 1, "maximum": 20}
+_QUERY = {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS}
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool(
+            name="memory__search",
+            description=(
+                "Recherche sémantique (par le sens) dans toute la mémoire : anciens échanges de "
+                "tous les canaux, résumés et faits. Chaque résultat a un id, un score, un type, "
+                "un canal et une date relative. À utiliser pour un sujet passé, une conversation "
+                "antérieure ou un contexte qui manque."
+            ),
+            input_schema=_schema(
+                {
+                    "query": {**_QUERY, "description": "Ce que tu cherches, en quelques mots."},
+                    "limit": {**_LIMIT, "default": 5, "description": "Nombre de résultats."},
+                },
+                ["query"],
+            ),
+            run=_search,
+        ),
+        Tool(
+            name="memory__search_text",
+            description=(
+                "Recherche par mots-clés exacts (plein texte, accents ignorés) dans les messages "
+                "et les faits : pour un nom rare, un code, une référence précise."
+            ),
+            input_schema=_schema(
+                {
+                    "query": {**_QUERY, "description": "Les mots à trouver (tous)."},
+                    "limit": {**_LIMIT, "default": 10},
+                },
+                ["query"],
+            ),
+            run=_search_text,
+        ),
+        Tool(
+            name="memory__index",
+            description=(
+                "Ajoute un texte de référence à la mémoire (collection « knowledge »), pour le "
+                "retrouver plus tard par le sens. Usage rare."
+            ),
+            input_schema=_schema(
+                {"text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS}},
+                ["text"],
+            ),
+            run=_index,
+        ),
+        Tool(
+            name="memory__forget",
+            description=(
+                "Oublie un sujet à la demande du propriétaire : les échanges, résumés et faits "
+                "qui en parlent sont retirés de la mémoire (définitif pour les échanges). "
+                "Renvoie ce qui a été oublié."
+            ),
+            input_schema=_schema(
+                {
+                    "topic": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 200,
+                        "description": "Le sujet, ex. « Marie » ou « le voyage à Lisbonne ».",
+                    }
+                },
+                ["topic"],
+            ),
+            run=_forget,
+        ),
+        Tool(
+            name="memory__store_fact",
+            description=(
+                "Retient un fait durable (ou corrige celui de même clé ; les doublons sont "
+                "fusionnés). Pour un état temporaire, donne un ttl."
+            ),
+            input_schema=_schema(
+                {
+                    "key": {
+                        "type": "string",
+                        "pattern": KEY_PATTERN,
+                        "description": "Clé courte en snake_case, ex. user_city.",
+                    },
+                    "value": {"type": "string", "minLength": 1, "maxLength": MAX_VALUE_CHARS},
+                    "type": {"type": "string", "enum": list(MemoryType.values), "default": "fact"},
+                    "importance": {"type": "number", "minimum": 0, "maximum": 1},
+                    "subjects": {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1, "maxLength": 50},
+                        "maxItems": MAX_SUBJECTS,
+                    },
+                    "ttl": {
+                        "type": ["string", "null"],
+                        "description": "Durée de vie : « 12h », « 7d », « 30d » ; absent : permanent.",
+                    },
+                },
+                ["key", "value"],
+            ),
+            run=_store_fact,
+        ),
+        Tool(
+            name="memory__delete_fact",
+            description="Oublie un fait précis, par sa clé (il reste restaurable depuis le tableau de bord).",
+            input_schema=_schema(
+                {
+                    "key": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "reason": {"type": "string", "maxLength": 500},
+                },
+                ["key"],
+            ),
+            run=_delete_fact,
+        ),
+        Tool(
+            name="memory__recent",
+            description="Les derniers faits retenus ou modifiés, les plus récents d'abord.",
+            input_schema=_schema({"limit": {**_LIMIT, "default": 10}}, []),
+            run=_recent,
+        ),
+    )
+}
+
+
+def tool_definitions() -> list[dict]:
+    """The tools as the Messages API takes them."""
+    return [tool.definition() for tool in TOOLS.values()]
+
+
+def tool_input_errors(tool: Tool, tool_input: Any) -> str:
+    """The first schema violation of ``tool_input``, or "" when it is valid."""
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(tool.input_schema)
+    errors = sorted(validator.iter_errors(tool_input), key=lambda e: list(e.path))
+    if not errors:
+        return ""
+    error = errors[0]
+    where = ".".join(str(p) for p in error.path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def tool_run(*, name: str, tool_input: Any, context: ToolContext) -> ToolOutcome:
+    """Validate and run one tool call. Never raises for a bad call: returns an error outcome."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        return ToolOutcome(
+            name, {}, _json({"error": UNKNOWN_TOOL_MESSAGE.format(name=name)}), is_error=True
+        )
+    tool_input = tool_input if isinstance(tool_input, dict) else {"_": tool_input}
+    detail = tool_input_errors(tool, tool_input)
+    if detail:
+        message = INVALID_INPUT_MESSAGE.format(name=name, detail=detail)
+        return ToolOutcome(name, tool_input, _json({"error": message}), is_error=True)
+    try:
+        data = tool.run(tool_input, context)
+    except MemoryServiceError as exc:  # a refusal or an unavailable store, in French
+        return ToolOutcome(name, tool_input, _json({"error": str(exc)}), is_error=True)
+    except ValidationError as exc:  # a model's full_clean
+        message = INVALID_INPUT_MESSAGE.format(name=name, detail=" ".join(exc.messages))
+        return ToolOutcome(name, tool_input, _json({"error": message}), is_error=True)
+    except Exception as exc:  # a bug must not kill the conversation
+        logger.exception("tool %s failed", name)
+        message = TOOL_FAILED_MESSAGE.format(name=name, detail=type(exc).__name__)
+        return ToolOutcome(name, tool_input, _json({"error": message}), is_error=True)
+    return ToolOutcome(
+        name,
+        tool_input,
+        _json(data),
+        feeds_extraction=tool.feeds_extraction,
+        data=data,
+    )
