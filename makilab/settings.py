@@ -160,7 +160,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Facts, search, auto-retrieval settings and logs of Makilab's memory.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_PERMISSIONS": ["memory.api.permissions.IsStaffOrToken"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -52,7 +52,7 @@ def test_the_page_is_made_for_phones_and_loads_htmx_from_our_static_files(staff_
 
 def test_the_body_sends_the_csrf_token_on_every_htmx_request(staff_client):
     response = staff_client.get("/memory/")
-    token = response.context["csrf_token"]
+    token = str(response.context["csrf_token"])
     assert f'hx-headers=\'{{"X-CSRFToken": "{token}"}}\'' in response.content.decode()
 
 
