@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memory.api import views
+from memory.api import preview, views
 
 app_name = "memory-api"
 
@@ -16,4 +16,5 @@ urlpatterns = [
     path("settings", views.MemorySettingsApi.as_view(), name="settings"),
     path("stats", views.MemoryStatsApi.as_view(), name="stats"),
     path("retrievals", views.RetrievalListApi.as_view(), name="retrievals"),
+    path("preview", preview.MemoryPreviewApi.as_view(), name="preview"),
 ]

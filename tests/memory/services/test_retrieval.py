@@ -1,0 +1,282 @@
+"""auto_retrieve: each source, fusion, dedup across turns, logging, and degradation with real failing parts."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import trustme
+
+from memory.models import Fact, MemoryRetrieval, MemorySettings, Message
+from memory.services.facts import fact_store
+from memory.services.indexing import KIND_FACT, KIND_MESSAGE, index_rows
+from memory.services.messages import message_save
+from memory.services.retrieval import auto_retrieve, auto_retrieve_preview
+from memory.stores.embedders import embedder_reset
+from memory.stores.vectors import vector_store_reset
+from tests.fakes.obsidian import FakeNote, FakeObsidianServer
+from tests.fakes.voyage import FakeVoyage, Reply
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(vector_store, local_embedder, settings, tmp_path):
+    settings.OBSIDIAN_API_URL = ""
+    settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
+    (tmp_path / "vault").mkdir()
+    from memory.services.notes import notes_cache_clear
+
+    notes_cache_clear()
+    yield vector_store
+    notes_cache_clear()
+
+
+def _exchange(channel, user, reply=None, author=""):
+    question = message_save(channel=channel, role="user", content=user, author=author)
+    if reply:
+        message_save(channel=channel, role="assistant", content=reply, reply_to_id=question.id)
+    return question
+
+
+def _index_all():
+    index_rows(
+        KIND_MESSAGE,
+        list(Message.objects.filter(reply_to__isnull=True).values_list("id", flat=True)),
+    )
+    index_rows(KIND_FACT, list(Fact.objects.values_list("id", flat=True)))
+
+
+def _ids(result):
+    return [m["id"] for m in result.memories]
+
+
+def _seed_other_channel_history():
+    """Fill mission_control with unrelated messages so whatsapp memories are not its history."""
+    for i in range(3):
+        _exchange("mission_control", f"Point {i} sur le tableau de bord", "Noté.")
+
+
+def test_a_whatsapp_memory_enriches_a_mission_control_conversation(world):
+    ski = _exchange(
+        "whatsapp",
+        "Je me suis cassé l'épaule au ski à Luchon",
+        "Aïe, repose-toi bien.",
+        author="Mickael",
+    )
+    _seed_other_channel_history()
+    _index_all()
+    result = auto_retrieve(message="Comment va mon épaule ?", channel="mission_control")
+    assert f"message:{ski.id}" in _ids(result)
+    memory = next(m for m in result.memories if m["id"] == f"message:{ski.id}")
+    assert memory["channel"] == "whatsapp"
+    assert memory["relative_time"] == "à l'instant"
+    assert "semantic" in memory["sources"]
+    assert "Luchon" in result.prompt_block
+
+
+def test_the_keyword_source_finds_a_rare_token_semantics_misses(world):
+    code = fact_store(key="portail_code", value="Le code du portail est 4821")[0]
+    _index_all()
+    result = auto_retrieve(message="c'est quoi le 4821 déjà ?", channel="whatsapp")
+    memory = next(m for m in result.memories if m["id"] == f"fact:{code.id}")
+    assert "keywords" in memory["sources"]
+
+
+def test_the_t1_source_brings_recent_and_important_facts_and_identity_is_always_there(world):
+    name = fact_store(key="user_name", value="Mickael", memory_type="identity")[0]
+    goal = fact_store(
+        key="goal_marathon", value="Courir le marathon de Bordeaux en avril", memory_type="goal"
+    )[0]
+    _index_all()
+    result = auto_retrieve(message="Salut !", channel="whatsapp")
+    assert [c["id"] for c in result.core] == [f"fact:{name.id}"]
+    memory = next(m for m in result.memories if m["id"] == f"fact:{goal.id}")
+    assert "t1" in memory["sources"]
+    assert "Faits essentiels" in result.prompt_block
+
+
+def test_forgotten_and_expired_facts_never_come_back_even_with_a_stale_point(world):
+    from memory.services.facts import fact_forget
+
+    secret = fact_store(key="old_code", value="L'ancien code du portail était 1234")[0]
+    gone = fact_store(key="mood", value="Mickael est fatigué par le portail", ttl="1h")[0]
+    _index_all()  # both have points
+    fact_forget(fact=secret, actor="user")
+    Fact.objects.filter(pk=gone.pk).update(expires_at="2020-01-01T00:00:00Z")
+    result = auto_retrieve(message="le code du portail 1234", channel="whatsapp")
+    assert f"fact:{secret.id}" not in _ids(result)
+    assert f"fact:{gone.id}" not in _ids(result)
+
+
+def test_the_channels_own_recent_history_is_not_injected_again(world):
+    recent = _exchange("whatsapp", "On a réservé le train pour Lyon vendredi", "Super, bon voyage.")
+    _index_all()
+    result = auto_retrieve(message="le train pour Lyon", channel="whatsapp")
+    assert f"message:{recent.id}" not in _ids(result)
+    assert recent.id in [m.pk for m in result.history]
+
+
+def test_max_results_caps_the_memories(world):
+    for i in range(8):
+        fact_store(key=f"velo_{i}", value=f"Le vélo numéro {i} est rangé au garage")
+    _index_all()
+    MemorySettings.load()
+    MemorySettings.objects.update(max_results=2)
+    result = auto_retrieve(message="où est le vélo au garage ?", channel="whatsapp")
+    assert len(result.memories) == 2
+
+
+def test_system_messages_and_the_disabled_setting_skip_everything(world):
+    assert auto_retrieve(message="Rappel automatique", channel="whatsapp", source="system") is None
+    MemorySettings.load()
+    MemorySettings.objects.update(auto_retrieve_enabled=False)
+    assert auto_retrieve(message="Bonjour", channel="whatsapp") is None
+    assert MemoryRetrieval.objects.count() == 0
+
+
+def test_what_was_injected_is_not_injected_again_in_the_next_turns(world):
+    fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
+    # Old enough to be outside T1's recent window: only relevance brings it.
+    Fact.objects.update(created_at="2026-01-01T00:00:00Z")
+    _seed_other_channel_history()
+    _index_all()
+    first = auto_retrieve(message="quand est le dentiste ?", channel="mission_control")
+    assert f"fact:{fact.id}" in _ids(first)
+    second = auto_retrieve(message="et le dentiste, c'est quand ?", channel="mission_control")
+    assert f"fact:{fact.id}" not in _ids(second)
+    # Another channel has its own injection state.
+    other = auto_retrieve(message="quand est le dentiste ?", channel="whatsapp")
+    assert f"fact:{fact.id}" in _ids(other)
+    # After reinjection_turns more turns, it may come back.
+    for _ in range(MemorySettings.load().reinjection_turns):
+        auto_retrieve(message="rien à voir : la météo", channel="mission_control")
+    again = auto_retrieve(message="quand est le dentiste ?", channel="mission_control")
+    assert f"fact:{fact.id}" in _ids(again)
+
+
+def test_a_near_duplicate_of_an_injected_memory_is_not_injected(world):
+    fact = fact_store(key="gate", value="Le code du portail est 4821")[0]
+    twin = _exchange("whatsapp", "Le code du portail est 4821")  # same text, another memory
+    _seed_other_channel_history()
+    _index_all()
+    first = auto_retrieve(message="le code du portail", channel="mission_control")
+    injected = set(_ids(first)) & {f"fact:{fact.id}", f"message:{twin.id}"}
+    assert len(injected) == 1  # the twins are not both injected in one turn
+    second = auto_retrieve(message="rappelle-moi le code du portail", channel="mission_control")
+    assert not set(_ids(second)) & {f"fact:{fact.id}", f"message:{twin.id}"}
+
+
+def test_a_compaction_does_not_reset_the_injection_state(world):
+    fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
+    _seed_other_channel_history()
+    _index_all()
+    auto_retrieve(message="quand est le dentiste ?", channel="mission_control")
+    Message.objects.filter(channel="mission_control").update(compacted=True)
+    second = auto_retrieve(message="le dentiste ?", channel="mission_control")
+    assert f"fact:{fact.id}" not in _ids(second)
+
+
+def test_every_run_is_logged_with_sources_scores_tokens_and_timings(world):
+    fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
+    (
+        world_path := __import__("django.conf").conf.settings.OBSIDIAN_VAULT_PATH / "Profil.md"
+    ).write_text("# Profil\nMickael aime le café serré. #makilab")
+    _index_all()
+    result = auto_retrieve(message="quand est le dentiste ?\nmerci", channel="whatsapp")
+    row = MemoryRetrieval.objects.get(pk=result.retrieval_id)
+    assert row.channel == "whatsapp"
+    assert row.message_preview == "quand est le dentiste ? merci"
+    [logged] = [m for m in row.memories if m["id"] == f"fact:{fact.id}"]
+    assert set(logged["sources"]) >= {"semantic", "keywords"}
+    assert logged["sources"]["semantic"]["rank"] >= 1 and 0 < logged["score"] <= 1
+    assert row.notes == [{"path": "Profil.md", "chars": len(result.notes[0]["text"])}]
+    assert row.tokens_added == result.tokens_added > 0
+    assert {"t1", "keywords", "embed", "qdrant", "fusion", "total"} <= set(row.timings_ms)
+    assert row.total_ms > 0
+    assert row.failed_sources == {}
+    assert world_path.name in result.prompt_block
+
+
+def test_with_qdrant_and_the_notes_both_down_t1_and_keywords_still_answer(world, settings):
+    fact = fact_store(
+        key="portail_code", value="Le code du portail est 4821", memory_type="decision"
+    )[0]
+    settings.OBSIDIAN_API_URL = "https://127.0.0.1:9"  # nothing listens
+    settings.OBSIDIAN_API_KEY = "k"
+    vector_store_reset()
+    settings.QDRANT_URL = "http://127.0.0.1:9"
+    settings.QDRANT_TIMEOUT_S = 1
+    try:
+        result = auto_retrieve(message="le code du portail", channel="whatsapp")
+    finally:
+        vector_store_reset()
+    assert f"fact:{fact.id}" in _ids(result)
+    assert "semantic" in result.failed_sources
+    assert any(key.startswith("notes") for key in result.failed_sources)
+    row = MemoryRetrieval.objects.get(pk=result.retrieval_id)
+    assert "semantic" in row.failed_sources
+
+
+def test_a_hanging_embedding_server_times_out_and_is_recorded(world, settings):
+    fact_store(key="portail_code", value="Le code du portail est 4821")
+    with FakeVoyage() as voyage:
+        voyage.script(*[Reply(delay_s=3.0) for _ in range(3)])
+        settings.VOYAGE_API_KEY = "k"
+        settings.VOYAGE_BASE_URL = voyage.base_url
+        settings.VOYAGE_MAX_RETRIES = 0
+        settings.RETRIEVAL_TIMEOUTS_MS = {**settings.RETRIEVAL_TIMEOUTS_MS, "semantic": 300}
+        embedder_reset()
+        try:
+            started = time.monotonic()
+            result = auto_retrieve(message="le code du portail", channel="whatsapp")
+            elapsed = time.monotonic() - started
+        finally:
+            embedder_reset()
+    assert result.failed_sources["semantic"].startswith("timeout")
+    assert elapsed < 2.5  # did not wait for the hanging server
+    assert any(m["id"].startswith("fact:") for m in result.memories)
+
+
+def test_an_embedding_server_answering_500_is_recorded(world, settings):
+    from tests.fakes.voyage import error_reply
+
+    with FakeVoyage() as voyage:
+        voyage.script(*[error_reply(500, "boom") for _ in range(3)])
+        settings.VOYAGE_API_KEY = "k"
+        settings.VOYAGE_BASE_URL = voyage.base_url
+        settings.VOYAGE_MAX_RETRIES = 0
+        embedder_reset()
+        try:
+            result = auto_retrieve(message="bonjour", channel="whatsapp")
+        finally:
+            embedder_reset()
+    assert "EmbeddingError" in result.failed_sources["semantic"]
+
+
+def test_a_hanging_obsidian_server_times_out_and_is_recorded(world, settings, tmp_path):
+    ca = trustme.CA()
+    with FakeObsidianServer(
+        ca, notes={"Profil.md": FakeNote("# Profil #makilab")}, hang=3.0
+    ) as server:
+        settings.OBSIDIAN_API_URL = server.url
+        settings.OBSIDIAN_API_KEY = server.api_key
+        settings.OBSIDIAN_CA_CERT = server.ca_cert_file(tmp_path)
+        settings.OBSIDIAN_TIMEOUT_S = 5
+        settings.RETRIEVAL_TIMEOUTS_MS = {**settings.RETRIEVAL_TIMEOUTS_MS, "notes": 300}
+        started = time.monotonic()
+        result = auto_retrieve(message="bonjour", channel="whatsapp")
+        elapsed = time.monotonic() - started
+    assert result.failed_sources["notes"].startswith("timeout")
+    assert elapsed < 2.5
+
+
+def test_the_preview_shows_what_would_be_injected_without_logging(world):
+    fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
+    _index_all()
+    preview = auto_retrieve_preview(message="le dentiste ?", channel="whatsapp")
+    assert f"fact:{fact.id}" in _ids(preview)
+    assert preview.retrieval_id is None
+    assert MemoryRetrieval.objects.count() == 0
+    # Previewing does not count as an injection.
+    assert f"fact:{fact.id}" in _ids(auto_retrieve(message="le dentiste ?", channel="whatsapp"))
