@@ -176,6 +176,12 @@ def test_the_owner_uses_the_memory_page_in_a_real_browser(
     page.reload()
     expect(page.locator("#id_max_results")).to_have_value("6")
     expect(page.locator("#max_results_value")).to_have_text("6")
+    # What would be injected for a message (the lead's auto_retrieve_preview).
+    retrieval = page.locator("#retrieval-section")
+    retrieval.get_by_label("Message").fill("Quel sport Mickael pratique-t-il ?")
+    retrieval.get_by_role("button", name="Voir l'aperçu").click()
+    expect(page.locator("#retrieval-preview")).to_contain_text("tokens ajoutés")
+    expect(page.locator("#retrieval-preview")).to_contain_text("escalade")
     shot(page, "04-section-auto-retrieval", "#auto-retrieval")
 
     # Add a fixed note and open its preview.

@@ -111,3 +111,20 @@ def test_form_errors_echo_input_escaped(staff_client):
     )
     assert response.status_code == 422
     assert_escaped(response.content.decode())
+
+
+def test_the_retrieval_preview_escapes_what_it_would_inject(
+    staff_client, vector_store, local_embedder
+):
+    retrieval = pytest.importorskip("memory.services.retrieval")
+    if not hasattr(retrieval, "auto_retrieve_preview"):
+        pytest.skip("memory.services.retrieval has no auto_retrieve_preview yet")
+    fact_store(key="nom", value=f"{SCRIPT} {IMG}", memory_type="identity")
+    response = staff_client.get(
+        "/memory/retrieval/preview/", {"message": f"qui suis-je ? {IMG}", "channel": "c"}, **HTMX
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "tokens ajoutés" in html
+    assert_escaped(html)
+    assert "&lt;script&gt;" in html

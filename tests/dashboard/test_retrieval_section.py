@@ -87,8 +87,8 @@ def test_the_log_shows_the_latest_injections(staff_client):
     for text in (
         "Comment va mon épaule ?",
         "Blessure à l&#x27;épaule en mars",
-        "semantic 0,812",
-        "fts 4,200",
+        "sémantique 0,812",
+        "mots-clés 4,200",
         "57 tokens",
         "18,7 ms",
         "Profil.md",
