@@ -31,5 +31,6 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("chat/", include("agent.urls")),
     path("", include("dashboard.urls")),
 ]
