@@ -15,7 +15,6 @@ and recorded.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -112,7 +111,7 @@ def _failure(exc: BaseException) -> str:
 # --- Sources ---------------------------------------------------------------------
 
 
-def _semantic_search(text: str, *, limit: int, min_score: float) -> dict:
+def _semantic_search(text: str, *, limit: int, min_score: float | None) -> dict:
     """Runs in a worker thread: no database access here."""
     from memory.stores.embedders import get_embedder
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
@@ -290,13 +289,6 @@ def _recently_injected(channel: str, turns: int) -> set[str]:
     return {item["id"] for row in rows for item in row.memories if "id" in item}
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
-
-
 def _point_vectors(ids: list[str]) -> dict[str, list[float]]:
     """The stored vectors of memories (by our ids), for near-duplicate checks."""
     from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY
@@ -318,6 +310,48 @@ def _point_vectors(ids: list[str]) -> dict[str, list[float]]:
             if hit.vector is not None:
                 vectors[by_point[hit.id]] = hit.vector
     return vectors
+
+
+# --- Ranking without the block (evaluation) ------------------------------------------
+
+
+def memory_rank(
+    *,
+    message: str,
+    channel: str,
+    mode: str = "hybrid",
+    limit: int = 20,
+    now: datetime | None = None,
+    memory_settings: MemorySettings | None = None,
+) -> list[str]:
+    """Memory ids ranked for a message by one mode: "semantic", "text" or "hybrid".
+
+    Hybrid ranks as auto_retrieve does (T1 + semantic above min_score +
+    keywords, fused), with the identity facts it always injects first; it
+    skips what depends on the conversation so far (history, past injections).
+    Sources run one after the other here: this is for measuring quality.
+    """
+    memory_settings = memory_settings or MemorySettings.load()
+    now = now or timezone.now()
+    text = message[:4000]
+    ranked: dict[str, list[tuple[str, float]]] = {}
+    core: list[Fact] = []
+    if mode in ("semantic", "hybrid"):
+        min_score = memory_settings.min_score if mode == "hybrid" else None
+        semantic = _semantic_search(text, limit=limit, min_score=min_score)
+        ranked[SOURCE_SEMANTIC] = _semantic_ids(semantic["hits"])
+    if mode in ("text", "hybrid"):
+        ranked[SOURCE_KEYWORDS] = _keyword_search(text, limit=limit)
+    if mode == "hybrid":
+        _, core, ranked[SOURCE_T1] = _t1_context(channel, memory_settings, now)
+    fused = reciprocal_rank_fusion(ranked, weights=SOURCE_WEIGHTS)
+    candidates = _hydrate([str(entry.id) for entry in fused], now)
+    ordered = [f"fact:{fact.pk}" for fact in core]
+    for entry in fused:
+        candidate = candidates.get(str(entry.id))
+        if candidate is not None and candidate.id not in ordered:
+            ordered.append(candidate.id)
+    return ordered[: limit + len(core)]
 
 
 # --- The pre-hook ----------------------------------------------------------------------
@@ -447,10 +481,15 @@ def _retrieve(
         marker=marker,
     )
     result.tokens_added = estimate_tokens(result.prompt_block)
+    if log:
+        start = time.perf_counter()
+        result.timings_ms["log"] = 0.0
+        result.total_ms = _ms(started)
+        result.timings_ms["total"] = result.total_ms
+        result.retrieval_id = _log(result)
+        result.timings_ms["log"] = _ms(start)
     result.total_ms = _ms(started)
     result.timings_ms["total"] = result.total_ms
-    if log:
-        result.retrieval_id = _log(result)
     return result
 
 
@@ -467,56 +506,61 @@ def _collect(future: Future, name: str, limit_s: float, started: float, result: 
 
 
 def _select(*, fused, history, core, channel, memory_settings, embedder, now, result):
-    """The fused entries to inject, hydrated, in order, at most max_results."""
-    candidates = _hydrate([str(entry.id) for entry in fused], now)
+    """The fused entries to inject, hydrated, in order, at most max_results.
+
+    Only the head of the fused list is hydrated and checked (a few times
+    max_results): the tail could never be injected anyway.
+    """
+    wanted = memory_settings.max_results
+    head = fused[: max(CANDIDATES_MIN, wanted * CANDIDATES_PER_RESULT)]
+    candidates = _hydrate([str(entry.id) for entry in head], now)
     in_history = {m.pk for m in history}
     core_ids = {f"fact:{f.pk}" for f in core}
     recent_ids = _recently_injected(channel, memory_settings.reinjection_turns)
 
     selected: list[tuple[_Candidate, object]] = []
     seen: set[str] = set()
-    for entry in fused:
+    for entry in head:
         candidate = candidates.get(str(entry.id))
         if candidate is None or candidate.id in seen or candidate.id in core_ids:
             continue
         seen.add(candidate.id)
-        if in_history.intersection(candidate.row_ids) and candidate.kind == "exchange":
+        if candidate.kind == "exchange" and in_history.intersection(candidate.row_ids):
             continue  # already in the conversation the LLM receives
         if candidate.id in recent_ids:
             continue
         selected.append((candidate, entry))
+        if len(selected) >= wanted * 2:
+            break
+    if embedder is None or not selected or not (recent_ids or len(selected) > 1):
+        return selected[:wanted]
 
-    # Near-duplicates of what was injected in the last turns (or of each other).
-    if embedder is not None and selected and (recent_ids or len(selected) > 1):
-        threshold = embedder.near_duplicate_threshold
-        try:
-            vectors = _point_vectors([c.id for c, _ in selected] + sorted(recent_ids))
-        except Exception as exc:
-            result.failed_sources["near_duplicates"] = _failure(exc)
-            vectors = {}
-        kept_vectors = [vectors[i] for i in recent_ids if i in vectors]
-        deduped = []
-        for candidate, entry in selected:
-            vector = vectors.get(candidate.id)
-            if vector is not None and any(_cosine(vector, v) >= threshold for v in kept_vectors):
-                continue
-            deduped.append((candidate, entry))
-            if vector is not None:
-                kept_vectors.append(vector)
-            if len(deduped) >= memory_settings.max_results:
-                break
-        selected = deduped
-    return selected[: memory_settings.max_results]
+    # Near-duplicates of what was injected in the last turns, or of each other.
+    try:
+        vectors = _point_vectors([c.id for c, _ in selected] + sorted(recent_ids))
+    except Exception as exc:
+        result.failed_sources["near_duplicates"] = _failure(exc)
+        return selected[:wanted]
+    import numpy as np
+
+    threshold = embedder.near_duplicate_threshold
+    kept = [vectors[i] for i in recent_ids if i in vectors]
+    deduped = []
+    for candidate, entry in selected:
+        vector = vectors.get(candidate.id)
+        # Stored vectors are L2-normalised: the dot product is the cosine.
+        if vector is not None and kept and float(np.max(np.asarray(kept) @ vector)) >= threshold:
+            continue
+        deduped.append((candidate, entry))
+        if vector is not None:
+            kept.append(vector)
+        if len(deduped) >= wanted:
+            break
+    return deduped
 
 
 def _label(kind: str, memory_type: str, channel: str, relative: str) -> str:
-    parts = [kind]
-    if memory_type:
-        parts.append(
-            MemoryType(memory_type).label.lower()
-            if memory_type in MemoryType.values
-            else memory_type
-        )
+    parts = [MemoryType(memory_type).label.lower()] if memory_type in MemoryType.values else [kind]
     if channel:
         parts.append(channel)
     parts.append(relative)

@@ -1,0 +1,43 @@
+"""Measure retrieval quality on the labelled French evaluation set (recall@5, recall@10, MRR)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+
+class Command(BaseCommand):
+    help = (
+        "Load the evaluation set into a throw-away memory and print recall@5/@10 and MRR per mode."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--mode", choices=["semantic", "text", "hybrid", "all"], default="all")
+        parser.add_argument("--dataset", type=Path, default=None, help="Another dataset file.")
+        parser.add_argument(
+            "--tags", action="store_true", help="Also print the scores per question tag."
+        )
+        parser.add_argument(
+            "--misses", action="store_true", help="Also list the questions missed at 10."
+        )
+
+    def handle(self, *args, mode, dataset, tags, misses, **options):
+        from memory.services.evaluation import DATASET_PATH, MODES, evaluation_run, scores_table
+
+        path = dataset or DATASET_PATH
+        if not path.exists():
+            raise CommandError(f"Jeu d'évaluation introuvable : {path}")
+        modes = MODES if mode == "all" else (mode,)
+        scores = evaluation_run(modes=modes, path=path, out=self.stdout.write)
+        self.stdout.write(scores_table(scores))
+        for score in scores:
+            if tags:
+                self.stdout.write(f"\n{score.mode} per tag:")
+                for tag, row in score.per_tag.items():
+                    self.stdout.write(
+                        f"  {tag:<14} n={row['n']:<3} recall@5 {row['recall@5']:.3f}  "
+                        f"recall@10 {row['recall@10']:.3f}  MRR {row['mrr']:.3f}"
+                    )
+            if misses and score.misses:
+                self.stdout.write(f"{score.mode} missed at 10: {', '.join(score.misses)}")
