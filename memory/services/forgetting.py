@@ -47,6 +47,7 @@ from django.db import transaction
 
 from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
 from memory.models import Actor, Fact, Message, Summary
+from memory.services.keywords import STOP_WORDS
 from memory.services.search import excerpt
 from memory.stores.fts import fts_search, query_terms
 
@@ -71,19 +72,14 @@ FORGET_UNAVAILABLE_MESSAGE = (
 )
 FORGET_NOTE = "oubli du sujet « {topic} »"
 
-# Words that carry no topic: French and English function words, and the words
-# people wrap a topic in ("tout ce qui concerne Marie").
-_STOP_WORDS_TEXT = """
-    a au aux avec ce ces cet cette c ca d de des du elle elles en et eu il ils j je l la le
-    les leur leurs lui m ma mais me meme mes moi mon n ne nos notre nous on ou par pas pour
-    qu que qui s sa se ses si son sur t ta te tes toi ton tu un une vos votre vous y est sont
-    etait ete avoir etre fait faire tout tous toute toutes rien chose choses truc trucs
-    concerne concernant concernent propos sujet sujets parle parler parlait dit dire histoire
-    oublie oublier oubli souvenir souvenirs memoire
-    the an and or of to in on at for with about regarding everything anything all my me i
-    you your it its is are was were be this that these those what forget memory
+# Words that carry no topic: the retrieval's French and English stop words, and
+# the words people wrap a topic in ("tout ce qui concerne Marie").
+_WRAPPING_WORDS = """
+    ca rien chose choses truc trucs concerne concernant concernent propos sujet sujets
+    histoire oublie oublier oubli souvenir souvenirs memoire everything anything
+    regarding forget memory
 """
-TOPIC_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
+TOPIC_STOP_WORDS = STOP_WORDS | frozenset(_WRAPPING_WORDS.split())
 
 
 @dataclass
