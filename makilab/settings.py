@@ -164,6 +164,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two "source" fields with different choices: name their enums apart.
+    "ENUM_NAME_OVERRIDES": {
+        "FactSourceEnum": "memory.models.FactSource",
+        "MessageSourceEnum": "memory.models.MessageSource",
+    },
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAKILAB_MAX_BODY_BYTES", 1_000_000, minimum=1024)
 
