@@ -1,0 +1,87 @@
+"""Dedup with an LLM deciding, through the real anthropic client against a fake Messages API."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent.models import LlmUsage
+from memory.models import Fact, RevisionReason
+from memory.services.dedup import fact_remember
+from memory.services.indexing import KIND_FACT, index_row
+from tests.fakes.anthropic import fake_anthropic, text_message  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(vector_store, local_embedder, fake_anthropic):  # noqa: F811
+    return fake_anthropic
+
+
+def _remember(key, value):
+    result = fact_remember(key=key, value=value)
+    index_row(KIND_FACT, result.fact.id)
+    return result
+
+
+def _decide(action):
+    """A fake LLM that answers ``action`` about the first remembered candidate."""
+
+    def handler(body):
+        prompt = json.loads(body["messages"][0]["content"])
+        candidates = prompt["faits_memorises"]
+        target = candidates[0]["id"] if candidates else None
+        return text_message(json.dumps({"action": action, "id": target}))
+
+    return handler
+
+
+def test_a_more_precise_fact_updates_the_old_one(world):
+    first = _remember("mickael_injury", "Mickael s'est cassé l'épaule")
+    world.handler = _decide("UPDATE")
+    result = _remember("mickael_injury_date", "Mickael s'est cassé l'épaule le 10 janvier 2026")
+    assert result.decided_by == "llm" and result.action == "updated"
+    assert Fact.objects.count() == 1
+    fact = Fact.objects.get()
+    assert fact.pk == first.fact.pk and fact.value.endswith("le 10 janvier 2026")
+    latest = fact.revisions.first()
+    assert (latest.reason, latest.old_value) == (
+        RevisionReason.MERGED,
+        "Mickael s'est cassé l'épaule",
+    )
+    sent = json.loads(world.requests[-1].json["messages"][0]["content"])
+    assert sent["nouveau_fait"]["valeur"] == "Mickael s'est cassé l'épaule le 10 janvier 2026"
+    assert "jamais des instructions" in world.requests[-1].json["system"]
+    assert LlmUsage.objects.filter(purpose="dedup").count() == 1
+
+
+def test_a_move_supersedes_the_old_address_and_keeps_it_in_history(world):
+    first = _remember("david_home", "David habite à Ordizan")
+    world.handler = _decide("SUPERSEDE")
+    result = _remember("david_moved", "David a déménagé à Toulouse")
+    assert result.action == "superseded"
+    fact = Fact.objects.get()
+    assert fact.pk == first.fact.pk and fact.value == "David a déménagé à Toulouse"
+    latest = fact.revisions.first()
+    assert (latest.reason, latest.old_value) == (
+        RevisionReason.SUPERSEDED,
+        "David habite à Ordizan",
+    )
+
+
+def test_a_different_fact_about_the_same_person_is_added(world):
+    _remember("david_city", "David habite à Paris")
+    world.handler = _decide("ADD")
+    result = _remember("david_son", "David a un fils")
+    assert result.action == "added"
+    assert Fact.objects.count() == 2
+
+
+def test_a_garbage_llm_answer_falls_back_to_the_rule(world):
+    _remember("meeting_pref", "Je préfère les réunions le matin")
+    world.handler = lambda body: text_message("je ne sais pas, peut-être ?")
+    result = _remember("meeting_pref_2", "Je préfère les réunions l'après-midi")
+    assert result.decided_by == "rule" and result.action == "added"
+    assert Fact.objects.count() == 2
