@@ -32,7 +32,8 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def _panel_context(*, form: ChatForm | None = None) -> dict:
+def chat_panel_context(*, form: ChatForm | None = None) -> dict:
+    """The context of templates/agent/_chat.html, for any page that includes the panel."""
     return {
         "chat_channel": CHAT_CHANNEL,
         "chat_turns": chat_turns(channel=CHAT_CHANNEL, limit=HISTORY_MESSAGES),
@@ -44,7 +45,7 @@ def _panel_context(*, form: ChatForm | None = None) -> dict:
 @require_GET
 def chat_page(request: HtmxHttpRequest) -> HttpResponse:
     template = PANEL_TEMPLATE if request.htmx else PAGE_TEMPLATE
-    return render(request, template, {"nav": "chat", **_panel_context()})
+    return render(request, template, {"nav": "chat", **chat_panel_context()})
 
 
 def _turn_from_result(result) -> ChatTurn:
@@ -70,7 +71,7 @@ def chat_send(request: HtmxHttpRequest) -> HttpResponse:
             response = render(request, ERRORS_TEMPLATE, {"chat_form": form}, status=422)
             return retarget(reswap(response, "innerHTML"), "#chat-form-errors")
         return render(
-            request, PAGE_TEMPLATE, {"nav": "chat", **_panel_context(form=form)}, status=422
+            request, PAGE_TEMPLATE, {"nav": "chat", **chat_panel_context(form=form)}, status=422
         )
     text = form.cleaned_data["message"]
     try:

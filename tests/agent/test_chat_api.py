@@ -145,3 +145,20 @@ def test_the_chat_route_is_in_the_openapi_schema(staff_client):
     chat = response.json()["paths"]["/api/agent/chat"]["post"]
     assert {"200", "400", "503"} <= set(chat["responses"])
     assert chat["operationId"] == "agent_chat"
+
+
+def test_a_hanging_anthropic_is_a_503_after_the_timeout_and_the_message_stays_saved(
+    world, fake_anthropic, staff_client, settings
+):
+    from tests.fakes.anthropic import hang
+
+    settings.ANTHROPIC_TIMEOUT_S = 0.5
+    settings.ANTHROPIC_MAX_RETRIES = 1
+    fake_anthropic.script(hang(), hang())
+
+    response = _post(staff_client, {"channel": "whatsapp", "message": "Allô ?"})
+
+    assert response.status_code == 503
+    assert "pas de réponse en 0.5 s" in response.json()["message"]
+    assert len(fake_anthropic.message_requests) == 2
+    assert Message.objects.filter(content="Allô ?").count() == 1
