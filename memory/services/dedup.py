@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -107,12 +108,24 @@ def _llm_decide(*, key: str, value: str, candidates: list[Candidate]) -> tuple[s
     raise MemoryServiceError(f"action de déduplication inconnue : {answer!r}")
 
 
-def _rule_decide(candidates: list[Candidate]) -> tuple[str, Fact | None]:
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"\d+", text))
+
+
+def _rule_decide(value: str, candidates: list[Candidate]) -> tuple[str, Fact | None]:
+    """Without an LLM: merge only a near-identical text that also says the same numbers.
+
+    The local model gives "4512" vs "4513" or "7h40" vs "7h45" a cosine above
+    many true duplicates, so a changed number always means another fact here.
+    """
     from memory.stores.embedders import get_embedder
 
     threshold = get_embedder().near_duplicate_threshold
-    if candidates and candidates[0].score >= threshold:
-        return UPDATE, candidates[0].fact
+    for candidate in candidates:
+        if candidate.score < threshold:
+            break
+        if _numbers(candidate.fact.value) == _numbers(value):
+            return UPDATE, candidate.fact
     return ADD, None
 
 
@@ -165,9 +178,9 @@ def fact_remember(
                 decided_by = "llm"
             except MemoryServiceError as exc:
                 logger.warning("dedup LLM decision failed (%s): falling back to the rule", exc)
-                action, target = _rule_decide(candidates)
+                action, target = _rule_decide(value, candidates)
         else:
-            action, target = _rule_decide(candidates)
+            action, target = _rule_decide(value, candidates)
 
     if action == ADD or target is None:
         fact, _ = fact_store(**store_kwargs)

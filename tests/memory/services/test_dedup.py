@@ -74,3 +74,19 @@ def test_a_store_outage_still_stores_the_fact(settings, local_embedder):
         vector_store_reset()
     assert result.action == "added"
     assert Fact.objects.get(key="k").value == "une valeur"
+
+
+def test_without_an_llm_a_changed_number_is_never_merged(world):
+    _remember("gate_code", "Le code du portail est 4512")
+    result = _remember("gate_code_new", "Le code du portail est 4513")
+    assert result.action == "added"
+    assert Fact.objects.count() == 2
+
+
+def test_the_rule_refuses_a_near_identical_candidate_whose_numbers_differ(world):
+    from memory.services.dedup import ADD, UPDATE, Candidate, _rule_decide
+
+    stored = _remember("gate_code", "Le code du portail est 4512").fact
+    near = [Candidate(fact=stored, score=0.999)]
+    assert _rule_decide("Le code du portail est 4513", near) == (ADD, None)
+    assert _rule_decide("Le code du portail est 4512 !", near) == (UPDATE, stored)
