@@ -19,6 +19,7 @@ import json
 import logging
 import re
 import threading
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,7 @@ __all__ = [
     "llm_call",
     "llm_json",
     "llm_message",
+    "llm_stream",
     "message_text",
     "parse_json_answer",
 ]
@@ -187,12 +189,61 @@ def llm_call(
     """
     import anthropic
 
-    from agent.usage import usage_record
+    client = get_client()
+    request = _request(system, messages, tools, tool_choice, max_tokens, model)
+    try:
+        message = client.messages.create(**request)
+    except anthropic.AnthropicError as exc:
+        logger.warning("Anthropic call (%s) failed: %s", purpose, exc)
+        raise _translate(exc) from exc
+    usage = _usage_record(message, request, purpose, channel, retrieval_tokens, retrieval_id)
+    return LlmCall(message=message, usage=usage)
+
+
+def llm_stream(
+    *,
+    system: str,
+    messages: list[dict],
+    purpose: str,
+    tools: list[dict] | None = None,
+    tool_choice: dict | None = None,
+    max_tokens: int | None = None,
+    channel: str = "",
+    retrieval_tokens: int = 0,
+    retrieval_id: int | None = None,
+    model: str | None = None,
+) -> Generator[str, None, LlmCall]:
+    """``llm_call`` streamed: yields the answer's text as it comes, returns the LlmCall.
+
+    Use ``call = yield from llm_stream(...)``. The usage row is written once the
+    stream is complete; the same errors as ``llm_call`` are raised (retries only
+    happen before the first byte).
+    """
+    import anthropic
 
     client = get_client()
-    model = model or settings.ANTHROPIC_MODEL
+    request = _request(system, messages, tools, tool_choice, max_tokens, model)
+    try:
+        with client.messages.stream(**request) as stream:
+            yield from stream.text_stream
+            message = stream.get_final_message()
+    except anthropic.AnthropicError as exc:
+        logger.warning("Anthropic stream (%s) failed: %s", purpose, exc)
+        raise _translate(exc) from exc
+    usage = _usage_record(message, request, purpose, channel, retrieval_tokens, retrieval_id)
+    return LlmCall(message=message, usage=usage)
+
+
+def _request(
+    system: str,
+    messages: list[dict],
+    tools: list[dict] | None,
+    tool_choice: dict | None,
+    max_tokens: int | None,
+    model: str | None,
+) -> dict[str, Any]:
     request: dict[str, Any] = {
-        "model": model,
+        "model": model or settings.ANTHROPIC_MODEL,
         "max_tokens": int(max_tokens or settings.ANTHROPIC_MAX_TOKENS),
         "system": system,
         "messages": messages,
@@ -201,14 +252,21 @@ def llm_call(
         request["tools"] = tools
         if tool_choice:
             request["tool_choice"] = tool_choice
-    try:
-        message = client.messages.create(**request)
-    except anthropic.AnthropicError as exc:
-        error = _translate(exc)
-        logger.warning("Anthropic call (%s) failed: %s", purpose, exc)
-        raise error from exc
-    usage = usage_record(
-        model=message.model or model,
+    return request
+
+
+def _usage_record(
+    message: Any,
+    request: dict,
+    purpose: str,
+    channel: str,
+    retrieval_tokens: int,
+    retrieval_id: int | None,
+) -> LlmUsage:
+    from agent.usage import usage_record
+
+    return usage_record(
+        model=message.model or request["model"],
         purpose=purpose,
         channel=channel,
         input_tokens=message.usage.input_tokens if message.usage else 0,
@@ -216,7 +274,6 @@ def llm_call(
         retrieval_tokens=retrieval_tokens,
         retrieval_id=retrieval_id,
     )
-    return LlmCall(message=message, usage=usage)
 
 
 def llm_message(

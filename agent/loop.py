@@ -17,6 +17,10 @@ flagged apart. Without an API key, LlmNotConfigured is raised after the message
 is saved (and indexed: it stays searchable). LLM errors carry ``message_ids``,
 the ids of the saved user messages.
 
+``handle_message_events`` is the same loop as a stream of events (the text
+deltas of each LLM turn, each tool call, the final result): the SSE endpoint
+uses it; ``handle_message`` drains it without streaming.
+
 Coalescing is per process (the embedded default runs one web process); with
 several web processes, messages of one channel that reach different processes
 are answered separately.
@@ -27,6 +31,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -34,7 +39,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from agent.exceptions import LlmError, LlmNotConfigured
+from agent.exceptions import LlmError, LlmNotConfigured, LlmUnavailable
 from agent.tools import ToolContext, ToolOutcome, tool_definitions, tool_run
 from memory.models import Message, MessageRole, MessageSource, Summary
 
@@ -49,6 +54,7 @@ TURN_CAP_REPLY = (
     "Peux-tu préciser ta demande ?"
 )
 EMPTY_REPLY = "Je n'ai pas de réponse à te donner."
+INTERRUPTED_MESSAGE = "La réponse a été interrompue avant la fin. Réessaie."
 ROLE_BY_SOURCE = {
     MessageSource.USER: MessageRole.USER,
     MessageSource.SYSTEM: MessageRole.SYSTEM,
@@ -152,6 +158,10 @@ def _follow(batch: _Batch) -> ChatResult:
     batch.done.wait()
     if batch.error is not None:
         error = batch.error
+        if isinstance(error, GeneratorExit):  # the leader's streaming client went away
+            interrupted = LlmUnavailable(INTERRUPTED_MESSAGE)
+            interrupted.message_ids = tuple(m.id for m in batch.messages)
+            raise interrupted
         if isinstance(error, LlmError):
             copy = type(error)(str(error))
             copy.message_ids = getattr(error, "message_ids", ())
@@ -168,6 +178,32 @@ def handle_message(
     *, channel: str, text: str, source: str = MessageSource.USER, author: str | None = None
 ) -> ChatResult:
     """Answer one incoming message (see the module docstring)."""
+    events = handle_message_events(
+        channel=channel, text=text, source=source, author=author, stream=False
+    )
+    while True:
+        try:
+            next(events)
+        except StopIteration as stop:
+            return stop.value
+
+
+def handle_message_events(
+    *,
+    channel: str,
+    text: str,
+    source: str = MessageSource.USER,
+    author: str | None = None,
+    stream: bool = True,
+) -> Generator[tuple[str, Any], None, ChatResult]:
+    """``handle_message`` as a stream of events; returns the ChatResult.
+
+    Events, in order: ("saved", {"message_ids"}) once the message is saved and an
+    LLM is configured (LlmNotConfigured is raised before it), ("retrieval", {...}),
+    then per LLM turn ("text", {"delta"}) as the answer's text arrives (with
+    ``stream``) and ("tool_call", {...}) per tool run, and ("done", ChatResult).
+    A message coalesced into another request's batch only gets "saved" and "done".
+    """
     from agent.client import LLM_NOT_CONFIGURED_MESSAGE, llm_available
     from memory.services.messages import message_save
 
@@ -182,22 +218,32 @@ def handle_message(
         error = LlmNotConfigured(LLM_NOT_CONFIGURED_MESSAGE)
         error.message_ids = (message.id,)
         raise error
+    yield "saved", {"message_ids": [message.id]}
 
     window = float(settings.AGENT_COALESCE_SECONDS)
     if window <= 0:
-        return _answer(channel=message.channel, messages=[message], source=source)
+        result = yield from _answer(
+            channel=message.channel, messages=[message], source=source, stream=stream
+        )
+        yield "done", result
+        return result
     batch, leader = _join_or_lead(message.channel, message, window)
     if not leader:
-        return _follow(batch)
+        result = _follow(batch)
+        yield "done", result
+        return result
     try:
         messages = _wait_and_close(message.channel, batch)
-        batch.result = _answer(channel=message.channel, messages=messages, source=source)
-        return batch.result
+        batch.result = yield from _answer(
+            channel=message.channel, messages=messages, source=source, stream=stream
+        )
     except BaseException as exc:
         batch.error = exc
         raise
     finally:
         batch.done.set()
+    yield "done", batch.result
+    return batch.result
 
 
 def _retrieve(*, text: str, channel: str, source: str):
@@ -248,8 +294,10 @@ def _tool_result_block(tool_use_id: str, outcome: ToolOutcome) -> dict:
     return block
 
 
-def _answer(*, channel: str, messages: list[Message], source: str) -> ChatResult:
-    from agent.client import llm_call, message_text
+def _answer(
+    *, channel: str, messages: list[Message], source: str, stream: bool
+) -> Generator[tuple[str, Any], None, ChatResult]:
+    from agent.client import llm_call, llm_stream, message_text
     from agent.prompts import system_prompt_build
     from memory.services.messages import message_save
 
@@ -261,6 +309,7 @@ def _answer(*, channel: str, messages: list[Message], source: str) -> ChatResult
     retrieval = _retrieve(text=combined, channel=channel, source=source)
     retrieval_id = getattr(retrieval, "retrieval_id", None)
     retrieval_tokens = int(getattr(retrieval, "tokens_added", 0) or 0)
+    yield "retrieval", retrieval
     system = system_prompt_build(
         channel=channel,
         memory_block=getattr(retrieval, "prompt_block", "") or "",
@@ -281,17 +330,28 @@ def _answer(*, channel: str, messages: list[Message], source: str) -> ChatResult
     try:
         for turn in range(1, max_turns + 1):
             last = turn == max_turns
-            call = llm_call(
-                system=system,
-                messages=turns,
-                purpose="chat",
-                tools=tools,
+            request = {
+                "system": system,
+                "messages": turns,
+                "purpose": "chat",
+                "tools": tools,
                 # The last call may not ask for more tools: it must answer.
-                tool_choice={"type": "none"} if last else None,
-                channel=channel,
-                retrieval_tokens=retrieval_tokens,
-                retrieval_id=retrieval_id,
-            )
+                "tool_choice": {"type": "none"} if last else None,
+                "channel": channel,
+                "retrieval_tokens": retrieval_tokens,
+                "retrieval_id": retrieval_id,
+            }
+            if stream:
+                deltas = llm_stream(**request)
+                while True:
+                    try:
+                        delta = next(deltas)
+                    except StopIteration as stop:
+                        call = stop.value
+                        break
+                    yield "text", {"delta": delta}
+            else:
+                call = llm_call(**request)
             usage.add(call.usage)
             answer = call.message
             stop_reason = answer.stop_reason or ""
@@ -311,6 +371,7 @@ def _answer(*, channel: str, messages: list[Message], source: str) -> ChatResult
             for block in tool_uses:
                 outcome = tool_run(name=block.name, tool_input=block.input, context=context)
                 outcomes.append(outcome)
+                yield "tool_call", outcome
                 results.append(_tool_result_block(block.id, outcome))
             turns.append({"role": "user", "content": results})
     except LlmError as exc:

@@ -77,22 +77,26 @@ class ChatOutputSerializer(serializers.Serializer):
     tool_calls = ToolCallSerializer(many=True)
 
 
+def retrieval_data(retrieval) -> dict | None:
+    """What the auto-retrieval injected, as the API shows it (None: it did not run)."""
+    if retrieval is None:
+        return None
+    return {
+        "id": getattr(retrieval, "retrieval_id", None),
+        "tokens_added": int(getattr(retrieval, "tokens_added", 0) or 0),
+        "memories": list(getattr(retrieval, "memories", []) or []),
+    }
+
+
 def chat_result_data(result) -> dict:
     """A ChatResult as the API's JSON shape."""
-    retrieval = result.retrieval
     return {
         "reply": result.reply,
         "channel": result.channel,
         "message_ids": result.message_ids,
         "reply_id": result.reply_id,
         "coalesced": result.coalesced,
-        "retrieval": None
-        if retrieval is None
-        else {
-            "id": result.retrieval_id,
-            "tokens_added": int(getattr(retrieval, "tokens_added", 0) or 0),
-            "memories": list(getattr(retrieval, "memories", []) or []),
-        },
+        "retrieval": retrieval_data(result.retrieval),
         "usage": result.usage.as_dict(),
         "tool_calls": [
             {"name": o.name, "input": o.input, "is_error": o.is_error} for o in result.tool_calls

@@ -8,4 +8,5 @@ app_name = "agent-api"
 
 urlpatterns = [
     path("chat", views.ChatApi.as_view(), name="chat"),
+    path("chat/stream", views.ChatStreamApi.as_view(), name="chat-stream"),
 ]

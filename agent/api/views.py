@@ -1,16 +1,32 @@
-"""The chat API: POST /api/agent/chat — validate, call the agent loop, shape the answer."""
+"""The chat API: POST /api/agent/chat — validate, call the agent loop, shape the answer —
+and POST /api/agent/chat/stream, the same as server-sent events."""
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Iterator
+
+from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agent.api.serializers import ChatInputSerializer, ChatOutputSerializer, chat_result_data
+from agent.api.serializers import (
+    ChatInputSerializer,
+    ChatOutputSerializer,
+    chat_result_data,
+    retrieval_data,
+)
 from agent.exceptions import LlmError, LlmUnavailable
-from agent.loop import handle_message
+from agent.loop import handle_message, handle_message_events
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
+
+logger = logging.getLogger(__name__)
+
+STREAM_FAILED_MESSAGE = "Erreur interne pendant la réponse : le message reste enregistré."
 
 
 def _llm_error_response(exc: LlmError) -> Response:
@@ -60,3 +76,84 @@ class ChatApi(MemoryApi):
         except LlmError as exc:
             return _llm_error_response(exc)
         return Response(ChatOutputSerializer(chat_result_data(result)).data)
+
+
+def sse_event(name: str, data: object) -> bytes:
+    """One server-sent event: its name and its data as one line of JSON."""
+    payload = json.dumps(data, ensure_ascii=False, default=str)
+    return f"event: {name}\ndata: {payload}\n\n".encode()
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Errors answered before the stream starts, for a client that accepts only SSE."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+        return sse_event("error", data)
+
+
+def _event_data(name: str, payload: object) -> object:
+    if name == "retrieval":
+        return retrieval_data(payload)
+    if name == "tool_call":
+        return {"name": payload.name, "input": payload.input, "is_error": payload.is_error}
+    if name == "done":
+        return ChatOutputSerializer(chat_result_data(payload)).data
+    return payload
+
+
+class ChatStreamApi(MemoryApi):
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    @extend_schema(
+        operation_id="agent_chat_stream",
+        summary="Parler à l'agent, réponse en flux (SSE)",
+        description=(
+            "Comme POST /api/agent/chat, mais la réponse est un flux ``text/event-stream`` : "
+            "``saved`` {message_ids}, ``retrieval`` (souvenirs injectés), ``text`` {delta} au fil "
+            "de l'écriture, ``tool_call`` par outil utilisé, puis ``done`` (le même objet que "
+            "/chat) ou ``error`` {message, extra}. Le texte des tours qui appellent un outil est "
+            "aussi transmis : la réponse finale est ``done.reply``. Sans LLM configuré : 503 "
+            "avant tout flux."
+        ),
+        request=ChatInputSerializer,
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(description="Le flux d'événements."),
+            **ERRORS,
+            503: OpenApiResponse(ErrorSerializer, description="Aucun LLM configuré."),
+        },
+    )
+    def post(self, request: Request):
+        body = ChatInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        events = handle_message_events(
+            channel=data["channel"],
+            text=data["message"],
+            source=data["source"],
+            author=data.get("author") or request.user.get_username(),
+        )
+        try:
+            first = next(events)  # the message is saved here, before any byte is sent
+        except LlmError as exc:
+            return _llm_error_response(exc)
+
+        def stream() -> Iterator[bytes]:
+            yield sse_event(*first)
+            try:
+                for name, payload in events:
+                    yield sse_event(name, _event_data(name, payload))
+            except LlmError as exc:
+                extra = {"message_ids": list(exc.message_ids)}
+                yield sse_event("error", {"message": str(exc), "extra": extra})
+            except Exception:
+                logger.exception("chat stream failed")
+                yield sse_event("error", {"message": STREAM_FAILED_MESSAGE, "extra": {}})
+
+        response = StreamingHttpResponse(stream(), content_type="text/event-stream; charset=utf-8")
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
+        return response

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
@@ -15,6 +17,7 @@ from tests.fakes.anthropic import overloaded, text_message, tool_use_message
 pytestmark = pytest.mark.django_db
 
 URL = "/api/agent/chat"
+STREAM_URL = "/api/agent/chat/stream"
 
 
 @pytest.fixture
@@ -29,8 +32,8 @@ def agent_token(django_user_model):
     return Token.objects.create(user=user).key
 
 
-def _post(client, body, **extra):
-    return client.post(URL, body, content_type="application/json", **extra)
+def _post(client, body, path=URL, **extra):
+    return client.post(path, body, content_type="application/json", **extra)
 
 
 def test_the_route_is_mounted_under_api_agent():
@@ -161,4 +164,74 @@ def test_a_hanging_anthropic_is_a_503_after_the_timeout_and_the_message_stays_sa
     assert response.status_code == 503
     assert "pas de réponse en 0.5 s" in response.json()["message"]
     assert len(fake_anthropic.message_requests) == 2
+    assert Message.objects.filter(content="Allô ?").count() == 1
+
+
+def _events(response) -> list[tuple[str, dict]]:
+    """The server-sent events of a streamed response, decoded."""
+    body = b"".join(response.streaming_content).decode()
+    events = []
+    for chunk in body.strip().split("\n\n"):
+        name_line, data_line = chunk.split("\n")
+        events.append(
+            (name_line.removeprefix("event: "), json.loads(data_line.removeprefix("data: ")))
+        )
+    return events
+
+
+def test_the_stream_sends_the_text_as_it_comes_then_the_whole_answer(
+    world, fake_anthropic, staff_client
+):
+    fake_anthropic.script(
+        tool_use_message(("memory__recent", {"limit": 1}), text="Je regarde."),
+        text_message("Voici ce que je sais de toi."),
+    )
+
+    response = _post(
+        staff_client, {"channel": "mission_control", "message": "Que sais-tu ?"}, path=STREAM_URL
+    )
+
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/event-stream")
+    events = _events(response)
+    names = [name for name, _ in events]
+    assert names[0] == "saved" and names[1] == "retrieval" and names[-1] == "done"
+    assert "tool_call" in names
+    deltas = [data["delta"] for name, data in events if name == "text"]
+    assert len(deltas) > 2  # streamed in pieces by the fake, read through the SDK's stream
+    assert "".join(deltas) == "Je regarde.Voici ce que je sais de toi."
+    done = events[-1][1]
+    assert done["reply"] == "Voici ce que je sais de toi."
+    assert done["message_ids"] == events[0][1]["message_ids"]
+    assert done["usage"]["calls"] == 2
+    assert all(r.json.get("stream") is True for r in fake_anthropic.message_requests)
+    assert Message.objects.get(pk=done["reply_id"]).content == done["reply"]
+
+
+def test_the_stream_ends_with_an_error_event_when_anthropic_is_down(
+    world, fake_anthropic, staff_client, settings
+):
+    settings.ANTHROPIC_MAX_RETRIES = 0
+    fake_anthropic.script(overloaded())
+
+    response = _post(staff_client, {"channel": "whatsapp", "message": "Allô ?"}, path=STREAM_URL)
+
+    events = _events(response)
+    assert [name for name, _ in events] == ["saved", "retrieval", "error"]
+    assert "indisponible" in events[-1][1]["message"]
+    assert events[-1][1]["extra"]["message_ids"] == events[0][1]["message_ids"]
+    assert Message.objects.filter(content="Allô ?").count() == 1
+
+
+def test_the_stream_without_a_key_is_a_503_before_any_event(world, staff_client, settings):
+    settings.ANTHROPIC_API_KEY = ""
+    response = _post(
+        staff_client,
+        {"channel": "whatsapp", "message": "Allô ?"},
+        path=STREAM_URL,
+        HTTP_ACCEPT="text/event-stream",
+    )
+    assert response.status_code == 503
+    assert response.content.decode().startswith("event: error\ndata: ")
+    assert "Aucun LLM" in response.content.decode()
     assert Message.objects.filter(content="Allô ?").count() == 1

@@ -261,6 +261,62 @@ def validate_request(body: Any) -> FakeReply | None:
     return None
 
 
+# --- Streaming ("stream": true) ---------------------------------------------------------
+
+
+STREAM_CHUNK_CHARS = 8
+
+
+def stream_events(message: dict) -> list[tuple[str, dict]]:
+    """The server-sent events the Messages API streams for this message."""
+    content = message.get("content", [])
+    usage = message.get("usage", {})
+    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
+    start["usage"] = {"input_tokens": usage.get("input_tokens", 0), "output_tokens": 1}
+    events: list[tuple[str, dict]] = [
+        ("message_start", {"type": "message_start", "message": start})
+    ]
+    for index, block in enumerate(content):
+        if block["type"] == "text":
+            first = {"type": "text", "text": ""}
+            text = block["text"]
+            deltas = [
+                {"type": "text_delta", "text": text[i : i + STREAM_CHUNK_CHARS]}
+                for i in range(0, len(text), STREAM_CHUNK_CHARS)
+            ]
+        else:  # tool_use: its input arrives as partial JSON
+            first = {**block, "input": {}}
+            raw = json.dumps(block["input"], ensure_ascii=False)
+            half = len(raw) // 2
+            deltas = [
+                {"type": "input_json_delta", "partial_json": part}
+                for part in (raw[:half], raw[half:])
+            ]
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": first},
+            )
+        )
+        events.extend(
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
+        )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message.get("stop_reason"), "stop_sequence": None},
+                "usage": {"output_tokens": usage.get("output_tokens", 0)},
+            },
+        )
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
 # --- The server ----------------------------------------------------------------------------
 
 
@@ -418,6 +474,9 @@ class FakeAnthropic:
             return  # the connection closes without a response
         if reply.delay_s:
             self._release.wait(reply.delay_s)
+        if reply.status == 200 and isinstance(body, dict) and body.get("stream"):
+            self._send_stream(http, reply)
+            return
         payload = json.dumps(reply.body or {}).encode()
         try:
             http.send_response(reply.status)
@@ -430,6 +489,19 @@ class FakeAnthropic:
             http.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout): nothing to answer to
+
+    def _send_stream(self, http: BaseHTTPRequestHandler, reply: FakeReply) -> None:
+        try:
+            http.send_response(200)
+            http.send_header("content-type", "text/event-stream; charset=utf-8")
+            http.send_header("cache-control", "no-cache")
+            http.send_header("request-id", f"req_fake_{next(_ids):06d}")
+            http.end_headers()
+            for name, data in stream_events(reply.body or {}):
+                http.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+                http.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
 
 @pytest.fixture
