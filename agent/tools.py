@@ -89,36 +89,12 @@ def _schema(properties: dict, required: list[str]) -> dict:
 
 
 def relative_time(moment: datetime | None, *, now: datetime | None = None) -> str:
-    """A short French relative time ("il y a 3 jours", "le 28 février")."""
+    """A French relative time ("il y a 3 jours", "le 28 février"), the retrieval's wording."""
+    from memory.services.formatting import relative_time_fr
+
     if moment is None:
         return ""
-    now = now or timezone.now()
-    try:  # the auto-retrieval's formatter: one wording across the agent
-        from memory.services.formatting import relative_time_fr
-    except ImportError:
-        pass
-    else:
-        return relative_time_fr(moment, now=now, tz=timezone.get_current_timezone())
-    from agent.prompts import MONTHS
-
-    seconds = (now - moment).total_seconds()
-    if seconds < 90:
-        return "à l'instant"
-    if seconds < 3600:
-        return f"il y a {int(seconds // 60)} minutes"
-    if seconds < 86400:
-        hours = int(seconds // 3600)
-        return f"il y a {hours} heure{'s' if hours > 1 else ''}"
-    days = int(seconds // 86400)
-    if days == 1:
-        return "hier"
-    if days < 7:
-        return f"il y a {days} jours"
-    local = timezone.localtime(moment)
-    month = MONTHS[local.month - 1]
-    if local.year == timezone.localtime(now).year:
-        return f"le {local.day} {month}"
-    return f"le {local.day} {month} {local.year}"
+    return relative_time_fr(moment, now=now or timezone.now(), tz=timezone.get_current_timezone())
 
 
 def _hit(hit) -> dict:
