@@ -390,7 +390,9 @@ def _answer(
         message_ids=message_ids,
         reply_id=reply_message.id,
         tool_results=[o.content for o in outcomes if o.feeds_extraction and not o.is_error],
-        extract=source == MessageSource.USER,
+        # Not after a forget: the exchange talks about what was just forgotten.
+        extract=source == MessageSource.USER
+        and not any(o.name == "memory__forget" and not o.is_error for o in outcomes),
     )
     return ChatResult(
         reply=reply_message.content,

@@ -205,3 +205,44 @@ def test_messages_within_the_window_are_answered_once_on_their_combined_text(
     assert fake_anthropic.last.messages[-1]["content"] == "Au fait\n\ntu as réservé le resto ?"
     assert Message.objects.filter(role="user").count() == 2
     assert Message.objects.filter(role="assistant").count() == 1
+
+
+def test_the_post_response_tasks_extract_facts_from_the_exchange(
+    world, eager_tasks, django_capture_on_commit_callbacks
+):
+    from memory.models import Fact
+    from tests.fakes.anthropic import text_message as answer
+
+    world.script(
+        answer("Bien noté, bon courage pour le déménagement !"),
+        answer('{"facts": [{"key": "user_city", "value": "Il déménage à Lyon", "type": "fact"}]}'),
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        result = handle_message(channel="whatsapp", text="Je déménage à Lyon le mois prochain")
+
+    fact = Fact.objects.get(key="user_city")
+    assert fact.source_message_id == result.message_ids[0]
+    extraction = world.message_requests[1]
+    assert "Je déménage à Lyon" in extraction.messages[0]["content"]
+    assert "bon courage pour le déménagement" in extraction.messages[0]["content"]
+    assert list(LlmUsage.objects.order_by("id").values_list("purpose", flat=True)) == [
+        "chat",
+        "extraction",
+    ]
+
+
+def test_no_facts_are_extracted_from_an_exchange_that_forgot_a_topic(
+    world, eager_tasks, django_capture_on_commit_callbacks
+):
+    _past_exchange("whatsapp", "Marie m'a invité à dîner", "Sympa !")
+    world.script(
+        tool_use_message(("memory__forget", {"topic": "Marie"})),
+        text_message("C'est oublié."),
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        handle_message(channel="whatsapp", text="Oublie tout ce qui concerne Marie")
+
+    assert len(world.message_requests) == 2  # the two chat calls, no extraction call
+    assert not Message.objects.filter(content="Marie m'a invité à dîner").exists()
