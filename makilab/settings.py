@@ -188,7 +188,7 @@ QDRANT_TIMEOUT_S = env_float("QDRANT_TIMEOUT_S", 5.0)
 # --- LLM: Anthropic when a key is set ----------------------------------------
 ANTHROPIC_API_KEY = env_secret("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")  # empty: the SDK's default endpoint
-ANTHROPIC_MODEL = env_str("ANTHROPIC_MODEL", "claude-sonnet-4-5")
+ANTHROPIC_MODEL = env_str("ANTHROPIC_MODEL", "claude-sonnet-4-6")
 ANTHROPIC_MAX_TOKENS = env_int("ANTHROPIC_MAX_TOKENS", 1024, minimum=1)
 ANTHROPIC_TIMEOUT_S = env_float("ANTHROPIC_TIMEOUT_S", 60.0)
 # Retries of the SDK (exponential backoff with jitter, Retry-After honoured) on
