@@ -112,8 +112,12 @@ def _failure(exc: BaseException) -> str:
 
 
 def _semantic_search(text: str, *, limit: int, min_score: float | None) -> dict:
-    """Runs in a worker thread: no database access here."""
-    from memory.stores.embedders import get_embedder
+    """Runs in a worker thread: no database access here.
+
+    Scores are on the common relevance scale (embedders.relevance_score), so
+    ``min_score`` means the same with the local model and with Voyage.
+    """
+    from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
 
     timings = {}
@@ -123,11 +127,12 @@ def _semantic_search(text: str, *, limit: int, min_score: float | None) -> dict:
     timings["embed"] = _ms(start)
     start = time.perf_counter()
     store = get_vector_store()
+    threshold = None if min_score is None else cosine_threshold(embedder, min_score)
     hits = []
     for collection in (CONVERSATIONS, KNOWLEDGE):
-        for hit in store.search(collection, vector, limit=limit, score_threshold=min_score):
-            hits.append((collection, hit))
-    hits.sort(key=lambda pair: -pair[1].score)
+        for hit in store.search(collection, vector, limit=limit, score_threshold=threshold):
+            hits.append((collection, hit, relevance_score(embedder, hit.score)))
+    hits.sort(key=lambda triple: -triple[1].score)
     timings["qdrant"] = _ms(start)
     return {"vector": vector, "hits": hits, "timings": timings, "embedder": embedder}
 
@@ -142,17 +147,17 @@ def _semantic_ids(hits) -> list[tuple[str, float]]:
     from memory.stores.vectors import CONVERSATIONS
 
     ranked = []
-    for collection, hit in hits:
+    for collection, hit, score in hits:
         payload = hit.payload or {}
         row_id = payload.get("row_id") or payload.get("message_id")
         if not row_id:
             continue
         if collection == CONVERSATIONS:
-            ranked.append((f"message:{int(row_id)}", hit.score))
+            ranked.append((f"message:{int(row_id)}", score))
         elif payload.get("type") == "summary":
-            ranked.append((f"summary:{int(row_id)}", hit.score))
+            ranked.append((f"summary:{int(row_id)}", score))
         else:
-            ranked.append((f"fact:{int(row_id)}", hit.score))
+            ranked.append((f"fact:{int(row_id)}", score))
     return ranked
 
 

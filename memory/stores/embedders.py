@@ -55,6 +55,19 @@ LOCAL_CANDIDATE_THRESHOLD = 0.87
 VOYAGE_NEAR_DUPLICATE_THRESHOLD = 0.85
 VOYAGE_CANDIDATE_THRESHOLD = 0.70
 
+# --- Relevance scores -------------------------------------------------------------
+# The settings' score thresholds (min_score 0.3-0.8, the tools' 0.3 and 0.5) come
+# from the seeds, written for Voyage's cosines, which spread over [0, 1]. e5 packs
+# every query-passage cosine into about [0.74, 0.93]: unrelated French sentences
+# score 0.78-0.83, answers 0.84-0.90. So each embedder maps its cosine linearly
+# onto a common relevance scale (low -> 0, high -> 1, clipped) and thresholds
+# apply to that scale. Local bounds calibrated on the evaluation set
+# (memory/eval/dataset.json, `manage.py memory_eval`); Voyage's scale is its cosine.
+LOCAL_SCORE_LOW = 0.76
+LOCAL_SCORE_HIGH = 0.92
+VOYAGE_SCORE_LOW = 0.0
+VOYAGE_SCORE_HIGH = 1.0
+
 # --- Voyage limits --------------------------------------------------------------
 # https://docs.voyageai.com/docs/embeddings: at most 1,000 texts and 120K tokens
 # (voyage-3) per request. We stay well inside: 128 texts and an estimated budget,
@@ -103,6 +116,8 @@ class Embedder(Protocol):
     dimension: int
     near_duplicate_threshold: float
     candidate_threshold: float
+    score_low: float
+    score_high: float
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
 
@@ -247,6 +262,8 @@ class VoyageEmbedder:
 
     near_duplicate_threshold = VOYAGE_NEAR_DUPLICATE_THRESHOLD
     candidate_threshold = VOYAGE_CANDIDATE_THRESHOLD
+    score_low = VOYAGE_SCORE_LOW
+    score_high = VOYAGE_SCORE_HIGH
 
     def __init__(
         self,
@@ -445,6 +462,8 @@ class LocalEmbedder:
     dimension = LOCAL_DIMENSION
     near_duplicate_threshold = LOCAL_NEAR_DUPLICATE_THRESHOLD
     candidate_threshold = LOCAL_CANDIDATE_THRESHOLD
+    score_low = LOCAL_SCORE_LOW
+    score_high = LOCAL_SCORE_HIGH
 
     def __init__(self, *, batch_size: int = LOCAL_BATCH_SIZE) -> None:
         self.batch_size = batch_size
@@ -477,6 +496,17 @@ class LocalEmbedder:
 
 _embedder: Embedder | None = None
 _embedder_lock = threading.Lock()
+
+
+def relevance_score(embedder: Embedder, cosine: float) -> float:
+    """A query-memory cosine on the common relevance scale [0, 1] (see LOCAL_SCORE_LOW)."""
+    span = embedder.score_high - embedder.score_low
+    return min(1.0, max(0.0, (cosine - embedder.score_low) / span))
+
+
+def cosine_threshold(embedder: Embedder, score: float) -> float:
+    """The cosine a memory needs to reach a relevance ``score``: what Qdrant filters on."""
+    return embedder.score_low + score * (embedder.score_high - embedder.score_low)
 
 
 def embedder_from_settings() -> Embedder:
