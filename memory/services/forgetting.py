@@ -20,7 +20,7 @@ Which items match:
 
 1. By meaning: the topic is embedded and both collections are searched above a
    threshold: the settings' ``forget_min_score`` (0.5, the seeds' value for
-   Voyage), raised to a floor for embedders whose scores are squeezed high.
+   Voyage) on the embedders' common relevance scale (cosine 0.84 with e5).
    The bundled multilingual-e5 scores unrelated French texts 0.77-0.87 against
    a query (measured: "le voyage à Lisbonne" vs "David habite à Toulouse" 0.868,
    above the related "hôtel à Lisbonne" 0.864), so no threshold alone is safe
@@ -56,9 +56,6 @@ logger = logging.getLogger(__name__)
 # Hits taken from each collection, and messages taken from FTS, per forget.
 FORGET_MAX_POINTS = 200
 FORGET_MAX_MESSAGES = 2000
-# Query→document cosine floors for embedders whose scores are squeezed high (see
-# the module docstring), and the embedders whose hits must share a word too.
-LOCAL_FORGET_MIN_SCORE = 0.80
 EXCERPT_CHARS = 120
 
 TOPIC_EMPTY_MESSAGE = "Le sujet à oublier est vide."
@@ -160,12 +157,11 @@ def _int(value: object) -> int | None:
 def forget_threshold(embedder) -> tuple[float, bool]:
     """(minimum score, whether a hit must also share a word) for this embedder."""
     from memory.selectors import memory_settings_get
-    from memory.stores.embedders import LOCAL_MODEL_NAME
+    from memory.stores.embedders import LOCAL_MODEL_NAME, cosine_threshold
 
-    threshold = memory_settings_get().forget_min_score
-    if getattr(embedder, "name", "") == LOCAL_MODEL_NAME:
-        return max(threshold, LOCAL_FORGET_MIN_SCORE), True
-    return threshold, False
+    # forget_min_score is on the common relevance scale (0.5 -> cosine 0.84 with e5).
+    threshold = cosine_threshold(embedder, memory_settings_get().forget_min_score)
+    return threshold, getattr(embedder, "name", "") == LOCAL_MODEL_NAME
 
 
 @dataclass
