@@ -172,7 +172,7 @@ def evaluate(
             relevant = {r for r in question["relevant"] if not r.startswith("n-")}
             if not relevant:
                 continue
-            ranked_ids = memory_rank(
+            core_ids, ranked_ids = memory_rank(
                 message=question["q"],
                 channel=question.get("channel", "mission_control"),
                 mode=mode,
@@ -181,11 +181,16 @@ def evaluate(
                 memory_settings=memory_settings,
             )
             ranked = [to_eval.get(item, item) for item in ranked_ids]
-            r5, r10, rr = (
-                _recall(ranked, relevant, 5),
-                _recall(ranked, relevant, 10),
-                _reciprocal_rank(ranked, relevant),
+            # Always-injected facts take no slot: found at rank 1, on top of the k.
+            core = {to_eval.get(item, item) for item in core_ids} & relevant
+            r5, r10 = (
+                _recall(ranked, relevant - core, k) * len(relevant - core) / len(relevant)
+                + len(core) / len(relevant)
+                if relevant - core
+                else 1.0
+                for k in (5, 10)
             )
+            rr = 1.0 if core else _reciprocal_rank(ranked, relevant)
             score.questions += 1
             score.recall_at_5 += r5
             score.recall_at_10 += r10

@@ -64,7 +64,14 @@ PREVIEW_CHARS = 200
 CANDIDATES_PER_RESULT = 4
 CANDIDATES_MIN = 12
 # T1's list is context, not relevance: it weighs less than a semantic or keyword hit.
-SOURCE_WEIGHTS = {SOURCE_T1: 0.5, SOURCE_SEMANTIC: 1.0, SOURCE_KEYWORDS: 1.0}
+SOURCE_WEIGHTS = {SOURCE_T1: 0.1, SOURCE_SEMANTIC: 1.0, SOURCE_KEYWORDS: 1.0, "time": 1.0}
+
+# Keyword hits weaker than this fraction of the best bm25 are dropped (see _strong).
+KEYWORD_RELATIVE_CUT = 0.5
+# Memories from the period a message names ("la semaine dernière") get a source.
+SOURCE_TIME = "time"
+TIME_EXTRA_MAX = 20
+FUSION_HEAD = 40
 
 KIND_LABELS = {"exchange": "conversation", "fact": "fait", "summary": "résumé"}
 
@@ -202,8 +209,8 @@ def _keyword_search(text: str, *, limit: int) -> list[tuple[str, float]]:
     terms = keyword_terms(text)
     if not terms:
         return []
-    messages = fts_search(text, terms=terms, any_term=True, limit=limit)
-    facts = fts_search_facts(terms, limit=limit)
+    messages = _strong(fts_search(text, terms=terms, any_term=True, limit=limit))
+    facts = _strong(fts_search_facts(terms, limit=limit))
     # Two indexes whose bm25 scores do not compare: interleave them by rank.
     ranked: list[tuple[str, float]] = []
     for i in range(max(len(messages), len(facts))):
@@ -212,6 +219,19 @@ def _keyword_search(text: str, *, limit: int) -> list[tuple[str, float]]:
         if i < len(facts):
             ranked.append((f"fact:{facts[i].fact_id}", facts[i].score))
     return ranked
+
+
+def _strong(hits: list) -> list:
+    """Hits whose bm25 is at least KEYWORD_RELATIVE_CUT of the best one.
+
+    An OR query matches any single word; a hit sharing one common word with a
+    long message is noise next to one sharing its rare words, and RRF (which
+    only sees ranks) would weigh both alike.
+    """
+    if not hits:
+        return hits
+    best = hits[0].score
+    return [hit for hit in hits if hit.score >= best * KEYWORD_RELATIVE_CUT]
 
 
 # --- Hydration from T1 -------------------------------------------------------------
@@ -317,6 +337,65 @@ def _point_vectors(ids: list[str]) -> dict[str, list[float]]:
     return vectors
 
 
+# --- Fusion ------------------------------------------------------------------------------
+
+
+def _window_ids(start: datetime, end: datetime) -> list[str]:
+    """Memories dated inside [start, end), newest first (the time source's extras)."""
+    from memory.selectors import facts_active
+
+    roots = (
+        Message.objects.filter(
+            created_at__gte=start, created_at__lt=end, reply_to__isnull=True, role=MessageRole.USER
+        )
+        .exclude(source=MessageSource.SYSTEM)
+        .order_by("-created_at")
+        .values_list("id", flat=True)[:TIME_EXTRA_MAX]
+    )
+    facts = (
+        facts_active()
+        .filter(created_at__gte=start, created_at__lt=end)
+        .order_by("-created_at")
+        .values_list("id", flat=True)[:TIME_EXTRA_MAX]
+    )
+    summaries = Summary.objects.filter(created_at__gte=start, created_at__lt=end).values_list(
+        "id", flat=True
+    )[:TIME_EXTRA_MAX]
+    return (
+        [f"message:{i}" for i in roots]
+        + [f"fact:{i}" for i in facts]
+        + [f"summary:{i}" for i in summaries]
+    )
+
+
+def _fuse(
+    ranked: dict[str, list[tuple[str, float]]], *, text: str, now: datetime, tz
+) -> tuple[list, dict[str, _Candidate]]:
+    """RRF over the sources, plus the time source when the message names a period.
+
+    Returns the fused entries (best first) and their T1 hydration. The time
+    source ranks the memories of the period: first those the other sources
+    found (in their fused order), then the rest of the period, newest first.
+    """
+    from memory.services.timeframe import time_window
+
+    fused = reciprocal_rank_fusion(ranked, weights=SOURCE_WEIGHTS)[:FUSION_HEAD]
+    window = time_window(text, now=now, tz=tz)
+    extras = _window_ids(*window) if window else []
+    candidates = _hydrate([str(entry.id) for entry in fused] + extras, now)
+    if window:
+        start, end = window
+        in_window: dict[str, float] = {}
+        for item_id in [str(entry.id) for entry in fused] + extras:
+            candidate = candidates.get(item_id)
+            if candidate is not None and start <= candidate.timestamp < end:
+                in_window.setdefault(candidate.id, 1.0)
+        if in_window:
+            ranked = {**ranked, SOURCE_TIME: list(in_window.items())}
+            fused = reciprocal_rank_fusion(ranked, weights=SOURCE_WEIGHTS)[:FUSION_HEAD]
+    return fused, candidates
+
+
 # --- Ranking without the block (evaluation) ------------------------------------------
 
 
@@ -328,13 +407,14 @@ def memory_rank(
     limit: int = 20,
     now: datetime | None = None,
     memory_settings: MemorySettings | None = None,
-) -> list[str]:
-    """Memory ids ranked for a message by one mode: "semantic", "text" or "hybrid".
+) -> tuple[list[str], list[str]]:
+    """(always-injected identity facts, memory ids ranked) for a message by one mode.
 
-    Hybrid ranks as auto_retrieve does (T1 + semantic above min_score +
-    keywords, fused), with the identity facts it always injects first; it
-    skips what depends on the conversation so far (history, past injections).
-    Sources run one after the other here: this is for measuring quality.
+    Modes: "semantic", "text" or "hybrid". Hybrid ranks as auto_retrieve does
+    (T1 + semantic above min_score + keywords, fused) and returns the identity
+    facts it always injects apart (they take no slot); it skips what depends
+    on the conversation so far (history, past injections). Sources run one
+    after the other here: this is for measuring quality.
     """
     memory_settings = memory_settings or MemorySettings.load()
     now = now or timezone.now()
@@ -349,14 +429,17 @@ def memory_rank(
         ranked[SOURCE_KEYWORDS] = _keyword_search(text, limit=limit)
     if mode == "hybrid":
         _, core, ranked[SOURCE_T1] = _t1_context(channel, memory_settings, now)
-    fused = reciprocal_rank_fusion(ranked, weights=SOURCE_WEIGHTS)
-    candidates = _hydrate([str(entry.id) for entry in fused], now)
-    ordered = [f"fact:{fact.pk}" for fact in core]
+        fused, candidates = _fuse(ranked, text=text, now=now, tz=ZoneInfo(settings.TIME_ZONE))
+    else:
+        fused = reciprocal_rank_fusion(ranked)
+        candidates = _hydrate([str(entry.id) for entry in fused], now)
+    core_ids = [f"fact:{fact.pk}" for fact in core]
+    ordered: list[str] = []
     for entry in fused:
         candidate = candidates.get(str(entry.id))
-        if candidate is not None and candidate.id not in ordered:
+        if candidate is not None and candidate.id not in ordered and candidate.id not in core_ids:
             ordered.append(candidate.id)
-    return ordered[: limit + len(core)]
+    return core_ids, ordered[:limit]
 
 
 # --- The pre-hook ----------------------------------------------------------------------
@@ -439,9 +522,10 @@ def _retrieve(
     # 4. Fuse, hydrate from T1, drop what the channel already has, cap.
     start = time.perf_counter()
     try:
-        fused = reciprocal_rank_fusion(ranked, weights=SOURCE_WEIGHTS)
+        fused, candidates = _fuse(ranked, text=text, now=now, tz=tz)
         kept = _select(
             fused=fused,
+            candidates=candidates,
             history=history,
             core=core,
             channel=channel,
@@ -510,7 +594,7 @@ def _collect(future: Future, name: str, limit_s: float, started: float, result: 
     return None
 
 
-def _select(*, fused, history, core, channel, memory_settings, embedder, now, result):
+def _select(*, fused, candidates, history, core, channel, memory_settings, embedder, now, result):
     """The fused entries to inject, hydrated, in order, at most max_results.
 
     Only the head of the fused list is hydrated and checked (a few times
@@ -518,7 +602,6 @@ def _select(*, fused, history, core, channel, memory_settings, embedder, now, re
     """
     wanted = memory_settings.max_results
     head = fused[: max(CANDIDATES_MIN, wanted * CANDIDATES_PER_RESULT)]
-    candidates = _hydrate([str(entry.id) for entry in head], now)
     in_history = {m.pk for m in history}
     core_ids = {f"fact:{f.pk}" for f in core}
     recent_ids = _recently_injected(channel, memory_settings.reinjection_turns)

@@ -63,8 +63,8 @@ VOYAGE_CANDIDATE_THRESHOLD = 0.70
 # onto a common relevance scale (low -> 0, high -> 1, clipped) and thresholds
 # apply to that scale. Local bounds calibrated on the evaluation set
 # (memory/eval/dataset.json, `manage.py memory_eval`); Voyage's scale is its cosine.
-LOCAL_SCORE_LOW = 0.76
-LOCAL_SCORE_HIGH = 0.92
+LOCAL_SCORE_LOW = 0.74
+LOCAL_SCORE_HIGH = 0.86
 VOYAGE_SCORE_LOW = 0.0
 VOYAGE_SCORE_HIGH = 1.0
 

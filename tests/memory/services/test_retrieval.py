@@ -148,9 +148,13 @@ def test_what_was_injected_is_not_injected_again_in_the_next_turns(world):
     # Another channel has its own injection state.
     other = auto_retrieve(message="quand est le dentiste ?", channel="whatsapp")
     assert f"fact:{fact.id}" in _ids(other)
-    # After reinjection_turns more turns, it may come back.
-    for _ in range(MemorySettings.load().reinjection_turns):
-        auto_retrieve(message="rien à voir : la météo", channel="mission_control")
+    # After reinjection_turns more turns that injected other things, it may come back.
+    for turn in range(MemorySettings.load().reinjection_turns):
+        MemoryRetrieval.objects.create(
+            channel="mission_control",
+            message_preview=f"tour {turn}",
+            memories=[{"id": "fact:999999"}],
+        )
     again = auto_retrieve(message="quand est le dentiste ?", channel="mission_control")
     assert f"fact:{fact.id}" in _ids(again)
 
@@ -280,3 +284,28 @@ def test_the_preview_shows_what_would_be_injected_without_logging(world):
     assert MemoryRetrieval.objects.count() == 0
     # Previewing does not count as an injection.
     assert f"fact:{fact.id}" in _ids(auto_retrieve(message="le dentiste ?", channel="whatsapp"))
+
+
+def test_a_message_naming_a_period_favours_memories_of_that_period(world):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = _exchange("whatsapp", "Makilab : on a choisi Qdrant pour les vecteurs", "Bon choix.")
+    recent = _exchange("whatsapp", "Point Makilab : la page mémoire avance bien", "Super.")
+    Message.objects.filter(pk__in=[old.id, old.id + 1]).update(
+        created_at=timezone.now() - timedelta(days=90)
+    )
+    Message.objects.filter(pk__in=[recent.id, recent.id + 1]).update(
+        created_at=timezone.now() - timedelta(days=7)
+    )
+    _seed_other_channel_history()
+    _index_all()
+    result = auto_retrieve(
+        message="On s'est dit quoi sur Makilab la semaine dernière ?", channel="mission_control"
+    )
+    memory = next(m for m in result.memories if m["id"] == f"message:{recent.id}")
+    assert "time" in memory["sources"]
+    assert _ids(result).index(f"message:{recent.id}") < (
+        _ids(result).index(f"message:{old.id}") if f"message:{old.id}" in _ids(result) else 99
+    )

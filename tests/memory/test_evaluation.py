@@ -1,0 +1,30 @@
+"""The labelled evaluation set: valid, and hybrid retrieval beats both single modes on it."""
+
+import pytest
+
+from memory.services.evaluation import DATASET_PATH, MODES, dataset_load, evaluation_run
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def test_the_dataset_is_well_formed_and_big_enough():
+    data = dataset_load(DATASET_PATH)
+    ids = [m["id"] for m in data["memories"]]
+    assert len(ids) == len(set(ids)) >= 150
+    assert len(data["questions"]) >= 60
+    assert len({m["channel"] for m in data["memories"] if m["kind"] == "exchange"}) >= 3
+    for question in data["questions"]:
+        assert question["relevant"] and set(question["relevant"]) <= set(ids), question["id"]
+    tags = {t for q in data["questions"] for t in q["tags"]}
+    assert {"paraphrase", "alias", "temporal", "keyword", "accents", "english", "update"} <= tags
+
+
+def test_hybrid_beats_semantic_and_text_on_recall_and_mrr(local_embedder):
+    lines = []
+    scores = {s.mode: s for s in evaluation_run(modes=MODES, out=lines.append)}
+    hybrid = scores["hybrid"]
+    for single in ("semantic", "text"):
+        assert hybrid.recall_at_5 > scores[single].recall_at_5, lines
+        assert hybrid.recall_at_10 > scores[single].recall_at_10, lines
+        assert hybrid.mrr > scores[single].mrr, lines
+    assert hybrid.questions >= 60
