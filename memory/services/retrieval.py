@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import (
@@ -193,12 +194,17 @@ def _t1_context(
         created_at__gte=now - timedelta(hours=memory_settings.recent_window_hours)
     )
     ranked: list[tuple[str, float]] = []
-    for fact in recent.order_by("-created_at")[:T1_LIST_MAX]:
-        ranked.append((f"fact:{fact.pk}", fact.importance))
-    for fact in important.order_by("-importance", "-updated_at")[:T1_LIST_MAX]:
-        ranked.append((f"fact:{fact.pk}", fact.importance))
-    for summary in Summary.objects.filter(channel=channel).order_by("-created_at")[:SUMMARIES_MAX]:
-        ranked.append((f"summary:{summary.pk}", 1.0))
+    for pk, importance in recent.order_by("-created_at").values_list("id", "importance")[
+        :T1_LIST_MAX
+    ]:
+        ranked.append((f"fact:{pk}", importance))
+    for pk, importance in important.order_by("-importance", "-updated_at").values_list(
+        "id", "importance"
+    )[:T1_LIST_MAX]:
+        ranked.append((f"fact:{pk}", importance))
+    summaries = Summary.objects.filter(channel=channel).order_by("-created_at")
+    for pk in summaries.values_list("id", flat=True)[:SUMMARIES_MAX]:
+        ranked.append((f"summary:{pk}", 1.0))
     return history, core, ranked
 
 
@@ -250,54 +256,68 @@ def _hydrate(ids: list[str], now: datetime) -> dict[str, _Candidate]:
         kind, _, raw = item_id.partition(":")
         by_kind[kind].append(int(raw))
     found: dict[str, _Candidate] = {}
-    for fact in facts_active().filter(pk__in=by_kind["fact"]):
-        found[f"fact:{fact.pk}"] = _Candidate(
-            id=f"fact:{fact.pk}",
+    # values() and no ordering: this runs on every message, and the ORM's
+    # per-query cost (compiling, instantiating models) is most of it.
+    facts = facts_active().filter(pk__in=by_kind["fact"]).order_by()
+    for row in facts.values("id", "key", "value", "channel", "updated_at", "memory_type"):
+        found[f"fact:{row['id']}"] = _Candidate(
+            id=f"fact:{row['id']}",
             kind="fact",
-            text=f"{fact.key.replace('_', ' ')} : {fact.value}",
-            channel=fact.channel,
-            timestamp=fact.updated_at,
-            memory_type=fact.memory_type,
-            row_ids=(fact.pk,),
+            text=f"{row['key'].replace('_', ' ')} : {row['value']}",
+            channel=row["channel"],
+            timestamp=row["updated_at"],
+            memory_type=row["memory_type"],
+            row_ids=(row["id"],),
         )
-    for summary in Summary.objects.filter(pk__in=by_kind["summary"]):
-        found[f"summary:{summary.pk}"] = _Candidate(
-            id=f"summary:{summary.pk}",
+    summaries = Summary.objects.filter(pk__in=by_kind["summary"]).order_by()
+    for row in summaries.values("id", "content", "channel", "period_end", "created_at"):
+        found[f"summary:{row['id']}"] = _Candidate(
+            id=f"summary:{row['id']}",
             kind="summary",
-            text=summary.content,
-            channel=summary.channel,
-            timestamp=summary.period_end or summary.created_at,
-            row_ids=(summary.pk,),
+            text=row["content"],
+            channel=row["channel"],
+            timestamp=row["period_end"] or row["created_at"],
+            row_ids=(row["id"],),
         )
     if by_kind["message"]:
-        rows = Message.objects.filter(pk__in=by_kind["message"]).values_list("id", "reply_to_id")
-        root_of = {mid: (reply_to or mid) for mid, reply_to in rows}
-        roots = {
-            m.pk: m
-            for m in Message.objects.filter(pk__in=set(root_of.values())).exclude(
-                source=MessageSource.SYSTEM
-            )
+        rows = Message.objects.filter(pk__in=by_kind["message"]).order_by()
+        root_of = {
+            mid: (reply_to or mid) for mid, reply_to in rows.values_list("id", "reply_to_id")
         }
-        replies: dict[int, Message] = {}
-        for reply in Message.objects.filter(
-            reply_to_id__in=list(roots), role=MessageRole.ASSISTANT
-        ).order_by("created_at", "id"):
-            replies.setdefault(reply.reply_to_id, reply)
+        root_ids = set(root_of.values())
+        exchange_rows = (
+            Message.objects.filter(
+                Q(pk__in=root_ids) | Q(reply_to_id__in=root_ids, role=MessageRole.ASSISTANT)
+            )
+            .order_by("created_at", "id")
+            .values("id", "reply_to_id", "role", "source", "channel", "content", "created_at")
+        )
+        roots: dict[int, dict] = {}
+        replies: dict[int, dict] = {}
+        for row in exchange_rows:
+            if row["id"] in root_ids:
+                roots[row["id"]] = row
+            else:
+                replies.setdefault(row["reply_to_id"], row)
         for mid, root_id in root_of.items():
             root = roots.get(root_id)
-            if root is None or root.role not in (MessageRole.USER, MessageRole.ASSISTANT):
+            if (
+                root is None
+                or root["source"] == MessageSource.SYSTEM
+                or root["role"] not in (MessageRole.USER, MessageRole.ASSISTANT)
+            ):
                 continue
             reply = replies.get(root_id)
-            text = f"Utilisateur : {root.content}"
+            text = f"Utilisateur : {root['content']}"
             if reply is not None:
-                text += f" — Assistant : {reply.content}"
+                text += f" — Assistant : {reply['content']}"
             found[f"message:{mid}"] = _Candidate(
                 id=f"message:{root_id}",
                 kind="exchange",
                 text=text,
-                channel=root.channel,
-                timestamp=root.created_at,
-                row_ids=(root_id, reply.pk) if reply else (root_id,),
+                channel=root["channel"],
+                timestamp=root["created_at"],
+                row_ids=(root_id, reply["id"]) if reply else (root_id,),
             )
     return found
 
@@ -368,8 +388,29 @@ def _window_ids(start: datetime, end: datetime) -> list[str]:
     )
 
 
-def _fuse(
+def _prefetch(
     ranked: dict[str, list[tuple[str, float]]], *, text: str, now: datetime, tz
+) -> tuple[tuple[datetime, datetime] | None, list[str], dict[str, _Candidate]]:
+    """What fusion needs that does not depend on the semantic source.
+
+    Run while the query embedding is still being computed: the time window,
+    its extra memories, and the T1 hydration of every id found so far.
+    """
+    from memory.services.timeframe import time_window
+
+    window = time_window(text, now=now, tz=tz)
+    extras = _window_ids(*window) if window else []
+    ids = [item_id for items in ranked.values() for item_id, _ in items] + extras
+    return window, extras, _hydrate(list(dict.fromkeys(ids)), now)
+
+
+def _fuse(
+    ranked: dict[str, list[tuple[str, float]]],
+    *,
+    text: str,
+    now: datetime,
+    tz,
+    prefetched: tuple | None = None,
 ) -> tuple[list, dict[str, _Candidate]]:
     """RRF over the sources, plus the time source when the message names a period.
 
@@ -377,12 +418,11 @@ def _fuse(
     source ranks the memories of the period: first those the other sources
     found (in their fused order), then the rest of the period, newest first.
     """
-    from memory.services.timeframe import time_window
-
     fused = reciprocal_rank_fusion(ranked, weights=SOURCE_WEIGHTS)[:FUSION_HEAD]
-    window = time_window(text, now=now, tz=tz)
-    extras = _window_ids(*window) if window else []
-    candidates = _hydrate([str(entry.id) for entry in fused] + extras, now)
+    window, extras, candidates = prefetched or _prefetch({}, text=text, now=now, tz=tz)
+    missing = [str(entry.id) for entry in fused if str(entry.id) not in candidates]
+    if missing:
+        candidates = {**candidates, **_hydrate(missing, now)}
     if window:
         start, end = window
         in_window: dict[str, float] = {}
@@ -504,6 +544,17 @@ def _retrieve(
         result.failed_sources[SOURCE_KEYWORDS] = _failure(exc)
     result.timings_ms[SOURCE_KEYWORDS] = _ms(start)
 
+    # Hydrate what T1 and keywords found while the embedding is still running.
+    start = time.perf_counter()
+    prefetched = None
+    recent_ids: set[str] = set()
+    try:
+        prefetched = _prefetch(ranked, text=text, now=now, tz=tz)
+        recent_ids = _recently_injected(channel, memory_settings.reinjection_turns)
+    except Exception as exc:  # never raise from the pre-hook
+        result.failed_sources["prefetch"] = _failure(exc)
+    result.timings_ms["prefetch"] = _ms(start)
+
     # 3. Collect the threads, each within what is left of its own time limit.
     semantic = _collect(semantic_future, SOURCE_SEMANTIC, timeouts["semantic"], started, result)
     query_vector = None
@@ -522,10 +573,11 @@ def _retrieve(
     # 4. Fuse, hydrate from T1, drop what the channel already has, cap.
     start = time.perf_counter()
     try:
-        fused, candidates = _fuse(ranked, text=text, now=now, tz=tz)
+        fused, candidates = _fuse(ranked, text=text, now=now, tz=tz, prefetched=prefetched)
         kept = _select(
             fused=fused,
             candidates=candidates,
+            recent_ids=recent_ids,
             history=history,
             core=core,
             channel=channel,
@@ -594,7 +646,9 @@ def _collect(future: Future, name: str, limit_s: float, started: float, result: 
     return None
 
 
-def _select(*, fused, candidates, history, core, channel, memory_settings, embedder, now, result):
+def _select(
+    *, fused, candidates, recent_ids, history, core, channel, memory_settings, embedder, now, result
+):
     """The fused entries to inject, hydrated, in order, at most max_results.
 
     Only the head of the fused list is hydrated and checked (a few times
@@ -604,7 +658,6 @@ def _select(*, fused, candidates, history, core, channel, memory_settings, embed
     head = fused[: max(CANDIDATES_MIN, wanted * CANDIDATES_PER_RESULT)]
     in_history = {m.pk for m in history}
     core_ids = {f"fact:{f.pk}" for f in core}
-    recent_ids = _recently_injected(channel, memory_settings.reinjection_turns)
 
     selected: list[tuple[_Candidate, object]] = []
     seen: set[str] = set()
