@@ -226,7 +226,7 @@ RETRIEVAL_TIMEOUTS_MS = {
 }
 
 # --- Celery: an in-process broker unless CELERY_BROKER_URL is set -----------
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://")
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://localhost/")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

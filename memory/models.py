@@ -155,6 +155,7 @@ class Fact(Indexable):
     importance = models.FloatField(
         default=DEFAULT_IMPORTANCE[MemoryType.FACT],
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        db_index=True,  # the retrieval's T1 source reads the important facts on every message
     )
     subjects = models.JSONField(default=list, blank=True, validators=[_validate_subjects])
     source = models.CharField(

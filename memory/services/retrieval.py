@@ -210,12 +210,12 @@ def _t1_context(
 
 def _keyword_search(text: str, *, limit: int) -> list[tuple[str, float]]:
     from memory.services.keywords import keyword_terms
-    from memory.stores.fts import fts_search, fts_search_facts
+    from memory.stores.fts import fts_rank_messages, fts_search_facts
 
     terms = keyword_terms(text)
     if not terms:
         return []
-    messages = _strong(fts_search(text, terms=terms, any_term=True, limit=limit))
+    messages = _strong(fts_rank_messages(terms, limit=limit))
     facts = _strong(fts_search_facts(terms, limit=limit))
     # Two indexes whose bm25 scores do not compare: interleave them by rank.
     ranked: list[tuple[str, float]] = []

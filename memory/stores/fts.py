@@ -82,23 +82,34 @@ def fts_search(
     words = query_terms(text) if terms is None else terms
     if not words or limit <= 0:
         return []
+    expression = match_expression(words, any_term=any_term)
+    # The inner query ranks (cheap); snippet() is then computed for the kept
+    # rows only, not for every match as a single ORDER BY ... LIMIT would.
+    inner = [
+        "SELECT messages_fts.rowid FROM messages_fts",
+        "JOIN messages c ON c.id = messages_fts.rowid" if channel else "",
+        "WHERE messages_fts MATCH %s",
+        "AND c.channel = %s" if channel else "",
+        "ORDER BY bm25(messages_fts), messages_fts.rowid DESC LIMIT %s",
+    ]
     sql = [
         "SELECT m.id, m.channel, m.role, m.author, m.created_at, m.content,",
         "  snippet(messages_fts, 0, %s, %s, %s, %s), bm25(messages_fts)",
         "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid",
-        "WHERE messages_fts MATCH %s",
+        "WHERE messages_fts MATCH %s AND messages_fts.rowid IN (",
+        *inner,
+        ") ORDER BY bm25(messages_fts), m.id DESC",
     ]
     params: list[object] = [
         SNIPPET_OPEN,
         SNIPPET_CLOSE,
         SNIPPET_ELLIPSIS,
         SNIPPET_TOKENS,
-        match_expression(words, any_term=any_term),
+        expression,
+        expression,
     ]
     if channel:
-        sql.append("AND m.channel = %s")
         params.append(channel)
-    sql.append("ORDER BY bm25(messages_fts), m.id DESC LIMIT %s")
     params.append(int(limit))
     with connection.cursor() as cursor:
         cursor.execute("\n".join(sql), params)
@@ -144,6 +155,32 @@ def _as_datetime(value: object) -> datetime:
 class FactFtsHit:
     fact_id: int
     score: float  # -bm25(): higher is better
+
+
+@dataclass(frozen=True)
+class MessageFtsHit:
+    message_id: int
+    score: float  # -bm25(): higher is better
+
+
+def fts_rank_messages(
+    terms: list[str], *, limit: int = 20, any_term: bool = True
+) -> list[MessageFtsHit]:
+    """Message ids matching the (already folded) terms, best bm25 first: no join, no snippet.
+
+    The retrieval pre-hook's keyword source: on a large index a common word
+    matches thousands of rows, and every column in the select list is computed
+    for each of them before the sort, so this query selects only what it ranks.
+    """
+    if not terms or limit <= 0:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT rowid, bm25(messages_fts) FROM messages_fts WHERE messages_fts MATCH %s"
+            " ORDER BY bm25(messages_fts), rowid DESC LIMIT %s",
+            [match_expression(terms, any_term=any_term), int(limit)],
+        )
+        return [MessageFtsHit(message_id=row[0], score=-float(row[1])) for row in cursor.fetchall()]
 
 
 def fts_search_facts(

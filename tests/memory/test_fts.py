@@ -201,3 +201,17 @@ def test_arbitrary_unicode_never_raises(query):
 def test_query_terms_fold_like_the_index():
     assert query_terms("L'ÉPAULE, l'épaule et l'Œuvre") == ["l", "epaule", "et", "oeuvre"]
     assert _fold("Œuvre") == "oeuvre"
+
+
+def test_facts_are_searchable_by_key_words_and_value_and_follow_edits():
+    from memory.services.facts import fact_forget, fact_store, fact_update
+    from memory.stores.fts import fts_search_facts
+
+    fact, _ = fact_store(key="portail_code", value="Le code est 4821")
+    assert [h.fact_id for h in fts_search_facts(query_terms("portail"))] == [fact.id]
+    fact_update(fact=fact, actor="user", value="Le code est 9999")
+    assert fts_search_facts(query_terms("4821")) == []
+    assert [h.fact_id for h in fts_search_facts(query_terms("9999"))] == [fact.id]
+    fact_forget(fact=fact, actor="user")  # a soft delete: the row stays, readers filter it
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO facts_fts(facts_fts, rank) VALUES ('integrity-check', 1)")
