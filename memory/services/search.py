@@ -202,14 +202,25 @@ def _fact_hit(
 def _semantic_search(query: str, limit: int) -> list[SearchHit]:
     min_score = memory_settings_get().search_min_score
     try:
-        from memory.stores.embedders import get_embedder
-        from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
+        from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
+        from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, VectorHit, get_vector_store
 
-        vector = get_embedder().embed_query(query)
+        embedder = get_embedder()
+        vector = embedder.embed_query(query)
         store = get_vector_store()
-        exchanges = store.search(CONVERSATIONS, vector, limit=limit, score_threshold=min_score)
+        # search_min_score is on the embedders' common relevance scale; so are the scores shown.
+        threshold = cosine_threshold(embedder, min_score)
+
+        def rescored(hits):
+            return [VectorHit(h.id, relevance_score(embedder, h.score), h.payload) for h in hits]
+
+        exchanges = rescored(
+            store.search(CONVERSATIONS, vector, limit=limit, score_threshold=threshold)
+        )
         # Some knowledge hits may be facts forgotten since indexing: ask for more.
-        knowledge = store.search(KNOWLEDGE, vector, limit=limit * 2, score_threshold=min_score)
+        knowledge = rescored(
+            store.search(KNOWLEDGE, vector, limit=limit * 2, score_threshold=threshold)
+        )
     except StoreUnavailable as exc:
         raise StoreUnavailable(SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=exc)) from exc
     except DimensionMismatch as exc:
