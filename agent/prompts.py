@@ -7,6 +7,8 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 
+from memory.services.formatting import MONTHS
+
 # The base prompt when AGENT_SYSTEM_PROMPT is empty.
 DEFAULT_SYSTEM_PROMPT = """\
 Tu es Makilab, l'agent personnel de ton propriétaire. Tu lui parles sur plusieurs canaux \
@@ -40,20 +42,6 @@ SUMMARY_HEADING = "## Résumé des échanges plus anciens sur ce canal ({channel
 DATE_LINE = "Nous sommes le {date}, il est {time} ({tz}). Canal de cette conversation : {channel}."
 
 WEEKDAYS = ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche")
-MONTHS = (
-    "janvier",
-    "février",
-    "mars",
-    "avril",
-    "mai",
-    "juin",
-    "juillet",
-    "août",
-    "septembre",
-    "octobre",
-    "novembre",
-    "décembre",
-)
 
 
 def base_prompt() -> str:
