@@ -15,7 +15,6 @@ and recorded.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -557,12 +556,11 @@ def _retrieve(
 
     # 3. Collect the threads, each within what is left of its own time limit.
     semantic = _collect(semantic_future, SOURCE_SEMANTIC, timeouts["semantic"], started, result)
-    query_vector = None
     embedder = None
     if semantic is not None:
         ranked[SOURCE_SEMANTIC] = _semantic_ids(semantic["hits"])
         result.timings_ms.update(semantic["timings"])
-        query_vector, embedder = semantic["vector"], semantic["embedder"]
+        embedder = semantic["embedder"]
     notes = None
     if notes_future is not None:
         notes = _collect(notes_future, SOURCE_NOTES, timeouts["notes"], started, result)
@@ -591,7 +589,6 @@ def _retrieve(
         result.failed_sources["fusion"] = _failure(exc)
         kept = []
     result.timings_ms["fusion"] = _ms(start)
-    del query_vector
 
     # 5. Format the block.
     result.history = history
@@ -735,9 +732,6 @@ def _memory_dict(candidate: _Candidate, entry, now: datetime, tz) -> dict:
         "rrf": round(entry.rrf, 6),
         "score": scores[0] if scores else None,
     }
-
-
-_log_lock = threading.Lock()
 
 
 def _log(result: RetrievalResult) -> int | None:
