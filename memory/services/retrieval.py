@@ -72,6 +72,8 @@ KEYWORD_RELATIVE_CUT = 0.5
 SOURCE_TIME = "time"
 TIME_EXTRA_MAX = 20
 FUSION_HEAD = 40
+# How far down the ranked list a newer version of a topic may climb (see _newer_first).
+NEWER_FIRST_HEAD = 6
 
 KIND_LABELS = {"exchange": "conversation", "fact": "fait", "summary": "résumé"}
 
@@ -333,6 +335,31 @@ def _recently_injected(channel: str, turns: int) -> set[str]:
     return {item["id"] for row in rows for item in row.memories if "id" in item}
 
 
+def _newer_first(
+    ids: list[str], *, vectors: dict, timestamps: dict[str, datetime], threshold: float
+) -> list[str]:
+    """Neighbours that are versions of one topic (cosine >= threshold): the newer goes first.
+
+    "Le code du portail est 1937" then, months later, "le nouveau code est
+    4821": both match, the newer is the answer. Only adjacent pairs swap, so a
+    newer memory moves up past versions of its own topic, never past others.
+    """
+    import numpy as np
+
+    ordered = list(ids)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(ordered) - 1):
+            a, b = ordered[i], ordered[i + 1]
+            if a not in vectors or b not in vectors:
+                continue
+            if timestamps[b] > timestamps[a] and float(np.dot(vectors[a], vectors[b])) >= threshold:
+                ordered[i], ordered[i + 1] = b, a
+                changed = True
+    return ordered
+
+
 def _point_vectors(ids: list[str]) -> dict[str, list[float]]:
     """The stored vectors of memories (by our ids), for near-duplicate checks."""
     from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY
@@ -474,10 +501,20 @@ def memory_rank(
         candidates = _hydrate([str(entry.id) for entry in fused], now)
     core_ids = [f"fact:{fact.pk}" for fact in core]
     ordered: list[str] = []
+    timestamps: dict[str, datetime] = {}
     for entry in fused:
         candidate = candidates.get(str(entry.id))
         if candidate is not None and candidate.id not in ordered and candidate.id not in core_ids:
             ordered.append(candidate.id)
+            timestamps[candidate.id] = candidate.timestamp
+    if mode == "hybrid" and ordered:
+        head = ordered[:NEWER_FIRST_HEAD]
+        ordered[:NEWER_FIRST_HEAD] = _newer_first(
+            head,
+            vectors=_point_vectors(head),
+            timestamps=timestamps,
+            threshold=semantic["embedder"].same_topic_threshold,
+        )
     return core_ids, ordered[:limit]
 
 
@@ -673,7 +710,6 @@ def _select(
     if embedder is None or not selected or not (recent_ids or len(selected) > 1):
         return selected[:wanted]
 
-    # Near-duplicates of what was injected in the last turns, or of each other.
     try:
         vectors = _point_vectors([c.id for c, _ in selected] + sorted(recent_ids))
     except Exception as exc:
@@ -681,6 +717,17 @@ def _select(
         return selected[:wanted]
     import numpy as np
 
+    # A newer version of a topic before the older one.
+    by_id = {c.id: (c, entry) for c, entry in selected}
+    head = _newer_first(
+        [c.id for c, _ in selected[:NEWER_FIRST_HEAD]],
+        vectors=vectors,
+        timestamps={c.id: c.timestamp for c, _ in selected},
+        threshold=embedder.same_topic_threshold,
+    )
+    selected = [by_id[i] for i in head] + selected[NEWER_FIRST_HEAD:]
+
+    # Near-duplicates of what was injected in the last turns, or of each other.
     threshold = embedder.near_duplicate_threshold
     kept = [vectors[i] for i in recent_ids if i in vectors]
     deduped = []

@@ -309,3 +309,44 @@ def test_a_message_naming_a_period_favours_memories_of_that_period(world):
     assert _ids(result).index(f"message:{recent.id}") < (
         _ids(result).index(f"message:{old.id}") if f"message:{old.id}" in _ids(result) else 99
     )
+
+
+def test_newer_first_swaps_only_versions_of_one_topic():
+    from datetime import UTC, datetime
+
+    from memory.services.retrieval import _newer_first
+
+    old, new = datetime(2025, 11, 1, tzinfo=UTC), datetime(2026, 3, 1, tzinfo=UTC)
+    vectors = {"a": [1.0, 0.0], "b": [0.96, 0.28], "c": [0.0, 1.0]}
+    stamps = {"a": old, "b": new, "c": new}
+    # b is a newer version of a (cosine 0.96): it goes first; c is another topic: it stays.
+    assert _newer_first(["a", "b", "c"], vectors=vectors, timestamps=stamps, threshold=0.93) == [
+        "b",
+        "a",
+        "c",
+    ]
+    assert _newer_first(["a", "c"], vectors=vectors, timestamps=stamps, threshold=0.93) == [
+        "a",
+        "c",
+    ]
+    # Without a vector (the store is down), the order is kept.
+    assert _newer_first(["a", "b"], vectors={}, timestamps=stamps, threshold=0.93) == ["a", "b"]
+
+
+def test_the_newer_version_of_a_fact_is_injected_before_the_older(world):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = fact_store(key="david_home_2025", value="David habite à Bordeaux")[0]
+    new = fact_store(key="david_home_2026", value="David habite maintenant à Toulouse")[0]
+    Fact.objects.filter(pk=old.pk).update(
+        created_at=timezone.now() - timedelta(days=120),
+        updated_at=timezone.now() - timedelta(days=120),
+    )
+    Fact.objects.filter(pk=new.pk).update(
+        created_at=timezone.now() - timedelta(days=3), updated_at=timezone.now() - timedelta(days=3)
+    )
+    _index_all()
+    ids = _ids(auto_retrieve(message="Où habite David ?", channel="whatsapp"))
+    assert ids.index(f"fact:{new.id}") < ids.index(f"fact:{old.id}")
