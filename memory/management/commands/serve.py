@@ -21,6 +21,12 @@ from django.core.management.base import BaseCommand
 
 logger = logging.getLogger(__name__)
 
+SHARED_FOLDER_WARNING = (
+    "Attention : le Qdrant embarqué (un dossier) ne s'ouvre que dans un seul processus. "
+    "Avec des workers Celery séparés, définissez QDRANT_URL (un serveur Qdrant), "
+    "sinon le web et les workers se disputeront le dossier."
+)
+
 
 def superuser_ensure() -> str | None:
     """Create the superuser named in the environment if it does not exist yet."""
@@ -73,6 +79,8 @@ class Command(BaseCommand):
             )
         embedded = settings.CELERY_BROKER_URL.startswith("memory://")
         run_worker = options["worker"] == "yes" or (options["worker"] == "auto" and embedded)
+        if not run_worker and not settings.QDRANT_URL:
+            self.stderr.write(SHARED_FOLDER_WARNING)
 
         server = create_server(
             application,
@@ -83,7 +91,7 @@ class Command(BaseCommand):
         )
         # waitress stops cleanly on SystemExit; make SIGTERM (systemd, docker,
         # a test) mean the same as Ctrl-C.
-        signal.signal(signal.SIGTERM, _raise_system_exit)
+        previous_handler = signal.signal(signal.SIGTERM, _raise_system_exit)
 
         worker = scheduler = None
         if run_worker:
@@ -103,6 +111,7 @@ class Command(BaseCommand):
             if worker is not None:
                 worker.stop()
             _close_stores()
+            signal.signal(signal.SIGTERM, previous_handler)
             self.stdout.write("Arrêté.")
 
 

@@ -128,3 +128,19 @@ def test_a_locked_or_unreachable_store_is_a_clear_command_error(settings, local_
     finally:
         vector_store_reset()
     assert Fact.objects.get(key="k").index_state == IndexState.PENDING
+
+
+def test_serve_warns_when_separate_workers_would_share_the_embedded_folder(settings):
+    """Without its in-process worker and without QDRANT_URL, serve says why that cannot work."""
+    from unittest import mock
+
+    from memory.management.commands.serve import SHARED_FOLDER_WARNING
+
+    settings.QDRANT_URL = ""
+    err = StringIO()
+    with mock.patch("waitress.create_server") as create_server:
+        create_server.return_value.run.side_effect = KeyboardInterrupt  # stop at once
+        create_server.return_value.effective_port = 0
+        with pytest.raises(KeyboardInterrupt):
+            call_command("serve", "--worker", "no", "--no-migrate", stdout=StringIO(), stderr=err)
+    assert SHARED_FOLDER_WARNING in err.getvalue()
