@@ -29,11 +29,11 @@ from memory.models import (
     Fact,
     IndexState,
     MemorySettings,
-    MemoryType,
     Message,
     MessageRole,
     Summary,
 )
+from memory.services.facts import default_importance
 
 DATASET_PATH = Path(__file__).resolve().parent.parent / "eval" / "dataset.json"
 MODES = ("semantic", "text", "hybrid")
@@ -63,7 +63,6 @@ def _dt(value: str) -> datetime:
 def dataset_store(data: dict, *, vault: Path) -> dict[str, str]:
     """Write the dataset's memories into T1 (and notes into ``vault``); eval id -> memory id."""
     ids: dict[str, str] = {}
-    tagged: list[str] = []
     for memory in data["memories"]:
         kind = memory["kind"]
         if kind == "fact":
@@ -72,7 +71,7 @@ def dataset_store(data: dict, *, vault: Path) -> dict[str, str]:
                 key=memory["key"],
                 value=memory["value"],
                 memory_type=memory["type"],
-                importance=memory.get("importance", _default_importance(memory["type"])),
+                importance=memory.get("importance", default_importance(memory["type"])),
                 subjects=memory.get("subjects", []),
                 channel=memory.get("channel", ""),
                 created_at=created,
@@ -114,15 +113,7 @@ def dataset_store(data: dict, *, vault: Path) -> dict[str, str]:
                 content += "\n\n#makilab"
             target.write_text(content, encoding="utf-8")
             ids[memory["id"]] = f"note:{memory['path']}"
-            if memory.get("tagged"):
-                tagged.append(memory["path"])
     return ids
-
-
-def _default_importance(memory_type: str) -> float:
-    from memory.models import DEFAULT_IMPORTANCE
-
-    return DEFAULT_IMPORTANCE[MemoryType(memory_type)]
 
 
 def dataset_index(*, progress: Callable[[str], None] | None = None) -> None:

@@ -54,6 +54,8 @@ SOURCE_T1 = "t1"
 SOURCE_SEMANTIC = "semantic"
 SOURCE_KEYWORDS = "keywords"
 SOURCE_NOTES = "notes"
+# Memories from the period a message names ("la semaine dernière").
+SOURCE_TIME = "time"
 
 CORE_FACTS_MAX = 8
 T1_IMPORTANCE = 0.8
@@ -64,12 +66,10 @@ PREVIEW_CHARS = 200
 CANDIDATES_PER_RESULT = 4
 CANDIDATES_MIN = 12
 # T1's list is context, not relevance: it weighs less than a semantic or keyword hit.
-SOURCE_WEIGHTS = {SOURCE_T1: 0.1, SOURCE_SEMANTIC: 1.0, SOURCE_KEYWORDS: 1.0, "time": 1.0}
+SOURCE_WEIGHTS = {SOURCE_T1: 0.1, SOURCE_SEMANTIC: 1.0, SOURCE_KEYWORDS: 1.0, SOURCE_TIME: 1.0}
 
 # Keyword hits weaker than this fraction of the best bm25 are dropped (see _strong).
 KEYWORD_RELATIVE_CUT = 0.5
-# Memories from the period a message names ("la semaine dernière") get a source.
-SOURCE_TIME = "time"
 TIME_EXTRA_MAX = 20
 FUSION_HEAD = 40
 # How far down the ranked list a newer version of a topic may climb (see _newer_first).
@@ -585,9 +585,9 @@ def _retrieve(
     prefetched = None
     recent_ids: set[str] = set()
     try:
-        prefetched = _prefetch(ranked, text=text, now=now, tz=tz)
         recent_ids = _recently_injected(channel, memory_settings.reinjection_turns)
-    except Exception as exc:  # never raise from the pre-hook
+        prefetched = _prefetch(ranked, text=text, now=now, tz=tz)
+    except Exception as exc:  # never raise from the pre-hook; _fuse hydrates what is missing
         result.failed_sources["prefetch"] = _failure(exc)
     result.timings_ms["prefetch"] = _ms(start)
 
@@ -615,10 +615,8 @@ def _retrieve(
             recent_ids=recent_ids,
             history=history,
             core=core,
-            channel=channel,
             memory_settings=memory_settings,
             embedder=embedder,
-            now=now,
             result=result,
         )
     except Exception as exc:
@@ -680,9 +678,7 @@ def _collect(future: Future, name: str, limit_s: float, started: float, result: 
     return None
 
 
-def _select(
-    *, fused, candidates, recent_ids, history, core, channel, memory_settings, embedder, now, result
-):
+def _select(*, fused, candidates, recent_ids, history, core, memory_settings, embedder, result):
     """The fused entries to inject, hydrated, in order, at most max_results.
 
     Only the head of the fused list is hydrated and checked (a few times

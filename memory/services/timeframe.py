@@ -115,7 +115,7 @@ def time_window(text: str, *, now: datetime, tz: tzinfo) -> tuple[datetime, date
     if match:
         month = _MONTH_INDEX[match.group(2)]
         if match.group(2) == "mai" and not match.group(1):
-            return None  # "mai" alone is too often another word ("mais" is not, but be safe)
+            return None  # "mai" alone is too weak a signal (typos of "mais"); "en mai" counts
         year = int(match.group(3)) if match.group(3) else _latest_year(month, 1, today)
         first, last = _month_range(year, month)
         part = match.group(1)

@@ -163,39 +163,38 @@ class MessageFtsHit:
     score: float  # -bm25(): higher is better
 
 
-def fts_rank_messages(
-    terms: list[str], *, limit: int = 20, any_term: bool = True
-) -> list[MessageFtsHit]:
-    """Message ids matching the (already folded) terms, best bm25 first: no join, no snippet.
+def _rank_rowids(table: str, terms: list[str], *, limit: int, any_term: bool) -> list[tuple]:
+    """(rowid, -bm25) of an FTS table's rows matching the folded terms, best first.
 
-    The retrieval pre-hook's keyword source: on a large index a common word
-    matches thousands of rows, and every column in the select list is computed
-    for each of them before the sort, so this query selects only what it ranks.
+    Selects only what it ranks: on a large index a common word matches
+    thousands of rows, and every selected column is computed for each of them
+    before the sort. ``table`` is one of our two constant names, never user text.
     """
     if not terms or limit <= 0:
         return []
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT rowid, bm25(messages_fts) FROM messages_fts WHERE messages_fts MATCH %s"
-            " ORDER BY bm25(messages_fts), rowid DESC LIMIT %s",
+            f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH %s"
+            f" ORDER BY bm25({table}), rowid DESC LIMIT %s",
             [match_expression(terms, any_term=any_term), int(limit)],
         )
-        return [MessageFtsHit(message_id=row[0], score=-float(row[1])) for row in cursor.fetchall()]
+        return cursor.fetchall()
+
+
+def fts_rank_messages(
+    terms: list[str], *, limit: int = 20, any_term: bool = True
+) -> list[MessageFtsHit]:
+    """Message ids matching the (already folded) terms, best bm25 first: no join, no snippet."""
+    rows = _rank_rowids("messages_fts", terms, limit=limit, any_term=any_term)
+    return [MessageFtsHit(message_id=rowid, score=float(score)) for rowid, score in rows]
 
 
 def fts_search_facts(
     terms: list[str], *, limit: int = 20, any_term: bool = True
 ) -> list[FactFtsHit]:
     """Facts whose key words or value match the (already folded) terms, best bm25 first."""
-    if not terms or limit <= 0:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT rowid, bm25(facts_fts) FROM facts_fts WHERE facts_fts MATCH %s"
-            " ORDER BY bm25(facts_fts), rowid DESC LIMIT %s",
-            [match_expression(terms, any_term=any_term), int(limit)],
-        )
-        return [FactFtsHit(fact_id=row[0], score=-float(row[1])) for row in cursor.fetchall()]
+    rows = _rank_rowids("facts_fts", terms, limit=limit, any_term=any_term)
+    return [FactFtsHit(fact_id=rowid, score=float(score)) for rowid, score in rows]
 
 
 @contextlib.contextmanager
