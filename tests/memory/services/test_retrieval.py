@@ -350,3 +350,12 @@ def test_the_newer_version_of_a_fact_is_injected_before_the_older(world):
     _index_all()
     ids = _ids(auto_retrieve(message="Où habite David ?", channel="whatsapp"))
     assert ids.index(f"fact:{new.id}") < ids.index(f"fact:{old.id}")
+
+
+def test_weak_keyword_hits_are_dropped_next_to_strong_ones():
+    from memory.services.retrieval import KEYWORD_RELATIVE_CUT, _strong
+    from memory.stores.fts import FactFtsHit
+
+    hits = [FactFtsHit(1, 10.0), FactFtsHit(2, 10.0 * KEYWORD_RELATIVE_CUT), FactFtsHit(3, 4.9)]
+    assert [h.fact_id for h in _strong(hits)] == [1, 2]
+    assert _strong([]) == []
