@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models import Manager
 from django.utils import timezone
 
 
@@ -66,7 +67,14 @@ class IndexState(models.TextChoices):
 
 
 class Indexable(models.Model):
-    """A row that has a point in Qdrant (T2), derived from it and rebuildable."""
+    """A row that has a point in Qdrant (T2), derived from it and rebuildable.
+
+    The indexing state machine (memory.services.indexing): every change the
+    point must reflect bumps ``version`` and sets the row pending; a task claims
+    the row with a lease, embeds it, writes the point carrying that version, and
+    marks the row indexed only if the version and its lease are still current.
+    ``indexed_version`` is the version the point (or its absence) reflects.
+    """
 
     index_state = models.CharField(
         max_length=8, choices=IndexState.choices, default=IndexState.PENDING, db_index=True
@@ -76,9 +84,67 @@ class Indexable(models.Model):
     indexed_at = models.DateTimeField(null=True, blank=True)
     # When a failed row may be tried again (exponential backoff); null: now.
     index_retry_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    indexed_version = models.PositiveIntegerField(default=0)
+    # When a task was last sent for the row: the sweep leaves queued work alone.
+    index_queued_at = models.DateTimeField(null=True, blank=True)
+    # The claim of the task working on the row (lease token + end of lease).
+    index_lease_token = models.CharField(max_length=32, blank=True, default="")
+    index_lease_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         abstract = True
+
+
+class ForgettingState(models.TextChoices):
+    ACTIVE = "active", "Oublié (annulable)"
+    RESTORED = "restored", "Restauré"
+    PURGED = "purged", "Effacé définitivement"
+
+
+class Forgetting(models.Model):
+    """One forget of a topic: what it took stays restorable until ``purge_after``.
+
+    Forgotten rows point here; they are out of every read path (default
+    managers, FTS views, Qdrant) until restored, and deleted for good by the
+    purge. After the purge the topic itself is redacted.
+    """
+
+    topic = models.CharField(max_length=500)
+    actor = models.CharField(max_length=16, choices=Actor.choices, default=Actor.AGENT)
+    # How the items were chosen: "words" (every meaningful word) or "llm".
+    selection = models.CharField(max_length=16, default="words")
+    state = models.CharField(
+        max_length=16, choices=ForgettingState.choices, default=ForgettingState.ACTIVE
+    )
+    # {"exchanges": n, "messages": n, "facts": n, "summaries": n, "points": n}
+    counts = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    purge_after = models.DateTimeField(db_index=True)
+    restored_at = models.DateTimeField(null=True, blank=True)
+    purged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "oubli"
+        verbose_name_plural = "oublis"
+
+    def __str__(self) -> str:
+        return f"{self.topic[:60]} ({self.state})"
+
+
+class InMemoryManager(models.Manager):
+    """Rows that are part of the memory: not forgotten (a forgotten row is reachable by no read)."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(forgetting__isnull=True)
+
+
+class MessageManager(InMemoryManager):
+    """Messages that feed the memory: not forgotten, not part of a forget exchange."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(memory_excluded=False)
 
 
 class MessageRole(models.TextChoices):
@@ -111,9 +177,21 @@ class Message(Indexable):
     reply_to = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replies"
     )
+    # The forget that took this message (restorable until its purge).
+    forgetting = models.ForeignKey(
+        Forgetting, null=True, blank=True, on_delete=models.PROTECT, related_name="messages"
+    )
+    # Part of an exchange that asked to forget: never feeds retrieval, search,
+    # extraction or compaction (it names what was forgotten).
+    memory_excluded = models.BooleanField(default=False)
+
+    all_objects = Manager()
+    objects = MessageManager()
 
     class Meta:
         db_table = "messages"
+        base_manager_name = "all_objects"
+        default_manager_name = "objects"
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["channel", "created_at"], name="messages_channel_time")]
 
@@ -130,13 +208,38 @@ class Summary(Indexable):
     period_start = models.DateTimeField(null=True, blank=True)
     period_end = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    forgetting = models.ForeignKey(
+        Forgetting, null=True, blank=True, on_delete=models.PROTECT, related_name="summaries"
+    )
+
+    all_objects = Manager()
+    objects = InMemoryManager()
 
     class Meta:
+        base_manager_name = "all_objects"
+        default_manager_name = "objects"
         verbose_name_plural = "summaries"
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"[{self.channel}] {self.content[:60]}"
+
+
+FACT_KEY_MESSAGE = (
+    "La clé d'un fait ne peut pas être vide, ni contenir « / », « \\ », "
+    "un retour à la ligne ou des espaces au début ou à la fin."
+)
+
+
+def validate_fact_key(value: str) -> None:
+    """The one key rule (model, admin, forms, API): a key must fit in a URL path segment."""
+    if (
+        not value
+        or value != value.strip()
+        or any(c in value for c in "/\\")
+        or any(ord(c) < 32 or ord(c) == 127 for c in value)
+    ):
+        raise ValidationError(FACT_KEY_MESSAGE, code="invalid_key")
 
 
 def _validate_subjects(value: object) -> None:
@@ -147,7 +250,7 @@ def _validate_subjects(value: object) -> None:
 class Fact(Indexable):
     """A durable fact about the owner or the people around them (table core_memory)."""
 
-    key = models.CharField(max_length=200, unique=True)
+    key = models.CharField(max_length=200, unique=True, validators=[validate_fact_key])
     value = models.TextField()
     memory_type = models.CharField(
         max_length=16, choices=MemoryType.choices, default=MemoryType.FACT, db_index=True
@@ -172,8 +275,19 @@ class Fact(Indexable):
     access_count = models.PositiveIntegerField(default=0)
     forgotten = models.BooleanField(default=False, db_index=True)
     forgotten_at = models.DateTimeField(null=True, blank=True)
+    # The topic forget that took this fact (it is then out of every read path).
+    forgetting = models.ForeignKey(
+        Forgetting, null=True, blank=True, on_delete=models.PROTECT, related_name="facts"
+    )
+    # Fields the owner set (user or admin): the agent never overwrites them.
+    owner_fields = models.JSONField(default=list, blank=True)
+
+    all_objects = Manager()
+    objects = InMemoryManager()
 
     class Meta:
+        base_manager_name = "all_objects"
+        default_manager_name = "objects"
         db_table = "core_memory"
         ordering = ["-importance", "key"]
 
@@ -233,11 +347,6 @@ class MemorySettings(models.Model):
         default=6,
         validators=[MinValueValidator(1), MaxValueValidator(168)],
     )
-    dedup_threshold = models.FloatField(
-        "seuil de quasi-doublon",
-        default=0.85,
-        validators=[MinValueValidator(0.5), MaxValueValidator(1.0)],
-    )
     search_min_score = models.FloatField(
         "score minimum des recherches",
         default=0.3,
@@ -247,6 +356,11 @@ class MemorySettings(models.Model):
         "score minimum de l'oubli",
         default=0.5,
         validators=[MinValueValidator(0.3), MaxValueValidator(1.0)],
+    )
+    forget_retention_days = models.PositiveSmallIntegerField(
+        "jours pendant lesquels un oubli est annulable",
+        default=7,
+        validators=[MinValueValidator(0), MaxValueValidator(90)],
     )
     history_length = models.PositiveSmallIntegerField(
         "longueur de l'historique",
@@ -307,3 +421,44 @@ class MemoryRetrieval(models.Model):
 
     def __str__(self) -> str:
         return f"[{self.channel}] {self.message_preview[:60]}"
+
+
+class JobState(models.TextChoices):
+    QUEUED = "queued", "En file"
+    RUNNING = "running", "En cours"
+    DONE = "done", "Terminé"
+    FAILED = "failed", "Échec"
+
+
+class Job(models.Model):
+    """A durable background job (fact extraction, compaction, …): the outbox of Celery.
+
+    Written in the transaction of the change that needs it, sent to Celery on
+    commit, claimed with a lease, swept when its message was lost (a stop, a
+    crash), retried with backoff up to a bound, then ``failed`` with its error.
+    ``key`` makes enqueueing idempotent (one extraction per exchange).
+    """
+
+    kind = models.CharField(max_length=32, db_index=True)
+    key = models.CharField(max_length=200, unique=True)
+    payload = models.JSONField(default=dict, blank=True)
+    state = models.CharField(
+        max_length=8, choices=JobState.choices, default=JobState.QUEUED, db_index=True
+    )
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    run_after = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    lease_token = models.CharField(max_length=32, blank=True, default="")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "memory_jobs"
+        ordering = ["created_at", "id"]
+        verbose_name = "tâche de fond"
+        verbose_name_plural = "tâches de fond"
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.state})"

@@ -1,8 +1,9 @@
 """Celery tasks of the memory: thin interfaces over memory.services.
 
-Tasks take row ids, return quietly when the row is gone, are acked late (a
-worker killed mid-task leaves the message for another), and retry only
-transient store errors, with exponential backoff and jitter, up to a cap.
+Tasks take row ids, return quietly when the row is gone, and are acked late
+(a worker killed mid-task leaves the message for another). Indexing tasks do
+not retry through Celery: a failure is recorded on the row (attempts, backoff,
+error) by the indexing state machine, and the sweep re-sends it when due.
 """
 
 from __future__ import annotations
@@ -11,35 +12,31 @@ from celery import shared_task
 
 from memory.exceptions import StoreUnavailable
 
-RETRY_OPTIONS = {
-    "acks_late": True,
-    "autoretry_for": (StoreUnavailable,),
-    "retry_backoff": 5,
-    "retry_backoff_max": 300,
-    "retry_jitter": True,
-    "max_retries": 5,
-}
+TASK_OPTIONS = {"acks_late": True}
 
 
-@shared_task(name="memory.message_index", **RETRY_OPTIONS)
+def _index(kind: str, row_id: int) -> dict:
+    from memory.services.indexing import index_row
+
+    try:
+        return vars(index_row(kind, row_id))
+    except StoreUnavailable as exc:  # recorded on the row; the sweep re-sends it
+        return {"unavailable": str(exc)}
+
+
+@shared_task(name="memory.message_index", **TASK_OPTIONS)
 def message_index_task(message_id: int) -> dict:
-    from memory.services.indexing import KIND_MESSAGE, index_row
-
-    return vars(index_row(KIND_MESSAGE, message_id))
+    return _index("message", message_id)
 
 
-@shared_task(name="memory.fact_index", **RETRY_OPTIONS)
+@shared_task(name="memory.fact_index", **TASK_OPTIONS)
 def fact_index_task(fact_id: int) -> dict:
-    from memory.services.indexing import KIND_FACT, index_row
-
-    return vars(index_row(KIND_FACT, fact_id))
+    return _index("fact", fact_id)
 
 
-@shared_task(name="memory.summary_index", **RETRY_OPTIONS)
+@shared_task(name="memory.summary_index", **TASK_OPTIONS)
 def summary_index_task(summary_id: int) -> dict:
-    from memory.services.indexing import KIND_SUMMARY, index_row
-
-    return vars(index_row(KIND_SUMMARY, summary_id))
+    return _index("summary", summary_id)
 
 
 @shared_task(name="memory.pending_sweep", acks_late=True)

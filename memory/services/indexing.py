@@ -1,63 +1,96 @@
-"""T1 → T2: embedding rows and writing their points, at least once, never twice.
+"""T1 → T2: the indexing state machine. A point never lies about its row.
 
-Every indexable row (exchange, fact, summary) carries an indexing state. A save
-enqueues a task on commit; the task (or a batch from `reindex`) embeds the row,
-writes its point under a deterministic id (uuid5 of kind and row id, so a
-second run overwrites instead of duplicating) and marks the row indexed only
-after Qdrant confirmed the write. Transient failures leave the row pending with
-a backoff; malformed embeddings mark it failed. The periodic sweep re-enqueues
-what is left behind, so a lost broker message or a store outage delays indexing
-but loses nothing.
+Every indexable row (exchange root, fact, summary) carries ``version`` and
+``indexed_version`` (memory.models.Indexable). The machine, per row:
+
+    change   (any write its point must reflect: index_enqueue / rows_changed)
+             version += 1, state pending, attempts 0, queued now; a task is sent on commit
+    claim    a task takes a lease (token + expiry) unless another live lease holds
+             the row; a row already indexed at its version is released untouched
+    write    the row is read at version v; its point is upserted with payload
+             version v, or deleted when the row must have none (forgotten,
+             expired, excluded): the Document / Removal of index_documents
+    finish   compare-and-set: marked indexed at v only WHERE version = v AND the
+             lease is still ours. If that matches no row, the row changed or our
+             lease expired and another task took it: our write may be stale, so
+             the row is bumped again (version + 1, pending, a new task): the last
+             write to a point is always followed by a successful finish of the
+             same writer or by another change.
+    fail     every failure counts an attempt and backs off (exponential, jitter,
+             capped). A store that is down only delays (the row stays pending);
+             anything else (an invalid embedding, a dimension mismatch after an
+             embedder change, an unexpected error) ends ``failed`` after
+             MAX_ATTEMPTS with its error kept for memory_stats, memory_doctor and
+             the admin; a dimension mismatch is detected before any (paid) embedding.
+    sweep    re-sends pending rows that are due, not queued recently (a lost broker
+             message, a restart) and not leased; never failed rows (reindex or
+             `memory_doctor --fix` retry them).
+
+Point ids are deterministic (uuid5 of kind and row id): a second write
+overwrites, never duplicates. An exchange point is keyed by its root (the user
+message); its replies share the root's state and are marked with it.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import models, transaction
-from django.db.models import Q
+from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
-from memory.exceptions import MemoryServiceError, StoreUnavailable
-from memory.models import Fact, IndexState, Message, MessageRole, Summary
+from memory.exceptions import DimensionMismatch, EmbeddingInvalid, StoreUnavailable
+from memory.models import IndexState, Message, MessageRole
+from memory.services.index_documents import (  # re-exported: the names callers know
+    FACT_SENTENCE_WORDS,
+    INDEXED_ROLES,
+    KIND_FACT,
+    KIND_MESSAGE,
+    KIND_SUMMARY,
+    KINDS,
+    Document,
+    Removal,
+    collection_for,
+    desired,
+    exchange_root_id,
+    fact_text,
+    model_for,
+)
+
+__all__ = [
+    "FACT_SENTENCE_WORDS",
+    "INDEXED_ROLES",
+    "KINDS",
+    "KIND_FACT",
+    "KIND_MESSAGE",
+    "KIND_SUMMARY",
+    "IndexReport",
+    "exchange_root_id",
+    "fact_text",
+    "index_enqueue",
+    "index_row",
+    "index_rows",
+    "pending_sweep",
+    "rows_changed",
+]
 
 logger = logging.getLogger(__name__)
 
-KIND_MESSAGE = "message"
-KIND_FACT = "fact"
-KIND_SUMMARY = "summary"
-KINDS = (KIND_MESSAGE, KIND_FACT, KIND_SUMMARY)
-
-# Roles whose messages make an exchange point; the others are marked skipped.
-INDEXED_ROLES = (MessageRole.USER, MessageRole.ASSISTANT)
-# A pending row younger than this is left to the task its save enqueued.
-SWEEP_GRACE = timedelta(minutes=1)
+LEASE = timedelta(minutes=2)
+# A row whose task was sent less than this ago is left to that task by the sweep.
+QUEUE_GRACE = timedelta(minutes=2)
 SWEEP_BATCH = 500
-# Failed rows are retried by the sweep until this many attempts.
-MAX_ATTEMPTS = 10
+# Non-transient failures end in "failed" after this many attempts.
+MAX_ATTEMPTS = 5
 BACKOFF_BASE_S = 30
 BACKOFF_CAP_S = 6 * 3600
 ERROR_MAX_CHARS = 500
-
-
-@dataclass(frozen=True)
-class Document:
-    """What a row becomes in Qdrant."""
-
-    kind: str
-    row_id: int
-    collection: str
-    point_id: str
-    text: str
-    payload: dict
-    # Rows marked indexed when the point is confirmed (an exchange: both messages).
-    row_ids: tuple[int, ...]
-    # The row's version when it was read: the mark is skipped if it changed since.
-    version: str
+DIMENSION_HINT = " Lancez `python manage.py reindex --recreate` après un changement d'embedder."
 
 
 @dataclass
@@ -67,14 +100,11 @@ class IndexReport:
     skipped: int = 0
     gone: int = 0
     failed: int = 0
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def _model(kind: str) -> type[models.Model]:
-    return {KIND_MESSAGE: Message, KIND_FACT: Fact, KIND_SUMMARY: Summary}[kind]
+    # Rows left alone: leased by another task, or already indexed at their version.
+    busy: int = 0
+    current: int = 0
+    # Rows whose write turned out stale (changed meanwhile): bumped and re-sent.
+    stale: int = 0
 
 
 def backoff_delay(attempts: int) -> timedelta:
@@ -83,255 +113,255 @@ def backoff_delay(attempts: int) -> timedelta:
     return timedelta(seconds=base * random.uniform(0.8, 1.2))
 
 
-# --- What a row looks like in Qdrant ------------------------------------------
+# --- change -----------------------------------------------------------------------------
 
 
-def exchange_root_id(message: Message) -> int:
-    """The id that keys an exchange: the user message a reply answers."""
-    return message.reply_to_id or message.id
+def _roots_of(message_ids: Iterable[int]) -> tuple[set[int], set[int]]:
+    """(exchange root ids, ids of messages that never get a point).
 
-
-def exchange_document(root: Message, reply: Message | None) -> Document:
-    from memory.stores.vectors import CONVERSATIONS, point_id
-
-    assistant = reply.content if reply else ""
-    text = root.content if not assistant else f"{root.content}\n{assistant}"
-    row_ids = (root.id, reply.id) if reply else (root.id,)
-    return Document(
-        kind=KIND_MESSAGE,
-        row_id=root.id,
-        collection=CONVERSATIONS,
-        point_id=point_id(KIND_MESSAGE, root.id),
-        text=text,
-        payload={
-            "channel": root.channel,
-            "role": "exchange",
-            "user_message": root.content,
-            "assistant_message": assistant,
-            "author": root.author,
-            "timestamp": _iso(root.created_at),
-            "message_id": root.id,
-            "reply_id": reply.id if reply else None,
-            "row_id": root.id,
-        },
-        row_ids=row_ids,
-        version=f"{root.content}\x00{assistant}",
-    )
-
-
-FACT_SENTENCE_WORDS = 3
-
-
-def fact_text(fact: Fact) -> str:
-    """The text embedded for a fact.
-
-    A value that is a sentence stands alone (the key would only add noise, and
-    two keys for one fact would keep dedup from seeing they are the same); a
-    short value ("Mickael") needs its key read as words ("user name : Mickael").
+    A system or tool message, or a reply to one, has no exchange point.
     """
-    if len(fact.value.split()) >= FACT_SENTENCE_WORDS:
-        return fact.value
-    return f"{fact.key.replace('_', ' ')} : {fact.value}"
-
-
-def fact_document(fact: Fact) -> Document:
-    from memory.stores.vectors import KNOWLEDGE, point_id
-
-    return Document(
-        kind=KIND_FACT,
-        row_id=fact.id,
-        collection=KNOWLEDGE,
-        point_id=point_id(KIND_FACT, fact.id),
-        text=fact_text(fact),
-        payload={
-            "type": "fact",
-            "channel": fact.channel,
-            "key": fact.key,
-            "content": fact.value,
-            "timestamp": _iso(fact.created_at),
-            "updated_at": _iso(fact.updated_at),
-            "subjects": list(fact.subjects),
-            "memory_type": fact.memory_type,
-            "importance": fact.importance,
-            "expires_at": _iso(fact.expires_at),
-            "row_id": fact.id,
-        },
-        row_ids=(fact.id,),
-        version=_iso(fact.updated_at) or "",
+    rows = {
+        mid: (reply_to, role)
+        for mid, reply_to, role in Message.all_objects.filter(pk__in=list(message_ids)).values_list(
+            "id", "reply_to_id", "role"
+        )
+    }
+    parents = set(
+        Message.all_objects.filter(
+            pk__in=[r for r, _ in rows.values() if r], role__in=INDEXED_ROLES
+        ).values_list("id", flat=True)
     )
+    roots, skipped = set(), set()
+    for mid, (reply_to, role) in rows.items():
+        if role not in INDEXED_ROLES or (reply_to and reply_to not in parents):
+            skipped.add(mid)
+        else:
+            roots.add(reply_to or mid)
+    return roots, skipped
 
 
-def summary_document(summary: Summary) -> Document:
-    from memory.stores.vectors import KNOWLEDGE, point_id
+def rows_changed(kind: str, row_ids: Iterable[int]) -> None:
+    """Record that these rows' points must change, and index them after commit.
 
-    return Document(
-        kind=KIND_SUMMARY,
-        row_id=summary.id,
-        collection=KNOWLEDGE,
-        point_id=point_id(KIND_SUMMARY, summary.id),
-        text=summary.content,
-        payload={
-            "type": "summary",
-            "channel": summary.channel,
-            "key": "",
-            "content": summary.content,
-            "timestamp": _iso(summary.period_end or summary.created_at),
-            "subjects": [],
-            "memory_type": "summary",
-            "importance": None,
-            "expires_at": None,
-            "row_id": summary.id,
-        },
-        row_ids=(summary.id,),
-        version=summary.content,
-    )
-
-
-def _current_version(kind: str, row_id: int) -> str | None:
-    """The version of a row now, as its Document would carry it (None: gone)."""
-    documents, _, _ = _documents(kind, [row_id])
-    return documents[0].version if documents else None
-
-
-def _documents(kind: str, row_ids: Sequence[int]) -> tuple[list[Document], list[tuple], list[int]]:
-    """Documents to write, (collection, point id, row id) to remove, and row ids to skip."""
-    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, point_id
-
-    documents: list[Document] = []
-    removals: list[tuple] = []
-    skips: list[int] = []
+    Call inside the transaction that made the change. For messages, any message
+    of an exchange may be given: its root is bumped.
+    """
+    ids = list(row_ids)
     if kind == KIND_MESSAGE:
-        messages = Message.objects.filter(pk__in=row_ids)
-        roots: dict[int, Message] = {}
-        for message in messages:
-            if message.role not in INDEXED_ROLES:
-                skips.append(message.id)
-                continue
-            root_id = exchange_root_id(message)
-            roots.setdefault(root_id, message if message.id == root_id else None)
-        missing = [rid for rid, msg in roots.items() if msg is None]
-        for root in Message.objects.filter(pk__in=missing):
-            roots[root.id] = root
-        replies: dict[int, Message] = {}
-        reply_rows = Message.objects.filter(
-            reply_to_id__in=list(roots), role=MessageRole.ASSISTANT
-        ).order_by("created_at", "id")
-        for reply in reply_rows:
-            replies.setdefault(reply.reply_to_id, reply)
-        for root_id, root in roots.items():
-            if root is None:
-                removals.append((CONVERSATIONS, point_id(KIND_MESSAGE, root_id), root_id))
-                continue
-            documents.append(exchange_document(root, replies.get(root_id)))
-    elif kind == KIND_FACT:
-        now = timezone.now()
-        for fact in Fact.objects.filter(pk__in=row_ids):
-            if fact.forgotten or (fact.expires_at is not None and fact.expires_at <= now):
-                removals.append((KNOWLEDGE, point_id(KIND_FACT, fact.id), fact.id))
-            else:
-                documents.append(fact_document(fact))
-    elif kind == KIND_SUMMARY:
-        documents = [summary_document(s) for s in Summary.objects.filter(pk__in=row_ids)]
-    else:
-        raise MemoryServiceError(f"Type d'élément inconnu : {kind!r}.")
-    return documents, removals, skips
-
-
-# --- Writing points -------------------------------------------------------------
-
-
-def _mark_indexed(kind: str, documents: Iterable[Document]) -> int:
-    model = _model(kind)
+        roots, skipped = _roots_of(ids)
+        if skipped:
+            Message.all_objects.filter(pk__in=skipped).update(index_state=IndexState.SKIPPED)
+        ids = sorted(roots)
+    if not ids:
+        return
     now = timezone.now()
-    marked = 0
-    for document in documents:
-        # Skip the mark when the row changed while we embedded it: its own
-        # task (enqueued by that change) will index the new version.
-        if _current_version(kind, document.row_id) != document.version:
-            continue
-        marked += model.objects.filter(pk__in=document.row_ids).update(
-            index_state=IndexState.INDEXED,
-            index_error="",
-            indexed_at=now,
-            index_retry_at=None,
+    fields = {
+        "version": F("version") + 1,
+        "index_state": IndexState.PENDING,
+        "index_attempts": 0,
+        "index_error": "",
+        "index_retry_at": None,
+        "index_queued_at": now,
+    }
+    model_for(kind).all_objects.filter(pk__in=ids).update(**fields)
+    if kind == KIND_MESSAGE:
+        _replies(ids).update(**{k: v for k, v in fields.items() if k != "version"})
+    for row_id in ids:
+        transaction.on_commit(lambda row_id=row_id: _send(kind, row_id))
+
+
+def index_enqueue(kind: str, row_id: int) -> None:
+    """The row changed: bump its version and index it once the transaction commits."""
+    rows_changed(kind, [row_id])
+
+
+def _replies(root_ids: Sequence[int]):
+    return Message.all_objects.filter(reply_to_id__in=list(root_ids), role=MessageRole.ASSISTANT)
+
+
+# --- claim, write, finish ---------------------------------------------------------------
+
+
+def _claim(kind: str, row_ids: Sequence[int], token: str) -> None:
+    now = timezone.now()
+    free = Q(index_lease_until__isnull=True) | Q(index_lease_until__lt=now)
+    model_for(kind).all_objects.filter(pk__in=list(row_ids)).filter(free).exclude(
+        index_state=IndexState.SKIPPED
+    ).update(index_lease_token=token, index_lease_until=now + LEASE)
+
+
+def _release(kind: str, row_ids: Sequence[int], token: str) -> None:
+    model_for(kind).all_objects.filter(pk__in=list(row_ids), index_lease_token=token).update(
+        index_lease_token="", index_lease_until=None
+    )
+
+
+def _finish(kind: str, item: Document | Removal, token: str) -> bool:
+    """Compare-and-set: mark the row indexed at the version we wrote, if still current."""
+    now = timezone.now()
+    done = {
+        "index_state": IndexState.INDEXED,
+        "indexed_version": item.version,
+        "indexed_at": now,
+        "index_error": "",
+        "index_attempts": 0,
+        "index_retry_at": None,
+        "index_queued_at": None,
+        "index_lease_token": "",
+        "index_lease_until": None,
+    }
+    marked = (
+        model_for(kind)
+        .all_objects.filter(pk=item.row_id, version=item.version, index_lease_token=token)
+        .update(**done)
+    )
+    if marked and kind == KIND_MESSAGE:
+        _replies([item.row_id]).update(
+            index_state=IndexState.INDEXED, indexed_at=now, index_error="", index_attempts=0
         )
-    return marked
+    return bool(marked)
 
 
-def _mark(kind: str, row_ids: Sequence[int], *, state: str, error: str) -> None:
-    model = _model(kind)
-    for row in model.objects.filter(pk__in=row_ids).only("id", "index_attempts"):
+def _fail(kind: str, row_ids: Sequence[int], token: str, exc: BaseException, *, transient: bool):
+    """Count an attempt, back off; a non-transient error ends failed after MAX_ATTEMPTS."""
+    model = model_for(kind)
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, DimensionMismatch):
+        message += DIMENSION_HINT
+    now = timezone.now()
+    for row in model.all_objects.filter(pk__in=list(row_ids), index_lease_token=token).only(
+        "id", "index_attempts"
+    ):
         attempts = row.index_attempts + 1
-        model.objects.filter(pk=row.id).update(
-            index_state=state,
-            index_attempts=attempts,
-            index_error=error[:ERROR_MAX_CHARS],
-            index_retry_at=timezone.now() + backoff_delay(attempts),
-        )
+        failed = not transient and (attempts >= MAX_ATTEMPTS or isinstance(exc, DimensionMismatch))
+        fields = {
+            "index_state": IndexState.FAILED if failed else IndexState.PENDING,
+            "index_attempts": attempts,
+            "index_error": message[:ERROR_MAX_CHARS],
+            "index_retry_at": None if failed else now + backoff_delay(attempts),
+            "index_queued_at": None,
+            "index_lease_token": "",
+            "index_lease_until": None,
+        }
+        model.all_objects.filter(pk=row.id, index_lease_token=token).update(**fields)
+        if kind == KIND_MESSAGE:
+            _replies([row.id]).update(index_state=fields["index_state"], index_error=message)
 
 
-def index_rows(kind: str, row_ids: Sequence[int]) -> IndexReport:
-    """Embed and write the points of these rows (one kind), in one embedding batch.
-
-    Raises StoreUnavailable (transient: rows stay pending with a backoff).
-    A malformed embedding marks the rows failed and is not raised.
-    """
-    from memory.exceptions import EmbeddingInvalid
+def _write(documents: list[Document], removals: list[Removal]) -> None:
     from memory.stores.embedders import get_embedder
-    from memory.stores.vectors import get_vector_store
+    from memory.stores.vectors import VectorPoint, get_vector_store
 
+    store = get_vector_store()
+    by_collection: dict[str, list[str]] = {}
+    for removal in removals:
+        by_collection.setdefault(removal.collection, []).append(removal.point_id)
+    for collection, ids in by_collection.items():
+        store.delete(collection, ids)
+    if not documents:
+        return
+    embedder = get_embedder()
+    collections = {d.collection for d in documents}
+    for collection in collections:
+        # Before embedding: after an embedder change, fail without a (paid) call.
+        existing = store.collection_dimension(collection)
+        if existing is not None and existing != embedder.dimension:
+            raise DimensionMismatch(
+                f"La collection {collection} a des vecteurs de dimension {existing}, "
+                f"l'embedder en produit {embedder.dimension}."
+            )
+    vectors = embedder.embed_documents([d.text for d in documents])
+    points: dict[str, list] = {}
+    for document, vector in zip(documents, vectors, strict=True):
+        points.setdefault(document.collection, []).append(
+            VectorPoint(id=document.point_id, vector=vector, payload=document.payload)
+        )
+    for collection, batch in points.items():
+        store.ensure_collection(collection, embedder.dimension)
+        store.upsert(collection, batch)
+
+
+def _stale(kind: str, row_id: int, token: str) -> None:
+    """Our write may be stale: change the row again so a fresh task overwrites it."""
+    with transaction.atomic():
+        _release(kind, [row_id], token)
+        rows_changed(kind, [row_id])
+
+
+def index_rows(kind: str, row_ids: Sequence[int], *, force: bool = False) -> IndexReport:
+    """Run the machine on these rows (one kind) with one embedding batch.
+
+    Raises StoreUnavailable (transient: the rows stay pending with a backoff).
+    Other failures are recorded on the rows, not raised. ``force`` re-writes
+    rows already indexed at their version (reindex after a dropped collection).
+    """
     report = IndexReport()
-    documents, removals, skips = _documents(kind, row_ids)
-    found = {d.row_id for d in documents} | {r[2] for r in removals} | set(skips)
-    report.gone = len(set(row_ids) - found - _reply_ids(kind, row_ids))
-    if skips:
-        _model(kind).objects.filter(pk__in=skips).update(index_state=IndexState.SKIPPED)
-        report.skipped = len(skips)
+    ids = list(dict.fromkeys(int(i) for i in row_ids))
+    if kind == KIND_MESSAGE:
+        roots, skipped = _roots_of(ids)
+        if skipped:
+            report.skipped = Message.all_objects.filter(pk__in=skipped).update(
+                index_state=IndexState.SKIPPED
+            )
+        known = (
+            roots
+            | skipped
+            | set(Message.all_objects.filter(pk__in=ids).values_list("id", flat=True))
+        )
+        report.gone = len(set(ids) - known)
+        ids = sorted(roots)
+    else:
+        existing = set(model_for(kind).all_objects.filter(pk__in=ids).values_list("id", flat=True))
+        report.gone = len(set(ids) - existing)
+        ids = [i for i in ids if i in existing]
+    if not ids:
+        return report
+    token = uuid.uuid4().hex
+    _claim(kind, ids, token)
+    model = model_for(kind)
+    mine = model.all_objects.filter(pk__in=ids, index_lease_token=token)
+    claimed = list(mine.values_list("id", "version", "indexed_version", "index_state"))
+    report.busy = (
+        len(ids) - len(claimed) - (len(ids) - model.all_objects.filter(pk__in=ids).count())
+    )
+    todo = [
+        rid
+        for rid, version, indexed_version, state in claimed
+        if force or not (state == IndexState.INDEXED and indexed_version == version)
+    ]
+    report.current = len(claimed) - len(todo)
+    _release(kind, [rid for rid, *_ in claimed if rid not in set(todo)], token)
+    documents, removals, _ = desired(kind, todo)
     if not documents and not removals:
         return report
-    store = get_vector_store()
+    items = [*documents, *removals]
+    item_ids = [i.row_id for i in items]
     try:
-        for collection, pid, _ in removals:
-            store.delete(collection, [pid])
-        if removals:
-            _model(kind).objects.filter(pk__in=[r[2] for r in removals]).update(
-                index_state=IndexState.INDEXED, index_error="", indexed_at=timezone.now()
-            )
-            report.removed = len(removals)
-        if documents:
-            embedder = get_embedder()
-            vectors = embedder.embed_documents([d.text for d in documents])
-            by_collection: dict[str, list] = {}
-            from memory.stores.vectors import VectorPoint
-
-            for document, vector in zip(documents, vectors, strict=True):
-                by_collection.setdefault(document.collection, []).append(
-                    VectorPoint(id=document.point_id, vector=vector, payload=document.payload)
-                )
-            for collection, points in by_collection.items():
-                store.ensure_collection(collection, embedder.dimension)
-                store.upsert(collection, points)
-            _mark_indexed(kind, documents)
-            report.indexed = len(documents)
-    except EmbeddingInvalid as exc:
-        ids = [i for d in documents for i in d.row_ids]
-        _mark(kind, ids, state=IndexState.FAILED, error=str(exc))
-        report.failed = len(documents)
-        logger.warning("indexing %s %s failed: %s", kind, list(row_ids)[:10], exc)
+        _write(documents, removals)
     except StoreUnavailable as exc:
-        ids = [i for d in documents for i in d.row_ids] + [r[2] for r in removals]
-        _mark(kind, ids, state=IndexState.PENDING, error=str(exc))
+        _fail(kind, item_ids, token, exc, transient=True)
         raise
+    except (EmbeddingInvalid, DimensionMismatch) as exc:
+        _fail(kind, item_ids, token, exc, transient=False)
+        report.failed = len(items)
+        logger.warning("indexing %s %s failed: %s", kind, item_ids[:10], exc)
+        return report
+    except Exception as exc:  # unexpected: counted and bounded like the others
+        _fail(kind, item_ids, token, exc, transient=False)
+        report.failed = len(items)
+        logger.exception("indexing %s %s failed", kind, item_ids[:10])
+        return report
+    for item in items:
+        if _finish(kind, item, token):
+            if isinstance(item, Document):
+                report.indexed += 1
+            else:
+                report.removed += 1
+        else:
+            _stale(kind, item.row_id, token)
+            report.stale += 1
     return report
-
-
-def _reply_ids(kind: str, row_ids: Sequence[int]) -> set[int]:
-    """Replies are indexed with their exchange: they are found, not gone."""
-    if kind != KIND_MESSAGE:
-        return set()
-    return set(
-        Message.objects.filter(pk__in=row_ids, reply_to__isnull=False).values_list("id", flat=True)
-    )
 
 
 def index_row(kind: str, row_id: int) -> IndexReport:
@@ -341,13 +371,12 @@ def index_row(kind: str, row_id: int) -> IndexReport:
 
 def point_remove(kind: str, row_id: int) -> None:
     """Remove a row's point from its collection (a hard-deleted row)."""
-    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store, point_id
+    from memory.stores.vectors import get_vector_store, point_id
 
-    collection = CONVERSATIONS if kind == KIND_MESSAGE else KNOWLEDGE
-    get_vector_store().delete(collection, [point_id(kind, row_id)])
+    get_vector_store().delete(collection_for(kind), [point_id(kind, row_id)])
 
 
-# --- Enqueueing -------------------------------------------------------------------
+# --- enqueueing and the sweep ---------------------------------------------------------------
 
 
 def _send(kind: str, row_id: int) -> None:
@@ -364,37 +393,42 @@ def _send(kind: str, row_id: int) -> None:
         logger.warning("could not enqueue %s %s (%s); left for the sweep", kind, row_id, exc)
 
 
-def index_enqueue(kind: str, row_id: int) -> None:
-    """Index the row once the current transaction commits (fire-and-forget)."""
-    transaction.on_commit(lambda: _send(kind, row_id))
-
-
 def pending_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> dict[str, int]:
-    """Re-enqueue pending rows left behind and failed rows whose backoff is over."""
+    """Re-send pending rows that are due, not queued recently and not leased."""
     now = now or timezone.now()
-    due = Q(index_retry_at__isnull=True) | Q(index_retry_at__lte=now)
     counts: dict[str, int] = {}
-    for kind, model, age_field in (
-        (KIND_MESSAGE, Message, "created_at"),
-        (KIND_FACT, Fact, "updated_at"),
-        (KIND_SUMMARY, Summary, "created_at"),
-    ):
-        pending = Q(index_state=IndexState.PENDING) & (
-            Q(index_retry_at__lte=now)
-            | Q(index_retry_at__isnull=True, **{f"{age_field}__lte": now - SWEEP_GRACE})
+    for kind in KINDS:
+        model = model_for(kind)
+        due = (
+            Q(index_state=IndexState.PENDING)
+            & (Q(index_retry_at__isnull=True) | Q(index_retry_at__lte=now))
+            & (Q(index_queued_at__isnull=True) | Q(index_queued_at__lte=now - QUEUE_GRACE))
+            & (Q(index_lease_until__isnull=True) | Q(index_lease_until__lt=now))
         )
-        failed = Q(index_state=IndexState.FAILED, index_attempts__lt=MAX_ATTEMPTS) & due
-        rows = model.objects.filter(pending | failed).order_by("id")
+        rows = model.all_objects.filter(due).order_by("id")
         ids = list(rows.values_list("id", flat=True)[:limit])
         if kind == KIND_MESSAGE:
-            # A reply is indexed through its exchange, keyed by the user message.
-            ids = sorted(set(_roots(ids)))
+            roots, _ = _roots_of(ids)
+            ids = sorted(roots)
+        model.all_objects.filter(pk__in=ids).update(index_queued_at=now)
         for row_id in ids:
             _send(kind, row_id)
         counts[kind] = len(ids)
     return counts
 
 
-def _roots(message_ids: Sequence[int]) -> list[int]:
-    rows = Message.objects.filter(pk__in=message_ids).values_list("id", "reply_to_id")
-    return [reply_to or mid for mid, reply_to in rows]
+def restart_recover() -> int:
+    """Void every lease and queued mark: only for the single owner of an in-process queue.
+
+    When the embedded runtime starts, its in-memory queue is empty and no other
+    worker exists: a lease or a "queued" mark left by the previous process (a
+    SIGKILL, a SIGTERM mid-task) holds nothing. Clearing them lets the first
+    sweep re-send that work at once. Returns the rows released.
+    """
+    released = 0
+    for kind in KINDS:
+        rows = model_for(kind).all_objects.filter(
+            ~Q(index_lease_token="") | Q(index_queued_at__isnull=False)
+        )
+        released += rows.update(index_lease_token="", index_lease_until=None, index_queued_at=None)
+    return released

@@ -6,13 +6,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from memory.models import Fact, Message, Summary
+from memory.services.index_documents import desired
 from memory.services.indexing import (
     INDEXED_ROLES,
     KIND_FACT,
     KIND_MESSAGE,
     KIND_SUMMARY,
     IndexReport,
-    _documents,
     index_rows,
 )
 
@@ -26,11 +26,11 @@ def collections_for(choice: str) -> list[str]:
 def source_ids(kind: str) -> list[int]:
     """The rows of T1 that make the points of a kind (exchange roots, facts, summaries)."""
     if kind == KIND_MESSAGE:
-        rows = Message.objects.filter(reply_to__isnull=True, role__in=INDEXED_ROLES)
+        rows = Message.all_objects.filter(reply_to__isnull=True, role__in=INDEXED_ROLES)
     elif kind == KIND_FACT:
-        rows = Fact.objects.all()
+        rows = Fact.all_objects.all()
     else:
-        rows = Summary.objects.all()
+        rows = Summary.all_objects.all()
     return list(rows.order_by("id").values_list("id", flat=True))
 
 
@@ -63,7 +63,8 @@ def reindex(
             report = IndexReport()
             done = 0
             for batch in _batches(ids, batch_size):
-                part = index_rows(kind, batch)
+                # A rebuild rewrites every point, even those current at their version.
+                part = index_rows(kind, batch, force=True)
                 for attr in vars(report):
                     setattr(report, attr, getattr(report, attr) + getattr(part, attr))
                 done += len(batch)
@@ -80,29 +81,39 @@ class DoctorReport:
     expected_dimension: int | None = None
     found_dimension: int | None = None
     missing: list[int] = field(default_factory=list)  # row ids without a point
-    orphans: list[str] = field(default_factory=list)  # point ids without a row
-    stale: list[int] = field(default_factory=list)  # row ids whose point is out of date
+    orphans: list[str] = field(default_factory=list)  # point ids without a live row
+    stale: list[int] = field(default_factory=list)  # row ids whose point has another version
+    # Rows whose indexing ended failed: {row id: error}, per kind.
+    failed: dict[str, dict[int, str]] = field(default_factory=dict)
     fixed: bool = False
 
     @property
     def healthy(self) -> bool:
-        return self.dimension_ok and not (self.missing or self.orphans or self.stale)
-
-
-def _expected(kind: str) -> dict[str, tuple[int, dict]]:
-    """point id -> (row id, the payload fields that must match) for the rows that should have a point."""
-    documents, _, _ = _documents(kind, source_ids(kind))
-    return {
-        d.point_id: (
-            d.row_id,
-            {k: d.payload.get(k) for k in ("content", "user_message", "assistant_message")},
+        return self.dimension_ok and not (
+            self.missing or self.orphans or self.stale or any(self.failed.values())
         )
-        for d in documents
-    }
+
+
+def _expected(kind: str) -> dict[str, tuple[int, int]]:
+    """point id -> (row id, version) for the rows that should have a point."""
+    documents, _, _ = desired(kind, source_ids(kind))
+    return {d.point_id: (d.row_id, d.version) for d in documents}
+
+
+def _failed_rows(kind: str) -> dict[int, str]:
+    from memory.models import IndexState
+    from memory.services.index_documents import model_for
+
+    rows = model_for(kind).all_objects.filter(index_state=IndexState.FAILED)
+    return dict(rows.values_list("id", "index_error")[:100])
 
 
 def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorReport]:
-    """Compare SQLite and Qdrant; with ``fix``, repair what differs."""
+    """Compare SQLite and Qdrant row by row and version by version; ``fix`` repairs.
+
+    A point must exist for every live row, carry the row's current version, and
+    no point may exist for a row that is gone, forgotten or excluded.
+    """
     from memory.stores.embedders import get_embedder
     from memory.stores.vectors import get_vector_store
 
@@ -112,6 +123,7 @@ def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorR
     for name in collections_for(collection):
         report = DoctorReport(collection=name, expected_dimension=dimension)
         report.found_dimension = store.collection_dimension(name)
+        report.failed = {kind: _failed_rows(kind) for kind in COLLECTION_KINDS[name]}
         if report.found_dimension is not None and report.found_dimension != dimension:
             report.dimension_ok = False
             if fix:
@@ -119,9 +131,9 @@ def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorR
                 report.fixed = True
             reports.append(report)
             continue
-        expected: dict[str, tuple[str, int, dict]] = {}
+        expected: dict[str, tuple[str, int, int]] = {}
         for kind in COLLECTION_KINDS[name]:
-            expected |= {pid: (kind, rid, fields) for pid, (rid, fields) in _expected(kind).items()}
+            expected |= {pid: (kind, rid, v) for pid, (rid, v) in _expected(kind).items()}
         present = set(store.iter_ids(name)) if report.found_dimension is not None else set()
         report.orphans = sorted(present - set(expected))
         to_index: dict[str, list[int]] = {}
@@ -130,16 +142,18 @@ def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorR
                 report.missing.append(rid)
                 to_index.setdefault(kind, []).append(rid)
         for hit in store.retrieve(name, sorted(present & set(expected))):
-            kind, rid, fields = expected[hit.id]
-            if any(hit.payload.get(k) != v for k, v in fields.items() if v is not None):
+            kind, rid, version = expected[hit.id]
+            if hit.payload.get("version") != version:
                 report.stale.append(rid)
                 to_index.setdefault(kind, []).append(rid)
         if fix and not report.healthy:
             if report.orphans:
                 store.delete(name, report.orphans)
+            for kind, rows in report.failed.items():
+                to_index.setdefault(kind, []).extend(rows)
             for kind, ids in to_index.items():
-                for batch in _batches(ids, 64):
-                    index_rows(kind, batch)
+                for batch in _batches(sorted(set(ids)), 64):
+                    index_rows(kind, batch, force=True)
             report.fixed = True
         reports.append(report)
     return reports

@@ -8,7 +8,10 @@ from memory.exceptions import MemoryServiceError
 
 
 class Command(BaseCommand):
-    help = "Find rows without a point, points without a row, stale points and a wrong dimension."
+    help = (
+        "Find rows without a point, points without a live row, points of another version, "
+        "failed rows and a wrong dimension."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument(
@@ -34,9 +37,15 @@ class Command(BaseCommand):
                     f"{report.collection}: {len(report.missing)} sans point, "
                     f"{len(report.orphans)} points orphelins, {len(report.stale)} périmés"
                 )
+            failed = sum(len(rows) for rows in report.failed.values())
+            if failed:
+                line += f", {failed} en échec d'indexation"
             if report.fixed:
                 line += " → réparé"
             self.stdout.write(line)
+            for kind, rows in report.failed.items():
+                for row_id, error in list(rows.items())[:5]:
+                    self.stdout.write(f"  échec {kind} {row_id} : {error}")
         healthy = all(r.healthy or r.fixed for r in reports)
         self.stdout.write(
             "Tout est cohérent." if healthy else "Des différences restent : relancez avec --fix."

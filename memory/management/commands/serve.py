@@ -94,6 +94,11 @@ class Command(BaseCommand):
         previous_handler = signal.signal(signal.SIGTERM, _raise_system_exit)
 
         worker = scheduler = None
+        if run_worker and embedded:
+            # The previous process's in-memory queue died with it: void its claims.
+            from memory.services.indexing import restart_recover
+
+            restart_recover()
         if run_worker:
             worker = EmbeddedWorker(celery_app, concurrency=settings.MAKILAB_WORKER_THREADS)
             scheduler = Scheduler(celery_app)
