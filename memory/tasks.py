@@ -12,31 +12,36 @@ from celery import shared_task
 
 from memory.exceptions import StoreUnavailable
 
-TASK_OPTIONS = {"acks_late": True}
+TASK_OPTIONS = {"acks_late": True, "bind": True, "max_retries": 3}
 
 
-def _index(kind: str, row_id: int) -> dict:
-    from memory.services.indexing import index_row
+def _index(task, kind: str, row_id: int) -> dict:
+    from memory.services.indexing import LEASE, index_row
 
     try:
-        return vars(index_row(kind, row_id))
-    except StoreUnavailable as exc:  # recorded on the row; the sweep re-sends it
+        report = index_row(kind, row_id)
+    except StoreUnavailable as exc:  # recorded on the row; the sweep re-sends it when due
         return {"unavailable": str(exc)}
+    if report.busy and task.request.retries < task.max_retries and not task.request.is_eager:
+        # Another task holds the row's lease: it finishes the row, or (killed) its
+        # lease runs out; come back then rather than waiting for the sweep.
+        raise task.retry(countdown=LEASE.total_seconds() + 1)
+    return vars(report)
 
 
 @shared_task(name="memory.message_index", **TASK_OPTIONS)
-def message_index_task(message_id: int) -> dict:
-    return _index("message", message_id)
+def message_index_task(self, message_id: int) -> dict:
+    return _index(self, "message", message_id)
 
 
 @shared_task(name="memory.fact_index", **TASK_OPTIONS)
-def fact_index_task(fact_id: int) -> dict:
-    return _index("fact", fact_id)
+def fact_index_task(self, fact_id: int) -> dict:
+    return _index(self, "fact", fact_id)
 
 
 @shared_task(name="memory.summary_index", **TASK_OPTIONS)
-def summary_index_task(summary_id: int) -> dict:
-    return _index("summary", summary_id)
+def summary_index_task(self, summary_id: int) -> dict:
+    return _index(self, "summary", summary_id)
 
 
 @shared_task(name="memory.pending_sweep", acks_late=True)

@@ -18,10 +18,10 @@ Every indexable row (exchange root, fact, summary) carries ``version`` and
              same writer or by another change.
     fail     every failure counts an attempt and backs off (exponential, jitter,
              capped). A store that is down only delays (the row stays pending);
-             anything else (an invalid embedding, a dimension mismatch after an
-             embedder change, an unexpected error) ends ``failed`` after
-             MAX_ATTEMPTS with its error kept for memory_stats, memory_doctor and
-             the admin; a dimension mismatch is detected before any (paid) embedding.
+             an invalid embedding or a dimension mismatch (an embedder change) ends
+             ``failed`` at once, an unexpected error after MAX_ATTEMPTS; the error is
+             kept for memory_stats, memory_doctor and the admin. A dimension
+             mismatch is detected before any (paid) embedding.
     sweep    re-sends pending rows that are due, not queued recently (a lost broker
              message, a restart) and not leased; never failed rows (reindex or
              `memory_doctor --fix` retry them).
@@ -81,7 +81,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-LEASE = timedelta(minutes=2)
+# Longer than a task takes; a lease that runs out only costs a repeated (still correct) write.
+LEASE = timedelta(seconds=60)
 # A row whose task was sent less than this ago is left to that task by the sweep.
 QUEUE_GRACE = timedelta(minutes=2)
 SWEEP_BATCH = 500
@@ -234,7 +235,9 @@ def _fail(kind: str, row_ids: Sequence[int], token: str, exc: BaseException, *, 
         "id", "index_attempts"
     ):
         attempts = row.index_attempts + 1
-        failed = not transient and (attempts >= MAX_ATTEMPTS or isinstance(exc, DimensionMismatch))
+        # Retrying cannot fix an invalid embedding or a dimension mismatch: failed at once.
+        final = isinstance(exc, EmbeddingInvalid | DimensionMismatch)
+        failed = not transient and (attempts >= MAX_ATTEMPTS or final)
         fields = {
             "index_state": IndexState.FAILED if failed else IndexState.PENDING,
             "index_attempts": attempts,

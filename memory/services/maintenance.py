@@ -94,10 +94,17 @@ class DoctorReport:
         )
 
 
-def _expected(kind: str) -> dict[str, tuple[int, int]]:
-    """point id -> (row id, version) for the rows that should have a point."""
+# Payload fields compared besides the version (a row changed behind the machine's back).
+TEXT_FIELDS = ("version", "content", "user_message", "assistant_message")
+
+
+def _expected(kind: str) -> dict[str, tuple[int, dict]]:
+    """point id -> (row id, the payload fields that must match) for rows that should have a point."""
     documents, _, _ = desired(kind, source_ids(kind))
-    return {d.point_id: (d.row_id, d.version) for d in documents}
+    return {
+        d.point_id: (d.row_id, {k: d.payload[k] for k in TEXT_FIELDS if k in d.payload})
+        for d in documents
+    }
 
 
 def _failed_rows(kind: str) -> dict[int, str]:
@@ -131,9 +138,9 @@ def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorR
                 report.fixed = True
             reports.append(report)
             continue
-        expected: dict[str, tuple[str, int, int]] = {}
+        expected: dict[str, tuple[str, int, dict]] = {}
         for kind in COLLECTION_KINDS[name]:
-            expected |= {pid: (kind, rid, v) for pid, (rid, v) in _expected(kind).items()}
+            expected |= {pid: (kind, rid, f) for pid, (rid, f) in _expected(kind).items()}
         present = set(store.iter_ids(name)) if report.found_dimension is not None else set()
         report.orphans = sorted(present - set(expected))
         to_index: dict[str, list[int]] = {}
@@ -142,8 +149,8 @@ def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorR
                 report.missing.append(rid)
                 to_index.setdefault(kind, []).append(rid)
         for hit in store.retrieve(name, sorted(present & set(expected))):
-            kind, rid, version = expected[hit.id]
-            if hit.payload.get("version") != version:
+            kind, rid, fields = expected[hit.id]
+            if any(hit.payload.get(k) != v for k, v in fields.items()):
                 report.stale.append(rid)
                 to_index.setdefault(kind, []).append(rid)
         if fix and not report.healthy:

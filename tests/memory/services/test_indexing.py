@@ -170,11 +170,12 @@ def test_a_store_outage_keeps_the_row_pending_with_a_backoff(settings, local_emb
 
 
 def test_the_sweep_enqueues_pending_rows_left_behind_and_indexes_them(world, eager_tasks):
+    """A task sent longer ago than the queue grace (a lost broker message) is sent again."""
     old = timezone.now() - timedelta(minutes=5)
     question, _ = _exchange()
     fact, _ = fact_store(key="sport", value="Ski de randonnée")
-    Message.objects.update(created_at=old)
-    Fact.objects.update(updated_at=old)
+    Message.objects.update(index_queued_at=old)
+    Fact.objects.update(index_queued_at=old)
     fresh = message_save(channel="whatsapp", role="user", content="message tout frais")
     counts = pending_sweep()
     assert counts[KIND_MESSAGE] == 1 and counts[KIND_FACT] == 1
@@ -185,11 +186,12 @@ def test_the_sweep_enqueues_pending_rows_left_behind_and_indexes_them(world, eag
     assert world.count(KNOWLEDGE) == 1
 
 
-def test_the_sweep_retries_failed_rows_only_after_their_backoff(world, eager_tasks):
+def test_the_sweep_retries_a_failed_attempt_only_after_its_backoff(world, eager_tasks):
     fact, _ = fact_store(key="k", value="valeur")
     Fact.objects.filter(pk=fact.pk).update(
-        index_state=IndexState.FAILED,
+        index_state=IndexState.PENDING,
         index_attempts=1,
+        index_queued_at=None,
         index_retry_at=timezone.now() + timedelta(minutes=5),
     )
     assert pending_sweep()[KIND_FACT] == 0
@@ -197,3 +199,12 @@ def test_the_sweep_retries_failed_rows_only_after_their_backoff(world, eager_tas
     assert pending_sweep()[KIND_FACT] == 1
     fact.refresh_from_db()
     assert fact.index_state == IndexState.INDEXED
+
+
+def test_the_sweep_leaves_rows_that_ended_failed_to_the_owner(world, eager_tasks):
+    """A failed row is final until reindex or memory_doctor --fix: no paid call every minute."""
+    fact, _ = fact_store(key="k", value="valeur")
+    Fact.objects.filter(pk=fact.pk).update(
+        index_state=IndexState.FAILED, index_attempts=5, index_queued_at=None
+    )
+    assert pending_sweep(now=timezone.now() + timedelta(days=1))[KIND_FACT] == 0

@@ -53,7 +53,7 @@ def test_rows_stay_pending_during_the_outage_and_the_sweep_indexes_them_after(
         assert set(Message.objects.values_list("index_state", flat=True)) == {IndexState.PENDING}
         fact = Fact.objects.get(key="bike")
         assert fact.index_state == IndexState.PENDING
-        assert fact.index_attempts >= 1 and "indisponible" in fact.index_error
+        assert fact.index_attempts >= 1 and "injoignable" in fact.index_error
 
         # Both come back: the embedder answers again, Qdrant (embedded here) is reachable.
         with voyage._lock:
