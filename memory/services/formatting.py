@@ -7,7 +7,7 @@ import re
 import secrets
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 
 MONTHS = [
     "janvier",
@@ -35,7 +35,9 @@ NOTE_MAX_CHARS = 600
 def relative_time_fr(moment: datetime, *, now: datetime, tz: tzinfo) -> str:
     """ "à l'instant", "il y a 3 heures", "hier", "il y a 3 jours", "le 28 février", "le 3 mars 2024"."""
     local_moment, local_now = moment.astimezone(tz), now.astimezone(tz)
-    delta = local_now - local_moment
+    # Elapsed time in UTC: two datetimes sharing one tzinfo subtract as wall clocks,
+    # an hour off across a daylight-saving change. Calendar days stay local.
+    delta = now.astimezone(UTC) - moment.astimezone(UTC)
     if delta < timedelta(minutes=1):
         return "à l'instant"
     if delta < timedelta(hours=1):

@@ -6,9 +6,11 @@ retrieval adds a "time" source that favours memories from the period asked.
 Recognised (French first, a little English), in the configured time zone:
 aujourd'hui / today, hier / yesterday, avant-hier, cette semaine / this week,
 la semaine dernière / passée / last week, ce mois-ci / this month, le mois
-dernier / last month, début / mi / fin <mois>, en <mois> [année], le <jour>
-<mois> [année], in <month>. A month without a year is the latest one that is
-not in the future.
+dernier / last month, début / mi / fin <mois>, en <mois> [année], <mois>
+dernier, le <jour> <mois> [année], in / during / last <month>, <month> <day>[,
+year], <day> <month>[, year]. A month name alone is not read as a date ("sur
+Mars", "May I…"). A month without a year is the latest one that is not in the
+future.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ _MONTH_INDEX = {name: i + 1 for i, name in enumerate(MONTHS_FR)} | {
     name: i + 1 for i, name in enumerate(MONTHS_EN)
 }
 _MONTH = "|".join(sorted(_MONTH_INDEX, key=len, reverse=True))
+# An optional year after a month, with or without a comma: "1 February, 2023".
+_YEAR = r"(?:,? (\d{4}))?\b"
 
 
 def _fold(text: str) -> str:
@@ -97,10 +101,16 @@ def time_window(text: str, *, now: datetime, tz: tzinfo) -> tuple[datetime, date
     if re.search(r"\b(ce mois-ci|this month)\b", folded):
         return _day_bounds(today.replace(day=1), today, tz)
 
-    # "le 5 décembre [2025]", "5 december"
-    match = re.search(rf"\b(?:le |on )?(\d{{1,2}})(?:er)? ({_MONTH})(?: (\d{{4}}))?\b", folded)
+    # "le 5 décembre [2025]", "5 december, 2025", "1st of May"
+    match = re.search(
+        rf"\b(\d{{1,2}})(?:er|st|nd|rd|th)?(?: of)? ({_MONTH}){_YEAR}", folded
+    ) or re.search(rf"\b({_MONTH}) (\d{{1,2}})(?:st|nd|rd|th)?\b(?!:){_YEAR}", folded)
     if match:
-        day, month = int(match.group(1)), _MONTH_INDEX[match.group(2)]
+        first_group = match.group(1)
+        if first_group.isdigit():
+            day, month = int(first_group), _MONTH_INDEX[match.group(2)]
+        else:
+            day, month = int(match.group(2)), _MONTH_INDEX[first_group]
         year = int(match.group(3)) if match.group(3) else _latest_year(month, day, today)
         try:
             moment = date(year, month, day)
@@ -108,14 +118,17 @@ def time_window(text: str, *, now: datetime, tz: tzinfo) -> tuple[datetime, date
             return None
         return _day_bounds(moment, moment, tz)
 
-    # "début / mi / fin janvier", "en janvier [2026]", "in january", "janvier"
-    match = re.search(
-        rf"\b(debut|mi|fin|en|in|au mois de)?[ -]?({_MONTH})(?: (\d{{4}}))?\b", folded
+    # "début / mi / fin janvier", "en janvier [2026]", "in january", "janvier 2026",
+    # "janvier dernier", "last January". A month name alone is no signal: "sur Mars"
+    # (the planet), "May I…", "mais" mistyped "mai".
+    months = re.finditer(
+        rf"\b(debut|mi|fin|en|in|during|last|au mois de)?[ -]?({_MONTH}){_YEAR}"
+        rf"(?: (dernier|derniere))?\b",
+        folded,
     )
+    match = next((m for m in months if m.group(1) or m.group(3) or m.group(4)), None)
     if match:
         month = _MONTH_INDEX[match.group(2)]
-        if match.group(2) == "mai" and not match.group(1):
-            return None  # "mai" alone is too weak a signal (typos of "mais"); "en mai" counts
         year = int(match.group(3)) if match.group(3) else _latest_year(month, 1, today)
         first, last = _month_range(year, month)
         part = match.group(1)
