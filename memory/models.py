@@ -224,6 +224,11 @@ class Summary(Indexable):
     def __str__(self) -> str:
         return f"[{self.channel}] {self.content[:60]}"
 
+    # The one date of a summary: the end of the period it covers (else its creation).
+    @property
+    def date(self):
+        return self.period_end or self.created_at
+
 
 FACT_KEY_MESSAGE = (
     "La clé d'un fait ne peut pas être vide, ni contenir « / », « \\ », "
@@ -294,9 +299,17 @@ class Fact(Indexable):
     def __str__(self) -> str:
         return f"{self.key} = {self.value[:60]}"
 
+    # The one date of a fact (the time the retrieval's "when" filter reads, the
+    # date shown beside it, the order of "newest first"): when it was last stated.
+    DATE_FIELD = "updated_at"
+
     @property
     def is_expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
+    def date(self):
+        return getattr(self, self.DATE_FIELD)
 
 
 class FactRevision(models.Model):

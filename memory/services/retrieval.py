@@ -260,13 +260,13 @@ def _hydrate(ids: list[str], now: datetime) -> dict[str, _Candidate]:
     # values() and no ordering: this runs on every message, and the ORM's
     # per-query cost (compiling, instantiating models) is most of it.
     facts = facts_active().filter(pk__in=by_kind["fact"]).order_by()
-    for row in facts.values("id", "key", "value", "channel", "updated_at", "memory_type"):
+    for row in facts.values("id", "key", "value", "channel", Fact.DATE_FIELD, "memory_type"):
         found[f"fact:{row['id']}"] = _Candidate(
             id=f"fact:{row['id']}",
             kind="fact",
             text=f"{row['key'].replace('_', ' ')} : {row['value']}",
             channel=row["channel"],
-            timestamp=row["updated_at"],
+            timestamp=row[Fact.DATE_FIELD],
             memory_type=row["memory_type"],
             row_ids=(row["id"],),
         )
@@ -398,15 +398,22 @@ def _window_ids(start: datetime, end: datetime) -> list[str]:
         .order_by("-created_at")
         .values_list("id", flat=True)[:TIME_EXTRA_MAX]
     )
+    from django.db.models.functions import Coalesce
+
+    # Each kind filtered on the same date it is shown with (Fact.date, Summary.date).
+    date = Fact.DATE_FIELD
     facts = (
         facts_active()
-        .filter(created_at__gte=start, created_at__lt=end)
-        .order_by("-created_at")
+        .filter(**{f"{date}__gte": start, f"{date}__lt": end})
+        .order_by(f"-{date}")
         .values_list("id", flat=True)[:TIME_EXTRA_MAX]
     )
-    summaries = Summary.objects.filter(created_at__gte=start, created_at__lt=end).values_list(
-        "id", flat=True
-    )[:TIME_EXTRA_MAX]
+    summaries = (
+        Summary.objects.annotate(date=Coalesce("period_end", "created_at"))
+        .filter(date__gte=start, date__lt=end)
+        .order_by("-date")
+        .values_list("id", flat=True)[:TIME_EXTRA_MAX]
+    )
     return (
         [f"message:{i}" for i in roots]
         + [f"fact:{i}" for i in facts]
@@ -756,8 +763,8 @@ def _fact_dict(fact: Fact, now: datetime, tz) -> dict:
         "text": clean_text(f"{fact.key.replace('_', ' ')} : {fact.value}"),
         "type": fact.memory_type,
         "channel": fact.channel,
-        "timestamp": fact.updated_at.isoformat(),
-        "relative_time": relative_time_fr(fact.updated_at, now=now, tz=tz),
+        "timestamp": fact.date.isoformat(),
+        "relative_time": relative_time_fr(fact.date, now=now, tz=tz),
     }
 
 

@@ -188,7 +188,7 @@ def _fact_hit(
         kind="fact",
         score=round(score, 4),
         channel=fact.channel,
-        date=fact.updated_at,
+        date=fact.date,
         excerpt=excerpt(fact.value, terms),
         type=fact.memory_type,
         source=source,
