@@ -765,6 +765,9 @@ def _fact_dict(fact: Fact, now: datetime, tz) -> dict:
         "channel": fact.channel,
         "timestamp": fact.date.isoformat(),
         "relative_time": relative_time_fr(fact.date, now=now, tz=tz),
+        # Always injected (identity and core facts): found by no ranked source.
+        "sources": {},
+        "score": None,
     }
 
 

@@ -49,3 +49,20 @@ def test_bad_input_is_a_400_with_a_message_per_field(agent_api, payload, field):
 
 def test_anonymous_gets_no_preview(anonymous_api):
     assert anonymous_api.post(URL, {"message": "x"}, format="json").status_code in (401, 403)
+
+
+def test_preview_answers_whatever_the_memory_types_stored(agent_api, vector_store, local_embedder):
+    """Every type of fact, the always-injected identity facts included, serialises (no 500)."""
+    from memory.models import MemoryType
+
+    for kind in MemoryType:
+        fact = fact_store(
+            key=f"k_{kind.value}", value=f"Le dentiste {kind.label}", memory_type=kind
+        )[0]
+        index_row(KIND_FACT, fact.id)
+    response = agent_api.post(URL, {"message": "le dentiste", "channel": "whatsapp"}, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert any(m["type"] == "identity" for m in body["core"])
+    for item in body["core"] + body["memories"]:
+        assert {"id", "kind", "text", "type", "channel", "timestamp", "sources"} <= set(item)
