@@ -9,17 +9,14 @@ the settings' ``search_min_score``. Qdrant is derived data: a fact hit is
 checked against T1 so a fact forgotten or expired since it was indexed is
 never shown, and its current value is shown rather than the indexed one.
 
-Text mode needs nothing but SQLite: messages through FTS5 (bm25), and the
-facts, which have no FTS table, ranked with the same BM25 formula over their
-folded words, so both lists can be merged by score.
+Text mode needs nothing but SQLite: messages (messages_fts) and facts
+(facts_fts) ranked by FTS5's bm25, the rows holding every meaningful word
+first, then those holding some.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import re
-from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -41,13 +38,6 @@ SEMANTIC_UNAVAILABLE_MESSAGE = (
     "La recherche sémantique est indisponible ({reason}). La recherche texte fonctionne toujours."
 )
 
-# BM25 constants, the ones SQLite's FTS5 bm25() uses, so fact and message
-# scores are on the same scale.
-BM25_K1 = 1.2
-BM25_B = 0.75
-# The word rule of memory.stores.fts (FTS5's unicode61): letters and digits.
-_WORD = re.compile(r"[^\W_]+")
-
 
 @dataclass(frozen=True)
 class SearchHit:
@@ -62,7 +52,40 @@ class SearchHit:
     key: str = ""  # facts only
 
 
-def memory_search(*, query: str, mode: SearchMode = "semantic", limit: int = 10) -> list[SearchHit]:
+@dataclass(frozen=True)
+class SearchFilters:
+    """Optional filters of a search: channel, memory type, subjects (any of), date range."""
+
+    channel: str = ""
+    memory_type: str = ""
+    subjects: tuple[str, ...] = ()
+    since: datetime | None = None  # inclusive
+    until: datetime | None = None  # exclusive
+
+    def apply_to_facts(self, facts):
+        """The facts of a queryset that pass the filters (dated by Fact.date)."""
+        if self.channel:
+            facts = facts.filter(channel=self.channel)
+        if self.memory_type:
+            facts = facts.filter(memory_type=self.memory_type)
+        if self.since is not None:
+            facts = facts.filter(**{f"{Fact.DATE_FIELD}__gte": self.since})
+        if self.until is not None:
+            facts = facts.filter(**{f"{Fact.DATE_FIELD}__lt": self.until})
+        facts = list(facts)
+        if self.subjects:
+            wanted = {s.strip().lower() for s in self.subjects}
+            facts = [f for f in facts if wanted.intersection(f.subjects or [])]
+        return facts
+
+
+def memory_search(
+    *,
+    query: str,
+    mode: SearchMode = "semantic",
+    limit: int = 10,
+    filters: SearchFilters | None = None,
+) -> list[SearchHit]:
     """The best ``limit`` hits for ``query``, best first.
 
     Raises StoreUnavailable (a French message for the user) when semantic
@@ -73,7 +96,7 @@ def memory_search(*, query: str, mode: SearchMode = "semantic", limit: int = 10)
     if not query:
         return []
     if mode == "text":
-        return _text_search(query, limit)
+        return _text_search(query, limit, filters)
     if mode == "semantic":
         return _semantic_search(query, limit)
     raise ValueError(f"unknown search mode {mode!r}")
@@ -117,11 +140,43 @@ def _first_term_position(text: str, terms: list[str]) -> int | None:
 # --- text mode -----------------------------------------------------------------
 
 
-def _text_search(query: str, limit: int) -> list[SearchHit]:
-    terms = query_terms(query)
+def _text_search(query: str, limit: int, filters: SearchFilters | None = None) -> list[SearchHit]:
+    """Messages and facts by their words: those with every word first, then any word.
+
+    A natural question ("qu'est-ce que le kiné a dit pour mon épaule ?") would
+    match nothing as an AND over all its words, stop words included; so stop
+    words are dropped (unless nothing else is left) and, after the rows holding
+    every remaining word, come the rows holding some of them, each tier ranked
+    by FTS5's bm25 (messages_fts and facts_fts). Messages and facts interleave
+    by rank: their bm25 scores come from two indexes and do not compare.
+    """
+    from memory.services.keywords import keyword_terms
+
+    filters = filters or SearchFilters()
+    terms = keyword_terms(query) or query_terms(query)
     if not terms:
         return []
-    hits = [
+    hits: list[SearchHit] = []
+    seen_messages: list[int] = []
+    seen_facts: set[int] = set()
+    for any_term in (False, True) if len(terms) > 1 else (False,):
+        messages = _message_text_hits(terms, limit, filters, any_term, seen_messages)
+        facts = _fact_text_hits(terms, limit, filters, any_term, seen_facts)
+        seen_messages.extend(int(h.id) for h in messages)
+        seen_facts.update(int(h.id) for h in facts)
+        for i in range(max(len(messages), len(facts))):
+            hits.extend(tier[i] for tier in (messages, facts) if i < len(tier))
+        if len(hits) >= limit:
+            break
+    return hits[:limit]
+
+
+def _message_text_hits(
+    terms: list[str], limit: int, filters: SearchFilters, any_term: bool, exclude: list[int]
+) -> list[SearchHit]:
+    if filters.memory_type or filters.subjects:
+        return []  # messages have neither a memory type nor subjects
+    return [
         SearchHit(
             id=str(hit.message_id),
             kind="message",
@@ -132,51 +187,32 @@ def _text_search(query: str, limit: int) -> list[SearchHit]:
             type=hit.role,
             source="messages_fts",
         )
-        for hit in fts_search(query, limit=limit, terms=terms)
+        for hit in fts_search(
+            "",
+            terms=terms,
+            limit=limit,
+            any_term=any_term,
+            channel=filters.channel or None,
+            since=filters.since,
+            until=filters.until,
+            exclude_ids=exclude,
+        )
     ]
-    hits.extend(_fact_text_hits(terms, limit))
-    hits.sort(key=lambda hit: hit.score, reverse=True)
-    return hits[:limit]
 
 
-def _fact_words(fact: Fact) -> list[str]:
-    text = " ".join([fact.key.replace("_", " "), fact.value, " ".join(fact.subjects or [])])
-    return query_terms_all(text)
+def _fact_text_hits(
+    terms: list[str], limit: int, filters: SearchFilters, any_term: bool, exclude: set[int]
+) -> list[SearchHit]:
+    """Active facts matching the terms in facts_fts (key words + value), best bm25 first."""
+    from memory.stores.fts import fts_search_facts
 
-
-def query_terms_all(text: str) -> list[str]:
-    """Every word of ``text`` as the FTS index sees it, repeats kept (for term frequencies)."""
-    return _WORD.findall(fold(text))
-
-
-def _fact_text_hits(terms: list[str], limit: int) -> list[SearchHit]:
-    """Active facts containing every term, scored with BM25 over the active facts."""
-    facts = list(facts_active())
-    if not facts:
-        return []
-    documents = [(fact, Counter(_fact_words(fact))) for fact in facts]
-    count = len(documents)
-    average_length = sum(sum(words.values()) for _, words in documents) / count or 1.0
-    document_frequency = {term: sum(1 for _, words in documents if term in words) for term in terms}
-    scored: list[tuple[float, Fact]] = []
-    for fact, words in documents:
-        if not all(term in words for term in terms):
-            continue
-        length = sum(words.values())
-        score = 0.0
-        for term in terms:
-            frequency = words[term]
-            df = document_frequency[term]
-            idf = math.log((count - df + 0.5) / (df + 0.5) + 1.0)
-            score += idf * (
-                frequency
-                * (BM25_K1 + 1)
-                / (frequency + BM25_K1 * (1 - BM25_B + BM25_B * length / average_length))
-            )
-        scored.append((score, fact))
-    scored.sort(key=lambda item: item[0], reverse=True)
+    # Filters apply after ranking: ask for more than needed.
+    ranked = fts_search_facts(terms, limit=(limit + len(exclude)) * 4, any_term=any_term)
+    scores = {hit.fact_id: hit.score for hit in ranked if hit.fact_id not in exclude}
+    facts = filters.apply_to_facts(facts_active().filter(pk__in=list(scores)))
+    kept = sorted(facts, key=lambda fact: -scores[fact.pk])[:limit]
     return [
-        _fact_hit(fact, score=score, source="facts", terms=terms) for score, fact in scored[:limit]
+        _fact_hit(fact, score=scores[fact.pk], source="facts", terms=terms) for fact in kept
     ]
 
 

@@ -72,24 +72,42 @@ def fts_search(
     limit: int = 20,
     any_term: bool = False,
     terms: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    exclude_ids: list[int] | None = None,
 ) -> list[FtsHit]:
     """Messages matching the words of ``text``, best bm25 first.
 
     By default every word must appear; ``any_term`` accepts any of them (the
     retrieval pre-hook's OR query, ranked by bm25 so the rarest words weigh
-    most). ``terms`` lets a caller pass words it already filtered.
+    most). ``terms`` lets a caller pass words it already filtered. ``since`` /
+    ``until`` bound the message date ([since, until)); ``exclude_ids`` skips rows.
     """
     words = query_terms(text) if terms is None else terms
     if not words or limit <= 0:
         return []
     expression = match_expression(words, any_term=any_term)
+    filters: list[str] = []
+    filter_params: list[object] = []
+    if channel:
+        filters.append("AND c.channel = %s")
+        filter_params.append(channel)
+    if since is not None:
+        filters.append("AND c.created_at >= %s")
+        filter_params.append(_db_datetime(since))
+    if until is not None:
+        filters.append("AND c.created_at < %s")
+        filter_params.append(_db_datetime(until))
+    if exclude_ids:
+        filters.append(f"AND c.id NOT IN ({', '.join(['%s'] * len(exclude_ids))})")
+        filter_params.extend(int(i) for i in exclude_ids)
     # The inner query ranks (cheap); snippet() is then computed for the kept
     # rows only, not for every match as a single ORDER BY ... LIMIT would.
     inner = [
         "SELECT messages_fts.rowid FROM messages_fts",
-        "JOIN messages c ON c.id = messages_fts.rowid" if channel else "",
+        "JOIN messages c ON c.id = messages_fts.rowid" if filters else "",
         "WHERE messages_fts MATCH %s",
-        "AND c.channel = %s" if channel else "",
+        *filters,
         "ORDER BY bm25(messages_fts), messages_fts.rowid DESC LIMIT %s",
     ]
     sql = [
@@ -107,10 +125,9 @@ def fts_search(
         SNIPPET_TOKENS,
         expression,
         expression,
+        *filter_params,
+        int(limit),
     ]
-    if channel:
-        params.append(channel)
-    params.append(int(limit))
     with connection.cursor() as cursor:
         cursor.execute("\n".join(sql), params)
         rows = cursor.fetchall()
@@ -140,6 +157,11 @@ def fts_rebuild() -> None:
     """Rebuild the whole index from the messages table."""
     with connection.cursor() as cursor:
         cursor.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+
+
+def _db_datetime(value: datetime) -> str:
+    """A datetime as Django stores it in SQLite (naive UTC text), for raw comparisons."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
 
 
 def _as_datetime(value: object) -> datetime:
