@@ -184,8 +184,58 @@ class SearchQuerySerializer(serializers.Serializer):
         help_text=f"Nombre de résultats; au-delà de {MAX_LIMIT}, ramené à {MAX_LIMIT}.",
     )
 
+    channel = serializers.CharField(
+        max_length=64, required=False, default="", help_text="Seulement ce canal."
+    )
+    memory_type = serializers.ChoiceField(
+        choices=MemoryType.choices,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Seulement les faits de ce type.",
+    )
+    subjects = serializers.CharField(
+        max_length=500,
+        required=False,
+        default="",
+        help_text="Sujets séparés par des virgules : les faits qui portent l'un d'eux.",
+    )
+    since = serializers.DateTimeField(
+        required=False,
+        default=None,
+        input_formats=["iso-8601", "%Y-%m-%d"],
+        help_text="À partir de cette date (incluse).",
+    )
+    until = serializers.DateTimeField(
+        required=False,
+        default=None,
+        input_formats=["iso-8601", "%Y-%m-%d"],
+        help_text="Avant cette date (exclue).",
+    )
+
     def validate_limit(self, value: int) -> int:
         return min(value, MAX_LIMIT)
+
+    def validate(self, attrs: dict) -> dict:
+        since, until = attrs.get("since"), attrs.get("until")
+        if since is not None and until is not None and since >= until:
+            raise serializers.ValidationError({"until": "La fin doit être après le début."})
+        return attrs
+
+    def filters(self):
+        """The validated filters as the search service takes them (None: no filter)."""
+        from memory.services.search import SearchFilters
+
+        data = self.validated_data
+        subjects = tuple(s.strip().lower() for s in data["subjects"].split(",") if s.strip())
+        filters = SearchFilters(
+            channel=data["channel"].strip(),
+            memory_type=data["memory_type"],
+            subjects=subjects,
+            since=data["since"],
+            until=data["until"],
+        )
+        return filters if filters != SearchFilters() else None
 
 
 class SearchHitSerializer(serializers.Serializer):

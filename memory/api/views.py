@@ -225,8 +225,10 @@ class MemorySearchApi(MemoryApi):
         description=(
             "``semantic`` : par le sens, dans Qdrant (échanges, faits, résumés), au-dessus du "
             "score minimum des réglages; les faits oubliés ou expirés sont exclus. ``text`` : par "
-            "mots-clés, FTS5 sur les messages et BM25 sur les faits; marche sans Qdrant. "
-            "503 quand la recherche sémantique est indisponible."
+            "mots-clés (FTS5, bm25) sur les messages et les faits, ceux qui contiennent tous les "
+            "mots d'abord; marche sans Qdrant. ``hybrid`` : le classement de l'auto-retrieval "
+            "(sens, mots-clés, récence, période nommée), le meilleur mode. Filtres : canal, type "
+            "de fait, sujets, période. 503 quand la recherche sémantique est indisponible."
         ),
         parameters=[SearchQuerySerializer],
         responses={
@@ -239,7 +241,9 @@ class MemorySearchApi(MemoryApi):
         query = SearchQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         data = query.validated_data
-        hits = memory_search(query=data["q"], mode=data["mode"], limit=data["limit"])
+        hits = memory_search(
+            query=data["q"], mode=data["mode"], limit=data["limit"], filters=query.filters()
+        )
         result = {"query": data["q"], "mode": data["mode"], "count": len(hits), "results": hits}
         return Response(SearchResultSerializer(result).data)
 

@@ -480,6 +480,7 @@ def memory_rank(
     limit: int = 20,
     now: datetime | None = None,
     memory_settings: MemorySettings | None = None,
+    scores: dict[str, float] | None = None,
 ) -> tuple[list[str], list[str]]:
     """(always-injected identity facts, memory ids ranked) for a message by one mode.
 
@@ -487,7 +488,8 @@ def memory_rank(
     (T1 + semantic above min_score + keywords, fused) and returns the identity
     facts it always injects apart (they take no slot); it skips what depends
     on the conversation so far (history, past injections). Sources run one
-    after the other here: this is for measuring quality.
+    after the other here: this is for measuring quality (and the hybrid mode
+    of search). ``scores``, when given, receives each ranked id's fused score.
     """
     memory_settings = memory_settings or MemorySettings.load()
     now = now or timezone.now()
@@ -514,6 +516,8 @@ def memory_rank(
         if candidate is not None and candidate.id not in ordered and candidate.id not in core_ids:
             ordered.append(candidate.id)
             timestamps[candidate.id] = candidate.timestamp
+            if scores is not None:
+                scores[candidate.id] = float(entry.rrf)
     if mode == "hybrid" and ordered:
         head = ordered[:NEWER_FIRST_HEAD]
         ordered[:NEWER_FIRST_HEAD] = _newer_first(

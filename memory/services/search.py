@@ -24,14 +24,14 @@ from typing import Literal
 from django.utils.dateparse import parse_datetime
 
 from memory.exceptions import DimensionMismatch, StoreUnavailable
-from memory.models import Fact, Summary
+from memory.models import Fact, Message, Summary
 from memory.selectors import facts_active, memory_settings_get
 from memory.stores.fts import fold, fts_search, query_terms
 
 logger = logging.getLogger(__name__)
 
-SearchMode = Literal["semantic", "text"]
-SEARCH_MODES: tuple[str, ...] = ("semantic", "text")
+SearchMode = Literal["semantic", "text", "hybrid"]
+SEARCH_MODES: tuple[str, ...] = ("semantic", "text", "hybrid")
 EXCERPT_CHARS = 200
 MAX_LIMIT = 50
 SEMANTIC_UNAVAILABLE_MESSAGE = (
@@ -97,9 +97,97 @@ def memory_search(
         return []
     if mode == "text":
         return _text_search(query, limit, filters)
+    # Filters apply after ranking in the modes that rank by meaning: ask for more.
+    wanted = limit * 4 if filters else limit
     if mode == "semantic":
-        return _semantic_search(query, limit)
-    raise ValueError(f"unknown search mode {mode!r}")
+        hits = _semantic_search(query, min(wanted, MAX_LIMIT * 4))
+    elif mode == "hybrid":
+        hits = _hybrid_search(query, min(wanted, MAX_LIMIT * 4))
+    else:
+        raise ValueError(f"unknown search mode {mode!r}")
+    return _filtered(hits, filters)[:limit] if filters else hits[:limit]
+
+
+def _filtered(hits: list[SearchHit], filters: SearchFilters) -> list[SearchHit]:
+    """Hits of the semantic and hybrid modes that pass the filters (facts re-read from T1)."""
+    fact_ids = [int(h.id) for h in hits if h.kind == "fact"]
+    facts = {f.pk for f in filters.apply_to_facts(facts_active().filter(pk__in=fact_ids))}
+    kept = []
+    for hit in hits:
+        if hit.kind == "fact":
+            if int(hit.id) in facts:
+                kept.append(hit)
+            continue
+        if filters.memory_type or filters.subjects:
+            continue  # only facts have a memory type and subjects
+        if filters.channel and hit.channel != filters.channel:
+            continue
+        if hit.date is not None and (
+            (filters.since is not None and hit.date < filters.since)
+            or (filters.until is not None and hit.date >= filters.until)
+        ):
+            continue
+        kept.append(hit)
+    return kept
+
+
+def _hybrid_search(query: str, limit: int) -> list[SearchHit]:
+    """The auto-retrieval's own ranking (semantic + keywords + T1 + time, fused), as hits."""
+    from memory.services.retrieval import memory_rank
+
+    scores: dict[str, float] = {}
+    try:
+        _, ranked = memory_rank(
+            message=query, channel="", mode="hybrid", limit=limit, scores=scores
+        )
+    except (StoreUnavailable, DimensionMismatch) as exc:
+        raise StoreUnavailable(SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=exc)) from exc
+    by_kind: dict[str, list[int]] = {"fact": [], "message": [], "summary": []}
+    for item_id in ranked:
+        kind, _, raw = item_id.partition(":")
+        by_kind[kind].append(int(raw))
+    facts = {f.pk: f for f in facts_active().filter(pk__in=by_kind["fact"])}
+    summaries = {s.pk: s for s in Summary.objects.filter(pk__in=by_kind["summary"])}
+    roots = {m.pk: m for m in Message.objects.filter(pk__in=by_kind["message"])}
+    replies: dict[int, Message] = {}
+    for reply in Message.objects.filter(reply_to_id__in=list(roots)).order_by("created_at", "id"):
+        replies.setdefault(reply.reply_to_id, reply)
+    hits: list[SearchHit] = []
+    for item_id in ranked:
+        kind, _, raw = item_id.partition(":")
+        row_id, score = int(raw), round(scores.get(item_id, 0.0), 6)
+        if kind == "fact" and row_id in facts:
+            hits.append(_fact_hit(facts[row_id], score=score, source="hybrid"))
+        elif kind == "summary" and row_id in summaries:
+            summary = summaries[row_id]
+            hits.append(
+                SearchHit(
+                    id=str(row_id),
+                    kind="summary",
+                    score=score,
+                    channel=summary.channel,
+                    date=summary.date,
+                    excerpt=excerpt(summary.content),
+                    type="summary",
+                    source="hybrid",
+                )
+            )
+        elif kind == "message" and row_id in roots:
+            root, reply = roots[row_id], replies.get(row_id)
+            text = f"{root.content} → {reply.content}" if reply else root.content
+            hits.append(
+                SearchHit(
+                    id=str(row_id),
+                    kind="exchange",
+                    score=score,
+                    channel=root.channel,
+                    date=root.created_at,
+                    excerpt=excerpt(text),
+                    type="exchange",
+                    source="hybrid",
+                )
+            )
+    return hits
 
 
 # --- excerpts ------------------------------------------------------------------
@@ -211,9 +299,7 @@ def _fact_text_hits(
     scores = {hit.fact_id: hit.score for hit in ranked if hit.fact_id not in exclude}
     facts = filters.apply_to_facts(facts_active().filter(pk__in=list(scores)))
     kept = sorted(facts, key=lambda fact: -scores[fact.pk])[:limit]
-    return [
-        _fact_hit(fact, score=scores[fact.pk], source="facts", terms=terms) for fact in kept
-    ]
+    return [_fact_hit(fact, score=scores[fact.pk], source="facts", terms=terms) for fact in kept]
 
 
 def _fact_hit(

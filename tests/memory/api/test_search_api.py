@@ -189,3 +189,37 @@ def test_fts_syntax_in_the_query_is_plain_text(agent_api):
     Message.objects.create(channel="c", role="user", content='il a dit "NEAR" (OR) *')
     response = agent_api.get(SEARCH, {"q": '"NEAR" (OR) * AND', "mode": "text"})
     assert response.status_code == 200
+
+
+def test_hybrid_search_ranks_like_the_auto_retrieval(agent_api, indexed_memory):
+    response = agent_api.get(SEARCH, {"q": "blessure à l'épaule en escalade", "mode": "hybrid"})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["mode"] == "hybrid" and body["count"] >= 1
+    assert body["results"][0]["kind"] == "fact"
+    assert "épaule" in body["results"][0]["excerpt"]
+    assert {hit["source"] for hit in body["results"]} == {"hybrid"}
+
+
+@pytest.mark.parametrize("mode", ["semantic", "text", "hybrid"])
+def test_every_mode_takes_the_filters(agent_api, indexed_memory, mode):
+    response = agent_api.get(SEARCH, {"q": "épaule", "mode": mode, "memory_type": "event"})
+    assert response.status_code == 200, response.content
+    results = response.json()["results"]
+    assert results and {hit["kind"] for hit in results} == {"fact"}
+    response = agent_api.get(SEARCH, {"q": "épaule", "mode": mode, "channel": "dashboard"})
+    assert {hit["channel"] for hit in response.json()["results"]} <= {"dashboard"}
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"since": "hier"}, "since"),
+        ({"since": "2026-03-01", "until": "2026-02-01"}, "until"),
+        ({"memory_type": "inconnu"}, "memory_type"),
+    ],
+)
+def test_bad_filters_get_a_french_400(agent_api, params, field):
+    response = agent_api.get(SEARCH, {"q": "épaule", "mode": "text", **params})
+    assert response.status_code == 400
+    assert field in response.content.decode()
