@@ -370,6 +370,11 @@ class MemorySettings(models.Model):
         default=0.5,
         validators=[MinValueValidator(0.3), MaxValueValidator(1.0)],
     )
+    block_max_tokens = models.PositiveIntegerField(
+        "tokens maximum du bloc mémoire",
+        default=1000,
+        validators=[MinValueValidator(100), MaxValueValidator(8000)],
+    )
     forget_retention_days = models.PositiveSmallIntegerField(
         "jours pendant lesquels un oubli est annulable",
         default=7,

@@ -49,6 +49,11 @@ class ModeScore:
     questions: int = 0
     per_tag: dict[str, dict[str, float]] = field(default_factory=dict)
     misses: list[str] = field(default_factory=list)
+    # Negative questions (no relevant memory: small talk, off-topic), hybrid only:
+    # how many injected nothing, and the tokens the whole block added on average.
+    negatives: int = 0
+    negatives_silent: int = 0
+    negative_tokens: float = 0.0
 
 
 def dataset_load(path: Path = DATASET_PATH) -> dict:
@@ -160,6 +165,10 @@ def evaluate(
         score = ModeScore(mode=mode)
         tags: dict[str, list[tuple[float, float, float]]] = {}
         for question in data["questions"]:
+            if not question["relevant"]:
+                if mode == "hybrid":
+                    _negative(score, question)
+                continue
             relevant = {r for r in question["relevant"] if not r.startswith("n-")}
             if not relevant:
                 continue
@@ -190,6 +199,8 @@ def evaluate(
                 score.misses.append(question["id"])
             for tag in question.get("tags", []):
                 tags.setdefault(tag, []).append((r5, r10, rr))
+        if score.negatives:
+            score.negative_tokens /= score.negatives
         if score.questions:
             score.recall_at_5 /= score.questions
             score.recall_at_10 /= score.questions
@@ -205,6 +216,19 @@ def evaluate(
         }
         scores.append(score)
     return scores
+
+
+def _negative(score: ModeScore, question: dict) -> None:
+    """What the whole pre-hook injects for a question the memory cannot answer."""
+    from memory.services.retrieval import auto_retrieve_preview
+
+    result = auto_retrieve_preview(
+        message=question["q"], channel=question.get("channel", "mission_control")
+    )
+    score.negatives += 1
+    score.negative_tokens += result.tokens_added
+    if not (result.memories or result.core or result.notes):
+        score.negatives_silent += 1
 
 
 def notes_check(data: dict) -> tuple[int, int]:
@@ -261,4 +285,10 @@ def scores_table(scores: list[ModeScore]) -> str:
         lines.append(
             f"{s.mode:<10} {s.recall_at_5:8.3f}  {s.recall_at_10:9.3f}  {s.mrr:5.3f}  ({s.questions})"
         )
+    for s in scores:
+        if s.negatives:
+            lines.append(
+                f"negatives ({s.mode}): {s.negatives_silent}/{s.negatives} inject nothing, "
+                f"{s.negative_tokens:.0f} tokens added on average"
+            )
     return "\n".join(lines)

@@ -127,3 +127,38 @@ def prompt_block(
             lines.extend(f"- [{clean_text(i.label, max_chars=120)}] {i.text}" for i in items)
     lines.append(f"<<<FIN MEMOIRE {marker}>>>")
     return "\n".join(lines)
+
+
+def block_within_budget(
+    *,
+    core: list[BlockLine],
+    memories: list[BlockLine],
+    notes: list[BlockLine],
+    marker: str,
+    max_tokens: int,
+) -> tuple[str, tuple[list[int], list[int], list[int]]]:
+    """The block holding the most useful items that fit in ``max_tokens``.
+
+    Items are taken in order of usefulness: the core facts, then the memories
+    in rank order, then the notes in order; an item that does not fit is left
+    out and the next (shorter) ones are still tried. Returns the block and the
+    indexes kept in each list.
+    """
+    sections = (core, memories, notes)
+    kept: tuple[list[int], list[int], list[int]] = ([], [], [])
+
+    def render(indexes) -> str:
+        core_i, memories_i, notes_i = indexes
+        return prompt_block(
+            core=[core[i] for i in core_i],
+            memories=[memories[i] for i in memories_i],
+            notes=[notes[i] for i in notes_i],
+            marker=marker,
+        )
+
+    for position, items in enumerate(sections):
+        for index in range(len(items)):
+            trial = tuple([*kept[p], index] if p == position else kept[p] for p in range(3))
+            if estimate_tokens(render(trial)) <= max_tokens:
+                kept = trial
+    return render(kept), kept

@@ -40,10 +40,10 @@ from memory.models import (
 from memory.services.formatting import (
     NOTE_MAX_CHARS,
     BlockLine,
+    block_within_budget,
     clean_text,
     estimate_tokens,
     new_marker,
-    prompt_block,
     relative_time_fr,
 )
 from memory.services.fusion import reciprocal_rank_fusion
@@ -95,6 +95,8 @@ class RetrievalResult:
     failed_sources: dict[str, str] = field(default_factory=dict)
     retrieval_id: int | None = None
     enabled: bool = True
+    # Why nothing was injected, when the relevance gate said so: "small_talk" | "off_topic".
+    gate: str = ""
 
 
 @dataclass
@@ -143,7 +145,19 @@ def _semantic_search(text: str, *, limit: int, min_score: float | None) -> dict:
             hits.append((collection, hit, relevance_score(embedder, hit.score)))
     hits.sort(key=lambda triple: -triple[1].score)
     timings["qdrant"] = _ms(start)
-    return {"vector": vector, "hits": hits, "timings": timings, "embedder": embedder}
+    # The relevance gate's evidence: how far the best hit stands above the query's
+    # own background (-1 when nothing passed the threshold).
+    from memory.services.relevance import query_background
+
+    best = max((hit.score for _, hit, _ in hits), default=None)
+    margin = -1.0 if best is None else best - query_background(embedder, vector)
+    return {
+        "vector": vector,
+        "hits": hits,
+        "timings": timings,
+        "embedder": embedder,
+        "margin": margin,
+    }
 
 
 def _notes_fetch(memory_settings: MemorySettings):
@@ -218,11 +232,25 @@ def _keyword_search(text: str, *, limit: int) -> list[tuple[str, float]]:
         return []
     messages = _strong(fts_rank_messages(terms, limit=limit))
     facts = _strong(fts_search_facts(terms, limit=limit))
+    # A hit on a reply is a hit on its exchange (keyed by the user message), so
+    # it fuses with the semantic hit of the same exchange; the best one counts.
+    roots = dict(
+        Message.objects.filter(pk__in=[m.message_id for m in messages])
+        .order_by()
+        .values_list("id", "reply_to_id")
+    )
+    message_ids: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for hit in messages:
+        root = roots.get(hit.message_id) or hit.message_id
+        if root not in seen:
+            seen.add(root)
+            message_ids.append((root, hit.score))
     # Two indexes whose bm25 scores do not compare: interleave them by rank.
     ranked: list[tuple[str, float]] = []
-    for i in range(max(len(messages), len(facts))):
-        if i < len(messages):
-            ranked.append((f"message:{messages[i].message_id}", messages[i].score))
+    for i in range(max(len(message_ids), len(facts))):
+        if i < len(message_ids):
+            ranked.append((f"message:{message_ids[i][0]}", message_ids[i][1]))
         if i < len(facts):
             ranked.append((f"fact:{facts[i].fact_id}", facts[i].score))
     return ranked
@@ -491,17 +519,28 @@ def memory_rank(
     after the other here: this is for measuring quality (and the hybrid mode
     of search). ``scores``, when given, receives each ranked id's fused score.
     """
+    from memory.services.relevance import gate_passes, is_small_talk
+
     memory_settings = memory_settings or MemorySettings.load()
     now = now or timezone.now()
     text = message[:4000]
     ranked: dict[str, list[tuple[str, float]]] = {}
     core: list[Fact] = []
+    if mode == "hybrid" and is_small_talk(text):
+        return [], []
     if mode in ("semantic", "hybrid"):
         min_score = memory_settings.min_score if mode == "hybrid" else None
         semantic = _semantic_search(text, limit=limit, min_score=min_score)
         ranked[SOURCE_SEMANTIC] = _semantic_ids(semantic["hits"])
     if mode in ("text", "hybrid"):
         ranked[SOURCE_KEYWORDS] = _keyword_search(text, limit=limit)
+    if mode == "hybrid" and not gate_passes(
+        margin=semantic["margin"],
+        gate_margin=semantic["embedder"].gate_margin,
+        semantic_ids=[i for i, _ in ranked[SOURCE_SEMANTIC]],
+        keyword_ids=[i for i, _ in ranked[SOURCE_KEYWORDS]],
+    ):
+        return [], []
     if mode == "hybrid":
         _, core, ranked[SOURCE_T1] = _t1_context(channel, memory_settings, now)
         fused, candidates = _fuse(ranked, text=text, now=now, tz=ZoneInfo(settings.TIME_ZONE))
@@ -560,6 +599,12 @@ def _retrieve(
     result = RetrievalResult(channel=channel, message=message)
     limit = max(CANDIDATES_MIN, memory_settings.max_results * CANDIDATES_PER_RESULT)
     text = message[:4000]
+    from memory.services.relevance import gate_passes, is_small_talk
+
+    if is_small_talk(text):
+        # "ok", "merci", "👍": the relevance gate injects nothing at all.
+        result.gate = "small_talk"
+        return _finish(result, started, log=log)
 
     # 1. Start the slow, database-free sources in worker threads.
     semantic_future: Future = _pool.submit(
@@ -616,6 +661,18 @@ def _retrieve(
             for name, reason in notes.failures.items():
                 result.failed_sources[f"{SOURCE_NOTES}:{name}"] = reason
 
+    # The relevance gate: does any source's evidence say the memory holds this topic?
+    if embedder is not None or semantic is None:
+        passes = gate_passes(
+            margin=semantic["margin"] if semantic is not None else None,
+            gate_margin=embedder.gate_margin if embedder is not None else 1.0,
+            semantic_ids=[i for i, _ in ranked.get(SOURCE_SEMANTIC, [])],
+            keyword_ids=[i for i, _ in ranked.get(SOURCE_KEYWORDS, [])],
+        )
+        if not passes:
+            result.gate = "off_topic"
+            return _finish(result, started, log=log)
+
     # 4. Fuse, hydrate from T1, drop what the channel already has, cap.
     start = time.perf_counter()
     try:
@@ -648,8 +705,15 @@ def _retrieve(
         }
         for n in (notes.notes if notes is not None else [])
     ]
-    marker = new_marker()
-    result.prompt_block = prompt_block(
+    # Tagged notes most related to the message first (fixed notes keep their place).
+    from memory.services.relevance import content_words
+
+    words = set(content_words(text))
+    fixed = [n for n in result.notes if n["source"] == "fixed"]
+    tagged = [n for n in result.notes if n["source"] != "fixed"]
+    tagged.sort(key=lambda n: -len(words & set(content_words(n["text"]))))
+    result.notes = fixed + tagged
+    block, (core_i, memories_i, notes_i) = block_within_budget(
         core=[
             BlockLine(_label("fait", f["type"], f["channel"], f["relative_time"]), f["text"])
             for f in result.core
@@ -662,9 +726,19 @@ def _retrieve(
             for m in result.memories
         ],
         notes=[BlockLine(f"note · {n['path']}", n["text"]) for n in result.notes],
-        marker=marker,
+        marker=new_marker(),
+        max_tokens=memory_settings.block_max_tokens,
     )
+    result.prompt_block = block
+    result.core = [result.core[i] for i in core_i]
+    result.memories = [result.memories[i] for i in memories_i]
+    result.notes = [result.notes[i] for i in notes_i]
     result.tokens_added = estimate_tokens(result.prompt_block)
+    return _finish(result, started, log=log)
+
+
+def _finish(result: RetrievalResult, started: float, *, log: bool) -> RetrievalResult:
+    """Time the run and log it (unless a preview)."""
     if log:
         start = time.perf_counter()
         result.timings_ms["log"] = 0.0

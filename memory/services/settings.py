@@ -29,6 +29,7 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "forget_min_score",
     "history_length",
     "reinjection_turns",
+    "block_max_tokens",
 )
 UNKNOWN_FIELDS_MESSAGE = "Réglages inconnus : {names}."
 

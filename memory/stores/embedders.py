@@ -70,6 +70,15 @@ VOYAGE_CANDIDATE_THRESHOLD = 0.70
 # near-duplicate threshold.
 LOCAL_SAME_TOPIC_THRESHOLD = 0.93
 VOYAGE_SAME_TOPIC_THRESHOLD = 0.80
+# The relevance gate (memory.services.relevance): how far above the query's own
+# background (its mean cosine to neutral reference sentences) the best hit must
+# stand for a message to pull memories on meaning alone. Local: measured on the
+# dev set, off-topic questions 0.046-0.079, answerable ones 0.035-0.20 (10th
+# percentile 0.067); most answerable ones below the margin pass because two
+# sources agree, 2 of 82 do not (0.068, 0.071). Voyage: not measured here (no
+# network); its cosines spread about twice as wide.
+LOCAL_GATE_MARGIN = 0.075
+VOYAGE_GATE_MARGIN = 0.17
 LOCAL_SCORE_LOW = 0.74
 LOCAL_SCORE_HIGH = 0.86
 VOYAGE_SCORE_LOW = 0.0
@@ -125,6 +134,7 @@ class Embedder(Protocol):
     candidate_threshold: float
     score_low: float
     score_high: float
+    gate_margin: float
     same_topic_threshold: float
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
@@ -272,6 +282,7 @@ class VoyageEmbedder:
     candidate_threshold = VOYAGE_CANDIDATE_THRESHOLD
     score_low = VOYAGE_SCORE_LOW
     score_high = VOYAGE_SCORE_HIGH
+    gate_margin = VOYAGE_GATE_MARGIN
     same_topic_threshold = VOYAGE_SAME_TOPIC_THRESHOLD
 
     def __init__(
@@ -473,6 +484,7 @@ class LocalEmbedder:
     candidate_threshold = LOCAL_CANDIDATE_THRESHOLD
     score_low = LOCAL_SCORE_LOW
     score_high = LOCAL_SCORE_HIGH
+    gate_margin = LOCAL_GATE_MARGIN
     same_topic_threshold = LOCAL_SAME_TOPIC_THRESHOLD
 
     def __init__(self, *, batch_size: int = LOCAL_BATCH_SIZE) -> None:

@@ -89,7 +89,7 @@ def test_the_t1_source_brings_recent_and_important_facts_and_identity_is_always_
         key="goal_marathon", value="Courir le marathon de Bordeaux en avril", memory_type="goal"
     )[0]
     _index_all()
-    result = auto_retrieve(message="Salut !", channel="whatsapp")
+    result = auto_retrieve(message="Où en est mon objectif de marathon ?", channel="whatsapp")
     assert [c["id"] for c in result.core] == [f"fact:{name.id}"]
     memory = next(m for m in result.memories if m["id"] == f"fact:{goal.id}")
     assert "t1" in memory["sources"]
@@ -252,7 +252,9 @@ def test_an_embedding_server_answering_500_is_recorded(world, settings):
         settings.VOYAGE_MAX_RETRIES = 0
         embedder_reset()
         try:
-            result = auto_retrieve(message="bonjour", channel="whatsapp")
+            result = auto_retrieve(
+                message="Quand est le rendez-vous du dentiste ?", channel="whatsapp"
+            )
         finally:
             embedder_reset()
     assert "EmbeddingError" in result.failed_sources["semantic"]
@@ -269,7 +271,7 @@ def test_a_hanging_obsidian_server_times_out_and_is_recorded(world, settings, tm
         settings.OBSIDIAN_TIMEOUT_S = 5
         settings.RETRIEVAL_TIMEOUTS_MS = {**settings.RETRIEVAL_TIMEOUTS_MS, "notes": 300}
         started = time.monotonic()
-        result = auto_retrieve(message="bonjour", channel="whatsapp")
+        result = auto_retrieve(message="Quand est le rendez-vous du dentiste ?", channel="whatsapp")
         elapsed = time.monotonic() - started
     assert result.failed_sources["notes"].startswith("timeout")
     assert elapsed < 2.5
@@ -359,3 +361,72 @@ def test_weak_keyword_hits_are_dropped_next_to_strong_ones():
     hits = [FactFtsHit(1, 10.0), FactFtsHit(2, 10.0 * KEYWORD_RELATIVE_CUT), FactFtsHit(3, 4.9)]
     assert [h.fact_id for h in _strong(hits)] == [1, 2]
     assert _strong([]) == []
+
+
+@pytest.mark.parametrize(
+    "message", ["ok", "lol", "👍", "merci !", "Bonne nuit", "haha d'accord", "thanks!"]
+)
+def test_small_talk_injects_nothing(world, settings, message):
+    """No memory, no identity fact, no note: the relevance gate lets "inject nothing" happen."""
+    fact_store(key="user_name", value="Mickael", memory_type="identity")
+    fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")
+    _exchange("whatsapp", "J'ai mal au dos depuis lundi", "Repose-toi bien.")
+    settings.OBSIDIAN_VAULT_PATH.joinpath("Profil.md").write_text("# Profil #makilab\nMickael")
+    _index_all()
+    result = auto_retrieve(message=message, channel="whatsapp")
+    assert (result.memories, result.core, result.notes) == ([], [], [])
+    assert result.prompt_block == "" and result.tokens_added == 0
+    assert result.gate == "small_talk"
+    assert MemoryRetrieval.objects.get(pk=result.retrieval_id).tokens_added == 0
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Quelle est la capitale de l'Australie ?",
+        "Explique-moi la photosynthèse",
+        "combien font 12 fois 7 ?",
+    ],
+)
+def test_a_question_about_nothing_the_memory_holds_injects_nothing(world, message):
+    fact_store(key="user_name", value="Mickael", memory_type="identity")
+    fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")
+    fact_store(key="bike", value="Le vélo de route est au garage pour un pneu crevé")
+    _exchange("whatsapp", "J'ai mal au dos depuis lundi", "Repose-toi bien.")
+    _exchange("whatsapp", "On part à Lisbonne en juin avec Sophie", "Super, bon voyage !")
+    _index_all()
+    result = auto_retrieve(message=message, channel="whatsapp")
+    assert result.memories == [] and result.tokens_added == 0
+    assert result.gate == "off_topic"
+
+
+def test_a_real_question_still_passes_the_gate(world):
+    fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
+    _index_all()
+    result = auto_retrieve(message="c'est quand déjà le dentiste ?", channel="whatsapp")
+    assert result.gate == ""
+    assert f"fact:{fact.id}" in _ids(result)
+
+
+def test_the_whole_block_keeps_to_its_token_budget_most_useful_items_first(world, settings):
+    """20 tagged notes no longer flood the prompt: identity, then memories, then notes, within budget."""
+    vault = settings.OBSIDIAN_VAULT_PATH
+    for i in range(19):
+        vault.joinpath(f"note-{i:02d}.md").write_text(
+            f"# Note {i} #makilab\n" + "Du texte de remplissage sans rapport. " * 20
+        )
+    vault.joinpath("velo.md").write_text(
+        "# Vélo #makilab\nLe dérailleur du vélo de route à régler."
+    )
+    name = fact_store(key="user_name", value="Mickael", memory_type="identity")[0]
+    bike = fact_store(key="bike", value="Le vélo de route est au garage pour le dérailleur")[0]
+    _index_all()
+    memory_settings = MemorySettings.load()
+    memory_settings.block_max_tokens = 400
+    memory_settings.save()
+    result = auto_retrieve(message="Où en est le dérailleur du vélo ?", channel="whatsapp")
+    assert result.tokens_added <= 400
+    assert [c["id"] for c in result.core] == [f"fact:{name.id}"]
+    assert f"fact:{bike.id}" in _ids(result)
+    assert result.notes and result.notes[0]["path"] == "velo.md"
+    assert "Mickael" in result.prompt_block and "dérailleur" in result.prompt_block

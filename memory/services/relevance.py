@@ -1,0 +1,149 @@
+"""The relevance gate: "inject nothing" is a possible answer of the auto-retrieval.
+
+Two signals decide, before any memory reaches the prompt:
+
+1. The message itself. Small talk ("ok", "lol", "👍", "merci", "Bonne nuit")
+   has no content word once stop words and the small-talk lexicon are
+   removed: nothing is injected, not even the identity facts or the notes.
+2. The sources' evidence. A query embedding is close to *everything* when it
+   says little: the bundled e5 scores "ok" at 0.83 against unrelated memories,
+   as high as real answers to real questions. So a semantic hit is measured
+   against the query's own background: its mean cosine to a fixed set of
+   neutral reference sentences (below), embedded once per embedder. A message
+   passes the gate when its best semantic hit stands clear of that background
+   (``gate_margin``, calibrated per embedder next to its other thresholds), or
+   when two sources agree (a memory found by meaning is also found by its
+   words). Otherwise the question is about something the memory does not hold
+   ("Quelle est la capitale de l'Australie ?") and nothing is injected.
+
+Measured on the dev set (memory/eval/dataset.json) with the local model:
+off-topic questions' best hit stands 0.046-0.079 above their background,
+answerable questions' 0.035-0.20; the agreement rule keeps most answerable
+ones that fall below the margin (see embedders.LOCAL_GATE_MARGIN).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from memory.services.keywords import keyword_terms
+from memory.stores.fts import fold
+
+# Words that carry no topic in a chat message, folded like the index (FR and EN).
+SMALL_TALK = frozenset(
+    fold(word)
+    for word in """
+    ok okay oki okk d'accord dac daccord accord merci mercii remercie thanks thank thx ty
+    lol mdr ptdr haha hahaha hihi hehe xd cool super top genial parfait nickel bravo
+    bonjour bonsoir salut coucou hello hi hey yo bonne bon nuit journee soiree night good
+    morning evening day oui ouais non nope yes yeah yep no bien vu entendu ca marche
+    roger noted note pris see you bye ciao plus tard later a demain tomorrow tkt np
+    beaucoup lot much vraiment really trop grave ah oh eh euh hmm bah ben wow waouh
+    va vas vais how are you what's up sup
+    """.split()
+)
+
+# Neutral sentences, unrelated to any owner: a query's background closeness.
+REFERENCE_TEXTS = (
+    "Le train de 8h12 a été supprimé à cause d'une grève.",
+    "La recette demande deux œufs, du sucre et un peu de farine.",
+    "Il a plu toute la journée sur la côte bretonne.",
+    "Les impôts doivent être déclarés avant la fin mai.",
+    "J'ai regardé un documentaire sur les baleines hier soir.",
+    "La réunion de copropriété est repoussée au mois prochain.",
+    "Mon ordinateur portable chauffe beaucoup quand je compile.",
+    "Le marché du samedi vend des fromages de montagne.",
+    "Elle apprend le piano depuis trois ans.",
+    "Le garage m'a appelé pour la révision de la voiture.",
+    "On a trouvé un appartement avec un balcon plein sud.",
+    "La bibliothèque ferme plus tôt pendant les vacances.",
+    "Il faut arroser les tomates deux fois par semaine.",
+    "Le match a fini sur un match nul, un partout.",
+    "Je dois rappeler la banque au sujet du prêt.",
+    "Les enfants partent en colonie au mois de juillet.",
+    "Le dentiste a trouvé une petite carie.",
+    "Nous avons réservé un gîte dans le Jura.",
+    "Le chat a encore renversé son bol d'eau.",
+    "Le contrat de travail commence le premier du mois.",
+    "Il y a des bouchons sur le périphérique ce matin.",
+    "Le nouveau téléphone a une meilleure batterie.",
+    "Ma grand-mère fête ses quatre-vingt-dix ans.",
+    "Le chantier de la cuisine a pris du retard.",
+    "J'ai couru dix kilomètres dimanche.",
+    "The meeting was moved to Thursday afternoon.",
+    "She bought a second-hand bike for commuting.",
+    "The flight to Montreal was delayed by two hours.",
+    "We need to renew the car insurance before March.",
+    "He is learning to cook Thai food.",
+    "The landlord finally fixed the heating.",
+    "My sister moved to Berlin for a new job.",
+    "The package was left with the neighbour.",
+    "I started reading a novel about the French revolution.",
+    "The doctor recommended more sleep and less coffee.",
+    "Our team won the quiz night at the pub.",
+    "The garden fence was damaged in the storm.",
+    "I signed up for a pottery class on Tuesdays.",
+    "The electricity bill went up again this month.",
+    "We watched the fireworks from the river bank.",
+    "Le vétérinaire a vacciné le chien contre la rage.",
+    "La facture d'eau est arrivée avec un mois de retard.",
+    "Nous avons planté un cerisier au fond du jardin.",
+    "Le colis contient des livres pour l'école.",
+    "Le médecin du travail m'a convoqué mardi.",
+    "Les voisins font des travaux dans leur salle de bain.",
+    "J'ai perdu mes clés dans le bus.",
+    "Le festival de jazz commence la semaine prochaine.",
+    "Ma fille veut faire de l'escrime.",
+    "Le prix de l'essence a encore augmenté.",
+)
+
+_reference: dict[str, object] = {}
+_reference_lock = threading.Lock()
+
+
+def content_words(text: str) -> list[str]:
+    """The words of a message that can name a topic (no stop words, no small talk)."""
+    return [term for term in keyword_terms(text) if term not in SMALL_TALK]
+
+
+def is_small_talk(text: str) -> bool:
+    """True when a message names no topic at all ("ok", "merci !", "👍", "Bonne nuit")."""
+    return not content_words(text)
+
+
+def _reference_matrix(embedder):
+    import numpy as np
+
+    name = getattr(embedder, "name", repr(embedder))
+    with _reference_lock:
+        matrix = _reference.get(name)
+        if matrix is None:
+            matrix = np.asarray(embedder.embed_documents(list(REFERENCE_TEXTS)), dtype="float32")
+            _reference[name] = matrix
+    return matrix
+
+
+def query_background(embedder, vector) -> float:
+    """How close this query is to unrelated text: its mean cosine to the reference sentences."""
+    import numpy as np
+
+    matrix = _reference_matrix(embedder)
+    return float(np.mean(matrix @ np.asarray(vector, dtype="float32")))
+
+
+def gate_passes(
+    *, margin: float | None, gate_margin: float, semantic_ids: list[str], keyword_ids: list[str]
+) -> bool:
+    """Whether the sources' evidence says the memory holds something about the message.
+
+    ``margin``: the best semantic hit's cosine minus the query background
+    (None when the semantic source did not answer: then only agreement or
+    keywords can pass). ``semantic_ids`` / ``keyword_ids``: the ranked ids of
+    each source.
+    """
+    if margin is not None and margin >= gate_margin:
+        return True
+    if set(semantic_ids[:10]) & set(keyword_ids[:10]):
+        return True
+    # Without the semantic source (down, timed out), keyword hits are all there is.
+    return margin is None and bool(keyword_ids)
