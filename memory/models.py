@@ -386,7 +386,7 @@ class MemorySettings(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(200)],
     )
     reinjection_turns = models.PositiveSmallIntegerField(
-        "tours sans réinjection",
+        "tours pendant lesquels un souvenir retrouvé reste dans le prompt",
         default=3,
         validators=[MinValueValidator(0), MaxValueValidator(50)],
     )

@@ -352,15 +352,45 @@ def _hydrate(ids: list[str], now: datetime) -> dict[str, _Candidate]:
 
 
 def _recently_injected(channel: str, turns: int) -> set[str]:
-    """Ids injected into this channel's prompt in its last ``turns`` retrievals.
+    """Ids newly injected into this channel's prompt in its last ``turns`` retrievals.
 
     Derived from the retrieval log, so a compaction (which rewrites messages,
-    not logs) does not reset it.
+    not logs) does not reset it. Carried items (below) do not count: each
+    memory is carried for ``turns`` turns after it was found, then dropped.
     """
     if turns <= 0:
         return set()
     rows = MemoryRetrieval.objects.filter(channel=channel).order_by("-created_at", "-id")[:turns]
-    return {item["id"] for row in rows for item in row.memories if "id" in item}
+    return {
+        item["id"]
+        for row in rows
+        for item in row.memories
+        if "id" in item and not item.get("carried")
+    }
+
+
+def _carried(
+    recent_ids: set[str], kept: list, history: list[Message], now: datetime
+) -> list[_Candidate]:
+    """The memories injected in the last turns, carried into this prompt.
+
+    The system prompt is rebuilt on every call: a memory injected on turn 1
+    lives nowhere on turn 2 unless it is injected again. So what the last
+    turns found stays in the block (after this turn's own finds, within the
+    token budget), and the near-duplicate check against them is sound: the
+    LLM does see them. Re-read from T1: a memory forgotten since is not carried.
+    """
+    new = {candidate.id for candidate, _ in kept}
+    wanted = sorted(recent_ids - new)
+    if not wanted:
+        return []
+    in_history = {m.pk for m in history}
+    hydrated = _hydrate(wanted, now)
+    return [
+        c
+        for c in (hydrated.get(i) for i in wanted)
+        if c is not None and not (c.kind == "exchange" and in_history.intersection(c.row_ids))
+    ]
 
 
 def _newer_first(
@@ -662,20 +692,21 @@ def _retrieve(
                 result.failed_sources[f"{SOURCE_NOTES}:{name}"] = reason
 
     # The relevance gate: does any source's evidence say the memory holds this topic?
-    if embedder is not None or semantic is None:
-        passes = gate_passes(
-            margin=semantic["margin"] if semantic is not None else None,
-            gate_margin=embedder.gate_margin if embedder is not None else 1.0,
-            semantic_ids=[i for i, _ in ranked.get(SOURCE_SEMANTIC, [])],
-            keyword_ids=[i for i, _ in ranked.get(SOURCE_KEYWORDS, [])],
-        )
-        if not passes:
-            result.gate = "off_topic"
-            return _finish(result, started, log=log)
+    if (embedder is not None or semantic is None) and not gate_passes(
+        margin=semantic["margin"] if semantic is not None else None,
+        gate_margin=embedder.gate_margin if embedder is not None else 1.0,
+        semantic_ids=[i for i, _ in ranked.get(SOURCE_SEMANTIC, [])],
+        keyword_ids=[i for i, _ in ranked.get(SOURCE_KEYWORDS, [])],
+    ):
+        # Nothing new about this message; what the last turns found is still carried.
+        result.gate = "off_topic"
+        ranked, core, notes = {}, [], None
 
     # 4. Fuse, hydrate from T1, drop what the channel already has, cap.
     start = time.perf_counter()
     try:
+        if not ranked:
+            raise _Gated
         fused, candidates = _fuse(ranked, text=text, now=now, tz=tz, prefetched=prefetched)
         kept = _select(
             fused=fused,
@@ -687,6 +718,8 @@ def _retrieve(
             embedder=embedder,
             result=result,
         )
+    except _Gated:
+        kept = []
     except Exception as exc:
         logger.exception("auto-retrieval fusion failed")
         result.failed_sources["fusion"] = _failure(exc)
@@ -697,6 +730,12 @@ def _retrieve(
     result.history = history
     result.core = [_fact_dict(f, now, tz) for f in core]
     result.memories = [_memory_dict(c, entry, now, tz) for c, entry in kept]
+    try:
+        carried = _carried(recent_ids, kept, history, now)
+    except Exception as exc:  # never raise from the pre-hook
+        result.failed_sources["carried"] = _failure(exc)
+        carried = []
+    result.memories += [_memory_dict(c, None, now, tz) for c in carried]
     result.notes = [
         {
             "path": n.path,
@@ -749,6 +788,10 @@ def _finish(result: RetrievalResult, started: float, *, log: bool) -> RetrievalR
     result.total_ms = _ms(started)
     result.timings_ms["total"] = result.total_ms
     return result
+
+
+class _Gated(Exception):
+    """The relevance gate said no: nothing to fuse."""
 
 
 def _collect(future: Future, name: str, limit_s: float, started: float, result: RetrievalResult):
@@ -850,6 +893,21 @@ def _fact_dict(fact: Fact, now: datetime, tz) -> dict:
 
 
 def _memory_dict(candidate: _Candidate, entry, now: datetime, tz) -> dict:
+    """A memory of the block; ``entry`` None: carried from the last turns (see _carried)."""
+    if entry is None:
+        return {
+            "id": candidate.id,
+            "kind": candidate.kind,
+            "text": clean_text(candidate.text),
+            "type": candidate.memory_type,
+            "channel": candidate.channel,
+            "timestamp": candidate.timestamp.isoformat(),
+            "relative_time": relative_time_fr(candidate.timestamp, now=now, tz=tz),
+            "sources": {},
+            "rrf": 0.0,
+            "score": None,
+            "carried": True,
+        }
     scores = [s["score"] for name, s in entry.sources.items() if name == SOURCE_SEMANTIC]
     return {
         "id": candidate.id,
@@ -878,6 +936,7 @@ def _log(result: RetrievalResult) -> int | None:
                     "rrf": m["rrf"],
                     "score": m["score"],
                     "text": m["text"][:PREVIEW_CHARS],
+                    **({"carried": True} if m.get("carried") else {}),
                 }
                 for m in result.memories
             ],

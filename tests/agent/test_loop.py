@@ -246,3 +246,22 @@ def test_no_facts_are_extracted_from_an_exchange_that_forgot_a_topic(
 
     assert len(world.message_requests) == 2  # the two chat calls, no extraction call
     assert not Message.objects.filter(content="Marie m'a invité à dîner").exists()
+
+
+def test_a_memory_injected_on_turn_one_is_still_in_the_prompt_on_the_next_turns(world):
+    """Dedup never hides a memory: what turn 1 found stays visible to the LLM on turns 2-4."""
+    fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
+    index_rows(KIND_FACT, [fact.id])
+    MemorySettings.load()  # reinjection_turns = 3 by default
+    world.script(*[text_message(f"Réponse {i}") for i in range(5)])
+
+    handle_message(channel="whatsapp", text="C'est quand le dentiste déjà ?")
+    handle_message(channel="whatsapp", text="Et il faut que je prenne ma carte vitale ?")
+    handle_message(channel="whatsapp", text="Je pars à quelle heure pour y être à l'heure ?")
+    handle_message(channel="whatsapp", text="Je dois appeler pour confirmer ?")
+    handle_message(channel="whatsapp", text="Il fait beau à Brest cet été ?")
+
+    systems = [r.system for r in world.message_requests]
+    assert all("dentiste mardi à 9 heures" in system for system in systems[:4]), systems
+    # Carried for reinjection_turns turns after it was last found, then dropped.
+    assert "dentiste mardi à 9 heures" not in systems[4]

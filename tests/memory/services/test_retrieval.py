@@ -135,7 +135,12 @@ def test_system_messages_and_the_disabled_setting_skip_everything(world):
     assert MemoryRetrieval.objects.count() == 0
 
 
-def test_what_was_injected_is_not_injected_again_in_the_next_turns(world):
+def _carried(result):
+    return [m["id"] for m in result.memories if m.get("carried")]
+
+
+def test_what_was_injected_is_carried_once_in_the_next_turns_not_found_again(world):
+    """The LLM sees it on every turn (the prompt is rebuilt each time), and only once."""
     fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
     # Old enough to be outside T1's recent window: only relevance brings it.
     Fact.objects.update(created_at="2026-01-01T00:00:00Z")
@@ -144,7 +149,9 @@ def test_what_was_injected_is_not_injected_again_in_the_next_turns(world):
     first = auto_retrieve(message="quand est le dentiste ?", channel="mission_control")
     assert f"fact:{fact.id}" in _ids(first)
     second = auto_retrieve(message="et le dentiste, c'est quand ?", channel="mission_control")
-    assert f"fact:{fact.id}" not in _ids(second)
+    assert _ids(second).count(f"fact:{fact.id}") == 1
+    assert _carried(second) == [f"fact:{fact.id}"]
+    assert "dentiste mardi" in second.prompt_block
     # Another channel has its own injection state.
     other = auto_retrieve(message="quand est le dentiste ?", channel="whatsapp")
     assert f"fact:{fact.id}" in _ids(other)
@@ -168,7 +175,9 @@ def test_a_near_duplicate_of_an_injected_memory_is_not_injected(world):
     injected = set(_ids(first)) & {f"fact:{fact.id}", f"message:{twin.id}"}
     assert len(injected) == 1  # the twins are not both injected in one turn
     second = auto_retrieve(message="rappelle-moi le code du portail", channel="mission_control")
-    assert not set(_ids(second)) & {f"fact:{fact.id}", f"message:{twin.id}"}
+    # The one injected is carried; its twin (a near-duplicate of it) is not added.
+    assert set(_ids(second)) & {f"fact:{fact.id}", f"message:{twin.id}"} == injected
+    assert set(_carried(second)) == injected
 
 
 def test_a_compaction_does_not_reset_the_injection_state(world):
@@ -178,7 +187,7 @@ def test_a_compaction_does_not_reset_the_injection_state(world):
     auto_retrieve(message="quand est le dentiste ?", channel="mission_control")
     Message.objects.filter(channel="mission_control").update(compacted=True)
     second = auto_retrieve(message="le dentiste ?", channel="mission_control")
-    assert f"fact:{fact.id}" not in _ids(second)
+    assert _carried(second) == [f"fact:{fact.id}"]  # carried, not found anew
 
 
 def test_every_run_is_logged_with_sources_scores_tokens_and_timings(world):
