@@ -136,14 +136,12 @@ def gate_passes(
 ) -> bool:
     """Whether the sources' evidence says the memory holds something about the message.
 
-    ``margin``: the best semantic hit's cosine minus the query background
-    (None when the semantic source did not answer: then only agreement or
-    keywords can pass). ``semantic_ids`` / ``keyword_ids``: the ranked ids of
-    each source.
+    ``margin``: the best semantic hit's cosine minus the query background,
+    None when the semantic source did not answer (down, timed out): then the
+    gate cannot judge and lets the other sources through, as before it
+    existed (small talk was already stopped on its words alone).
+    ``semantic_ids`` / ``keyword_ids``: the ranked ids of each source.
     """
-    if margin is not None and margin >= gate_margin:
+    if margin is None or margin >= gate_margin:
         return True
-    if set(semantic_ids[:10]) & set(keyword_ids[:10]):
-        return True
-    # Without the semantic source (down, timed out), keyword hits are all there is.
-    return margin is None and bool(keyword_ids)
+    return bool(set(semantic_ids[:10]) & set(keyword_ids[:10]))

@@ -77,7 +77,38 @@ NEWER_FIRST_HEAD = 6
 
 KIND_LABELS = {"exchange": "conversation", "fact": "fait", "summary": "résumé"}
 
-_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieval")
+# One pool per slow source: a hanging embedder (or Qdrant) must not starve the
+# notes, nor hanging notes the embedding.
+_semantic_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieval-semantic")
+_notes_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="retrieval-notes")
+
+
+def retrieval_warm() -> dict[str, float]:
+    """Load the embedder, open the stores and embed the gate's reference sentences.
+
+    Called when `serve` starts, so the first message is retrieved as fast as
+    the next (a cold embedder would lose the semantic source to its timeout).
+    Never raises: a store that is down is warmed by the first real request.
+    """
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    try:
+        from memory.services.relevance import query_background
+        from memory.stores.embedders import get_embedder
+        from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
+
+        embedder = get_embedder()
+        vector = embedder.embed_query("bonjour")
+        timings["embedder"] = _ms(start)
+        query_background(embedder, vector)
+        store = get_vector_store()
+        for collection in (CONVERSATIONS, KNOWLEDGE):
+            if store.collection_dimension(collection) is not None:
+                store.search(collection, vector, limit=1)
+        timings["stores"] = _ms(start)
+    except Exception as exc:  # warming is an optimisation, never a failure
+        logger.warning("retrieval warm-up incomplete: %s", exc)
+    return timings
 
 
 @dataclass
@@ -637,12 +668,12 @@ def _retrieve(
         return _finish(result, started, log=log)
 
     # 1. Start the slow, database-free sources in worker threads.
-    semantic_future: Future = _pool.submit(
+    semantic_future: Future = _semantic_pool.submit(
         _semantic_search, text, limit=limit, min_score=memory_settings.min_score
     )
     notes_future: Future | None = None
     if memory_settings.obsidian_context_enabled:
-        notes_future = _pool.submit(_notes_fetch, memory_settings)
+        notes_future = _notes_pool.submit(_notes_fetch, memory_settings)
 
     # 2. Meanwhile, T1 and FTS5 in this thread (its connection sees this request's data).
     from memory.stores.fts import sql_deadline

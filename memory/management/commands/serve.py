@@ -104,6 +104,11 @@ class Command(BaseCommand):
             scheduler = Scheduler(celery_app)
             worker.start()
             scheduler.start()
+        if run_worker or settings.QDRANT_URL:
+            # The first message must not lose its semantic source to a cold embedder.
+            from memory.services.retrieval import retrieval_warm
+
+            retrieval_warm()
         url = f"http://{options['host']}:{server.effective_port}/"
         mode = "avec le worker intégré" if run_worker else "sans worker (lancez celery à part)"
         self.stdout.write(f"Makilab Memory sur {url} {mode} (Ctrl-C pour arrêter)", ending="\n")

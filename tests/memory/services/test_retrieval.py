@@ -439,3 +439,37 @@ def test_the_whole_block_keeps_to_its_token_budget_most_useful_items_first(world
     assert f"fact:{bike.id}" in _ids(result)
     assert result.notes and result.notes[0]["path"] == "velo.md"
     assert "Mickael" in result.prompt_block and "dérailleur" in result.prompt_block
+
+
+def test_a_hanging_embedder_does_not_starve_the_notes(world, settings):
+    """Embeddings stuck past their timeout pile up in their own pool; the notes still arrive."""
+    settings.OBSIDIAN_VAULT_PATH.joinpath("Profil.md").write_text("# Profil #makilab\nMickael")
+    settings.RETRIEVAL_TIMEOUTS_MS = {**settings.RETRIEVAL_TIMEOUTS_MS, "semantic": 100}
+    with FakeVoyage() as voyage:
+        voyage.script(*[Reply(delay_s=2.0) for _ in range(8)])
+        settings.VOYAGE_API_KEY = "k"
+        settings.VOYAGE_BASE_URL = voyage.base_url
+        settings.VOYAGE_MAX_RETRIES = 0
+        settings.VOYAGE_TIMEOUT_S = 5
+        embedder_reset()
+        try:
+            results = [
+                auto_retrieve(message=f"Où est le dossier numéro {i} ?", channel="whatsapp")
+                for i in range(6)
+            ]
+        finally:
+            embedder_reset()
+    assert all(r.failed_sources.get("semantic", "").startswith("timeout") for r in results)
+    assert all(r.notes and r.notes[0]["path"] == "Profil.md" for r in results[4:])
+
+
+def test_warming_loads_the_embedder_the_gate_reference_and_the_stores(world):
+    from memory.services import relevance
+    from memory.services.retrieval import retrieval_warm
+
+    relevance._reference.clear()
+    _exchange("whatsapp", "Le vélo est au garage")
+    _index_all()
+    timings = retrieval_warm()
+    assert {"embedder", "stores"} <= set(timings)
+    assert relevance._reference  # the reference sentences are embedded once, now
