@@ -112,13 +112,19 @@ class Migration(migrations.Migration):
         ),
         migrations.AlterModelOptions(
             name="fact",
-            options={"base_manager_name": "all_objects",
-                "default_manager_name": "objects", "ordering": ["-importance", "key"]},
+            options={
+                "base_manager_name": "all_objects",
+                "default_manager_name": "objects",
+                "ordering": ["-importance", "key"],
+            },
         ),
         migrations.AlterModelOptions(
             name="message",
-            options={"base_manager_name": "all_objects",
-                "default_manager_name": "objects", "ordering": ["created_at", "id"]},
+            options={
+                "base_manager_name": "all_objects",
+                "default_manager_name": "objects",
+                "ordering": ["created_at", "id"],
+            },
         ),
         migrations.AlterModelOptions(
             name="summary",

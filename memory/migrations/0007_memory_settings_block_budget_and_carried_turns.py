@@ -5,20 +5,33 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0006_trust_indexing_forgetting_jobs'),
+        ("memory", "0006_trust_indexing_forgetting_jobs"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='memorysettings',
-            name='block_max_tokens',
-            field=models.PositiveIntegerField(default=1000, validators=[django.core.validators.MinValueValidator(100), django.core.validators.MaxValueValidator(8000)], verbose_name='tokens maximum du bloc mémoire'),
+            model_name="memorysettings",
+            name="block_max_tokens",
+            field=models.PositiveIntegerField(
+                default=1000,
+                validators=[
+                    django.core.validators.MinValueValidator(100),
+                    django.core.validators.MaxValueValidator(8000),
+                ],
+                verbose_name="tokens maximum du bloc mémoire",
+            ),
         ),
         migrations.AlterField(
-            model_name='memorysettings',
-            name='reinjection_turns',
-            field=models.PositiveSmallIntegerField(default=3, validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(50)], verbose_name='tours pendant lesquels un souvenir retrouvé reste dans le prompt'),
+            model_name="memorysettings",
+            name="reinjection_turns",
+            field=models.PositiveSmallIntegerField(
+                default=3,
+                validators=[
+                    django.core.validators.MinValueValidator(0),
+                    django.core.validators.MaxValueValidator(50),
+                ],
+                verbose_name="tours pendant lesquels un souvenir retrouvé reste dans le prompt",
+            ),
         ),
     ]
