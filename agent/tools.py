@@ -128,18 +128,25 @@ def _fact(fact) -> dict:
 
 
 def _search(tool_input: dict, context: ToolContext) -> dict:
+    from memory.services.facts import facts_accessed
     from memory.services.search import memory_search
 
     hits = memory_search(
         query=tool_input["query"], mode="semantic", limit=tool_input.get("limit", 5)
     )
+    # Never the message being answered: the LLM has it already.
+    hits = [h for h in hits if not (h.kind == "exchange" and int(h.id) in context.message_ids)]
+    facts_accessed(int(h.id) for h in hits if h.kind == "fact")
     return {"query": tool_input["query"], "results": [_hit(h) for h in hits]}
 
 
 def _search_text(tool_input: dict, context: ToolContext) -> dict:
+    from memory.services.facts import facts_accessed
     from memory.services.search import memory_search
 
     hits = memory_search(query=tool_input["query"], mode="text", limit=tool_input.get("limit", 10))
+    hits = [h for h in hits if not (h.kind == "message" and int(h.id) in context.message_ids)]
+    facts_accessed(int(h.id) for h in hits if h.kind == "fact")
     return {"query": tool_input["query"], "results": [_hit(h) for h in hits]}
 
 

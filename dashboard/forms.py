@@ -11,12 +11,11 @@ from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 
 from memory.exceptions import InvalidTTL
-from memory.models import Fact, MemorySettings, MemoryType
+from memory.models import Fact, MemorySettings, MemoryType, validate_fact_key
 from memory.services.settings import model_field_range
 from memory.services.ttl import parse_ttl
 
 NOT_STAFF_MESSAGE = "Ce compte n'a pas accès au tableau de bord de Makilab."
-NO_SLASH_MESSAGE = "La clé ne peut pas contenir « / »."
 VALUE_MAX_CHARS = 10_000
 QUERY_MAX_CHARS = 500
 PREVIEW_MAX_CHARS = 2_000
@@ -94,9 +93,14 @@ class FactAddForm(_FactFieldsForm):
 
     def clean_key(self) -> str:
         key = self.cleaned_data["key"].strip()
-        if "/" in key:
-            raise forms.ValidationError(NO_SLASH_MESSAGE)
+        validate_fact_key(key)  # the one key rule, the model's
         return key
+
+    def stated(self) -> dict[str, object]:
+        """The arguments for fact_store: an empty field states nothing (a known key keeps it)."""
+        return {
+            name: value for name, value in self.cleaned_data.items() if value not in (None, "", [])
+        }
 
 
 class FactEditForm(_FactFieldsForm):

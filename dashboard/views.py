@@ -341,7 +341,7 @@ def facts_section(request: HtmxHttpRequest) -> HttpResponse:
     form = FactAddForm(request.POST)
     if form.is_valid():
         try:
-            fact, created = fact_store(**form.cleaned_data, actor=Actor.USER)
+            fact, created = fact_store(**form.stated(), actor=Actor.USER)
         except (ValidationError, MemoryServiceError) as exc:
             _form_errors_add(form, exc)
         else:

@@ -86,10 +86,19 @@ class FactAdmin(admin.ModelAdmin):
         "last_accessed_at",
         "access_count",
         "source_message",
+        "forgetting",
+        "owner_fields",
+        # The indexing state machine's fields: shown (an error stays visible), never edited.
         "index_state",
         "index_attempts",
         "index_error",
+        "index_retry_at",
         "indexed_at",
+        "version",
+        "indexed_version",
+        "index_queued_at",
+        "index_lease_token",
+        "index_lease_until",
     )
     inlines = [FactRevisionInline]
     actions = ["restore_facts", "forget_facts"]

@@ -231,8 +231,8 @@ class Summary(Indexable):
 
 
 FACT_KEY_MESSAGE = (
-    "La clé d'un fait ne peut pas être vide, ni contenir « / », « \\ », "
-    "un retour à la ligne ou des espaces au début ou à la fin."
+    "La clé d'un fait ne peut pas contenir « / », « \\ » ni de retour à la ligne, "
+    "ni être vide, ni commencer ou finir par un espace."
 )
 
 
@@ -310,6 +310,15 @@ class Fact(Indexable):
     @property
     def date(self):
         return getattr(self, self.DATE_FIELD)
+
+    @property
+    def has_valid_key(self) -> bool:
+        """False for a row written before the key rule (or behind the model's back)."""
+        try:
+            validate_fact_key(self.key)
+        except ValidationError:
+            return False
+        return True
 
 
 class FactRevision(models.Model):

@@ -8,6 +8,7 @@ values.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from memory.exceptions import InvalidTTL
@@ -18,6 +19,7 @@ from memory.models import (
     MemoryRetrieval,
     MemorySettings,
     MemoryType,
+    validate_fact_key,
 )
 from memory.services.search import MAX_LIMIT, SEARCH_MODES
 from memory.services.settings import EDITABLE_FIELDS, model_field_range
@@ -34,7 +36,6 @@ CONTEXT_NOTES_MAX = 50
 DEFAULT_SEARCH_LIMIT = 10
 UNKNOWN_FIELD_MESSAGE = "Champ inconnu."
 READ_ONLY_MESSAGE = "Ce champ est en lecture seule."
-NO_SLASH_MESSAGE = "La clé ne peut pas contenir « / »."
 IMPORTANCE_REQUIRED_MESSAGE = "Donnez une importance entre 0 et 1."
 
 _IMPORTANCE_MIN, _IMPORTANCE_MAX = model_field_range(Fact, "importance")
@@ -103,7 +104,12 @@ class FactOutputSerializer(serializers.ModelSerializer):
 
 class _FactFieldsSerializer(StrictInputSerializer):
     value = serializers.CharField(max_length=VALUE_MAX_CHARS)
-    memory_type = serializers.ChoiceField(choices=MemoryType.choices, default=MemoryType.FACT)
+    # Absent fields are not stated: a new fact gets the defaults, a restated one keeps its own.
+    memory_type = serializers.ChoiceField(
+        choices=MemoryType.choices,
+        required=False,
+        help_text="Absent : « fact » pour un nouveau fait.",
+    )
     importance = serializers.FloatField(
         required=False,
         allow_null=True,
@@ -115,33 +121,34 @@ class _FactFieldsSerializer(StrictInputSerializer):
         child=serializers.CharField(max_length=SUBJECT_MAX_CHARS),
         max_length=SUBJECTS_MAX,
         required=False,
-        default=list,
     )
-    channel = serializers.CharField(
-        max_length=_CHANNEL_MAX, required=False, allow_blank=True, default=""
-    )
+    channel = serializers.CharField(max_length=_CHANNEL_MAX, required=False, allow_blank=True)
     ttl = serializers.CharField(
         max_length=TTL_MAX_CHARS,
         required=False,
         allow_blank=True,
         allow_null=True,
-        default=None,
-        help_text='Durée de vie : "30m", "1h", "7d", "2w"; vide ou null : pour toujours.',
+        help_text='Durée de vie : "30m", "1h", "7d", "2w"; vide ou null : pour toujours; '
+        "absente : inchangée.",
     )
 
     def validate_ttl(self, value):
-        return _validate_ttl(value)
+        # Given as null or "": stated "forever" (absent: not stated).
+        return _validate_ttl(value) or ""
 
 
 class FactInputSerializer(_FactFieldsSerializer):
     """Body of POST /facts: a new fact, or a new value for an existing key."""
 
     key = serializers.CharField(max_length=_KEY_MAX)
-    source = serializers.ChoiceField(choices=FactSource.choices, default=FactSource.MANUAL)
+    source = serializers.ChoiceField(choices=FactSource.choices, required=False)
 
     def validate_key(self, value: str) -> str:
-        if "/" in value:
-            raise serializers.ValidationError(NO_SLASH_MESSAGE)
+        value = value.strip()
+        try:
+            validate_fact_key(value)  # the one key rule, the model's
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
         return value
 
 

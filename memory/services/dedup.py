@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from memory.exceptions import MemoryServiceError, StoreUnavailable
-from memory.models import Actor, Fact, FactSource, MemoryType, RevisionReason
+from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
+from memory.models import Actor, Fact, FactSource, RevisionReason
 from memory.services.facts import fact_store, fact_update, normalize_subjects
 from memory.services.ttl import parse_ttl
 
@@ -55,29 +55,58 @@ class RememberResult:
     decided_by: str = "rule"  # rule | llm
 
 
+# Pending facts (not indexed yet) compared by embedding them on the spot, at most.
+PENDING_CANDIDATES_MAX = 50
+
+
 def fact_candidates(*, key: str, value: str, exclude_id: int | None = None) -> list[Candidate]:
-    """Active facts whose point is close to this fact's text, best first."""
+    """Active facts close to this fact's text, best first: indexed ones and pending ones.
+
+    Qdrant only holds facts already indexed; two restatements arriving close
+    together would not see each other. So the active facts whose point is not
+    current yet (pending, or failed) are embedded here and compared with the
+    same threshold. Raises StoreUnavailable when the embedder cannot answer;
+    a Qdrant dimension mismatch (an embedder change before `reindex`) leaves
+    only the pending comparison.
+    """
+    import numpy as np
+
+    from memory.models import IndexState
+    from memory.selectors import facts_active
     from memory.services.indexing import fact_text
     from memory.stores.embedders import get_embedder
     from memory.stores.vectors import KNOWLEDGE, get_vector_store
 
     embedder = get_embedder()
     [vector] = embedder.embed_documents([fact_text(Fact(key=key, value=value))])
+    scores: dict[int, float] = {}
     store = get_vector_store()
-    if store.collection_dimension(KNOWLEDGE) is None:
-        return []
-    hits = store.search(
-        KNOWLEDGE,
-        vector,
-        limit=CANDIDATE_LIMIT,
-        score_threshold=embedder.candidate_threshold,
-        filters={"type": "fact"},
+    try:
+        if store.collection_dimension(KNOWLEDGE) == embedder.dimension:
+            hits = store.search(
+                KNOWLEDGE,
+                vector,
+                limit=CANDIDATE_LIMIT,
+                score_threshold=embedder.candidate_threshold,
+                filters={"type": "fact"},
+            )
+            scores = {int(h.payload["row_id"]): h.score for h in hits if h.payload.get("row_id")}
+    except DimensionMismatch as exc:
+        logger.warning("dedup: Qdrant cannot be searched (%s); pending facts only", exc)
+    pending = list(
+        facts_active()
+        .exclude(index_state=IndexState.INDEXED)
+        .exclude(pk=exclude_id)
+        .order_by("-updated_at")[:PENDING_CANDIDATES_MAX]
     )
-    scores = {int(hit.payload["row_id"]): hit.score for hit in hits if hit.payload.get("row_id")}
-    from memory.selectors import facts_active
-
+    if pending:
+        matrix = np.asarray(embedder.embed_documents([fact_text(f) for f in pending]))
+        for fact, score in zip(pending, matrix @ np.asarray(vector), strict=True):
+            if float(score) >= embedder.candidate_threshold:
+                scores[fact.pk] = max(scores.get(fact.pk, 0.0), float(score))
     facts = facts_active().filter(pk__in=scores).exclude(pk=exclude_id)
-    return sorted((Candidate(fact=f, score=scores[f.pk]) for f in facts), key=lambda c: -c.score)
+    ranked = sorted((Candidate(fact=f, score=scores[f.pk]) for f in facts), key=lambda c: -c.score)
+    return ranked[:CANDIDATE_LIMIT]
 
 
 def _llm_decide(*, key: str, value: str, candidates: list[Candidate]) -> tuple[str, Fact | None]:
@@ -133,16 +162,21 @@ def fact_remember(
     *,
     key: str,
     value: str,
-    memory_type: str = MemoryType.FACT,
+    memory_type: str | None = None,
     importance: float | None = None,
     subjects: Iterable[str] | None = None,
     ttl: str | None = None,
     source: str = FactSource.CONVERSATION,
-    channel: str = "",
+    channel: str | None = None,
     source_message_id: int | None = None,
     actor: str = Actor.AGENT,
 ) -> RememberResult:
-    """Store a fact through dedup: the path of extraction, tools and manual entries."""
+    """Store a fact through dedup: the path of extraction, tools and manual entries.
+
+    Arguments left None are not stated (see fact_store). The store being down or
+    holding vectors of another embedder never drops the fact: T1 keeps it, the
+    indexing machine leaves it pending (or failed with the reindex hint).
+    """
     key = key.strip()
     parse_ttl(ttl)  # refuse a bad TTL before any work
     store_kwargs = {
@@ -157,13 +191,13 @@ def fact_remember(
         "source_message_id": source_message_id,
         "actor": actor,
     }
-    if Fact.objects.filter(key=key).exists():
+    if Fact.all_objects.filter(key=key).exists():
         fact, _ = fact_store(**store_kwargs)
         return RememberResult(fact=fact, action="updated")
 
     try:
         candidates = fact_candidates(key=key, value=value)
-    except StoreUnavailable as exc:
+    except (StoreUnavailable, DimensionMismatch) as exc:
         # No vectors now: store it; the candidates will be found next time.
         logger.warning("dedup candidates unavailable (%s): adding %s", exc, key)
         candidates = []
@@ -196,9 +230,20 @@ def fact_remember(
         changes["ttl"] = ttl
     if importance is not None:
         changes["importance"] = importance
+    # The decision took time (an LLM call): fact_update re-reads the row, and a
+    # target forgotten meanwhile stays forgotten (revive=False).
     fact = fact_update(
-        fact=target, actor=actor, reason=reason, note=f"nouvelle clé proposée : {key}", **changes
+        fact=target,
+        actor=actor,
+        reason=reason,
+        note=f"nouvelle clé proposée : {key}",
+        revive=False,
+        restatement=True,
+        **changes,
     )
+    if fact.forgotten:
+        logger.info("dedup: %s was forgotten while deciding; %s not merged", fact.key, key)
+        return RememberResult(fact, "noop", candidates, decided_by)
     label = (
         "superseded" if action == SUPERSEDE else ("updated" if decided_by == "llm" else "merged")
     )

@@ -955,7 +955,14 @@ def _memory_dict(candidate: _Candidate, entry, now: datetime, tz) -> dict:
 
 
 def _log(result: RetrievalResult) -> int | None:
+    from memory.services.facts import facts_accessed
+
     try:
+        facts_accessed(
+            int(m["id"].split(":")[1])
+            for m in result.memories
+            if m["kind"] == "fact" and not m.get("carried")
+        )
         row = MemoryRetrieval.objects.create(
             channel=result.channel,
             message_preview=clean_text(result.message, max_chars=PREVIEW_CHARS),

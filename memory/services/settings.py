@@ -24,12 +24,12 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "obsidian_context_notes",
     "obsidian_context_tag",
     "recent_window_hours",
-    "dedup_threshold",
     "search_min_score",
     "forget_min_score",
     "history_length",
     "reinjection_turns",
     "block_max_tokens",
+    "forget_retention_days",
 )
 UNKNOWN_FIELDS_MESSAGE = "Réglages inconnus : {names}."
 

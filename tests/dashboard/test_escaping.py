@@ -119,7 +119,10 @@ def test_the_retrieval_preview_escapes_what_it_would_inject(
     retrieval = pytest.importorskip("memory.services.retrieval")
     if not hasattr(retrieval, "auto_retrieve_preview"):
         pytest.skip("memory.services.retrieval has no auto_retrieve_preview yet")
-    fact_store(key="nom", value=f"{SCRIPT} {IMG}", memory_type="identity")
+    fact = fact_store(key="nom", value=f"{SCRIPT} {IMG}", memory_type="identity")[0]
+    from memory.services.indexing import KIND_FACT, index_row
+
+    index_row(KIND_FACT, fact.pk)  # found by the sources, so the relevance gate lets it in
     response = staff_client.get(
         "/memory/retrieval/preview/", {"message": f"qui suis-je ? {IMG}", "channel": "c"}, **HTMX
     )

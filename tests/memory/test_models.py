@@ -19,7 +19,8 @@ def test_settings_load_creates_the_single_row_with_the_design_defaults():
     assert row.obsidian_context_notes == []
     assert row.obsidian_context_tag == "makilab"
     assert row.recent_window_hours == 6
-    assert row.dedup_threshold == 0.85
+    assert row.forget_retention_days == 7
+    assert row.block_max_tokens == 1000
     assert row.search_min_score == 0.3
     assert row.forget_min_score == 0.5
     assert row.history_length == 20
@@ -34,7 +35,8 @@ def test_settings_load_creates_the_single_row_with_the_design_defaults():
         ("min_score", 0.81, 0.8),
         ("history_length", 0, 200),
         ("recent_window_hours", 0, 168),
-        ("dedup_threshold", 1.01, 0.5),
+        ("block_max_tokens", 99, 100),
+        ("forget_retention_days", 91, 0),
         ("forget_min_score", 0.2, 1.0),
     ],
 )

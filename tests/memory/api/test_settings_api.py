@@ -49,7 +49,8 @@ def test_patch_saves_the_given_settings(staff_api):
         ({"min_score": "haut"}, "min_score"),
         ({"search_min_score": 1.5}, "search_min_score"),
         ({"history_length": 0}, "history_length"),
-        ({"dedup_threshold": 0.2}, "dedup_threshold"),
+        ({"dedup_threshold": 0.9}, "dedup_threshold"),  # removed: it did nothing
+        ({"block_max_tokens": 50}, "block_max_tokens"),
         ({"auto_retrieve_enabled": "peut-être"}, "auto_retrieve_enabled"),
         ({"obsidian_context_notes": "Profil.md"}, "obsidian_context_notes"),
         ({"obsidian_context_notes": ["../secret.md"]}, "obsidian_context_notes"),

@@ -37,7 +37,16 @@ def test_without_an_llm_a_near_identical_text_under_another_key_merges(world):
     assert result.action == "merged"
     assert result.fact.pk == first.fact.pk
     assert Fact.objects.count() == 1
-    assert result.fact.revisions.first().reason == RevisionReason.MERGED
+    # The same text again changes nothing: no revision, no re-embedding.
+    assert list(result.fact.revisions.values_list("reason", flat=True)) == ["extracted"]
+
+
+def test_a_merge_that_adds_something_records_it(world):
+    first = _remember("injury", "Mickael s'est cassé l'épaule")
+    result = _remember("mickael_shoulder", "Mickael s'est cassé l'épaule", subjects=["ski"])
+    assert result.fact.pk == first.fact.pk
+    merge = result.fact.revisions.first()
+    assert merge.reason == RevisionReason.MERGED and merge.changes["subjects"][1] == ["ski"]
 
 
 def test_without_an_llm_same_topic_different_fact_is_never_overwritten(world):

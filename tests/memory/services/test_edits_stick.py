@@ -1,0 +1,215 @@
+"""The owner's edits stick: a restatement changes only what it states, races never undo an edit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory.models import Actor, Fact, FactRevision, IndexState
+from memory.services.dedup import fact_remember
+from memory.services.expiry import expired_purge
+from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
+from memory.services.indexing import KIND_FACT, index_row
+from tests.fakes.anthropic import text_message
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def owned_fact():
+    """A fact the owner tuned by hand: importance, subjects, expiry, channel."""
+    fact, _ = fact_store(key="coffee", value="Café serré sans sucre", memory_type="preference")
+    return fact_update(
+        fact=fact,
+        actor=Actor.USER,
+        importance=0.95,
+        subjects=["cafe", "matin"],
+        ttl="30d",
+        channel="whatsapp",
+    )
+
+
+def test_extraction_restating_a_fact_changes_only_what_it_states(owned_fact):
+    before = Fact.objects.get(pk=owned_fact.pk)
+    fact_store(
+        key="coffee",
+        value="Café serré sans sucre",
+        memory_type="preference",
+        importance=0.7,  # the extractor's default guess
+        subjects=["boisson"],
+        source="conversation",
+        channel="mission_control",
+        actor=Actor.AGENT,
+    )
+    after = Fact.objects.get(pk=owned_fact.pk)
+    assert after.importance == 0.95 and after.expires_at == before.expires_at
+    assert after.channel == "whatsapp" and after.source == before.source
+    assert after.subjects == ["cafe", "matin", "boisson"]  # the agent's subjects are added
+
+
+def test_an_unchanged_restatement_writes_no_revision_and_no_reembedding(owned_fact):
+    revisions = FactRevision.objects.count()
+    version = Fact.objects.get(pk=owned_fact.pk).version
+    for actor in (Actor.AGENT, Actor.USER):
+        fact_store(key="coffee", value="Café serré sans sucre", actor=actor)
+    fact = Fact.objects.get(pk=owned_fact.pk)
+    assert FactRevision.objects.count() == revisions
+    assert fact.version == version  # no change for the indexing machine
+
+
+def test_a_restatement_with_a_new_value_keeps_the_old_one_in_the_history(owned_fact):
+    fact_store(key="coffee", value="Café allongé", actor=Actor.AGENT)
+    fact = Fact.objects.get(pk=owned_fact.pk)
+    assert fact.value == "Café allongé" and fact.importance == 0.95
+    latest = fact.revisions.first()
+    assert (latest.actor, latest.old_value, latest.new_value) == (
+        "agent",
+        "Café serré sans sucre",
+        "Café allongé",
+    )
+
+
+def test_the_api_restatement_changes_only_the_fields_given(owned_fact, agent_api):
+    response = agent_api.post(
+        "/api/memory/facts", {"key": "coffee", "value": "Café serré"}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    fact = Fact.objects.get(pk=owned_fact.pk)
+    assert (fact.value, fact.importance, fact.subjects) == ("Café serré", 0.95, ["cafe", "matin"])
+    assert fact.expires_at is not None
+
+
+def test_the_dashboard_add_form_on_a_known_key_keeps_the_owner_settings(owned_fact, staff_client):
+    response = staff_client.post(
+        "/memory/facts/", {"key": "coffee", "value": "Café serré", "memory_type": "preference"}
+    )
+    assert response.status_code in (200, 201, 302), response.content.decode()[:500]
+    fact = Fact.objects.get(pk=owned_fact.pk)
+    assert (fact.value, fact.importance, fact.subjects) == ("Café serré", 0.95, ["cafe", "matin"])
+
+
+def test_every_revision_says_who_changed_what(owned_fact):
+    fact_update(fact=owned_fact, actor=Actor.ADMIN, importance=0.5)
+    latest = Fact.objects.get(pk=owned_fact.pk).revisions.first()
+    assert latest.actor == "admin" and latest.changes == {"importance": [0.95, 0.5]}
+    assert (
+        not FactRevision.objects.filter(changes={}, old_value=models_value(latest))
+        .exclude(reason__in=("created", "extracted", "forgotten", "restored", "expired"))
+        .exists()
+    )
+
+
+def models_value(revision):
+    return revision.new_value
+
+
+def test_a_write_with_an_instance_read_before_a_slow_call_undoes_no_edit_or_forget(owned_fact):
+    stale = Fact.objects.get(pk=owned_fact.pk)  # read before a slow LLM call
+    fact_update(fact=Fact.objects.get(pk=owned_fact.pk), actor=Actor.USER, importance=0.2)
+    fact_update(fact=stale, actor=Actor.AGENT, restatement=True, value="Café serré, un sucre")
+    fact = Fact.objects.get(pk=owned_fact.pk)
+    assert (fact.value, fact.importance) == ("Café serré, un sucre", 0.2)
+
+    stale = Fact.objects.get(pk=owned_fact.pk)
+    fact_forget(fact=Fact.objects.get(pk=owned_fact.pk), actor=Actor.USER)
+    fact_update(fact=stale, actor=Actor.AGENT, revive=False, restatement=True, value="autre")
+    fact = Fact.objects.get(pk=owned_fact.pk)
+    assert fact.forgotten and fact.value == "Café serré, un sucre"
+
+
+def test_a_dedup_merge_decided_while_the_owner_forgot_the_target_does_not_revive_it(
+    vector_store, local_embedder, fake_anthropic, settings, monkeypatch
+):
+    import agent.client
+
+    target, _ = fact_store(key="shoulder", value="Mickael s'est cassé l'épaule en ski")
+    index_row(KIND_FACT, target.pk)
+    real = agent.client.llm_json
+
+    def slow_llm_json(**kwargs):
+        # While the LLM decides, the owner forgets the target.
+        fact_forget(fact=Fact.objects.get(pk=target.pk), actor=Actor.USER)
+        return real(**kwargs)
+
+    monkeypatch.setattr(agent.client, "llm_json", slow_llm_json)
+    fake_anthropic.script(text_message(f'{{"action": "UPDATE", "id": {target.pk}}}'))
+    result = fact_remember(
+        key="mickael_epaule", value="Mickael s'est cassé l'épaule en ski le 3 mars"
+    )
+    fact = Fact.objects.get(pk=target.pk)
+    assert fact.forgotten and fact.value == "Mickael s'est cassé l'épaule en ski"
+    assert result.action == "noop"
+
+
+def test_after_an_embedder_change_extracted_facts_are_kept_in_t1(vector_store, local_embedder):
+    from memory.stores.vectors import KNOWLEDGE, VectorPoint
+
+    # The knowledge collection holds vectors of another embedder (before `reindex`).
+    vector_store.ensure_collection(KNOWLEDGE, 8)
+    vector_store.upsert(
+        KNOWLEDGE,
+        [
+            VectorPoint(
+                id="00000000-0000-0000-0000-000000000001", vector=[1.0] + [0.0] * 7, payload={}
+            )
+        ],
+    )
+    result = fact_remember(key="bike", value="Le vélo est au garage", actor=Actor.AGENT)
+    fact = Fact.objects.get(pk=result.fact.pk)
+    index_row(KIND_FACT, fact.pk)
+    fact.refresh_from_db()
+    assert fact.index_state == IndexState.FAILED and "reindex" in fact.index_error
+
+
+def test_dedup_sees_facts_not_indexed_yet(vector_store, local_embedder):
+    first = fact_remember(key="injury", value="Mickael s'est cassé l'épaule", actor=Actor.AGENT)
+    second = fact_remember(key="shoulder", value="Mickael s'est cassé l'épaule", actor=Actor.AGENT)
+    assert second.fact.pk == first.fact.pk and Fact.objects.count() == 1
+
+
+def test_restoring_an_expired_fact_brings_it_back_for_good():
+    fact, _ = fact_store(key="mood", value="fatigué", ttl="1h")
+    Fact.objects.filter(pk=fact.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    expired_purge()
+    fact_restore(fact=Fact.all_objects.get(pk=fact.pk), actor=Actor.USER)
+    expired_purge()
+    fact = Fact.objects.get(pk=fact.pk)
+    assert not fact.forgotten and fact.expires_at is None
+
+
+@pytest.mark.parametrize("key", ["a/b", "", " espace", "ligne\nsuivante", "anti\\slash"])
+def test_the_key_rule_lives_in_the_model(key):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        Fact(key=key, value="v").full_clean()
+
+
+def test_the_admin_and_the_api_refuse_a_slash_key_in_french(staff_client, agent_api):
+    response = staff_client.post(
+        "/admin/memory/fact/add/",
+        {
+            "key": "a/b",
+            "value": "v",
+            "memory_type": "fact",
+            "importance": "0.5",
+            "subjects": "[]",
+            "source": "manual",
+            "channel": "",
+            "revisions-TOTAL_FORMS": "0",
+            "revisions-INITIAL_FORMS": "0",
+        },
+    )
+    assert response.status_code == 200 and "ne peut pas contenir" in response.content.decode()
+    response = agent_api.post("/api/memory/facts", {"key": "a/b", "value": "v"}, format="json")
+    assert response.status_code == 400 and "ne peut pas contenir" in response.content.decode()
+    assert not Fact.all_objects.exists()
+
+
+def test_memory_renders_even_with_a_slash_key_in_the_database(staff_client):
+    fact, _ = fact_store(key="ok_key", value="v")
+    Fact.all_objects.filter(pk=fact.pk).update(key="a/b")
+    response = staff_client.get("/memory/")
+    assert response.status_code == 200
