@@ -385,14 +385,21 @@ def _answer(
         author=AGENT_AUTHOR,
         reply_to_id=message_ids[-1],
     )
+    forgot = any(o.name == "memory__forget" for o in outcomes)
+    if forgot:
+        # The request to forget and its reply never feed memory (retrieval, search,
+        # extraction, compaction, the history): they name the topic.
+        from memory.services.forgetting import forget_exchange_exclude
+
+        forget_exchange_exclude(message_ids=[*message_ids, reply_message.id])
     _enqueue_followups(
         channel=channel,
         message_ids=message_ids,
         reply_id=reply_message.id,
         tool_results=[o.content for o in outcomes if o.feeds_extraction and not o.is_error],
         # Not after a forget: the exchange talks about what was just forgotten.
-        extract=source == MessageSource.USER
-        and not any(o.name == "memory__forget" and not o.is_error for o in outcomes),
+        # Not after a forget: the exchange names what was (or would be) forgotten.
+        extract=source == MessageSource.USER and not forgot,
     )
     return ChatResult(
         reply=reply_message.content,

@@ -174,11 +174,15 @@ def _index(tool_input: dict, context: ToolContext) -> dict:
 
 
 def _forget(tool_input: dict, context: ToolContext) -> dict:
-    from memory.services.forgetting import topic_forget
+    from memory.services.forgetting import topic_forget, topic_forget_preview
 
+    if tool_input.get("dry_run"):
+        plan = topic_forget_preview(topic=tool_input["topic"], keep_message_ids=context.message_ids)
+        return {"dry_run": True, "summary": plan.as_text(), "counts": plan.counts()}
     result = topic_forget(
         topic=tool_input["topic"], actor=context.actor, keep_message_ids=context.message_ids
     )
+    # Counts and the undo window only: the reply must name nothing that was forgotten.
     return {"summary": result.as_text(), **result.as_dict()}
 
 
@@ -271,9 +275,13 @@ TOOLS: dict[str, Tool] = {
         Tool(
             name="memory__forget",
             description=(
-                "Oublie un sujet à la demande du propriétaire : les échanges, résumés et faits "
-                "qui en parlent sont retirés de la mémoire (définitif pour les échanges). "
-                "Renvoie ce qui a été oublié."
+                "Oublie un sujet à la demande du propriétaire : les échanges, faits et résumés "
+                "qui PARLENT de ce sujet quittent la mémoire. Il peut annuler depuis la page "
+                "Mémoire pendant quelques jours, ensuite c'est définitif. Oublie directement "
+                "quand la demande est claire ; si le sujet est ambigu, appelle d'abord avec "
+                "dry_run=true, montre-lui ce qui serait pris et n'oublie qu'après son accord. "
+                "La réponse ne donne que des nombres : ne répète, ne liste et ne résume jamais "
+                "ce qui a été oublié."
             ),
             input_schema=_schema(
                 {
@@ -282,7 +290,11 @@ TOOLS: dict[str, Tool] = {
                         "minLength": 1,
                         "maxLength": 200,
                         "description": "Le sujet, ex. « Marie » ou « le voyage à Lisbonne ».",
-                    }
+                    },
+                    "dry_run": {
+                        "type": "boolean",
+                        "description": "true : montrer ce qui serait oublié, sans rien changer.",
+                    },
                 },
                 ["topic"],
             ),

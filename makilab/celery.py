@@ -16,4 +16,6 @@ app.autodiscover_tasks()
 app.conf.beat_schedule = {
     "pending-sweep": {"task": "memory.pending_sweep", "schedule": 60.0},
     "expired-purge": {"task": "memory.expired_purge", "schedule": 600.0},
+    # Forgets past their retention window are deleted for good.
+    "forgettings-purge": {"task": "memory.forgettings_purge", "schedule": 3600.0},
 }

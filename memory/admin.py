@@ -12,6 +12,7 @@ from memory.models import (
     Actor,
     Fact,
     FactRevision,
+    Forgetting,
     MemoryRetrieval,
     MemorySettings,
     Message,
@@ -187,6 +188,28 @@ class MemoryRetrievalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ("channel",)
     search_fields = ("message_preview",)
     date_hierarchy = "created_at"
+
+
+@admin.register(Forgetting)
+class ForgettingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The forgets: read-only; "restore" undoes one within its retention window."""
+
+    list_display = ("created_at", "topic", "state", "actor", "selection", "purge_after")
+    list_filter = ("state", "actor")
+    actions = ["restore_forgettings"]
+
+    @admin.action(description="Annuler les oublis sélectionnés")
+    def restore_forgettings(self, request, queryset) -> None:
+        from memory.exceptions import MemoryServiceError
+        from memory.services.forgetting import forgetting_restore
+
+        for forgetting in queryset:
+            try:
+                forgetting_restore(forgetting_id=forgetting.pk, actor=Actor.ADMIN)
+            except MemoryServiceError as exc:
+                self.message_user(request, f"n° {forgetting.pk} : {exc}", messages.WARNING)
+            else:
+                self.message_user(request, f"Oubli n° {forgetting.pk} annulé.", messages.SUCCESS)
 
 
 admin.site.site_header = "Makilab — mémoire"

@@ -56,3 +56,10 @@ def expired_purge_task() -> int:
     from memory.services.expiry import expired_purge
 
     return expired_purge()
+
+
+@shared_task(name="memory.forgettings_purge", acks_late=True)
+def forgettings_purge_task() -> int:
+    from memory.services.forgetting import forgettings_purge
+
+    return forgettings_purge()

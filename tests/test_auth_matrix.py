@@ -52,6 +52,7 @@ def _examples(staff_id: int) -> dict[str, str]:
     return {
         "key": FACT_KEY,
         "object_id": "1",
+        "forgetting_id": "1",
         "content_type_id": "1",
         "id": str(staff_id),
         "app_label": "memory",
@@ -213,6 +214,9 @@ def test_the_walk_covers_the_whole_urlconf(world):
         "memory-api:settings",
         "memory-api:stats",
         "memory-api:retrievals",
+        "memory-api:forget",
+        "memory-api:forgettings",
+        "memory-api:forgetting-restore",
     } <= {r.name for r in memory_api}
     assert len(dashboard) >= 16
     assert any(r.name == "schema" for r in found)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memory.api import preview, views
+from memory.api import forgetting, preview, views
 
 app_name = "memory-api"
 
@@ -17,4 +17,11 @@ urlpatterns = [
     path("stats", views.MemoryStatsApi.as_view(), name="stats"),
     path("retrievals", views.RetrievalListApi.as_view(), name="retrievals"),
     path("preview", preview.MemoryPreviewApi.as_view(), name="preview"),
+    path("forget", forgetting.ForgetApi.as_view(), name="forget"),
+    path("forgettings", forgetting.ForgettingListApi.as_view(), name="forgettings"),
+    path(
+        "forgettings/<int:forgetting_id>/restore",
+        forgetting.ForgettingRestoreApi.as_view(),
+        name="forgetting-restore",
+    ),
 ]

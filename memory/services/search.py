@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal
-
-from django.utils.dateparse import parse_datetime
 
 from memory.exceptions import DimensionMismatch, StoreUnavailable
 from memory.models import Fact, Message, Summary
@@ -358,39 +356,44 @@ def _semantic_search(query: str, limit: int) -> list[SearchHit]:
             SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=type(exc).__name__)
         ) from exc
 
-    hits = [_exchange_hit(hit) for hit in exchanges]
+    hits = _exchange_hits(exchanges)
     hits.extend(_knowledge_hits(knowledge))
     hits.sort(key=lambda hit: hit.score, reverse=True)
     return hits[:limit]
 
 
-def _payload_date(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return value
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, tz=UTC)
-    if isinstance(value, str) and value:
-        parsed = parse_datetime(value)
-        if parsed is not None:
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    return None
+def _exchange_hits(hits: list) -> list[SearchHit]:
+    """Exchange hits read from T1, never from the payload alone.
 
-
-def _exchange_hit(hit) -> SearchHit:
-    payload = hit.payload or {}
-    user = str(payload.get("user_message", "")).strip()
-    assistant = str(payload.get("assistant_message", "")).strip()
-    text = f"{user} → {assistant}" if user and assistant else user or assistant
-    return SearchHit(
-        id=str(payload.get("message_id") or hit.id),
-        kind="exchange",
-        score=round(float(hit.score), 4),
-        channel=str(payload.get("channel", "")),
-        date=_payload_date(payload.get("timestamp")),
-        excerpt=excerpt(text),
-        type=str(payload.get("role", "exchange")),
-        source="conversations",
-    )
+    A point may outlive its exchange for a moment (a forget, an exclusion, a
+    deletion not yet applied to Qdrant): what T1 no longer has, or hides, is
+    never shown, and the text shown is T1's.
+    """
+    root_ids = {_row_id(hit) for hit in hits} - {None}
+    roots = {m.pk: m for m in Message.objects.filter(pk__in=root_ids)}
+    replies: dict[int, Message] = {}
+    for reply in Message.objects.filter(reply_to_id__in=list(roots)).order_by("created_at", "id"):
+        replies.setdefault(reply.reply_to_id, reply)
+    results = []
+    for hit in hits:
+        root = roots.get(_row_id(hit))
+        if root is None:
+            continue
+        reply = replies.get(root.pk)
+        text = f"{root.content} → {reply.content}" if reply else root.content
+        results.append(
+            SearchHit(
+                id=str(root.pk),
+                kind="exchange",
+                score=round(float(hit.score), 4),
+                channel=root.channel,
+                date=root.created_at,
+                excerpt=excerpt(text),
+                type="exchange",
+                source="conversations",
+            )
+        )
+    return results
 
 
 def _knowledge_hits(hits: list) -> list[SearchHit]:
@@ -398,9 +401,7 @@ def _knowledge_hits(hits: list) -> list[SearchHit]:
     fact_ids = {_row_id(hit) for hit in hits if (hit.payload or {}).get("type") == "fact"}
     summary_ids = {_row_id(hit) for hit in hits if (hit.payload or {}).get("type") == "summary"}
     facts = {fact.pk: fact for fact in facts_active().filter(pk__in=fact_ids - {None})}
-    summaries = set(
-        Summary.objects.filter(pk__in=summary_ids - {None}).values_list("pk", flat=True)
-    )
+    summaries = {s.pk: s for s in Summary.objects.filter(pk__in=summary_ids - {None})}
     results: list[SearchHit] = []
     for hit in hits:
         payload = hit.payload or {}
@@ -415,9 +416,9 @@ def _knowledge_hits(hits: list) -> list[SearchHit]:
                     id=str(row_id),
                     kind="summary",
                     score=round(float(hit.score), 4),
-                    channel=str(payload.get("channel", "")),
-                    date=_payload_date(payload.get("timestamp")),
-                    excerpt=excerpt(str(payload.get("content", ""))),
+                    channel=summaries[row_id].channel,
+                    date=summaries[row_id].date,
+                    excerpt=excerpt(summaries[row_id].content),
                     type="summary",
                     source="knowledge",
                 )
@@ -426,7 +427,8 @@ def _knowledge_hits(hits: list) -> list[SearchHit]:
 
 
 def _row_id(hit) -> int | None:
-    value = (hit.payload or {}).get("row_id")
+    payload = hit.payload or {}
+    value = payload.get("row_id") or payload.get("message_id")
     try:
         return int(value)
     except (TypeError, ValueError):

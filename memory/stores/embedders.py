@@ -78,6 +78,10 @@ VOYAGE_SAME_TOPIC_THRESHOLD = 0.80
 # sources agree, 2 of 82 do not (0.068, 0.071). Voyage: not measured here (no
 # network); its cosines spread about twice as wide.
 LOCAL_GATE_MARGIN = 0.075
+# A forget's semantic candidates (on the common relevance scale): only candidates,
+# recall first; the word rule or the LLM decides what is about the topic.
+LOCAL_FORGET_CANDIDATE_SCORE = 0.5
+VOYAGE_FORGET_CANDIDATE_SCORE = 0.4
 VOYAGE_GATE_MARGIN = 0.17
 LOCAL_SCORE_LOW = 0.74
 LOCAL_SCORE_HIGH = 0.86
@@ -135,6 +139,7 @@ class Embedder(Protocol):
     score_low: float
     score_high: float
     gate_margin: float
+    forget_candidate_score: float
     same_topic_threshold: float
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
@@ -283,6 +288,7 @@ class VoyageEmbedder:
     score_low = VOYAGE_SCORE_LOW
     score_high = VOYAGE_SCORE_HIGH
     gate_margin = VOYAGE_GATE_MARGIN
+    forget_candidate_score = VOYAGE_FORGET_CANDIDATE_SCORE
     same_topic_threshold = VOYAGE_SAME_TOPIC_THRESHOLD
 
     def __init__(
@@ -485,6 +491,7 @@ class LocalEmbedder:
     score_low = LOCAL_SCORE_LOW
     score_high = LOCAL_SCORE_HIGH
     gate_margin = LOCAL_GATE_MARGIN
+    forget_candidate_score = LOCAL_FORGET_CANDIDATE_SCORE
     same_topic_threshold = LOCAL_SAME_TOPIC_THRESHOLD
 
     def __init__(self, *, batch_size: int = LOCAL_BATCH_SIZE) -> None:

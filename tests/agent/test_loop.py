@@ -235,17 +235,32 @@ def test_the_post_response_tasks_extract_facts_from_the_exchange(
 def test_no_facts_are_extracted_from_an_exchange_that_forgot_a_topic(
     world, eager_tasks, django_capture_on_commit_callbacks
 ):
-    _past_exchange("whatsapp", "Marie m'a invité à dîner", "Sympa !")
+    past = _past_exchange("whatsapp", "Marie m'a invité à dîner", "Sympa !")
     world.script(
         tool_use_message(("memory__forget", {"topic": "Marie"})),
+        text_message(json.dumps({"ids": [f"message:{past.id}"]})),  # the forget's judgement
         text_message("C'est oublié."),
     )
 
     with django_capture_on_commit_callbacks(execute=True):
-        handle_message(channel="whatsapp", text="Oublie tout ce qui concerne Marie")
+        result = handle_message(channel="whatsapp", text="Oublie tout ce qui concerne Marie")
 
-    assert len(world.message_requests) == 2  # the two chat calls, no extraction call
+    # The chat, the forget's judgement, the chat again: no extraction call.
+    purposes = [r.messages[0]["content"] for r in world.message_requests]
+    assert len(purposes) == 3
     assert not Message.objects.filter(content="Marie m'a invité à dîner").exists()
+    # The answer the LLM got names nothing that was forgotten.
+    [tool_result] = world.message_requests[2].tool_results()
+    assert "dîner" not in tool_result["content"] and "Marie" not in tool_result["content"]
+    # The request to forget and its reply never feed memory.
+    from memory.models import MemoryRetrieval
+    from memory.services.search import memory_search
+
+    asked = Message.all_objects.get(pk=result.message_ids[0])
+    reply = Message.all_objects.get(pk=result.reply_id)
+    assert asked.memory_excluded and reply.memory_excluded
+    assert not memory_search(query="Marie", mode="text")
+    assert "Marie" not in MemoryRetrieval.objects.get(pk=result.retrieval_id).message_preview
 
 
 def test_a_memory_injected_on_turn_one_is_still_in_the_prompt_on_the_next_turns(world):

@@ -171,15 +171,21 @@ def test_memory_recent_lists_the_latest_active_facts_first(world, context):
     assert [f["key"] for f in body["facts"]] == ["b_second", "a_first"]
 
 
-def test_memory_forget_purges_the_topic_but_keeps_the_request(world, context):
+def test_memory_forget_forgets_the_topic_but_not_the_request(world, context):
     outcome, body = _run("memory__forget", {"topic": "le plombier"}, context)
 
     assert not outcome.is_error, body
-    assert len(body["exchanges"]) == 1
-    assert body["summary"].startswith("Oubli de « le plombier »")
+    assert body["counts"]["exchanges"] == 1 and body["forgetting_id"]
+    assert "plombier" not in body["summary"]  # the answer names nothing forgotten
     assert not Message.objects.filter(content__contains="plombier").exists()
-    assert Message.objects.filter(pk=context.message_ids[0]).exists()
-    assert world.count("conversations") == 0
+    assert Message.all_objects.filter(pk=context.message_ids[0], forgetting=None).exists()
+
+
+def test_memory_forget_dry_run_shows_what_it_would_take_and_changes_nothing(world, context):
+    outcome, body = _run("memory__forget", {"topic": "le plombier", "dry_run": True}, context)
+    assert not outcome.is_error and body["dry_run"] is True
+    assert body["counts"]["exchanges"] == 1 and "plombier" in body["summary"]
+    assert Message.objects.filter(content__contains="plombier").exists()
 
 
 def test_memory_forget_refuses_a_vague_topic_as_a_tool_error(world, context):

@@ -1,30 +1,50 @@
-"""topic_forget: exactly the topic leaves both tiers, and no search path brings it back."""
+"""Forgetting: exactly the topic, previewable, undoable for a while, then final."""
 
 from __future__ import annotations
 
-import pytest
+import json
+from datetime import timedelta
 
-from memory.exceptions import MemoryServiceError, StoreUnavailable
-from memory.models import Fact, FactRevision, Message, RevisionReason, Summary
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memory.exceptions import MemoryServiceError
+from memory.models import (
+    Fact,
+    FactRevision,
+    Forgetting,
+    ForgettingState,
+    IndexState,
+    MemoryRetrieval,
+    Message,
+    Summary,
+)
 from memory.services.facts import fact_store
-from memory.services.forgetting import TOPIC_TOO_VAGUE_MESSAGE, topic_forget, topic_terms
+from memory.services.forgetting import (
+    TOPIC_TOO_VAGUE_MESSAGE,
+    forgetting_restore,
+    forgettings_purge,
+    topic_forget,
+    topic_forget_preview,
+)
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, index_rows
 from memory.services.messages import message_save
-from memory.services.search import memory_search
-from memory.stores.fts import fts_search
-from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE
+from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, point_id
+from tests.fakes.anthropic import text_message
 
 pytestmark = pytest.mark.django_db
 
-MARIE_EXCHANGES = [
-    ("whatsapp", "Marie m'a invité à dîner samedi soir", "Super, amuse-toi bien !"),
-    ("mission_control", "J'ai dîné avec Marie hier, c'était sympa", "Content pour toi."),
+WEDDING = [
+    ("whatsapp", "Le mariage de Marie à Lisbonne aura lieu le 14 juin", "Noté, le 14 juin !"),
+    ("mission_control", "Pour le mariage de Marie à Lisbonne je dois réserver l'hôtel", "OK."),
 ]
-OTHER_EXCHANGES = [
-    ("whatsapp", "Le vol pour Lisbonne part à 7h40 le 12 mars", "Noté pour Lisbonne."),
-    ("whatsapp", "Je me suis fait mal à l'épaule en escalade", "Repose ton épaule."),
-    ("mission_control", "La réunion sur le projet Makilab est décalée à jeudi", "D'accord."),
+UNRELATED = [
+    ("whatsapp", "Notre mariage à nous, c'était à Tarbes en 2019", "Beau souvenir."),
+    ("whatsapp", "Le chien de Marie s'appelle Filou", "Trop mignon."),
+    ("mission_control", "Déplacement pro à Lisbonne la semaine prochaine", "Bon voyage."),
 ]
+WEDDING_WORDS = "mariage de marie a lisbonne"
 
 
 def _exchange(channel, user, reply):
@@ -33,152 +53,193 @@ def _exchange(channel, user, reply):
     return question
 
 
-def _reindex_everything():
-    """What `manage.py reindex` does: every T1 row through the indexing service."""
-    index_rows(KIND_MESSAGE, list(Message.objects.values_list("id", flat=True)))
-    index_rows(KIND_FACT, list(Fact.objects.values_list("id", flat=True)))
-    index_rows(KIND_SUMMARY, list(Summary.objects.values_list("id", flat=True)))
+def _index_everything():
+    index_rows(KIND_MESSAGE, list(Message.all_objects.values_list("id", flat=True)))
+    index_rows(KIND_FACT, list(Fact.all_objects.values_list("id", flat=True)))
+    index_rows(KIND_SUMMARY, list(Summary.all_objects.values_list("id", flat=True)))
 
 
 @pytest.fixture
-def world(vector_store, local_embedder):
-    marie = [_exchange(*e) for e in MARIE_EXCHANGES]
-    others = [_exchange(*e) for e in OTHER_EXCHANGES]
-    fact_store(key="amie_marie", value="Marie est une amie d'enfance, elle habite à Lyon")
-    fact_store(key="vol_lisbonne", value="Vol pour Lisbonne le 12 mars à 7h40")
-    fact_store(key="user_name", value="Mickael", memory_type="identity")
-    Summary.objects.create(
-        channel="whatsapp", content="Sur whatsapp : le dîner chez Marie et ses enfants."
-    )
-    Summary.objects.create(channel="whatsapp", content="Sur whatsapp : préparation du marathon.")
-    _reindex_everything()
-    return {"store": vector_store, "marie": marie, "others": others}
+def world(vector_store, local_embedder, settings, tmp_path):
+    settings.OBSIDIAN_API_URL = ""
+    settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
+    (tmp_path / "vault").mkdir()
+    wedding = [_exchange(*e) for e in WEDDING]
+    others = [_exchange(*e) for e in UNRELATED]
+    facts = {
+        "wedding": fact_store(key="mariage_marie", value="Mariage de Marie à Lisbonne le 14 juin")[
+            0
+        ],
+        "dog": fact_store(key="chien_marie", value="Le chien de Marie s'appelle Filou")[0],
+        "own": fact_store(key="notre_mariage", value="Mariage du propriétaire à Tarbes en 2019")[0],
+    }
+    summaries = {
+        "wedding": Summary.objects.create(
+            channel="whatsapp", content="Préparatifs du mariage de Marie à Lisbonne."
+        ),
+        "other": Summary.objects.create(channel="whatsapp", content="Sortie vélo à Tarbes."),
+    }
+    _index_everything()
+    return {
+        "store": vector_store,
+        "wedding": wedding,
+        "others": others,
+        "facts": facts,
+        "summaries": summaries,
+    }
 
 
-def _mentions_marie(hits) -> list:
-    return [hit for hit in hits if "marie" in (hit.excerpt + hit.key).lower()]
+def _points(store, collection):
+    return set(store.iter_ids(collection))
 
 
-def test_it_removes_the_topic_from_both_tiers_and_reports_it(world):
+def test_a_forget_takes_what_is_about_the_topic_and_nothing_else(world):
+    result = topic_forget(topic="le mariage de Marie à Lisbonne")
+
+    assert result.counts == {"exchanges": 2, "messages": 4, "facts": 1, "summaries": 1}
+    assert set(Message.objects.values_list("content", flat=True)) >= {u for _, u, _ in UNRELATED}
+    assert not Message.objects.filter(content__contains="mariage de Marie").exists()
+    assert set(Fact.objects.values_list("key", flat=True)) == {"chien_marie", "notre_mariage"}
+    assert list(Summary.objects.values_list("content", flat=True)) == ["Sortie vélo à Tarbes."]
+
+
+def test_the_preview_shows_what_it_would_take_and_changes_nothing(world):
+    plan = topic_forget_preview(topic="le mariage de Marie à Lisbonne")
+    assert plan.counts() == {"exchanges": 2, "messages": 4, "facts": 1, "summaries": 1}
+    assert [f["key"] for f in plan.facts] == ["mariage_marie"]
+    assert "mariage de Marie" in plan.as_text()
+    assert not Forgetting.objects.exists()
+    assert Message.objects.count() == 10 and Fact.objects.count() == 3
+
+
+def test_the_answer_for_the_llm_names_no_forgotten_content(world):
+    text = topic_forget(topic="le mariage de Marie à Lisbonne").as_text()
+    for word in ("Marie", "Lisbonne", "mariage", "14 juin", "hôtel"):
+        assert word.lower() not in text.lower()
+    assert "annuler" in text
+
+
+def test_a_vague_topic_is_refused_in_french(world):
+    with pytest.raises(MemoryServiceError) as error:
+        topic_forget(topic="tout ça")
+    assert str(error.value) == TOPIC_TOO_VAGUE_MESSAGE.format(topic="tout ça")
+
+
+def test_points_leave_qdrant_and_come_back_on_restore(world, django_capture_on_commit_callbacks):
     store = world["store"]
-    points_before = store.count(CONVERSATIONS) + store.count(KNOWLEDGE)
+    wedding_points = {point_id(KIND_MESSAGE, m.id) for m in world["wedding"]}
+    fact_point = point_id(KIND_FACT, world["facts"]["wedding"].id)
+    with django_capture_on_commit_callbacks(execute=True):
+        result = topic_forget(topic="le mariage de Marie à Lisbonne")
+    assert not wedding_points & _points(store, CONVERSATIONS)
+    assert fact_point not in _points(store, KNOWLEDGE)
 
-    result = topic_forget(topic="Marie")
-
-    assert sorted(e["id"] for e in result.exchanges) == sorted(m.id for m in world["marie"])
-    assert result.messages_deleted == 4
-    assert [f["key"] for f in result.facts] == ["amie_marie"]
-    assert len(result.summaries) == 1
-    # 2 exchanges + 1 fact + 1 summary.
-    assert result.points_removed == 4
-    assert store.count(CONVERSATIONS) + store.count(KNOWLEDGE) == points_before - 4
-    assert "amie_marie" in result.as_text()
-
-
-def test_nothing_else_is_touched(world):
-    topic_forget(topic="Marie")
-
-    assert Message.objects.count() == 2 * len(OTHER_EXCHANGES)
-    assert set(Message.objects.filter(role="user").values_list("content", flat=True)) == {
-        e[1] for e in OTHER_EXCHANGES
-    }
-    assert set(Fact.objects.filter(forgotten=False).values_list("key", flat=True)) == {
-        "vol_lisbonne",
-        "user_name",
-    }
-    assert Summary.objects.get().content.endswith("marathon.")
-    assert world["store"].count(CONVERSATIONS) == len(OTHER_EXCHANGES)
-    # The others are still found, by words and by meaning.
-    assert fts_search("Lisbonne")
-    semantic = memory_search(query="le vol pour Lisbonne", mode="semantic", limit=10)
-    assert any(
-        hit.kind == "exchange" and hit.excerpt.startswith("Le vol pour Lisbonne")
-        for hit in semantic[:3]
-    )
-
-
-def test_forgotten_content_comes_back_through_no_search_path(world):
-    topic_forget(topic="Marie")
-    _reindex_everything()  # even a full rebuild of Qdrant from T1
-
-    assert fts_search("Marie") == []
-    assert memory_search(query="Marie", mode="text", limit=20) == []
-    assert _mentions_marie(memory_search(query="Marie", mode="semantic", limit=20)) == []
-    assert _mentions_marie(memory_search(query="dîner avec Marie", mode="semantic", limit=20)) == []
-    try:
-        from memory.services.retrieval import auto_retrieve
-    except ImportError:
-        pytest.skip("memory.services.retrieval.auto_retrieve not available yet")
-    retrieved = auto_retrieve(message="Tu te souviens du dîner avec Marie ?", channel="whatsapp")
-    assert retrieved is not None
-    assert "marie" not in retrieved.prompt_block.lower().replace(
-        "tu te souviens du dîner avec marie", ""
-    )
-    assert not [m for m in retrieved.memories if "marie" in str(m.get("text", "")).lower()]
-
-
-def test_the_forgotten_fact_keeps_its_history_and_can_be_restored(world):
-    topic_forget(topic="Marie", actor="user")
-
-    fact = Fact.objects.get(key="amie_marie")
-    assert fact.forgotten
-    revision = fact.revisions.first()
-    assert revision.reason == RevisionReason.FORGOTTEN
-    assert revision.actor == "user"
-    assert "Marie" in revision.note
-    assert FactRevision.objects.filter(fact=fact).count() == 2
-
-
-def test_the_message_asking_to_forget_is_kept(world):
-    request = message_save(
-        channel="mission_control", role="user", content="Oublie tout ce qui concerne Marie"
-    )
-
-    result = topic_forget(topic="Marie", keep_message_ids=[request.id])
-
-    assert Message.objects.filter(pk=request.id).exists()
-    assert request.id not in [e["id"] for e in result.exchanges]
-    assert result.messages_deleted == 4
-
-
-def test_a_topic_matches_by_meaning_only_with_a_shared_word_on_the_local_embedder(world):
-    """e5 scores unrelated French high: "Lisbonne" must not take Toulouse or Makilab along."""
-    result = topic_forget(topic="le voyage à Lisbonne")
-
-    assert [e["id"] for e in result.exchanges] == [world["others"][0].id]
-    assert [f["key"] for f in result.facts] == ["vol_lisbonne"]
-    assert Message.objects.filter(content__contains="Makilab").exists()
-
-
-def test_the_wrapping_words_of_a_topic_are_ignored():
-    assert topic_terms("tout ce qui concerne Marie") == ["marie"]
-    assert topic_terms("ma blessure à l'Épaule") == ["blessure", "epaule"]
-
-
-@pytest.mark.parametrize("topic", ["", "   "])
-def test_an_empty_topic_is_refused(topic):
-    with pytest.raises(MemoryServiceError):
-        topic_forget(topic=topic)
-
-
-def test_a_vague_topic_is_refused_rather_than_forgetting_everything():
-    with pytest.raises(MemoryServiceError) as caught:
-        topic_forget(topic="tout ce qui concerne ça")
-    assert str(caught.value) == TOPIC_TOO_VAGUE_MESSAGE.format(topic="tout ce qui concerne ça")
-
-
-def test_nothing_changes_when_the_vector_store_is_unreachable(world, settings):
-    from memory.stores.vectors import vector_store_reset
-
-    vector_store_reset()
-    settings.QDRANT_URL = "http://127.0.0.1:9"  # nothing listens on the discard port
-    settings.QDRANT_TIMEOUT_S = 1
-
-    with pytest.raises(StoreUnavailable) as caught:
-        topic_forget(topic="Marie")
-
-    assert "Rien n'a été supprimé" in str(caught.value)
-    assert Message.objects.count() == 2 * (len(MARIE_EXCHANGES) + len(OTHER_EXCHANGES))
-    assert not Fact.objects.get(key="amie_marie").forgotten
+    with django_capture_on_commit_callbacks(execute=False):
+        forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
+    _index_everything()  # what the tasks sent on commit do
+    assert wedding_points <= _points(store, CONVERSATIONS)
+    assert fact_point in _points(store, KNOWLEDGE)
+    assert Message.objects.count() == 10 and Fact.objects.count() == 3
     assert Summary.objects.count() == 2
+    fact = Fact.objects.get(key="mariage_marie")
+    assert not fact.forgotten and fact.revisions.first().reason == "restored"
+    from memory.services.search import memory_search
+
+    assert memory_search(query="mariage Lisbonne", mode="text")
+
+
+def test_after_the_retention_window_it_is_purged_for_good(world):
+    result = topic_forget(topic="le mariage de Marie à Lisbonne")
+    fact_id = world["facts"]["wedding"].id
+    assert forgettings_purge() == 0  # within the window: nothing
+    assert forgettings_purge(now=timezone.now() + timedelta(days=8)) == 1
+    forgetting = Forgetting.objects.get(pk=result.forgetting_id)
+    assert forgetting.state == ForgettingState.PURGED and "Marie" not in forgetting.topic
+    assert not Message.all_objects.filter(content__contains="mariage de Marie").exists()
+    assert not Fact.all_objects.filter(pk=fact_id).exists()
+    assert not FactRevision.objects.filter(fact_id=fact_id).exists()
+    assert not Summary.all_objects.filter(content__contains="mariage de Marie").exists()
+    with pytest.raises(MemoryServiceError):
+        forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
+
+
+def test_with_an_llm_the_llm_judges_what_is_about_the_topic(world, fake_anthropic):
+    wedding = world["wedding"][0]
+    fake_anthropic.script(text_message(json.dumps({"ids": [f"message:{wedding.id}"]})))
+    result = topic_forget(topic="le mariage de Marie à Lisbonne")
+    assert result.selection == "llm"
+    assert result.counts["exchanges"] == 1 and result.counts["facts"] == 0
+    [request] = fake_anthropic.message_requests
+    assert "mariage de Marie" in request.messages[0]["content"]
+    assert not Message.objects.filter(pk=wedding.id).exists()
+
+
+def test_a_failing_llm_falls_back_to_the_all_words_rule(world, fake_anthropic):
+    fake_anthropic.script(text_message("pas du JSON"))
+    result = topic_forget(topic="le mariage de Marie à Lisbonne")
+    assert result.selection == "words" and result.counts["exchanges"] == 2
+
+
+def test_a_store_that_is_down_delays_the_points_never_the_forget(world, settings):
+    from memory.stores.vectors import get_vector_store, vector_store_reset
+
+    folder = settings.QDRANT_PATH
     vector_store_reset()
+    settings.QDRANT_URL = "http://127.0.0.1:9"
+    settings.QDRANT_TIMEOUT_S = 1
+    topic_forget(topic="le mariage de Marie à Lisbonne")
+    assert not Message.objects.filter(content__contains="mariage de Marie").exists()
+    vector_store_reset()
+    settings.QDRANT_URL = ""
+    settings.QDRANT_PATH = folder
+    _index_everything()  # the sweep, once Qdrant is back
+    points = _points(get_vector_store(), CONVERSATIONS)
+    assert not {point_id(KIND_MESSAGE, m.id) for m in world["wedding"]} & points
+
+
+def test_a_point_written_by_a_task_that_read_the_row_before_the_forget_does_not_survive(
+    world, monkeypatch
+):
+    """The task read the exchange, the forget ran, then the task wrote its (stale) point."""
+    import memory.services.indexing as indexing
+
+    store = world["store"]
+    root = world["wedding"][0]
+    Message.all_objects.filter(pk=root.pk).update(version=99)  # a change: the task will embed
+    real_write = indexing._write
+
+    def write_after_a_forget(documents, removals):
+        if any(d.row_id == root.pk for d in documents):
+            topic_forget(topic="le mariage de Marie à Lisbonne")
+        return real_write(documents, removals)
+
+    monkeypatch.setattr(indexing, "_write", write_after_a_forget)
+    report = index_rows(KIND_MESSAGE, [root.pk])
+    monkeypatch.setattr(indexing, "_write", real_write)
+    assert report.stale == 1  # its finish failed: the row changed meanwhile
+    index_rows(KIND_MESSAGE, [root.pk])  # the task its bump sent
+    assert point_id(KIND_MESSAGE, root.pk) not in _points(store, CONVERSATIONS)
+    assert Message.all_objects.get(pk=root.pk).index_state == IndexState.INDEXED
+
+
+def test_semantic_search_never_shows_an_exchange_t1_no_longer_has(world):
+    from memory.services.search import memory_search
+
+    other = world["others"][2]  # the Lisbon work trip
+    with connection.cursor() as cursor:  # gone from T1 behind the indexing's back
+        cursor.execute("DELETE FROM messages WHERE reply_to_id = %s", [other.pk])
+        cursor.execute("DELETE FROM messages WHERE id = %s", [other.pk])
+    assert point_id(KIND_MESSAGE, other.pk) in _points(world["store"], CONVERSATIONS)
+    hits = memory_search(query="déplacement professionnel à Lisbonne", mode="semantic")
+    assert str(other.pk) not in {h.id for h in hits if h.kind == "exchange"}
+
+
+def test_the_retrieval_log_keeps_no_forgotten_text(world):
+    from memory.services.retrieval import auto_retrieve
+
+    result = auto_retrieve(message="Quand a lieu le mariage de Marie à Lisbonne ?", channel="c")
+    assert any("Lisbonne" in m["text"] for m in MemoryRetrieval.objects.get().memories)
+    topic_forget(topic="le mariage de Marie à Lisbonne")
+    row = MemoryRetrieval.objects.get(pk=result.retrieval_id)
+    assert "Lisbonne" not in json.dumps(row.memories, ensure_ascii=False)
+    assert "Lisbonne" not in row.message_preview

@@ -1,0 +1,121 @@
+"""Forgetting through the API: preview (dry run), forget, list, restore."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memory.api.serializers import StrictInputSerializer
+from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
+from memory.models import Forgetting
+from memory.services.forgetting import (
+    FORGETTING_NOT_FOUND_MESSAGE,
+    forgetting_restore,
+    topic_forget,
+    topic_forget_preview,
+)
+
+TOPIC_MAX_CHARS = 200
+
+
+class ForgetInputSerializer(StrictInputSerializer):
+    topic = serializers.CharField(max_length=TOPIC_MAX_CHARS, help_text="Le sujet à oublier.")
+    dry_run = serializers.BooleanField(
+        default=False, help_text="true : montrer ce qui serait oublié, sans rien changer."
+    )
+
+
+class ForgetCountsSerializer(serializers.Serializer):
+    exchanges = serializers.IntegerField()
+    messages = serializers.IntegerField()
+    facts = serializers.IntegerField()
+    summaries = serializers.IntegerField()
+
+
+class ForgetPlanSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    selection = serializers.CharField(help_text="words (tous les mots du sujet) ou llm.")
+    counts = ForgetCountsSerializer()
+    exchanges = serializers.ListField(child=serializers.DictField())
+    facts = serializers.ListField(child=serializers.DictField())
+    summaries = serializers.ListField(child=serializers.DictField())
+
+
+class ForgettingSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Forgetting
+        fields = (
+            "id",
+            "topic",
+            "actor",
+            "selection",
+            "state",
+            "counts",
+            "created_at",
+            "purge_after",
+            "restored_at",
+            "purged_at",
+        )
+        read_only_fields = fields
+
+
+class ForgetApi(MemoryApi):
+    @extend_schema(
+        operation_id="memory_forget",
+        summary="Oublier un sujet",
+        description=(
+            "Ce qui PARLE du sujet (tous ses mots, ou le jugement du LLM s'il est configuré) "
+            "quitte toute la mémoire. ``dry_run`` : l'aperçu de ce qui serait pris (200), rien "
+            "ne change. Sinon l'oubli (201), annulable pendant ``forget_retention_days`` jours "
+            "puis effacé définitivement."
+        ),
+        request=ForgetInputSerializer,
+        responses={200: ForgetPlanSerializer, 201: ForgettingSerializer, **ERRORS},
+    )
+    def post(self, request: Request) -> Response:
+        body = ForgetInputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        topic = body.validated_data["topic"]
+        if body.validated_data["dry_run"]:
+            plan = topic_forget_preview(topic=topic)
+            return Response(ForgetPlanSerializer(plan.as_dict()).data)
+        result = topic_forget(topic=topic, actor=self.actor(request))
+        if result.forgetting_id is None:
+            return Response(ForgetPlanSerializer(topic_forget_preview(topic=topic).as_dict()).data)
+        forgetting = Forgetting.objects.get(pk=result.forgetting_id)
+        return Response(ForgettingSerializer(forgetting).data, status=status.HTTP_201_CREATED)
+
+
+class ForgettingListApi(MemoryApi):
+    @extend_schema(
+        operation_id="forgettings_list",
+        summary="Les oublis",
+        description="Les oublis, du plus récent au plus ancien, avec leur état.",
+        responses={200: ForgettingSerializer(many=True), **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        return self.paginate(request, Forgetting.objects.all(), ForgettingSerializer)
+
+
+class ForgettingRestoreApi(MemoryApi):
+    @extend_schema(
+        operation_id="forgettings_restore",
+        summary="Annuler un oubli",
+        description="Tant qu'il n'est pas effacé : tout revient (messages, faits, résumés).",
+        request=None,
+        responses={
+            200: ForgettingSerializer,
+            **ERRORS,
+            404: OpenApiResponse(ErrorSerializer, description="Aucun oubli avec ce numéro."),
+        },
+    )
+    def post(self, request: Request, forgetting_id: int) -> Response:
+        if not Forgetting.objects.filter(pk=forgetting_id).exists():
+            return Response(
+                {"message": FORGETTING_NOT_FOUND_MESSAGE.format(id=forgetting_id), "extra": {}},
+                status=status.HTTP_404_NOT_FOUND,
+            )
+        forgetting = forgetting_restore(forgetting_id=forgetting_id, actor=self.actor(request))
+        return Response(ForgettingSerializer(forgetting).data)
