@@ -374,11 +374,6 @@ class MemorySettings(models.Model):
         default=0.3,
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
     )
-    forget_min_score = models.FloatField(
-        "score minimum de l'oubli",
-        default=0.5,
-        validators=[MinValueValidator(0.3), MaxValueValidator(1.0)],
-    )
     block_max_tokens = models.PositiveIntegerField(
         "tokens maximum du bloc mémoire",
         default=1000,

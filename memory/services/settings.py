@@ -25,7 +25,6 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "obsidian_context_tag",
     "recent_window_hours",
     "search_min_score",
-    "forget_min_score",
     "history_length",
     "reinjection_turns",
     "block_max_tokens",

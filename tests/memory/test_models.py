@@ -22,7 +22,6 @@ def test_settings_load_creates_the_single_row_with_the_design_defaults():
     assert row.forget_retention_days == 7
     assert row.block_max_tokens == 1000
     assert row.search_min_score == 0.3
-    assert row.forget_min_score == 0.5
     assert row.history_length == 20
 
 
@@ -37,7 +36,6 @@ def test_settings_load_creates_the_single_row_with_the_design_defaults():
         ("recent_window_hours", 0, 168),
         ("block_max_tokens", 99, 100),
         ("forget_retention_days", 91, 0),
-        ("forget_min_score", 0.2, 1.0),
     ],
 )
 def test_settings_ranges_are_enforced_by_the_model(field, bad, good):

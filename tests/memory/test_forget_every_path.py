@@ -1,0 +1,145 @@
+"""After a forget, and again after its purge, no read path returns the forgotten content."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from agent.loop import history_build
+from agent.tools import ToolContext, tool_run
+from memory.exceptions import MemoryServiceError
+from memory.models import Fact, Message, Summary
+from memory.services.facts import fact_store
+from memory.services.forgetting import forgetting_restore, forgettings_purge, topic_forget
+from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, index_rows
+from memory.services.maintenance import reindex
+from memory.services.messages import message_save
+from memory.services.retrieval import auto_retrieve
+from tests.dashboard.conftest import HTMX
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "Zanzibar"  # a rare word: any path returning it leaks the forgotten content
+TOPIC = f"le voyage à {SECRET}"
+QUERY = "voyage en août avec Sophie"
+
+
+def _exchange(channel, user, reply):
+    question = message_save(channel=channel, role="user", content=user)
+    message_save(channel=channel, role="assistant", content=reply, reply_to_id=question.id)
+    return question
+
+
+def _index_everything():
+    index_rows(KIND_MESSAGE, list(Message.all_objects.values_list("id", flat=True)))
+    index_rows(KIND_FACT, list(Fact.all_objects.values_list("id", flat=True)))
+    index_rows(KIND_SUMMARY, list(Summary.all_objects.values_list("id", flat=True)))
+
+
+@pytest.fixture
+def world(vector_store, local_embedder, settings, tmp_path):
+    settings.OBSIDIAN_API_URL = ""
+    settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
+    (tmp_path / "vault").mkdir()
+    _exchange("whatsapp", f"Le voyage à {SECRET} est réservé pour août", "Génial, bon voyage !")
+    _exchange("whatsapp", "Le vélo est au garage pour le dérailleur", "D'accord.")
+    fact_store(key="voyage_ete", value=f"Voyage à {SECRET} en août avec Sophie")
+    fact_store(key="velo", value="Le vélo de route est au garage")
+    Summary.objects.create(channel="whatsapp", content=f"Préparation du voyage à {SECRET}.")
+    _index_everything()
+    # A retrieval that injected the trip: its log must not keep it.
+    auto_retrieve(message=f"Quand part le voyage à {SECRET} ?", channel="whatsapp")
+    return vector_store
+
+
+def _every_path(staff_client, agent_api) -> dict[str, str]:
+    """What each read path returns for questions about the topic, as text.
+
+    The questions do not contain the secret word (pages echo the query back):
+    they find the trip by its other words ("voyage", "août", "Sophie").
+    """
+    seen: dict[str, str] = {}
+    for mode in ("semantic", "text", "hybrid"):
+        response = agent_api.get("/api/memory/search", {"q": QUERY, "mode": mode})
+        assert response.status_code == 200, response.content
+        seen[f"api search {mode}"] = response.content.decode()
+        html = staff_client.get("/memory/search/", {"q": QUERY, "mode": mode}, **HTMX)
+        seen[f"/memory search {mode}"] = html.content.decode()
+    context = ToolContext(channel="mission_control", message_ids=())
+    for tool in ("memory__search", "memory__search_text", "memory__recent"):
+        outcome = tool_run(name=tool, tool_input={"query": QUERY}, context=context)
+        seen[f"tool {tool}"] = outcome.content
+    result = auto_retrieve(message=f"Parle-moi de mon {QUERY}", channel="mission_control")
+    seen["auto-retrieval"] = result.prompt_block + json.dumps(result.memories, ensure_ascii=False)
+    preview = agent_api.post(
+        "/api/memory/preview", {"message": f"Et ce {QUERY} ?", "channel": "x"}, format="json"
+    )
+    seen["preview"] = preview.content.decode()
+    seen["retrievals"] = agent_api.get("/api/memory/retrievals").content.decode()
+    seen["facts api"] = agent_api.get(
+        "/api/memory/facts", {"include_forgotten": "true", "include_expired": "true"}
+    ).content.decode()
+    seen["facts page"] = staff_client.get(
+        "/memory/facts/", {"forgotten": "on"}, **HTMX
+    ).content.decode()
+    seen["history"] = json.dumps(
+        history_build(channel="whatsapp", before_id=10**9), ensure_ascii=False
+    )
+    seen["summaries"] = " ".join(Summary.objects.values_list("content", flat=True))
+    with connection.cursor() as cursor:
+        for table in ("messages_fts", "facts_fts"):
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [SECRET.lower()])
+            seen[f"fts {table}"] = SECRET if cursor.fetchone()[0] else ""
+    return seen
+
+
+def _leaks(seen: dict[str, str]) -> list[str]:
+    return [path for path, text in seen.items() if SECRET.lower() in text.lower()]
+
+
+def _points_with_secret(store) -> int:
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE
+
+    found = 0
+    for collection in (CONVERSATIONS, KNOWLEDGE):
+        hits = store.retrieve(collection, list(store.iter_ids(collection)))
+        found += sum(SECRET in json.dumps(h.payload, ensure_ascii=False) for h in hits)
+    return found
+
+
+def test_no_path_returns_forgotten_content_after_the_forget_nor_after_the_purge(
+    world, staff_client, agent_api, django_capture_on_commit_callbacks
+):
+    before = _every_path(staff_client, agent_api)
+    assert len(_leaks(before)) >= 8, "the walk must see the content before the forget"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        result = topic_forget(topic=TOPIC, actor="user")
+    _index_everything()  # the tasks the forget sent
+    assert _leaks(_every_path(staff_client, agent_api)) == []
+    assert _points_with_secret(world) == 0
+
+    reindex()  # a rebuild from T1 brings nothing back
+    assert _leaks(_every_path(staff_client, agent_api)) == []
+    assert _points_with_secret(world) == 0
+
+    with django_capture_on_commit_callbacks(execute=True):
+        forgettings_purge(now=timezone.now() + timedelta(days=30))
+    assert _leaks(_every_path(staff_client, agent_api)) == []
+    assert not Message.all_objects.filter(content__contains=SECRET).exists()
+    assert not Fact.all_objects.filter(value__contains=SECRET).exists()
+    reindex()
+    assert _points_with_secret(world) == 0
+    with pytest.raises(MemoryServiceError):
+        forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
+
+
+def test_the_rest_of_the_memory_is_still_found(world, staff_client, agent_api):
+    topic_forget(topic=TOPIC, actor="user")
+    _index_everything()
+    response = agent_api.get("/api/memory/search", {"q": "vélo garage", "mode": "hybrid"})
+    assert "garage" in response.content.decode()
