@@ -135,7 +135,7 @@ class FactFilterForm(forms.Form):
 
 
 class SearchForm(forms.Form):
-    MODE_CHOICES = (("semantic", "Sémantique"), ("text", "Texte"))
+    MODE_CHOICES = (("hybrid", "Hybride"), ("semantic", "Sémantique"), ("text", "Texte"))
 
     q = forms.CharField(label="Recherche", max_length=QUERY_MAX_CHARS)
     mode = forms.ChoiceField(

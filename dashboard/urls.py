@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard import views
+from dashboard import forgetting, views
 
 app_name = "dashboard"
 
@@ -29,5 +29,13 @@ urlpatterns = [
     path("memory/notes/toggle/", views.notes_toggle, name="notes-toggle"),
     path("memory/notes/preview/", views.note_preview, name="note-preview"),
     # Coûts
+    path("memory/forget/", forgetting.forget_section, name="forget"),
+    path("memory/forget/preview/", forgetting.forget_preview, name="forget-preview"),
+    path("memory/forget/confirm/", forgetting.forget_confirm, name="forget-confirm"),
+    path(
+        "memory/forget/<int:forgetting_id>/restore/",
+        forgetting.forget_restore,
+        name="forget-restore",
+    ),
     path("costs/", views.costs_page, name="costs"),
 ]

@@ -27,6 +27,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
 from dashboard.auth import staff_required
+from dashboard.forgetting import forget_context
 from dashboard.forms import (
     FactAddForm,
     FactEditForm,
@@ -269,6 +270,7 @@ def _page(request: HttpRequest, *, status: int = 200, **overrides: Any) -> HttpR
         **_search_context(request),
         **_retrieval_context(request),
         **_notes_context(request),
+        **forget_context(request),
         **overrides,
     }
     return render(request, PAGE_TEMPLATE, context, status=status)

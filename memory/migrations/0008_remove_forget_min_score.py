@@ -4,14 +4,13 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0007_memory_settings_block_budget_and_carried_turns'),
+        ("memory", "0007_memory_settings_block_budget_and_carried_turns"),
     ]
 
     operations = [
         migrations.RemoveField(
-            model_name='memorysettings',
-            name='forget_min_score',
+            model_name="memorysettings",
+            name="forget_min_score",
         ),
     ]

@@ -1,0 +1,104 @@
+"""The "Oublier un sujet" section of /memory: preview, confirm, undo.
+
+A forget is never one click: the topic first shows what it would take (the
+dry run), and only the confirmation forgets. Recent forgets are listed with
+their undo button while they can be undone, and the date they become final.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+
+from dashboard.auth import staff_required
+from memory.exceptions import MemoryServiceError
+from memory.models import Actor, Forgetting
+from memory.services.forgetting import (
+    forgetting_restore,
+    topic_forget,
+    topic_forget_preview,
+)
+
+PARTIAL = "dashboard/memory/_forget.html"
+RECENT_MAX = 10
+
+
+class ForgetForm(forms.Form):
+    topic = forms.CharField(label="Sujet à oublier", max_length=200)
+
+
+def forget_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
+    return {
+        "forget_form": ForgetForm(),
+        "forget_plan": None,
+        "forget_message": "",
+        "forgettings": list(Forgetting.objects.all()[:RECENT_MAX]),
+        **overrides,
+    }
+
+
+def _render(request: HttpRequest, *, status: int = 200, **overrides: Any) -> HttpResponse:
+    if getattr(request, "htmx", False):
+        return render(request, PARTIAL, forget_context(request, **overrides), status=status)
+    from dashboard.views import _page
+
+    return _page(request, status=status, **forget_context(request, **overrides))
+
+
+@staff_required
+@require_GET
+def forget_section(request: HttpRequest) -> HttpResponse:
+    return _render(request)
+
+
+@staff_required
+@require_POST
+def forget_preview(request: HttpRequest) -> HttpResponse:
+    """Step 1: what the forget would take. Nothing changes."""
+    form = ForgetForm(request.POST)
+    if not form.is_valid():
+        return _render(request, status=422, forget_form=form)
+    try:
+        plan = topic_forget_preview(topic=form.cleaned_data["topic"])
+    except MemoryServiceError as exc:
+        form.add_error("topic", str(exc))
+        return _render(request, status=422, forget_form=form)
+    return _render(request, forget_form=form, forget_plan=plan)
+
+
+@staff_required
+@require_POST
+def forget_confirm(request: HttpRequest) -> HttpResponse:
+    """Step 2: the owner confirmed: forget."""
+    form = ForgetForm(request.POST)
+    if not form.is_valid():
+        return _render(request, status=422, forget_form=form)
+    try:
+        result = topic_forget(topic=form.cleaned_data["topic"], actor=Actor.USER)
+    except MemoryServiceError as exc:
+        form.add_error("topic", str(exc))
+        return _render(request, status=422, forget_form=form)
+    if result.forgetting_id is None:
+        message = "Rien à oublier sur ce sujet."
+    else:
+        c = result.counts
+        message = (
+            f"Oublié : {c['exchanges']} échange(s), {c['facts']} fait(s), "
+            f"{c['summaries']} résumé(s). Annulable jusqu'au "
+            f"{result.purge_after:%d/%m/%Y}."
+        )
+    return _render(request, forget_message=message)
+
+
+@staff_required
+@require_POST
+def forget_restore(request: HttpRequest, forgetting_id: int) -> HttpResponse:
+    try:
+        forgetting_restore(forgetting_id=forgetting_id, actor=Actor.USER)
+    except MemoryServiceError as exc:
+        return _render(request, status=422, forget_message=str(exc))
+    return _render(request, forget_message="Oubli annulé : tout est revenu dans la mémoire.")

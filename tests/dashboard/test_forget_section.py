@@ -1,0 +1,62 @@
+"""/memory "Oublier un sujet": a preview first, then the confirmation, then undo."""
+
+import pytest
+
+from memory.models import Forgetting, ForgettingState, Message
+from memory.services.messages import message_save
+from tests.dashboard.conftest import HTMX
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def memory():
+    for text in (
+        "Le mariage de Marie à Lisbonne est le 14 juin",
+        "Le chien de Marie s'appelle Filou",
+    ):
+        message_save(channel="whatsapp", role="user", content=text)
+
+
+def test_the_section_is_on_the_page_in_french(staff_client):
+    html = staff_client.get("/memory/").content.decode()
+    assert "Oublier un sujet" in html and "Aucun oubli pour l'instant." in html
+
+
+def test_the_preview_shows_what_would_be_taken_and_changes_nothing(staff_client, memory):
+    response = staff_client.post(
+        "/memory/forget/preview/", {"topic": "le mariage de Marie à Lisbonne"}, **HTMX
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "Confirmer l'oubli" in html and "14 juin" in html and "Filou" not in html
+    assert Message.objects.count() == 2 and not Forgetting.objects.exists()
+
+
+def test_confirming_forgets_and_undo_brings_it_back(staff_client, memory):
+    response = staff_client.post(
+        "/memory/forget/confirm/", {"topic": "le mariage de Marie à Lisbonne"}, **HTMX
+    )
+    assert response.status_code == 200 and "Oublié : 1 échange(s)" in response.content.decode()
+    assert Message.objects.count() == 1
+    forgetting = Forgetting.objects.get()
+    assert "Annuler l'oubli" in response.content.decode()
+    response = staff_client.post(f"/memory/forget/{forgetting.pk}/restore/", **HTMX)
+    assert "Oubli annulé" in response.content.decode()
+    assert Message.objects.count() == 2
+    forgetting.refresh_from_db()
+    assert forgetting.state == ForgettingState.RESTORED
+
+
+def test_a_vague_topic_is_refused_in_the_form(staff_client, memory):
+    response = staff_client.post("/memory/forget/preview/", {"topic": "tout ça"}, **HTMX)
+    assert response.status_code == 422 and "trop vague" in response.content.decode()
+
+
+def test_the_forms_need_the_csrf_token(client, staff_user, memory):
+    from django.test import Client
+
+    csrf_client = Client(enforce_csrf_checks=True)
+    csrf_client.force_login(staff_user)
+    response = csrf_client.post("/memory/forget/confirm/", {"topic": "Marie"})
+    assert response.status_code == 403 and Message.objects.count() == 2

@@ -1,0 +1,67 @@
+"""POST /api/memory/forget (dry run first), GET /forgettings, POST /forgettings/<id>/restore."""
+
+import pytest
+
+from memory.models import Forgetting, Message
+from memory.services.messages import message_save
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def memory():
+    for text in (
+        "Le mariage de Marie à Lisbonne est le 14 juin",
+        "Le chien de Marie s'appelle Filou",
+    ):
+        message_save(channel="whatsapp", role="user", content=text)
+
+
+def test_a_dry_run_answers_the_plan_and_changes_nothing(agent_api, memory):
+    response = agent_api.post(
+        "/api/memory/forget", {"topic": "mariage Marie Lisbonne", "dry_run": True}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["counts"]["exchanges"] == 1 and body["selection"] == "words"
+    assert "14 juin" in body["exchanges"][0]["excerpt"]
+    assert Message.objects.count() == 2 and not Forgetting.objects.exists()
+
+
+def test_a_forget_answers_201_and_can_be_listed_and_undone(agent_api, memory):
+    response = agent_api.post(
+        "/api/memory/forget", {"topic": "mariage Marie Lisbonne"}, format="json"
+    )
+    assert response.status_code == 201, response.content
+    forgetting = response.json()
+    assert forgetting["state"] == "active" and forgetting["counts"]["exchanges"] == 1
+    assert Message.objects.count() == 1
+    listed = agent_api.get("/api/memory/forgettings").json()
+    assert [f["id"] for f in listed["results"]] == [forgetting["id"]]
+    response = agent_api.post(f"/api/memory/forgettings/{forgetting['id']}/restore")
+    assert response.status_code == 200 and response.json()["state"] == "restored"
+    assert Message.objects.count() == 2
+    again = agent_api.post(f"/api/memory/forgettings/{forgetting['id']}/restore")
+    assert again.status_code == 400 and "déjà été annulé" in again.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "topic"),
+        ({"topic": ""}, "topic"),
+        ({"topic": "x" * 201}, "topic"),
+        ({"topic": "a", "dry_run": "peut-être"}, "dry_run"),
+        ({"topic": "a", "inconnu": 1}, "inconnu"),
+    ],
+)
+def test_bad_input_gets_a_french_400(agent_api, body, field):
+    response = agent_api.post("/api/memory/forget", body, format="json")
+    assert response.status_code == 400 and field in response.content.decode()
+
+
+def test_a_vague_topic_and_an_unknown_forget_are_refused_in_french(agent_api):
+    response = agent_api.post("/api/memory/forget", {"topic": "tout ça"}, format="json")
+    assert response.status_code == 400 and "trop vague" in response.json()["message"]
+    response = agent_api.post("/api/memory/forgettings/999/restore")
+    assert response.status_code == 404 and "Aucun oubli" in response.json()["message"]
