@@ -134,3 +134,14 @@ def channel_compact(*, channel: str) -> Summary | None:
         "compacted %d messages of %s into summary %s", len(compacted_ids), channel, summary.id
     )
     return summary
+
+
+def job_compact(payload: dict) -> dict:
+    """The durable job of a channel's compaction (memory.services.jobs)."""
+    from agent.client import LLM_NOT_CONFIGURED_MESSAGE, llm_available
+    from agent.exceptions import LlmNotConfigured
+
+    if not llm_available():
+        raise LlmNotConfigured(LLM_NOT_CONFIGURED_MESSAGE)
+    summary = channel_compact(channel=payload["channel"])
+    return {"summary_id": summary.id if summary else None}

@@ -260,3 +260,23 @@ def exchange_facts_save(
         report.stored += 1
         report.actions[result.action] = report.actions.get(result.action, 0) + 1
     return report
+
+
+def job_extract(payload: dict) -> dict:
+    """The durable job of one exchange's extraction (memory.services.jobs).
+
+    Without an LLM it waits (LlmNotConfigured). Running it twice is harmless:
+    a fact restated with the same content writes nothing.
+    """
+    from agent.client import LLM_NOT_CONFIGURED_MESSAGE, llm_available
+    from agent.exceptions import LlmNotConfigured
+
+    if not llm_available():
+        raise LlmNotConfigured(LLM_NOT_CONFIGURED_MESSAGE)
+    report = exchange_facts_save(
+        message_ids=payload["message_ids"],
+        reply_id=payload.get("reply_id"),
+        channel=payload["channel"],
+        tool_results=payload.get("tool_results") or [],
+    )
+    return vars(report)

@@ -422,25 +422,32 @@ def _enqueue_followups(
     tool_results: list[str],
     extract: bool,
 ) -> None:
-    """Fact extraction and, when the channel is long, compaction: after commit, never failing."""
-    from agent import tasks
+    """Fact extraction and, when the channel is long, compaction, as durable jobs.
+
+    The jobs are rows (memory.services.jobs): a stop or a crash of the worker
+    delays them, never drops them. Never raises: the answer is already saved.
+    """
     from agent.compaction import compaction_needed
+    from memory.services.jobs import job_enqueue
 
-    def send() -> None:
-        if extract:
-            try:
-                tasks.extract_and_save_facts.delay(
-                    message_ids=message_ids,
-                    reply_id=reply_id,
-                    channel=channel,
-                    tool_results=tool_results,
+    try:
+        with transaction.atomic():
+            if extract:
+                job_enqueue(
+                    kind="extract",
+                    key=f"extract:{reply_id}",
+                    payload={
+                        "message_ids": message_ids,
+                        "reply_id": reply_id,
+                        "channel": channel,
+                        "tool_results": tool_results,
+                    },
                 )
-            except Exception as exc:  # the broker is down: the answer is not lost
-                logger.warning("could not enqueue fact extraction for %s: %s", channel, exc)
-        try:
             if compaction_needed(channel=channel):
-                tasks.channel_compact_task.delay(channel)
-        except Exception as exc:
-            logger.warning("could not enqueue compaction of %s: %s", channel, exc)
-
-    transaction.on_commit(send)
+                job_enqueue(
+                    kind="compact",
+                    key=f"compact:{channel}:{reply_id}",
+                    payload={"channel": channel},
+                )
+    except Exception:
+        logger.exception("could not record the follow-up jobs of %s", channel)

@@ -15,6 +15,8 @@ app.autodiscover_tasks()
 # tasks on the same schedule from inside the one process.
 app.conf.beat_schedule = {
     "pending-sweep": {"task": "memory.pending_sweep", "schedule": 60.0},
+    # Durable jobs (extraction, compaction) whose message was lost: a stop, a crash.
+    "jobs-sweep": {"task": "memory.jobs_sweep", "schedule": 60.0},
     "expired-purge": {"task": "memory.expired_purge", "schedule": 600.0},
     # Forgets past their retention window are deleted for good.
     "forgettings-purge": {"task": "memory.forgettings_purge", "schedule": 3600.0},

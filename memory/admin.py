@@ -13,6 +13,7 @@ from memory.models import (
     Fact,
     FactRevision,
     Forgetting,
+    Job,
     MemoryRetrieval,
     MemorySettings,
     Message,
@@ -169,7 +170,17 @@ class MemorySettingsAdmin(admin.ModelAdmin):
 
 @admin.register(Message)
 class MessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("created_at", "channel", "role", "author", "source", "content", "compacted")
+    list_display = (
+        "created_at",
+        "channel",
+        "role",
+        "author",
+        "source",
+        "content",
+        "compacted",
+        "index_state",
+        "index_error",
+    )
     list_filter = ("channel", "role", "source", "compacted", "index_state")
     search_fields = ("content", "author")
     date_hierarchy = "created_at"
@@ -210,6 +221,15 @@ class ForgettingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                 self.message_user(request, f"n° {forgetting.pk} : {exc}", messages.WARNING)
             else:
                 self.message_user(request, f"Oubli n° {forgetting.pk} annulé.", messages.SUCCESS)
+
+
+@admin.register(Job)
+class JobAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Durable background jobs: their state, attempts and last error."""
+
+    list_display = ("created_at", "kind", "key", "state", "attempts", "error", "finished_at")
+    list_filter = ("kind", "state")
+    search_fields = ("key", "error")
 
 
 admin.site.site_header = "Makilab — mémoire"

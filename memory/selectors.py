@@ -130,7 +130,29 @@ def memory_stats_get(*, include_vectors: bool = True) -> dict[str, object]:
         },
         "vectors": vectors,
         "last_indexed_at": max(last_indexed) if last_indexed else None,
+        "index_failures": index_failures_get(),
+        "jobs": _job_counts(),
     }
+
+
+def _job_counts() -> dict[str, object]:
+    from memory.services.jobs import job_counts
+
+    return job_counts()
+
+
+def index_failures_get(*, limit: int = 20) -> list[dict[str, object]]:
+    """Rows whose indexing ended failed, with their error (stats, doctor, the admin)."""
+    from memory.models import Fact, IndexState, Message, Summary
+
+    failures: list[dict[str, object]] = []
+    for kind, model in (("message", Message), ("fact", Fact), ("summary", Summary)):
+        rows = model.all_objects.filter(index_state=IndexState.FAILED).order_by("-id")
+        for row_id, attempts, error in rows.values_list("id", "index_attempts", "index_error")[
+            :limit
+        ]:
+            failures.append({"kind": kind, "id": row_id, "attempts": attempts, "error": error})
+    return failures[:limit]
 
 
 def retrieval_list(*, channel: str = ""):

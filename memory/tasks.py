@@ -63,3 +63,17 @@ def forgettings_purge_task() -> int:
     from memory.services.forgetting import forgettings_purge
 
     return forgettings_purge()
+
+
+@shared_task(name="memory.job_run", acks_late=True)
+def job_run_task(job_id: int) -> str:
+    from memory.services.jobs import job_run
+
+    return job_run(job_id)
+
+
+@shared_task(name="memory.jobs_sweep", acks_late=True)
+def jobs_sweep_task() -> int:
+    from memory.services.jobs import jobs_sweep
+
+    return jobs_sweep()

@@ -339,6 +339,13 @@ class MemoryStatsSerializer(serializers.Serializer):
     retrievals = RetrievalStatsSerializer()
     vectors = VectorStatsSerializer()
     last_indexed_at = serializers.DateTimeField(allow_null=True)
+    index_failures = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Lignes dont l'indexation a échoué pour de bon : type, id, tentatives, erreur.",
+    )
+    jobs = serializers.DictField(
+        help_text="Tâches de fond durables par état, et les erreurs des tâches en échec."
+    )
 
 
 # --- Retrieval logs ------------------------------------------------------------

@@ -46,7 +46,12 @@ class Command(BaseCommand):
             for kind, rows in report.failed.items():
                 for row_id, error in list(rows.items())[:5]:
                     self.stdout.write(f"  échec {kind} {row_id} : {error}")
-        healthy = all(r.healthy or r.fixed for r in reports)
+        from memory.services.jobs import job_counts
+
+        jobs = job_counts()
+        for job in jobs["failed"][:5]:
+            self.stdout.write(f"tâche de fond en échec {job['key']} : {job['error']}")
+        healthy = all(r.healthy or r.fixed for r in reports) and not jobs["failed"]
         self.stdout.write(
             "Tout est cohérent." if healthy else "Des différences restent : relancez avec --fix."
         )

@@ -35,3 +35,11 @@ class Command(BaseCommand):
         self.stdout.write(f"qdrant: {status} | {collections}")
         self.stdout.write(f"retrievals: {stats['retrievals']['total']}")
         self.stdout.write(f"dernière indexation: {stats['last_indexed_at'] or 'jamais'}")
+        self.stdout.write(f"tâches de fond: {stats['jobs']['states']}")
+        for job in stats["jobs"]["failed"][:5]:
+            self.stdout.write(f"  tâche en échec {job['key']} : {job['error']}")
+        for failure in stats["index_failures"][:5]:
+            self.stdout.write(
+                f"  échec d'indexation {failure['kind']} {failure['id']} "
+                f"({failure['attempts']} tentatives) : {failure['error']}"
+            )

@@ -97,8 +97,10 @@ class Command(BaseCommand):
         if run_worker and embedded:
             # The previous process's in-memory queue died with it: void its claims.
             from memory.services.indexing import restart_recover
+            from memory.services.jobs import jobs_restart_recover
 
             restart_recover()
+            jobs_restart_recover()
         if run_worker:
             worker = EmbeddedWorker(celery_app, concurrency=settings.MAKILAB_WORKER_THREADS)
             scheduler = Scheduler(celery_app)

@@ -1,0 +1,170 @@
+"""Durable background jobs: fact extraction, compaction, … survive a stop or a crash.
+
+The Celery message of a job is only a wake-up call; the job itself is a row
+(memory.models.Job) written in the same transaction as the change that needs
+it, so a stop, a crash, a lost in-memory queue or a broker outage delays the
+work and never drops it. The life of a job:
+
+    enqueue  a row in state queued, unique by ``key`` (one extraction per
+             exchange: enqueueing twice does nothing); its task is sent on commit
+    claim    ``job_run`` takes a lease (token + expiry) with a conditional
+             UPDATE: a job leased by a live worker, done, failed or not due yet
+             is left alone
+    run      the handler registered for its kind; handlers are idempotent (an
+             extraction run twice stores its facts once: restating a fact with
+             the same content writes nothing)
+    finish   done, conditional on our lease; a failure counts an attempt and
+             backs off (run_after), then ends ``failed`` with its error after
+             MAX_ATTEMPTS; "no LLM configured" waits without burning attempts
+    sweep    every minute, re-sends the queued jobs that are due and not queued
+             recently, and gives back the jobs whose worker died (lease expired)
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import random
+import uuid
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from memory.models import Job, JobState
+
+logger = logging.getLogger(__name__)
+
+# kind -> "module:function(payload: dict) -> dict"; imported when a job runs.
+HANDLERS = {
+    "extract": "agent.extraction:job_extract",
+    "compact": "agent.compaction:job_compact",
+}
+LEASE = timedelta(minutes=5)
+QUEUE_GRACE = timedelta(minutes=2)
+MAX_ATTEMPTS = 5
+BACKOFF_BASE_S = 30
+BACKOFF_CAP_S = 3600
+# Without an LLM a job waits: it is tried again this much later, attempts untouched.
+WAIT_FOR_CONFIGURATION = timedelta(hours=1)
+ERROR_MAX_CHARS = 500
+SWEEP_BATCH = 200
+
+
+def _handler(kind: str):
+    module, _, name = HANDLERS[kind].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _send(job_id: int) -> None:
+    from memory import tasks
+
+    try:
+        tasks.job_run_task.delay(job_id)
+    except Exception as exc:  # the broker is down: the sweep sends it later
+        logger.warning("could not enqueue job %s (%s); left for the sweep", job_id, exc)
+
+
+def job_enqueue(*, kind: str, key: str, payload: dict) -> Job:
+    """Record a job in the current transaction and send it once committed (idempotent on key)."""
+    if kind not in HANDLERS:
+        raise ValueError(f"unknown job kind {kind!r}")
+    job, created = Job.objects.get_or_create(
+        key=key, defaults={"kind": kind, "payload": payload, "queued_at": timezone.now()}
+    )
+    if created:
+        transaction.on_commit(lambda: _send(job.id))
+    return job
+
+
+def _claim(job_id: int, token: str, now: datetime) -> bool:
+    due = Q(run_after__isnull=True) | Q(run_after__lte=now)
+    free = Q(state=JobState.QUEUED) | Q(state=JobState.RUNNING, lease_until__lt=now)
+    return bool(
+        Job.objects.filter(due & free, pk=job_id).update(
+            state=JobState.RUNNING, lease_token=token, lease_until=now + LEASE
+        )
+    )
+
+
+def job_run(job_id: int) -> str:
+    """Run one job if it is ours to run. Returns what happened (for logs and tests)."""
+    from agent.exceptions import LlmNotConfigured
+
+    token = uuid.uuid4().hex
+    now = timezone.now()
+    if not _claim(job_id, token, now):
+        return "skipped"
+    job = Job.objects.get(pk=job_id)
+    mine = Job.objects.filter(pk=job_id, lease_token=token)
+    try:
+        _handler(job.kind)(dict(job.payload))
+    except LlmNotConfigured as exc:
+        mine.update(
+            state=JobState.QUEUED,
+            lease_token="",
+            lease_until=None,
+            queued_at=None,
+            run_after=timezone.now() + WAIT_FOR_CONFIGURATION,
+            error=str(exc)[:ERROR_MAX_CHARS],
+        )
+        return "waiting"
+    except Exception as exc:
+        attempts = job.attempts + 1
+        failed = attempts >= MAX_ATTEMPTS
+        logger.warning("job %s (%s) failed, attempt %d: %s", job.key, job.kind, attempts, exc)
+        delay = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempts - 1)) * random.uniform(0.8, 1.2)
+        mine.update(
+            state=JobState.FAILED if failed else JobState.QUEUED,
+            attempts=attempts,
+            error=f"{type(exc).__name__}: {exc}"[:ERROR_MAX_CHARS],
+            lease_token="",
+            lease_until=None,
+            queued_at=None,
+            run_after=None if failed else timezone.now() + timedelta(seconds=delay),
+        )
+        return "failed" if failed else "retry"
+    mine.update(
+        state=JobState.DONE,
+        finished_at=timezone.now(),
+        lease_token="",
+        lease_until=None,
+        error="",
+    )
+    return "done"
+
+
+def jobs_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> int:
+    """Re-send due queued jobs not queued recently, and jobs whose worker died."""
+    now = now or timezone.now()
+    expired = Job.objects.filter(state=JobState.RUNNING, lease_until__lt=now)
+    expired.update(state=JobState.QUEUED, lease_token="", lease_until=None, queued_at=None)
+    due = Job.objects.filter(
+        Q(state=JobState.QUEUED)
+        & (Q(run_after__isnull=True) | Q(run_after__lte=now))
+        & (Q(queued_at__isnull=True) | Q(queued_at__lte=now - QUEUE_GRACE))
+    ).order_by("id")
+    ids = list(due.values_list("id", flat=True)[:limit])
+    Job.objects.filter(pk__in=ids).update(queued_at=now)
+    for job_id in ids:
+        _send(job_id)
+    return len(ids)
+
+
+def jobs_restart_recover() -> int:
+    """At the start of the embedded runtime: the previous process's claims and queue are void."""
+    return Job.objects.filter(state__in=(JobState.QUEUED, JobState.RUNNING)).update(
+        state=JobState.QUEUED, lease_token="", lease_until=None, queued_at=None
+    )
+
+
+def job_counts() -> dict[str, object]:
+    """Jobs per state, and the errors of the failed ones (stats, doctor)."""
+    counts = dict.fromkeys(JobState.values, 0)
+    for row in Job.objects.order_by().values("state").annotate(n=Count("id")):
+        counts[row["state"]] = row["n"]
+    failed = list(
+        Job.objects.filter(state=JobState.FAILED).order_by("-id").values("key", "error")[:20]
+    )
+    return {"states": counts, "failed": failed}
