@@ -248,6 +248,13 @@ def exchange_facts_save(
         tool_results=tool_results,
     )
     report.candidates = len(candidates)
+    # A forget (or an exclusion) may have taken the exchange while the LLM read it.
+    visible = Message.objects.filter(pk__in=[m.id for m in user_messages]).count()
+    if visible != len(user_messages) or (
+        reply and not Message.objects.filter(pk=reply.pk).exists()
+    ):
+        report.skipped = "messages gone"
+        return report
     for candidate in candidates:
         try:
             result = fact_candidate_store(

@@ -334,10 +334,11 @@ def _semantic_search(query: str, limit: int) -> list[SearchHit]:
         def rescored(hits):
             return [VectorHit(h.id, relevance_score(embedder, h.score), h.payload) for h in hits]
 
+        # Some hits may be rows forgotten or deleted since indexing (their points
+        # go a moment later): ask for more, T1 decides what is shown.
         exchanges = rescored(
-            store.search(CONVERSATIONS, vector, limit=limit, score_threshold=threshold)
+            store.search(CONVERSATIONS, vector, limit=limit * 2, score_threshold=threshold)
         )
-        # Some knowledge hits may be facts forgotten since indexing: ask for more.
         knowledge = rescored(
             store.search(KNOWLEDGE, vector, limit=limit * 2, score_threshold=threshold)
         )

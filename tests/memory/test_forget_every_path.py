@@ -143,3 +143,25 @@ def test_the_rest_of_the_memory_is_still_found(world, staff_client, agent_api):
     _index_everything()
     response = agent_api.get("/api/memory/search", {"q": "vélo garage", "mode": "hybrid"})
     assert "garage" in response.content.decode()
+
+
+def test_a_restore_brings_back_the_rows_their_fts_entries_and_their_points(
+    world, staff_client, agent_api, django_capture_on_commit_callbacks
+):
+    messages_before = Message.objects.count()
+    with django_capture_on_commit_callbacks(execute=True):
+        result = topic_forget(topic=TOPIC, actor="user")
+    _index_everything()
+    assert _points_with_secret(world) == 0 and Message.objects.count() == messages_before - 2
+
+    with django_capture_on_commit_callbacks(execute=True):
+        forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
+    _index_everything()  # the tasks the restore sent
+
+    assert Message.objects.count() == messages_before  # the question and its reply
+    assert Fact.objects.filter(value__contains=SECRET, forgotten=False).count() == 1
+    assert Summary.objects.filter(content__contains=SECRET).count() == 1
+    seen = _every_path(staff_client, agent_api)
+    assert seen["fts messages_fts"] == SECRET and seen["fts facts_fts"] == SECRET
+    assert _points_with_secret(world) == 3  # the exchange, the fact, the summary
+    assert {"api search text", "api search semantic", "tool memory__search"} <= set(_leaks(seen))

@@ -1,0 +1,98 @@
+"""Forgotten and excluded messages never feed compaction, extraction or the text search."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import agent.extraction as extraction
+from agent.compaction import channel_compact
+from agent.extraction import exchange_facts_save
+from memory.models import Fact, Message
+from memory.services.facts import fact_forget, fact_store
+from memory.services.forgetting import forget_exchange_exclude, topic_forget
+from memory.services.messages import message_save
+from memory.services.search import memory_search
+from memory.stores.fts import fts_search_facts
+from tests.fakes.anthropic import text_message
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(vector_store, local_embedder, fake_anthropic, settings):
+    settings.AGENT_COMPACTION_THRESHOLD = 6
+    settings.AGENT_COMPACTION_KEEP_LAST = 0
+    return fake_anthropic
+
+
+def _exchange(channel, user, reply):
+    question = message_save(channel=channel, role="user", content=user)
+    answer = message_save(channel=channel, role="assistant", content=reply, reply_to_id=question.id)
+    return question, answer
+
+
+def test_compaction_never_summarises_forgotten_or_excluded_messages(world):
+    _exchange("whatsapp", "Le voyage à Zanzibar est réservé", "Génial !")
+    asked, _ = _exchange("whatsapp", "Oublie le voyage à Zanzibar", "C'est oublié.")
+    for i in range(4):
+        _exchange("whatsapp", f"Séance de vélo numéro {i}", "Bravo.")
+    trip = Message.objects.get(content__contains="est réservé")
+    world.script(text_message(json.dumps({"ids": [f"message:{trip.id}"]})))  # the forget's judge
+    topic_forget(topic="le voyage à Zanzibar", keep_message_ids=[asked.id])
+    forget_exchange_exclude(message_ids=[asked.id])
+    world.script(text_message("Il a fait du vélo."))
+
+    summary = channel_compact(channel="whatsapp")
+
+    assert summary is not None and summary.message_count == 8
+    transcript = world.last.messages[0]["content"]
+    assert "vélo numéro 3" in transcript
+    assert "Zanzibar" not in transcript and "oublié" not in transcript
+
+
+def test_extraction_never_reads_an_excluded_exchange(world):
+    asked, reply = _exchange("whatsapp", "Oublie tout sur Zanzibar", "C'est oublié.")
+    forget_exchange_exclude(message_ids=[asked.id])
+
+    report = exchange_facts_save(message_ids=[asked.id], reply_id=reply.id, channel="whatsapp")
+
+    assert report.skipped == "messages gone"
+    assert world.message_requests == []
+
+
+def test_an_exchange_forgotten_while_the_llm_reads_it_gives_no_fact(world, monkeypatch):
+    """Extraction read the exchange, the owner forgot it, then the LLM answered."""
+    asked, reply = _exchange("whatsapp", "Le voyage à Zanzibar part le 3 août", "Noté !")
+    answer = {"facts": [{"key": "voyage_zanzibar", "value": "Départ pour Zanzibar le 3 août"}]}
+    world.script(
+        text_message(json.dumps(answer)),
+        text_message(json.dumps({"ids": [f"message:{asked.id}"]})),  # the forget's judge
+    )
+    real_extract = extraction.facts_extract
+
+    def extract_then_forget(**kwargs):
+        found = real_extract(**kwargs)
+        topic_forget(topic="le voyage à Zanzibar", actor="user")
+        return found
+
+    monkeypatch.setattr(extraction, "facts_extract", extract_then_forget)
+    report = exchange_facts_save(message_ids=[asked.id], reply_id=reply.id, channel="whatsapp")
+
+    assert report.skipped == "messages gone" and report.stored == 0
+    assert not Fact.all_objects.filter(value__contains="Zanzibar").exists()
+
+
+def test_forgotten_facts_never_crowd_live_ones_out_of_the_text_search(world):
+    live = fact_store(
+        key="velo_ville", value="Le vieux vélo de ville rouge est rangé dans la cave du voisin"
+    )[0]
+    for i in range(40):
+        fact = fact_store(key=f"velo_{i}", value=f"Vélo numéro {i}")[0]
+        fact_forget(fact=fact, actor="user")
+
+    # facts_fts itself (the retrieval's keyword source ranks it with a limit), then the search.
+    assert [hit.fact_id for hit in fts_search_facts(["velo"], limit=3)] == [live.id]
+    hits = memory_search(query="vélo", mode="text", limit=3)
+    assert [h.id for h in hits if h.kind == "fact"] == [str(live.id)]
