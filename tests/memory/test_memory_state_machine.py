@@ -1,0 +1,292 @@
+"""The memory's promises as invariants, under any order of events (hypothesis stateful).
+
+Rules are what users and workers do: store, restate, edit, forget, restore,
+expire, forget a topic and undo it, and the indexing tasks run out of order,
+twice, late, lost, or raced by a second worker holding the same row. Against
+the real SQLite (FTS5) and the real embedded Qdrant with the bundled embedder.
+
+After every step: nothing forgotten is reachable by a read path, and no owner
+edit was lost. At each settle point (the sweep and the queued tasks drained):
+T1 and Qdrant agree row by row and version by version, and nothing is pending.
+
+CI runs a bounded number of examples; HYPOTHESIS_PROFILE=slow runs many more.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from memory.models import Fact, Forgetting, IndexState, Message, Summary
+from memory.services import indexing
+
+KEYS = ("velo", "cafe", "chien")
+VALUES = {
+    "velo": ("Le vélo est au garage", "Le vélo est réparé"),
+    "cafe": ("Café serré sans sucre", "Café allongé"),
+    "chien": ("Le chien s'appelle Filou", "Le chien s'appelle Rex"),
+}
+SECRET = "Zanzibar"
+PROFILES = {
+    "ci": settings(max_examples=40, stateful_step_count=40, deadline=None),
+    "slow": settings(max_examples=200, stateful_step_count=60, deadline=None),
+}
+PROFILE = PROFILES[os.environ.get("HYPOTHESIS_PROFILE", "ci")]
+STATS = {"examples": 0, "steps": 0}
+
+
+class MemoryMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        from memory.models import FactRevision, Job, MemoryRetrieval
+        from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
+
+        for model in (FactRevision, Job, MemoryRetrieval):
+            model.objects.all().delete()
+        Message.all_objects.filter(reply_to__isnull=False).delete()
+        Message.all_objects.all().delete()
+        Fact.all_objects.all().delete()
+        Summary.all_objects.all().delete()
+        Forgetting.objects.all().delete()
+        self.store = get_vector_store()
+        for collection in (CONVERSATIONS, KNOWLEDGE):
+            self.store.drop_collection(collection)
+        QUEUE.clear()
+        self.owner_importance: dict[str, float] = {}  # what the owner set, last
+        self.forgotten_topics: list[int] = []
+        STATS["examples"] += 1
+
+    # --- users ------------------------------------------------------------------------
+
+    @rule(key=st.sampled_from(KEYS), which=st.integers(0, 1), agent=st.booleans())
+    def store(self, key, which, agent):
+        from memory.services.dedup import fact_remember
+        from memory.services.facts import fact_store
+
+        value = VALUES[key][which]
+        if agent:  # extraction restating, with its own guesses
+            fact_remember(key=key, value=value, importance=0.3, subjects=["x"], actor="agent")
+        else:
+            fact_store(key=key, value=value, actor="user")
+            self._refresh_owner(key)
+
+    @rule(key=st.sampled_from(KEYS), importance=st.sampled_from([0.2, 0.5, 0.9]))
+    def owner_edit(self, key, importance):
+        from memory.services.facts import fact_update
+
+        fact = Fact.objects.filter(key=key).first()
+        if fact is not None and not fact.forgotten:
+            fact_update(fact=fact, actor="user", importance=importance)
+            self.owner_importance[key] = importance
+
+    @rule(key=st.sampled_from(KEYS))
+    def forget(self, key):
+        from memory.services.facts import fact_forget
+
+        fact = Fact.objects.filter(key=key).first()
+        if fact is not None:
+            fact_forget(fact=fact, actor="user")
+
+    @rule(key=st.sampled_from(KEYS))
+    def restore(self, key):
+        from memory.services.facts import fact_restore
+
+        fact = Fact.objects.filter(key=key).first()
+        if fact is not None:
+            fact_restore(fact=fact, actor="user")
+            self._refresh_owner(key)
+
+    @rule(key=st.sampled_from(KEYS))
+    def expire(self, key):
+        from memory.services.expiry import expired_purge
+
+        Fact.objects.filter(key=key).update(expires_at=timezone.now() - timedelta(seconds=1))
+        expired_purge()
+
+    @rule(secret=st.booleans())
+    def chat(self, secret):
+        from memory.services.messages import message_save
+
+        text = f"Le voyage à {SECRET} est en août" if secret else "Le potager demande de l'eau"
+        question = message_save(channel="whatsapp", role="user", content=text)
+        message_save(channel="whatsapp", role="assistant", content="Noté.", reply_to_id=question.id)
+
+    @rule()
+    def forget_topic(self):
+        from memory.services.forgetting import topic_forget
+
+        result = topic_forget(topic=f"voyage {SECRET}", actor="user")
+        if result.forgetting_id:
+            self.forgotten_topics.append(result.forgetting_id)
+
+    @precondition(lambda self: self.forgotten_topics)
+    @rule()
+    def undo_topic(self):
+        from memory.services.forgetting import forgetting_restore
+
+        forgetting_restore(forgetting_id=self.forgotten_topics.pop(), actor="user")
+
+    # --- workers ------------------------------------------------------------------------
+
+    @precondition(lambda self: QUEUE)
+    @rule(data=st.data(), again=st.booleans())
+    def run_task(self, data, again):
+        """Any queued task, in any order; ``again`` leaves it queued (a duplicate delivery)."""
+        index = data.draw(st.integers(0, len(QUEUE) - 1))
+        kind, row_id = QUEUE[index] if again else QUEUE.pop(index)
+        indexing.index_rows(kind, [row_id])
+
+    @precondition(lambda self: QUEUE)
+    @rule(data=st.data())
+    def lose_task(self, data):
+        QUEUE.pop(data.draw(st.integers(0, len(QUEUE) - 1)))
+
+    @precondition(lambda self: QUEUE)
+    @rule(
+        data=st.data(),
+        meanwhile=st.sampled_from(["second_worker", "edit", "forget"]),
+        then_index=st.booleans(),
+    )
+    def slow_worker(self, data, meanwhile, then_index):
+        """A worker whose lease runs out while it embeds: something happens meanwhile
+        (``then_index``: and another worker indexes the row before the slow one writes)."""
+        kind, row_id = QUEUE.pop(data.draw(st.integers(0, len(QUEUE) - 1)))
+        real_write, real_lease = indexing._write, indexing.LEASE
+
+        def write_late(documents, removals):
+            indexing._write = real_write
+            indexing.LEASE = real_lease
+            if meanwhile == "second_worker":
+                indexing.index_rows(kind, [row_id])
+            elif meanwhile == "edit" and kind == "fact":
+                from memory.services.facts import fact_update
+
+                fact = Fact.all_objects.filter(pk=row_id, forgotten=False).first()
+                if fact is not None:
+                    fact_update(fact=fact, actor="user", importance=0.7)
+                    self.owner_importance[fact.key] = 0.7
+            elif meanwhile == "forget" and kind == "fact":
+                from memory.services.facts import fact_forget
+
+                fact = Fact.all_objects.filter(pk=row_id).first()
+                if fact is not None:
+                    fact_forget(fact=fact, actor="user")
+            if then_index and meanwhile != "second_worker":
+                # The change's own task, delivered to another worker, runs now.
+                while (kind, row_id) in QUEUE:
+                    QUEUE.remove((kind, row_id))
+                indexing.index_rows(kind, [row_id])
+            return real_write(documents, removals)
+
+        indexing._write = write_late
+        indexing.LEASE = timedelta(seconds=-1)  # this worker's lease is already over
+        try:
+            indexing.index_rows(kind, [row_id])
+        finally:
+            indexing._write, indexing.LEASE = real_write, real_lease
+
+    @rule()
+    def reindex(self):
+        from memory.services.maintenance import reindex
+
+        reindex()
+
+    @rule()
+    def settle(self):
+        """Quiescence: the sweep sends what is pending, every queued task runs."""
+        for _ in range(10):
+            indexing.pending_sweep(now=timezone.now() + timedelta(days=2))
+            while QUEUE:
+                kind, row_id = QUEUE.pop(0)
+                indexing.index_rows(kind, [row_id])
+            if not _pending():
+                break
+        self._check_agreement()
+
+    # --- the promises ------------------------------------------------------------------------
+
+    def _refresh_owner(self, key):
+        fact = Fact.objects.filter(key=key).first()
+        if fact is not None and "importance" in (fact.owner_fields or []):
+            self.owner_importance[key] = fact.importance
+
+    @invariant()
+    def nothing_forgotten_is_reachable(self):
+        from memory.services.search import memory_search
+
+        STATS["steps"] += 1
+        hits = memory_search(query=f"voyage {SECRET}", mode="text")
+        hits += memory_search(query=f"voyage {SECRET} en août", mode="semantic", limit=20)
+        reachable = " ".join(h.excerpt for h in hits)
+        topic_live = Message.objects.filter(content__contains=SECRET).exists()
+        assert topic_live or SECRET not in reachable
+        forgotten = set(Fact.all_objects.filter(forgotten=True).values_list("pk", flat=True))
+        assert not {int(h.id) for h in hits if h.kind == "fact"} & forgotten
+
+    @invariant()
+    def no_owner_edit_is_lost(self):
+        for key, importance in self.owner_importance.items():
+            fact = Fact.all_objects.filter(key=key).first()
+            if fact is not None:
+                assert fact.importance == importance, (key, fact.importance, importance)
+
+    def _check_agreement(self):
+        from memory.services.index_documents import KINDS, desired, model_for
+
+        assert not _pending(), _pending()
+        for kind in KINDS:
+            ids = list(model_for(kind).all_objects.values_list("id", flat=True))
+            if kind == "message":
+                ids = list(
+                    Message.all_objects.filter(reply_to__isnull=True).values_list("id", flat=True)
+                )
+            documents, removals, _ = desired(kind, ids)
+            for document in documents:
+                row = model_for(kind).all_objects.get(pk=document.row_id)
+                assert row.index_state == IndexState.INDEXED, (kind, row.pk, row.index_state)
+                assert row.indexed_version == row.version
+                [point] = self.store.retrieve(document.collection, [document.point_id])
+                assert point.payload["version"] == row.version
+                assert point.payload == document.payload
+            for removal in removals:
+                assert not self.store.retrieve(removal.collection, [removal.point_id]), removal
+
+
+QUEUE: list[tuple[str, int]] = []
+
+
+def _pending() -> list:
+    from memory.services.index_documents import KINDS, model_for
+
+    return [
+        (kind, pk)
+        for kind in KINDS
+        for pk in model_for(kind)
+        .all_objects.filter(index_state=IndexState.PENDING)
+        .values_list("id", flat=True)
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_memory_keeps_its_promises_under_any_order_of_events(
+    vector_store, local_embedder, monkeypatch
+):
+    monkeypatch.setattr(indexing, "_send", lambda kind, row_id: QUEUE.append((kind, row_id)))
+    STATS.update(examples=0, steps=0)
+    run_state_machine_as_test(
+        MemoryMachine,
+        settings=settings(PROFILE, suppress_health_check=list(HealthCheck)),
+    )
+    print(f"state machine: {STATS['examples']} examples, {STATS['steps']} steps")
