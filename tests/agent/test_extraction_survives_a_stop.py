@@ -141,5 +141,15 @@ def test_every_exchange_is_extracted_exactly_once_after_a_stop_and_a_restart(tmp
         out, _ = server.communicate(timeout=60)
         fake.stop()
     assert state["jobs"] == {"done": CHATS}, out[-3000:]
+    # T1 and Qdrant agree, version by version, after the stop (the folder is free now).
+    doctor = subprocess.run(
+        [sys.executable, "manage.py", "memory_doctor"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Tout est cohérent." in doctor.stdout, doctor.stdout + doctor.stderr[-2000:]
     assert sorted(state["keys"]) == sorted(f"fait_{i}" for i in range(CHATS))
     assert set(responder.extractions) == set(range(CHATS))
