@@ -397,7 +397,6 @@ def _answer(
         message_ids=message_ids,
         reply_id=reply_message.id,
         tool_results=[o.content for o in outcomes if o.feeds_extraction and not o.is_error],
-        # Not after a forget: the exchange talks about what was just forgotten.
         # Not after a forget: the exchange names what was (or would be) forgotten.
         extract=source == MessageSource.USER and not forgot,
     )

@@ -125,12 +125,15 @@ def job_run(job_id: int) -> str:
             run_after=None if failed else timezone.now() + timedelta(seconds=delay),
         )
         return "failed" if failed else "retry"
+    # The payload may quote the exchange (tool results): not kept once done, so a
+    # later forget has nothing to chase here.
     mine.update(
         state=JobState.DONE,
         finished_at=timezone.now(),
         lease_token="",
         lease_until=None,
         error="",
+        payload={},
     )
     return "done"
 
