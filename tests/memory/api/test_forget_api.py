@@ -65,3 +65,49 @@ def test_a_vague_topic_and_an_unknown_forget_are_refused_in_french(agent_api):
     assert response.status_code == 400 and "trop vague" in response.json()["message"]
     response = agent_api.post("/api/memory/forgettings/999/restore")
     assert response.status_code == 404 and "Aucun oubli" in response.json()["message"]
+
+
+def test_a_purged_forget_cannot_be_undone_and_says_so_in_french(agent_api, memory):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.services.forgetting import forgettings_purge
+
+    created = agent_api.post("/api/memory/forget", {"topic": "chien Marie"}, format="json")
+    assert created.status_code == 201, created.content
+    assert forgettings_purge(now=timezone.now() + timedelta(days=8)) == 1
+
+    response = agent_api.post(f"/api/memory/forgettings/{created.json()['id']}/restore")
+    assert response.status_code == 400
+    assert "effacé définitivement" in response.json()["message"]
+    [listed] = agent_api.get("/api/memory/forgettings").json()["results"]
+    assert listed["state"] == "purged" and "chien" not in listed["topic"]
+    assert not Message.all_objects.filter(content__contains="Filou").exists()
+
+
+def test_the_forgets_are_listed_newest_first_and_paged(agent_api, memory):
+    ids = [
+        agent_api.post("/api/memory/forget", {"topic": topic}, format="json").json()["id"]
+        for topic in ("chien Marie", "mariage Lisbonne")
+    ]
+    first = agent_api.get("/api/memory/forgettings", {"page_size": 1}).json()
+    assert first["count"] == 2 and [f["id"] for f in first["results"]] == [ids[1]]
+    second = agent_api.get(first["next"]).json()
+    assert [f["id"] for f in second["results"]] == [ids[0]] and second["next"] is None
+
+
+def test_a_forget_that_finds_nothing_answers_the_empty_plan_and_records_nothing(agent_api, memory):
+    response = agent_api.post("/api/memory/forget", {"topic": "vacances Bretagne"}, format="json")
+    assert response.status_code == 200 and response.json()["counts"]["exchanges"] == 0
+    assert not Forgetting.objects.exists() and Message.objects.count() == 2
+
+
+def test_the_forget_routes_are_in_the_schema(agent_api):
+    schema = agent_api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    forget = schema["paths"]["/api/memory/forget"]["post"]
+    assert {"200", "201", "400"} <= set(forget["responses"])
+    assert "dry_run" in schema["components"]["schemas"]["ForgetInput"]["properties"]
+    assert "get" in schema["paths"]["/api/memory/forgettings"]
+    restore = schema["paths"]["/api/memory/forgettings/{forgetting_id}/restore"]["post"]
+    assert "404" in restore["responses"]
