@@ -2,7 +2,7 @@
 
 Walks what the owner does: log in, add a fact, edit it inline, find it with
 both search modes, move a slider and see it kept after a reload, add a note
-and open its preview. Screenshots of each section go to ./artifacts/ (not
+and open its preview, forget a topic (preview, confirm, undo). Screenshots of each section go to ./artifacts/ (not
 committed). Skips when /usr/bin/chromium is missing, unless
 MAKILAB_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
 """
@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
-from memory.models import Fact, MemorySettings
+from memory.models import Fact, Forgetting, MemorySettings, Message
+from memory.services.messages import message_save
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -31,6 +32,7 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(django_settings.BASE_DIR) / "artifacts"
 PASSWORD = "mot-de-passe-du-navigateur"
 TIMEOUT_MS = 15_000
+WEDDING = "Le mariage de Marie à Lisbonne est le 14 juin"
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -194,14 +196,39 @@ def test_the_owner_uses_the_memory_page_in_a_real_browser(
     expect(page.locator("#note-preview")).to_contain_text("Mickael, grimpeur, vit à Lyon.")
     shot(page, "05-section-notes", "#notes")
 
-    shot(page, "06-page-memoire")
+    # Forget a topic: the preview first (nothing changes), then the confirmation, then undo.
+    for text in (WEDDING, "Le chien de Marie s'appelle Filou"):
+        message_save(channel="whatsapp", role="user", content=text)
+    forget = page.locator("#forget-section")
+    forget.get_by_label("Sujet à oublier").fill("le mariage de Marie à Lisbonne")
+    forget.get_by_role("button", name="Voir ce qui serait oublié").click()
+    plan = page.locator("#forget-section .forget-plan")
+    expect(plan).to_contain_text("1 échange(s)")
+    expect(plan).to_contain_text("14 juin")
+    expect(plan).not_to_contain_text("Filou")
+    assert not Forgetting.objects.exists()
+    shot(page, "06-section-oubli-apercu", "#oubli")
+    page.locator("#forget-section").get_by_role("button", name="Confirmer l'oubli").click()
+    expect(page.locator("#forget-section .notice")).to_contain_text("Oublié : 1 échange(s)")
+    expect(page.locator("#forget-section .forgettings")).to_contain_text("définitif le")
+    assert not Message.objects.filter(content=WEDDING).exists()
+    page.locator("#forget-section").get_by_role("button", name="Annuler l'oubli").click()
+    expect(page.locator("#forget-section .notice")).to_contain_text("Oubli annulé")
+    expect(page.locator("#forget-section .forgettings")).to_contain_text("Restauré")
+    expect(
+        page.locator("#forget-section").get_by_role("button", name="Annuler l'oubli")
+    ).to_have_count(0)
+    assert Message.objects.filter(content=WEDDING).exists()
+    shot(page, "07-section-oubli", "#oubli")
+
+    shot(page, "08-page-memoire")
     page.set_viewport_size({"width": 375, "height": 812})
     page.reload()
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 375, f"the page scrolls sideways on a phone ({width}px)"
-    shot(page, "07-page-memoire-telephone")
+    shot(page, "09-page-memoire-telephone")
 
     page.get_by_role("link", name="Coûts").click()
     expect(page.locator("h1")).to_have_text("Coûts LLM")
-    shot(page, "08-page-couts")
+    shot(page, "10-page-couts")
     assert external == [], f"the page reached outside the server: {external}"

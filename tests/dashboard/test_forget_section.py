@@ -60,3 +60,52 @@ def test_the_forms_need_the_csrf_token(client, staff_user, memory):
     csrf_client.force_login(staff_user)
     response = csrf_client.post("/memory/forget/confirm/", {"topic": "Marie"})
     assert response.status_code == 403 and Message.objects.count() == 2
+
+
+def test_recent_forgets_show_their_state_and_the_undo_button_only_while_restorable(
+    staff_client, memory
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.services.forgetting import forgettings_purge, topic_forget
+
+    purged = topic_forget(topic="chien Marie", actor="user")
+    forgettings_purge(now=timezone.now() + timedelta(days=8))
+    active = topic_forget(topic="mariage Lisbonne", actor="user")
+
+    html = staff_client.get("/memory/forget/", **HTMX).content.decode()
+    assert "Oublis récents" in html
+    assert f"définitif le {active.purge_after:%d/%m/%Y}" in html
+    assert "Effacé définitivement" in html and "Filou" not in html
+    assert html.count("Annuler l'oubli") == 1
+    assert f"/memory/forget/{active.forgetting_id}/restore/" in html
+    assert f"/memory/forget/{purged.forgetting_id}/restore/" not in html
+
+
+def test_undoing_a_purged_or_unknown_forget_answers_a_french_message_not_a_500(
+    staff_client, memory
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.services.forgetting import forgettings_purge, topic_forget
+
+    purged = topic_forget(topic="chien Marie", actor="user")
+    forgettings_purge(now=timezone.now() + timedelta(days=8))
+
+    response = staff_client.post(f"/memory/forget/{purged.forgetting_id}/restore/", **HTMX)
+    assert response.status_code == 422
+    assert "effacé définitivement" in response.content.decode()
+    response = staff_client.post("/memory/forget/999/restore/", **HTMX)
+    assert response.status_code == 422 and "Aucun oubli n° 999" in response.content.decode()
+
+
+def test_without_htmx_the_preview_answers_the_whole_page(staff_client, memory):
+    response = staff_client.post("/memory/forget/preview/", {"topic": "mariage Lisbonne"})
+    html = response.content.decode()
+    assert response.status_code == 200 and "<html" in html
+    assert "Confirmer l'oubli" in html and "14 juin" in html
+    assert not Forgetting.objects.exists()
