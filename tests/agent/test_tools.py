@@ -193,3 +193,17 @@ def test_memory_forget_refuses_a_vague_topic_as_a_tool_error(world, context):
     assert outcome.is_error
     assert "trop vague" in body["error"]
     assert Message.objects.filter(content__contains="plombier").exists()
+
+
+def test_the_forget_tool_and_the_prompt_ask_to_name_nothing_that_was_forgotten():
+    """The defect: the prompt asked the LLM to say what was forgotten, so the reply repeated it."""
+    from agent.prompts import TOOL_GUIDANCE
+
+    forget = TOOLS["memory__forget"]
+    assert forget.input_schema["properties"]["dry_run"]["type"] == "boolean"
+    assert "directement" in forget.description and "dry_run=true" in forget.description
+    assert "ne répète" in forget.description
+    [guidance] = [line for line in TOOL_GUIDANCE.split("\n- ") if "memory__forget" in line]
+    assert "dis-lui ce qui a été oublié" not in guidance
+    assert "directement" in guidance and "dry_run=true" in guidance
+    assert "ne nomme, ne répète et ne résume jamais ce qui a été oublié" in guidance
