@@ -149,3 +149,42 @@ def test_logs_are_read_only(staff_client, rows):
         assert not model_admin.has_add_permission(request)
         assert not model_admin.has_change_permission(request, rows[model])
         assert not model_admin.has_delete_permission(request, rows[model])
+
+
+def test_forgets_are_read_only_and_the_restore_action_undoes_them_through_the_service(
+    staff_client,
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.models import Forgetting, ForgettingState
+    from memory.services.forgetting import forgettings_purge, topic_forget
+
+    for text in ("Le chien de Marie s'appelle Filou", "Le vélo est au garage"):
+        Message.objects.create(channel="whatsapp", role="user", content=text)
+    purged = topic_forget(topic="chien Marie", actor="user").forgetting_id
+    forgettings_purge(now=timezone.now() + timedelta(days=8))
+    active = topic_forget(topic="vélo garage", actor="user").forgetting_id
+
+    changelist = reverse("admin:memory_forgetting_changelist")
+    assert staff_client.get(changelist).status_code == 200
+    change = staff_client.get(reverse("admin:memory_forgetting_change", args=[active]))
+    assert change.status_code == 200
+    model_admin = admin.site._registry[Forgetting]
+    request = change.wsgi_request
+    assert not model_admin.has_add_permission(request)
+    assert not model_admin.has_change_permission(request, Forgetting.objects.get(pk=active))
+    assert not model_admin.has_delete_permission(request, Forgetting.objects.get(pk=active))
+
+    response = staff_client.post(
+        changelist,
+        {"action": "restore_forgettings", admin.helpers.ACTION_CHECKBOX_NAME: [active, purged]},
+        follow=True,
+    )
+    shown = [str(m) for m in response.context["messages"]]
+    assert f"Oubli n° {active} annulé." in shown
+    assert any(f"n° {purged}" in m and "effacé définitivement" in m for m in shown)
+    assert Forgetting.objects.get(pk=active).state == ForgettingState.RESTORED
+    assert Forgetting.objects.get(pk=purged).state == ForgettingState.PURGED
+    assert Message.objects.filter(content="Le vélo est au garage").exists()
