@@ -12,6 +12,7 @@ from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 from memory.models import Forgetting
 from memory.services.forgetting import (
     FORGETTING_NOT_FOUND_MESSAGE,
+    ForgetPlan,
     forgetting_restore,
     topic_forget,
     topic_forget_preview,
@@ -82,8 +83,9 @@ class ForgetApi(MemoryApi):
             plan = topic_forget_preview(topic=topic)
             return Response(ForgetPlanSerializer(plan.as_dict()).data)
         result = topic_forget(topic=topic, actor=self.actor(request))
-        if result.forgetting_id is None:
-            return Response(ForgetPlanSerializer(topic_forget_preview(topic=topic).as_dict()).data)
+        if result.forgetting_id is None:  # nothing about the topic: the (empty) plan, 200
+            empty = ForgetPlan(topic=result.topic, selection=result.selection)
+            return Response(ForgetPlanSerializer(empty.as_dict()).data)
         forgetting = Forgetting.objects.get(pk=result.forgetting_id)
         return Response(ForgettingSerializer(forgetting).data, status=status.HTTP_201_CREATED)
 
