@@ -14,9 +14,13 @@ def test_the_dataset_is_well_formed_and_big_enough():
     assert len(data["questions"]) >= 60
     assert len({m["channel"] for m in data["memories"] if m["kind"] == "exchange"}) >= 3
     for question in data["questions"]:
-        assert question["relevant"] and set(question["relevant"]) <= set(ids), question["id"]
+        # A negative (small talk, off-topic) has no relevant memory, by definition.
+        negative = "negative" in question["tags"]
+        assert bool(question["relevant"]) != negative, question["id"]
+        assert set(question["relevant"]) <= set(ids), question["id"]
     tags = {t for q in data["questions"] for t in q["tags"]}
     assert {"paraphrase", "alias", "temporal", "keyword", "accents", "english", "update"} <= tags
+    assert sum("negative" in q["tags"] for q in data["questions"]) >= 20
 
 
 def test_hybrid_beats_semantic_and_text_on_recall_and_mrr(local_embedder):
@@ -28,3 +32,5 @@ def test_hybrid_beats_semantic_and_text_on_recall_and_mrr(local_embedder):
         assert hybrid.recall_at_10 > scores[single].recall_at_10, lines
         assert hybrid.mrr > scores[single].mrr, lines
     assert hybrid.questions >= 60
+    # Small talk and off-topic questions mostly inject nothing.
+    assert hybrid.negatives_silent >= 0.8 * hybrid.negatives, lines
