@@ -136,8 +136,32 @@ def channel_compact(*, channel: str) -> Summary | None:
     return summary
 
 
-def job_compact(payload: dict) -> dict:
-    """The durable job of a channel's compaction (memory.services.jobs)."""
+def compaction_job_enqueue(*, channel: str):
+    """Record the channel's compaction job when it is over the threshold; None when not needed.
+
+    One job per state of the channel (its oldest uncompacted message, and how
+    many thresholds' worth of messages wait): the replies that arrive while it
+    waits add none, and a compaction that took nothing is tried again once the
+    channel has grown by another threshold.
+    """
+    from memory.services.jobs import job_enqueue
+
+    pending = Message.objects.filter(channel=channel, compacted=False)
+    count = pending.count()
+    if count <= settings.AGENT_COMPACTION_THRESHOLD:
+        return None
+    oldest = pending.order_by("id").values_list("id", flat=True).first()
+    step = count // settings.AGENT_COMPACTION_THRESHOLD
+    return job_enqueue(
+        kind="compact", key=f"compact:{channel}:{oldest}:{step}", payload={"channel": channel}
+    )
+
+
+def job_compact(payload: dict, *, checkpoint=None) -> dict:
+    """The durable job of a channel's compaction (memory.services.jobs).
+
+    Running it twice is harmless: a second run finds the messages compacted.
+    """
     from agent.client import LLM_NOT_CONFIGURED_MESSAGE, llm_available
     from agent.exceptions import LlmNotConfigured
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 
 from agent.exceptions import LlmInvalidJson, LlmRequestRejected
 from agent.prompts import EXTRACTION_PROMPT, EXTRACTION_SYSTEM_PROMPT, EXTRACTION_TOOL_SECTION
@@ -225,8 +225,15 @@ def exchange_facts_save(
     reply_id: int | None,
     channel: str,
     tool_results: Sequence[str] = (),
+    candidates: Sequence[FactCandidate] | None = None,
+    on_extracted: Callable[[list[FactCandidate]], None] | None = None,
 ) -> ExtractionReport:
-    """Extract the facts of an exchange (re-read by ids) and store them through dedup."""
+    """Extract the facts of an exchange (re-read by ids) and store them through dedup.
+
+    ``candidates`` already extracted (a job run again after a crash) are stored
+    without asking the LLM again; ``on_extracted`` receives the LLM's candidates
+    before anything is stored (the job saves them there).
+    """
     from django.core.exceptions import ValidationError
 
     from agent.client import llm_available
@@ -241,12 +248,15 @@ def exchange_facts_save(
         report.skipped = "messages gone"  # forgotten meanwhile: nothing to extract
         return report
     reply = Message.objects.filter(pk=reply_id).first() if reply_id else None
-    candidates, report.dropped = facts_extract(
-        user_message="\n\n".join(m.content for m in user_messages),
-        reply=reply.content if reply else "",
-        channel=channel,
-        tool_results=tool_results,
-    )
+    if candidates is None:
+        candidates, report.dropped = facts_extract(
+            user_message="\n\n".join(m.content for m in user_messages),
+            reply=reply.content if reply else "",
+            channel=channel,
+            tool_results=tool_results,
+        )
+        if on_extracted is not None:
+            on_extracted(candidates)
     report.candidates = len(candidates)
     # A forget (or an exclusion) may have taken the exchange while the LLM read it.
     visible = Message.objects.filter(pk__in=[m.id for m in user_messages]).count()
@@ -269,21 +279,50 @@ def exchange_facts_save(
     return report
 
 
-def job_extract(payload: dict) -> dict:
+def extraction_job_enqueue(
+    *,
+    message_ids: Sequence[int],
+    reply_id: int | None,
+    channel: str,
+    tool_results: Sequence[str] = (),
+):
+    """Record the durable extraction job of one exchange (once per reply), in the caller's transaction."""
+    from memory.services.jobs import job_enqueue
+
+    return job_enqueue(
+        kind="extract",
+        key=f"extract:{reply_id}" if reply_id else f"extract:message:{message_ids[-1]}",
+        payload={
+            "message_ids": list(message_ids),
+            "reply_id": reply_id,
+            "channel": channel,
+            "tool_results": list(tool_results),
+        },
+    )
+
+
+def job_extract(payload: dict, *, checkpoint: Callable[..., None]) -> dict:
     """The durable job of one exchange's extraction (memory.services.jobs).
 
-    Without an LLM it waits (LlmNotConfigured). Running it twice is harmless:
-    a fact restated with the same content writes nothing.
+    Exactly once: the LLM's candidates are saved on the job before any fact is
+    stored, so a run after a crash stores those same candidates (a restatement
+    that writes nothing) instead of asking the LLM again, whose new answer
+    could differ. Without an LLM it waits (LlmNotConfigured).
     """
     from agent.client import LLM_NOT_CONFIGURED_MESSAGE, llm_available
     from agent.exceptions import LlmNotConfigured
 
     if not llm_available():
         raise LlmNotConfigured(LLM_NOT_CONFIGURED_MESSAGE)
+    saved = payload.get("candidates")
     report = exchange_facts_save(
         message_ids=payload["message_ids"],
         reply_id=payload.get("reply_id"),
         channel=payload["channel"],
         tool_results=payload.get("tool_results") or [],
+        candidates=None
+        if saved is None
+        else [FactCandidate(**{**c, "subjects": tuple(c["subjects"])}) for c in saved],
+        on_extracted=lambda found: checkpoint(candidates=[asdict(c) for c in found]),
     )
     return vars(report)

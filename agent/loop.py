@@ -426,27 +426,18 @@ def _enqueue_followups(
     The jobs are rows (memory.services.jobs): a stop or a crash of the worker
     delays them, never drops them. Never raises: the answer is already saved.
     """
-    from agent.compaction import compaction_needed
-    from memory.services.jobs import job_enqueue
+    from agent.compaction import compaction_job_enqueue
+    from agent.extraction import extraction_job_enqueue
 
     try:
         with transaction.atomic():
             if extract:
-                job_enqueue(
-                    kind="extract",
-                    key=f"extract:{reply_id}",
-                    payload={
-                        "message_ids": message_ids,
-                        "reply_id": reply_id,
-                        "channel": channel,
-                        "tool_results": tool_results,
-                    },
+                extraction_job_enqueue(
+                    message_ids=message_ids,
+                    reply_id=reply_id,
+                    channel=channel,
+                    tool_results=tool_results,
                 )
-            if compaction_needed(channel=channel):
-                job_enqueue(
-                    kind="compact",
-                    key=f"compact:{channel}:{reply_id}",
-                    payload={"channel": channel},
-                )
+            compaction_job_enqueue(channel=channel)
     except Exception:
         logger.exception("could not record the follow-up jobs of %s", channel)

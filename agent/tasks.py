@@ -1,50 +1,39 @@
-"""Celery tasks of the agent: the post-response work, thin interfaces over services.
+"""Celery tasks of the agent, kept for messages sent before the durable jobs.
 
-They take ids (the messages are re-read: an exchange forgotten meanwhile is not
-extracted), are acked late, and retry only an LLM that is unavailable for now,
-with exponential backoff and jitter, up to a cap. No key: they return at once.
+Fact extraction and compaction are durable jobs now (memory.services.jobs,
+task ``memory.job_run``). A message of these older task names still waiting in
+a broker becomes the same durable job (idempotent on its key: an exchange whose
+job exists is not extracted twice) and runs it at once; the job's lease,
+retries with backoff and sweep then apply.
 """
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from agent.exceptions import LlmNotConfigured, LlmUnavailable
 
-RETRY_OPTIONS = {
-    "acks_late": True,
-    "autoretry_for": (LlmUnavailable,),
-    "dont_autoretry_for": (LlmNotConfigured,),
-    "retry_backoff": 30,
-    "retry_backoff_max": 600,
-    "retry_jitter": True,
-    "max_retries": 3,
-}
-
-
-@shared_task(name="agent.extract_and_save_facts", **RETRY_OPTIONS)
+@shared_task(name="agent.extract_and_save_facts", acks_late=True)
 def extract_and_save_facts(
     message_ids: list[int],
     reply_id: int | None,
     channel: str,
     tool_results: list[str] | None = None,
-) -> dict:
-    """Extract the durable facts of an exchange and store them through dedup."""
-    from agent.extraction import exchange_facts_save
+) -> str:
+    """The exchange's extraction job, recorded once and run; what happened ("done", …)."""
+    from agent.extraction import extraction_job_enqueue
+    from memory.services.jobs import job_run
 
-    report = exchange_facts_save(
-        message_ids=message_ids,
-        reply_id=reply_id,
-        channel=channel,
-        tool_results=tool_results or [],
+    job = extraction_job_enqueue(
+        message_ids=message_ids, reply_id=reply_id, channel=channel, tool_results=tool_results or []
     )
-    return vars(report)
+    return job_run(job.id)
 
 
-@shared_task(name="agent.channel_compact", **RETRY_OPTIONS)
-def channel_compact_task(channel: str) -> int | None:
-    """Compact the channel when it is over the threshold; the summary id or None."""
-    from agent.compaction import channel_compact
+@shared_task(name="agent.channel_compact", acks_late=True)
+def channel_compact_task(channel: str) -> str | None:
+    """The channel's compaction job when it is over the threshold, run; None when not needed."""
+    from agent.compaction import compaction_job_enqueue
+    from memory.services.jobs import job_run
 
-    summary = channel_compact(channel=channel)
-    return summary.id if summary else None
+    job = compaction_job_enqueue(channel=channel)
+    return job_run(job.id) if job else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from memory.exceptions import FactNotFound
@@ -131,14 +131,19 @@ def memory_stats_get(*, include_vectors: bool = True) -> dict[str, object]:
         "vectors": vectors,
         "last_indexed_at": max(last_indexed) if last_indexed else None,
         "index_failures": index_failures_get(),
-        "jobs": _job_counts(),
+        "jobs": job_stats_get(),
     }
 
 
-def _job_counts() -> dict[str, object]:
-    from memory.services.jobs import job_counts
+def job_stats_get(*, failed_limit: int = 20) -> dict[str, object]:
+    """Durable jobs per state, and the errors of the failed ones (stats, doctor)."""
+    from memory.models import Job, JobState
 
-    return job_counts()
+    states = dict.fromkeys(JobState.values, 0)
+    for row in Job.objects.order_by().values("state").annotate(n=Count("id")):
+        states[row["state"]] = row["n"]
+    failed = Job.objects.filter(state=JobState.FAILED).order_by("-id")
+    return {"states": states, "failed": list(failed.values("key", "error")[:failed_limit])}
 
 
 def index_failures_get(*, limit: int = 20) -> list[dict[str, object]]:

@@ -10,9 +10,11 @@ work and never drops it. The life of a job:
     claim    ``job_run`` takes a lease (token + expiry) with a conditional
              UPDATE: a job leased by a live worker, done, failed or not due yet
              is left alone
-    run      the handler registered for its kind; handlers are idempotent (an
-             extraction run twice stores its facts once: restating a fact with
-             the same content writes nothing)
+    run      the handler registered for its kind, ``handler(payload, checkpoint=...)``;
+             handlers are idempotent: what must not be done twice (the LLM's
+             answer of an extraction) is saved with ``checkpoint(**fields)`` into
+             the payload, conditional on the lease, so a run after a crash reuses
+             it, and storing the same facts again writes nothing
     finish   done, conditional on our lease; a failure counts an attempt and
              backs off (run_after), then ends ``failed`` with its error after
              MAX_ATTEMPTS; "no LLM configured" waits without burning attempts
@@ -29,14 +31,14 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import Job, JobState
 
 logger = logging.getLogger(__name__)
 
-# kind -> "module:function(payload: dict) -> dict"; imported when a job runs.
+# kind -> "module:function(payload: dict, *, checkpoint) -> dict"; imported when a job runs.
 HANDLERS = {
     "extract": "agent.extraction:job_extract",
     "compact": "agent.compaction:job_compact",
@@ -50,6 +52,10 @@ BACKOFF_CAP_S = 3600
 WAIT_FOR_CONFIGURATION = timedelta(hours=1)
 ERROR_MAX_CHARS = 500
 SWEEP_BATCH = 200
+
+
+class JobLeaseLost(Exception):
+    """Our lease ended (a restart voided it, or the run outlasted LEASE): another run owns the job."""
 
 
 def _handler(kind: str):
@@ -88,6 +94,35 @@ def _claim(job_id: int, token: str, now: datetime) -> bool:
     )
 
 
+def _checkpoint(job_id: int, token: str, payload: dict):
+    """``checkpoint(**fields)`` for a handler: saves fields into the payload while the lease is ours."""
+
+    def checkpoint(**fields) -> None:
+        payload.update(fields)
+        saved = Job.objects.filter(pk=job_id, lease_token=token).update(
+            payload=payload, lease_until=timezone.now() + LEASE
+        )
+        if not saved:
+            raise JobLeaseLost(f"job {job_id}: lease lost")
+
+    return checkpoint
+
+
+def _mark_done(job_id: int, token: str) -> bool:
+    # The payload may quote the exchange (tool results): not kept once done, so a
+    # later forget has nothing to chase here.
+    return bool(
+        Job.objects.filter(pk=job_id, lease_token=token).update(
+            state=JobState.DONE,
+            finished_at=timezone.now(),
+            lease_token="",
+            lease_until=None,
+            error="",
+            payload={},
+        )
+    )
+
+
 def job_run(job_id: int) -> str:
     """Run one job if it is ours to run. Returns what happened (for logs and tests)."""
     from agent.exceptions import LlmNotConfigured
@@ -98,8 +133,12 @@ def job_run(job_id: int) -> str:
         return "skipped"
     job = Job.objects.get(pk=job_id)
     mine = Job.objects.filter(pk=job_id, lease_token=token)
+    payload = dict(job.payload)
     try:
-        _handler(job.kind)(dict(job.payload))
+        _handler(job.kind)(payload, checkpoint=_checkpoint(job_id, token, payload))
+    except JobLeaseLost:
+        logger.info("job %s: lease lost while it ran; left to its new owner", job.key)
+        return "lost"
     except LlmNotConfigured as exc:
         mine.update(
             state=JobState.QUEUED,
@@ -125,17 +164,7 @@ def job_run(job_id: int) -> str:
             run_after=None if failed else timezone.now() + timedelta(seconds=delay),
         )
         return "failed" if failed else "retry"
-    # The payload may quote the exchange (tool results): not kept once done, so a
-    # later forget has nothing to chase here.
-    mine.update(
-        state=JobState.DONE,
-        finished_at=timezone.now(),
-        lease_token="",
-        lease_until=None,
-        error="",
-        payload={},
-    )
-    return "done"
+    return "done" if _mark_done(job_id, token) else "lost"
 
 
 def jobs_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> int:
@@ -160,14 +189,3 @@ def jobs_restart_recover() -> int:
     return Job.objects.filter(state__in=(JobState.QUEUED, JobState.RUNNING)).update(
         state=JobState.QUEUED, lease_token="", lease_until=None, queued_at=None
     )
-
-
-def job_counts() -> dict[str, object]:
-    """Jobs per state, and the errors of the failed ones (stats, doctor)."""
-    counts = dict.fromkeys(JobState.values, 0)
-    for row in Job.objects.order_by().values("state").annotate(n=Count("id")):
-        counts[row["state"]] = row["n"]
-    failed = list(
-        Job.objects.filter(state=JobState.FAILED).order_by("-id").values("key", "error")[:20]
-    )
-    return {"states": counts, "failed": failed}

@@ -16,7 +16,7 @@ from agent.extraction import (
 )
 from agent.models import LlmUsage
 from agent.tasks import extract_and_save_facts
-from memory.models import Fact
+from memory.models import Fact, Job, JobState
 from memory.services.messages import message_save
 from tests.fakes.anthropic import overloaded, text_message
 
@@ -211,16 +211,19 @@ def test_an_unavailable_llm_is_raised_for_the_task_to_retry(world, exchange, set
         _save(question, reply)
 
 
-def test_the_task_takes_ids_and_returns_its_report(world, exchange, eager_tasks):
+def test_the_older_task_name_runs_the_exchanges_durable_job_once(world, exchange, eager_tasks):
     question, reply = exchange
     world.script(text_message(_answer([{"key": "david_city", "value": "David vit à Toulouse"}])))
+    ids = {"message_ids": [question.id], "reply_id": reply.id, "channel": "whatsapp"}
 
-    report = extract_and_save_facts.delay(
-        message_ids=[question.id], reply_id=reply.id, channel="whatsapp", tool_results=[]
-    ).get()
+    assert extract_and_save_facts.delay(**ids, tool_results=[]).get() == "done"
+    # Its message delivered again: the exchange's job is done, nothing runs.
+    assert extract_and_save_facts.delay(**ids, tool_results=[]).get() == "skipped"
 
-    assert report["stored"] == 1
-    assert report["actions"] == {"added": 1}
+    job = Job.objects.get()
+    assert job.key == f"extract:{reply.id}" and job.state == JobState.DONE
+    assert Fact.objects.get(key="david_city").value == "David vit à Toulouse"
+    assert len(world.message_requests) == 1
 
 
 @pytest.mark.parametrize(

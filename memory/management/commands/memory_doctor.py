@@ -46,9 +46,9 @@ class Command(BaseCommand):
             for kind, rows in report.failed.items():
                 for row_id, error in list(rows.items())[:5]:
                     self.stdout.write(f"  échec {kind} {row_id} : {error}")
-        from memory.services.jobs import job_counts
+        from memory.selectors import job_stats_get
 
-        jobs = job_counts()
+        jobs = job_stats_get()
         for job in jobs["failed"][:5]:
             self.stdout.write(f"tâche de fond en échec {job['key']} : {job['error']}")
         healthy = all(r.healthy or r.fixed for r in reports) and not jobs["failed"]

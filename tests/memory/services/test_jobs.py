@@ -16,12 +16,12 @@ pytestmark = pytest.mark.django_db
 RUNS: list[dict] = []
 
 
-def _ok(payload):
+def _ok(payload, *, checkpoint):
     RUNS.append(payload)
     return {}
 
 
-def _boom(payload):
+def _boom(payload, *, checkpoint):
     raise RuntimeError("panne")
 
 
@@ -100,3 +100,27 @@ def test_a_restart_of_the_embedded_runtime_voids_the_previous_claims():
     assert job_run(job.pk) == "skipped"
     jobs_restart_recover()
     assert job_run(job.pk) == "done"
+
+
+def test_a_failed_job_shows_with_its_error_in_the_stats_the_commands_and_the_admin(
+    staff_client, vector_store, local_embedder
+):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    Job.objects.create(kind="extract", key="extract:1", state=JobState.FAILED, error="Panne LLM")
+    Job.objects.create(kind="extract", key="extract:2", state=JobState.DONE)
+
+    body = staff_client.get("/api/memory/stats").json()
+    assert body["jobs"]["states"] == {"queued": 0, "running": 0, "done": 1, "failed": 1}
+    assert body["jobs"]["failed"] == [{"key": "extract:1", "error": "Panne LLM"}]
+    stats, doctor = StringIO(), StringIO()
+    call_command("memory_stats", stdout=stats)
+    call_command("memory_doctor", stdout=doctor)
+    assert "extract:1 : Panne LLM" in stats.getvalue()
+    assert "extract:1 : Panne LLM" in doctor.getvalue()
+    assert "Tout est cohérent." not in doctor.getvalue()
+    page = staff_client.get("/admin/memory/job/")
+    assert page.status_code == 200 and "Panne LLM" in page.content.decode()
+    assert staff_client.get("/admin/memory/job/add/").status_code == 403
