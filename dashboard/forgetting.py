@@ -78,7 +78,12 @@ def forget_confirm(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _render(request, status=422, forget_form=form)
     try:
-        result = topic_forget(topic=form.cleaned_data["topic"], actor=Actor.USER)
+        # Only what the preview showed: a new selection may not take more.
+        result = topic_forget(
+            topic=form.cleaned_data["topic"],
+            actor=Actor.USER,
+            only=request.POST.getlist("item") if "item" in request.POST else None,
+        )
     except MemoryServiceError as exc:
         form.add_error("topic", str(exc))
         return _render(request, status=422, forget_form=form)

@@ -26,6 +26,12 @@ class ForgetInputSerializer(StrictInputSerializer):
     dry_run = serializers.BooleanField(
         default=False, help_text="true : montrer ce qui serait oublié, sans rien changer."
     )
+    ids = serializers.ListField(
+        child=serializers.RegexField(r"^(message|fact|summary):\d+$", max_length=40),
+        required=False,
+        max_length=2000,
+        help_text="Les ids de l'aperçu confirmé (``ids`` du dry run) : rien d'autre n'est pris.",
+    )
 
 
 class ForgetCountsSerializer(serializers.Serializer):
@@ -39,6 +45,9 @@ class ForgetPlanSerializer(serializers.Serializer):
     topic = serializers.CharField()
     selection = serializers.CharField(help_text="words (tous les mots du sujet) ou llm.")
     counts = ForgetCountsSerializer()
+    ids = serializers.ListField(
+        child=serializers.CharField(), help_text="À renvoyer pour confirmer exactement cet aperçu."
+    )
     exchanges = serializers.ListField(child=serializers.DictField())
     facts = serializers.ListField(child=serializers.DictField())
     summaries = serializers.ListField(child=serializers.DictField())
@@ -82,7 +91,9 @@ class ForgetApi(MemoryApi):
         if body.validated_data["dry_run"]:
             plan = topic_forget_preview(topic=topic)
             return Response(ForgetPlanSerializer(plan.as_dict()).data)
-        result = topic_forget(topic=topic, actor=self.actor(request))
+        result = topic_forget(
+            topic=topic, actor=self.actor(request), only=body.validated_data.get("ids")
+        )
         if result.forgetting_id is None:  # nothing about the topic: the (empty) plan, 200
             empty = ForgetPlan(topic=result.topic, selection=result.selection)
             return Response(ForgetPlanSerializer(empty.as_dict()).data)

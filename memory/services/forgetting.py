@@ -48,6 +48,7 @@ from memory.services.forgetting_select import (  # re-exported
     TOPIC_EMPTY_MESSAGE,
     TOPIC_TOO_VAGUE_MESSAGE,
     Selection,
+    restricted,
     select,
     topic_terms,
 )
@@ -100,11 +101,20 @@ class ForgetPlan:
             "summaries": len(self.summaries),
         }
 
+    def item_ids(self) -> list[str]:
+        """The ids a confirmation sends back (topic_forget's ``only``)."""
+        return (
+            [f"message:{e['id']}" for e in self.exchanges]
+            + [f"fact:{f['id']}" for f in self.facts]
+            + [f"summary:{s['id']}" for s in self.summaries]
+        )
+
     def as_dict(self) -> dict:
         return {
             "topic": self.topic,
             "selection": self.selection,
             "counts": self.counts(),
+            "ids": self.item_ids(),
             "exchanges": self.exchanges,
             "facts": self.facts,
             "summaries": self.summaries,
@@ -188,9 +198,17 @@ def topic_forget_preview(*, topic: str, keep_message_ids: Iterable[int] = ()) ->
 
 
 def topic_forget(
-    *, topic: str, actor: str = Actor.AGENT, keep_message_ids: Iterable[int] = ()
+    *,
+    topic: str,
+    actor: str = Actor.AGENT,
+    keep_message_ids: Iterable[int] = (),
+    only: Iterable[str] | None = None,
 ) -> ForgetResult:
     """Forget what is about ``topic`` (see the module docstring).
+
+    ``only``: the ids of the preview the owner confirmed ("message:12",
+    "fact:3", "summary:5"): nothing outside it is taken, even if a new selection
+    (an LLM judge) would now say more.
 
     Raises MemoryServiceError for an empty or too vague topic. Never blocked by
     Qdrant: T1 is the truth, every read path hydrates from it, and the indexing
@@ -200,6 +218,8 @@ def topic_forget(
 
     topic = _clean_topic(topic)
     chosen = select(topic, keep=keep_message_ids)
+    if only is not None:
+        chosen = restricted(chosen, only)
     plan = _plan(topic, chosen)
     if plan.empty:
         return ForgetResult(topic, None, plan.counts(), None, chosen.selection)

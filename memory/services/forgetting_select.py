@@ -92,6 +92,24 @@ class Selection:
     scores: dict[str, float] = field(default_factory=dict)
 
 
+def restricted(selection: Selection, only: Iterable[str]) -> Selection:
+    """The part of a selection the owner saw and confirmed (ids like "message:12").
+
+    A confirmation never takes more than its preview showed: with an LLM judge,
+    a second selection could differ from the first.
+    """
+    wanted = set(only)
+    kept = Selection(selection=selection.selection, scores=selection.scores)
+    kept.exchanges = {i: m for i, m in selection.exchanges.items() if f"message:{i}" in wanted}
+    kept.facts = [f for f in selection.facts if f"fact:{f.id}" in wanted]
+    kept.summaries = [s for s in selection.summaries if f"summary:{s.id}" in wanted]
+    replies = Message.all_objects.filter(reply_to_id__in=list(kept.exchanges)).values_list(
+        "id", flat=True
+    )
+    kept.message_ids = (set(kept.exchanges) | set(replies)) & selection.message_ids
+    return kept
+
+
 def _semantic_candidates(topic: str) -> dict[str, float]:
     from memory.stores.embedders import cosine_threshold, get_embedder
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store

@@ -109,3 +109,17 @@ def test_without_htmx_the_preview_answers_the_whole_page(staff_client, memory):
     assert response.status_code == 200 and "<html" in html
     assert "Confirmer l'oubli" in html and "14 juin" in html
     assert not Forgetting.objects.exists()
+
+
+def test_the_confirmation_takes_only_the_items_the_preview_showed(staff_client, memory):
+    html = staff_client.post(
+        "/memory/forget/preview/", {"topic": "le mariage de Marie à Lisbonne"}, **HTMX
+    ).content.decode()
+    assert 'name="item" value="message:' in html
+    # Confirming a preview that listed nothing (stale page): nothing is taken.
+    staff_client.post(
+        "/memory/forget/confirm/",
+        {"topic": "le mariage de Marie à Lisbonne", "item": ["fact:999"]},
+        **HTMX,
+    )
+    assert Message.objects.count() == 2

@@ -243,3 +243,17 @@ def test_the_retrieval_log_keeps_no_forgotten_text(world):
     row = MemoryRetrieval.objects.get(pk=result.retrieval_id)
     assert "Lisbonne" not in json.dumps(row.memories, ensure_ascii=False)
     assert "Lisbonne" not in row.message_preview
+
+
+def test_a_confirmation_never_takes_more_than_its_preview_showed(world, fake_anthropic):
+    """With an LLM judge, a second selection may say more: the confirmed ids bound it."""
+    wedding, dog_fact = world["wedding"][0], world["facts"]["dog"]
+    fake_anthropic.script(
+        text_message(json.dumps({"ids": [f"message:{wedding.id}"]})),
+        text_message(json.dumps({"ids": [f"message:{wedding.id}", f"fact:{dog_fact.id}"]})),
+    )
+    plan = topic_forget_preview(topic="le mariage de Marie à Lisbonne")
+    assert plan.item_ids() == [f"message:{wedding.id}"]
+    result = topic_forget(topic="le mariage de Marie à Lisbonne", only=plan.item_ids())
+    assert result.counts["exchanges"] == 1 and result.counts["facts"] == 0
+    assert Fact.objects.filter(pk=dog_fact.id).exists()
