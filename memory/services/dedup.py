@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
 from memory.models import Actor, Fact, FactSource, RevisionReason
-from memory.services.facts import fact_store, fact_update, normalize_subjects
+from memory.services.facts import fact_store, fact_update
 from memory.services.ttl import parse_ttl
 
 logger = logging.getLogger(__name__)
@@ -222,23 +222,22 @@ def fact_remember(
     if action == NOOP:
         return RememberResult(target, "noop", candidates, decided_by)
     reason = RevisionReason.SUPERSEDED if action == SUPERSEDE else RevisionReason.MERGED
-    changes: dict[str, object] = {
-        "value": value.strip(),
-        "subjects": normalize_subjects([*target.subjects, *(subjects or ())]),
-    }
+    changes: dict[str, object] = {"value": value}
+    if subjects is not None:
+        changes["subjects"] = subjects  # an agent's subjects are added to the target's
     if ttl:
         changes["ttl"] = ttl
     if importance is not None:
         changes["importance"] = importance
-    # The decision took time (an LLM call): fact_update re-reads the row, and a
-    # target forgotten meanwhile stays forgotten (revive=False).
+    # The decision took time (an LLM call): fact_update re-reads and locks the
+    # row, writes only what changed, and leaves a target forgotten meanwhile
+    # forgotten (revive=False); the agent never overwrites what the owner set.
     fact = fact_update(
         fact=target,
         actor=actor,
         reason=reason,
         note=f"nouvelle clé proposée : {key}",
         revive=False,
-        restatement=True,
         **changes,
     )
     if fact.forgotten:

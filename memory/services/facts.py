@@ -23,8 +23,22 @@ from memory.services.ttl import parse_ttl
 
 logger = logging.getLogger(__name__)
 
-# Fields a revision records besides the value.
-TRACKED_FIELDS = ("memory_type", "importance", "subjects", "expires_at", "channel", "source")
+# Fields a revision records as {"field": [old, new]} (the value also has old_value/new_value).
+TRACKED_FIELDS = (
+    "value",
+    "memory_type",
+    "importance",
+    "subjects",
+    "expires_at",
+    "channel",
+    "source",
+    "forgotten",
+)
+# A forget or an expiry changes one thing; their callers do not pass a snapshot.
+_IMPLIED_CHANGES = {
+    RevisionReason.FORGOTTEN: {"forgotten": [False, True]},
+    RevisionReason.EXPIRED: {"forgotten": [False, True]},
+}
 
 
 def default_importance(memory_type: str) -> float:
@@ -46,6 +60,10 @@ def _snapshot(fact: Fact) -> dict[str, object]:
     return {name: getattr(fact, name) for name in TRACKED_FIELDS}
 
 
+# The "before" of a fact that did not exist: a creation records every field it sets.
+_NOTHING = dict.fromkeys(TRACKED_FIELDS) | {"forgotten": False}
+
+
 def _jsonable(value: object) -> object:
     return value.isoformat() if isinstance(value, datetime) else value
 
@@ -59,12 +77,17 @@ def revision_record(
     before: dict | None = None,
     note: str = "",
 ) -> FactRevision:
+    """Record who changed what: ``changes`` holds every tracked field that differs from ``before``."""
     after = _snapshot(fact)
-    changes = {
-        name: [_jsonable(before[name]), _jsonable(after[name])]
-        for name in TRACKED_FIELDS
-        if before is not None and before[name] != after[name]
-    }
+    if before is None:
+        changes = dict(_IMPLIED_CHANGES.get(reason, {}))
+    else:
+        changes = {
+            name: [_jsonable(before[name]), _jsonable(after[name])]
+            for name in TRACKED_FIELDS
+            if before[name] != after[name]
+            and not (before[name] is None and after[name] in ("", []))
+        }
     return FactRevision.objects.create(
         fact=fact,
         actor=actor,
@@ -77,8 +100,17 @@ def revision_record(
 
 
 OWNER_ACTORS = (Actor.USER, Actor.ADMIN)
-# Fields a write may state besides the value; None (not given) leaves them as they are.
-STATED_FIELDS = ("memory_type", "importance", "subjects", "source", "channel", "expires_at")
+# Fields a write may state; the owner's ones (``Fact.owner_fields``) the agent never overwrites.
+STATED_FIELDS = (
+    "value",
+    "memory_type",
+    "importance",
+    "subjects",
+    "source",
+    "channel",
+    "expires_at",
+)
+UPDATABLE_FIELDS = {*STATED_FIELDS, "ttl", "key", "source_message_id"}
 
 
 def _stated(
@@ -162,7 +194,7 @@ def fact_store(
         fact.full_clean()
         fact.save()
         reason = RevisionReason.EXTRACTED if actor == Actor.AGENT else RevisionReason.CREATED
-        revision_record(fact=fact, actor=actor, reason=reason, old_value="")
+        revision_record(fact=fact, actor=actor, reason=reason, old_value="", before=_NOTHING)
         index_enqueue(KIND_FACT, fact.id)
         return fact, True
     if actor == Actor.AGENT:
@@ -173,8 +205,7 @@ def fact_store(
         fact=existing,
         actor=actor,
         reason=RevisionReason.EXTRACTED if actor == Actor.AGENT else RevisionReason.EDITED,
-        restatement=True,
-        value=value.strip(),
+        value=value,
         source_message_id=source_message_id,
         **stated,
     )
@@ -182,10 +213,24 @@ def fact_store(
 
 
 def _owned(owned: list[str], actor: str, names: Iterable[str]) -> list[str]:
-    """The owner's fields after ``actor`` set ``names`` (the value is never locked)."""
+    """The owner's fields after ``actor`` set ``names``."""
     if actor not in OWNER_ACTORS:
         return list(owned)
     return sorted(set(owned) | {n for n in names if n in STATED_FIELDS})
+
+
+def _agent_fields(current: Fact, fields: dict[str, object]) -> dict[str, object]:
+    """What an agent write may change: never a field the owner set; subjects only added to."""
+    locked = set(current.owner_fields or []) - {"subjects"}
+    allowed: dict[str, object] = {}
+    for name, value in fields.items():
+        if name in locked and getattr(current, name) != value:
+            logger.info("agent write to %s.%s left as is: the owner set it", current.key, name)
+            continue
+        allowed[name] = value
+    if "subjects" in allowed:
+        allowed["subjects"] = normalize_subjects([*current.subjects, *allowed["subjects"]])
+    return allowed
 
 
 @transaction.atomic
@@ -196,45 +241,46 @@ def fact_update(
     reason: str = RevisionReason.EDITED,
     note: str = "",
     revive: bool = True,
-    restatement: bool = False,
     **fields,
 ) -> Fact:
-    """Change some fields of a fact, on the row as it is NOW, and record what changed.
+    """Change some fields of a fact, on the row as it is NOW, and record who changed what.
 
-    The row is re-read inside the transaction: a caller may hold an instance read
-    before a slow call (an LLM decision), and saving that whole instance would
-    undo an edit or a forget made meanwhile. Only fields whose value differs are
-    written; nothing differs: nothing is written (no revision, no re-embedding).
-    A ``restatement`` by the agent (extraction, a merge: not an explicit edit)
-    never overwrites what the owner set about the fact (``owner_fields``: its
-    type, importance, subjects, expiry, channel, source; a new value is new
-    information and is kept, the old one stays in the history) and adds its
-    subjects to the stored ones. A forgotten fact is revived, unless ``revive``
-    is False (a merge decided before the forget): then nothing changes.
+    The row is re-read and locked inside the transaction, and only the changed
+    columns are written: a caller may hold an instance read before a slow call
+    (an LLM decision), and saving that whole instance would undo an edit or a
+    forget made meanwhile. Nothing differs: nothing is written (no revision, no
+    re-embedding). The owner's writes (user, admin) mark the fields they set as
+    theirs (``owner_fields``); an agent write never changes those (the value
+    included: it is left, and logged) and only adds to the subjects. A forgotten
+    fact is revived (an expired one without its expiry, else the next purge
+    would take it again), unless ``revive`` is False (a merge decided before the
+    forget): then nothing changes.
     """
+    unknown = set(fields) - UPDATABLE_FIELDS
+    if unknown:
+        raise TypeError(f"fact_update cannot change {sorted(unknown)}")
     current = Fact.all_objects.select_for_update().get(pk=fact.pk)
+    if current.forgotten and not revive:
+        logger.info("%s was forgotten meanwhile: the write is dropped", current.key)
+        return current
     if "ttl" in fields:
         fields["expires_at"] = parse_ttl(fields.pop("ttl") or None)
     if "subjects" in fields:
         fields["subjects"] = normalize_subjects(fields["subjects"])
-    if actor == Actor.AGENT and restatement:
-        # The value is new information; subjects are only ever added to.
-        locked = set(current.owner_fields or []) - {"value", "subjects"}
-        for name in list(fields):
-            if name in locked:
-                logger.info("agent write to %s.%s left: the owner set it", current.key, name)
-                fields.pop(name)
-        if "subjects" in fields:
-            fields["subjects"] = normalize_subjects([*current.subjects, *fields["subjects"]])
-    changes = {
-        name: value
-        for name, value in fields.items()
-        if getattr(current, name if name != "source_message_id" else "source_message_id") != value
-    }
-    if current.forgotten and not revive:
-        return current
+    if isinstance(fields.get("value"), str):
+        fields["value"] = fields["value"].strip()
     reviving = current.forgotten and current.forgetting_id is None
-    meaningful = {n for n in changes if n != "source_message_id"}
+    if reviving and current.is_expired and "expires_at" not in fields:
+        fields["expires_at"] = None
+    if actor == Actor.AGENT:
+        fields = _agent_fields(current, fields)
+        expiry = fields.get("expires_at", current.expires_at)
+        if reviving and expiry is not None and expiry <= timezone.now():
+            # The owner set this expiry: the agent does not bring the fact back past it.
+            logger.info("%s expired as the owner set: not revived by the agent", current.key)
+            return current
+    changes = {name: value for name, value in fields.items() if getattr(current, name) != value}
+    meaningful = [n for n in changes if n != "source_message_id"]
     if not meaningful and not reviving:
         if "source_message_id" in changes:
             Fact.all_objects.filter(pk=current.pk).update(
@@ -245,20 +291,28 @@ def fact_update(
     old_value = current.value
     for name, value in changes.items():
         setattr(current, name, value)
+    written = [*changes, "owner_fields", "updated_at"]
     if reviving:
         current.forgotten = False
         current.forgotten_at = None
+        written += ["forgotten", "forgotten_at"]
     current.owner_fields = _owned(current.owner_fields or [], actor, meaningful)
-    current.full_clean(validate_unique=False)
-    current.save()
+    # A legacy key (written before the key rule) must not block other edits.
+    current.full_clean(exclude=None if "key" in changes else ["key"], validate_unique=False)
+    current.save(update_fields=written)
     revision_record(
         fact=current, actor=actor, reason=reason, old_value=old_value, before=before, note=note
     )
     index_enqueue(KIND_FACT, current.id)
+    _sync(fact, current)
+    return current
+
+
+def _sync(fact: Fact, current: Fact) -> None:
+    """Give the caller's instance the row as written."""
     fact.__dict__.update(
         {f.attname: getattr(current, f.attname) for f in Fact._meta.concrete_fields}
     )
-    return current
 
 
 @transaction.atomic
@@ -267,6 +321,7 @@ def fact_forget(*, fact: Fact, actor: str, note: str = "") -> Fact:
     current = Fact.all_objects.select_for_update().get(pk=fact.pk)
     if current.forgotten:
         return current
+    before = _snapshot(current)
     current.forgotten = True
     current.forgotten_at = timezone.now()
     current.save(update_fields=["forgotten", "forgotten_at", "updated_at"])
@@ -275,6 +330,7 @@ def fact_forget(*, fact: Fact, actor: str, note: str = "") -> Fact:
         actor=actor,
         reason=RevisionReason.FORGOTTEN,
         old_value=current.value,
+        before=before,
         note=note,
     )
     # The indexing machine removes the point of a forgotten fact.
@@ -286,7 +342,7 @@ def fact_forget(*, fact: Fact, actor: str, note: str = "") -> Fact:
 @transaction.atomic
 def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
     """Undo a forget. An expired fact comes back without its expiry (else the next
-    purge would forget it again)."""
+    purge would forget it again); when the owner restores it, it is kept for good."""
     current = Fact.all_objects.select_for_update().get(pk=fact.pk)
     expired = current.is_expired
     if not current.forgotten and not expired:
@@ -296,7 +352,10 @@ def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
     current.forgotten_at = None
     if expired:
         current.expires_at = None
-    current.save(update_fields=["forgotten", "forgotten_at", "expires_at", "updated_at"])
+        current.owner_fields = _owned(current.owner_fields or [], actor, ["expires_at"])
+    current.save(
+        update_fields=["forgotten", "forgotten_at", "expires_at", "owner_fields", "updated_at"]
+    )
     revision_record(
         fact=current,
         actor=actor,
@@ -306,9 +365,7 @@ def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
         note=note,
     )
     index_enqueue(KIND_FACT, current.id)
-    fact.__dict__.update(
-        {f.attname: getattr(current, f.attname) for f in Fact._meta.concrete_fields}
-    )
+    _sync(fact, current)
     return current
 
 

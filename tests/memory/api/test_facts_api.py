@@ -98,7 +98,7 @@ def test_post_with_a_ttl_sets_the_expiry(agent_api):
 
 
 def test_post_on_an_existing_key_updates_it_and_keeps_the_old_value(agent_api):
-    fact_store(key="city", value="Lyon")
+    fact_store(key="city", value="Lyon", actor=Actor.AGENT)
     response = agent_api.post(FACTS, {"key": "city", "value": "Paris"}, format="json")
     assert response.status_code == 200
     assert response.json()["value"] == "Paris"
@@ -106,6 +106,19 @@ def test_post_on_an_existing_key_updates_it_and_keeps_the_old_value(agent_api):
         FactRevision.objects.filter(fact__key="city").values_list("old_value", flat=True)
     )
     assert "Lyon" in old_values
+
+
+def test_the_agent_token_cannot_overwrite_what_the_owner_set(agent_api, staff_client):
+    fact_store(key="city", value="Lyon", importance=0.9, actor=Actor.USER)
+    response = agent_api.patch(
+        f"{FACTS}/city", {"value": "Paris", "importance": 0.1}, format="json"
+    )
+    assert response.status_code == 200
+    assert (response.json()["value"], response.json()["importance"]) == ("Lyon", 0.9)
+    response = staff_client.patch(
+        f"{FACTS}/city", {"value": "Paris"}, content_type="application/json"
+    )
+    assert response.status_code == 200 and response.json()["value"] == "Paris"
 
 
 @pytest.mark.parametrize(
@@ -185,7 +198,7 @@ def test_patch_changes_only_the_given_fields(staff_api):
 
 
 def test_patch_ttl_null_removes_the_expiry(agent_api):
-    fact_store(key="k", value="v", ttl="1h")
+    fact_store(key="k", value="v", ttl="1h", actor=Actor.AGENT)
     response = agent_api.patch(f"{FACTS}/k", {"ttl": None}, format="json")
     assert response.status_code == 200
     assert Fact.objects.get(key="k").expires_at is None
@@ -228,12 +241,12 @@ def test_delete_forgets_the_fact_and_restore_brings_it_back(agent_api):
 
 
 def test_revisions_list_the_history_newest_first(agent_api):
-    fact_store(key="city", value="Lyon")
+    fact_store(key="city", value="Lyon", actor=Actor.AGENT)
     agent_api.patch(f"{FACTS}/city", {"value": "Paris"}, format="json")
     agent_api.delete(f"{FACTS}/city")
     response = agent_api.get(f"{FACTS}/city/revisions")
     assert response.status_code == 200
     reasons = [r["reason"] for r in response.json()["results"]]
-    assert reasons == ["forgotten", "edited", "created"]
+    assert reasons == ["forgotten", "edited", "extracted"]
     edited = response.json()["results"][1]
     assert (edited["old_value"], edited["new_value"], edited["actor"]) == ("Lyon", "Paris", "agent")

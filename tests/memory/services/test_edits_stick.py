@@ -31,6 +31,15 @@ def owned_fact():
     )
 
 
+@pytest.fixture
+def learnt_fact():
+    """A fact the agent learnt from a conversation: nothing in it is the owner's."""
+    fact, _ = fact_store(
+        key="bike", value="Le vélo est au garage", importance=0.6, actor=Actor.AGENT
+    )
+    return fact
+
+
 def test_extraction_restating_a_fact_changes_only_what_it_states(owned_fact):
     before = Fact.objects.get(pk=owned_fact.pk)
     fact_store(
@@ -51,34 +60,62 @@ def test_extraction_restating_a_fact_changes_only_what_it_states(owned_fact):
 
 def test_an_unchanged_restatement_writes_no_revision_and_no_reembedding(owned_fact):
     revisions = FactRevision.objects.count()
-    version = Fact.objects.get(pk=owned_fact.pk).version
+    before = Fact.objects.get(pk=owned_fact.pk)
     for actor in (Actor.AGENT, Actor.USER):
         fact_store(key="coffee", value="Café serré sans sucre", actor=actor)
     fact = Fact.objects.get(pk=owned_fact.pk)
     assert FactRevision.objects.count() == revisions
-    assert fact.version == version  # no change for the indexing machine
+    assert fact.updated_at == before.updated_at
+    assert fact.version == before.version  # nothing for the indexing machine: no re-embedding
 
 
-def test_a_restatement_with_a_new_value_keeps_the_old_one_in_the_history(owned_fact):
-    fact_store(key="coffee", value="Café allongé", actor=Actor.AGENT)
-    fact = Fact.objects.get(pk=owned_fact.pk)
-    assert fact.value == "Café allongé" and fact.importance == 0.95
+def test_a_restatement_with_a_new_value_keeps_the_old_one_in_the_history(learnt_fact):
+    fact_store(key="bike", value="Le vélo est chez Paul", importance=0.4, actor=Actor.AGENT)
+    fact = Fact.objects.get(pk=learnt_fact.pk)
+    assert (fact.value, fact.importance) == ("Le vélo est chez Paul", 0.4)
     latest = fact.revisions.first()
     assert (latest.actor, latest.old_value, latest.new_value) == (
         "agent",
+        "Le vélo est au garage",
+        "Le vélo est chez Paul",
+    )
+    assert latest.changes == {
+        "value": ["Le vélo est au garage", "Le vélo est chez Paul"],
+        "importance": [0.6, 0.4],
+    }
+
+
+def test_the_agent_never_overwrites_what_the_owner_set_the_value_included(owned_fact, caplog):
+    """Extraction, the agent's tools and its API token: no agent write undoes the owner's."""
+    before = Fact.objects.get(pk=owned_fact.pk)
+    revisions = FactRevision.objects.count()
+    fact_store(
+        key="coffee",
+        value="Café allongé",
+        memory_type="fact",
+        importance=0.3,
+        ttl="",
+        actor=Actor.AGENT,
+    )
+    fact_update(fact=before, actor=Actor.AGENT, value="Thé vert", importance=0.1)
+    after = Fact.objects.get(pk=owned_fact.pk)
+    assert (after.value, after.memory_type, after.importance, after.expires_at) == (
         "Café serré sans sucre",
-        "Café allongé",
+        "preference",
+        0.95,
+        before.expires_at,
     )
+    assert FactRevision.objects.count() == revisions  # nothing changed, nothing recorded
+    assert "left as is: the owner set it" in caplog.text
+    assert set(after.owner_fields) >= {"value", "importance", "subjects", "expires_at"}
 
 
-def test_the_api_restatement_changes_only_the_fields_given(owned_fact, agent_api):
-    response = agent_api.post(
-        "/api/memory/facts", {"key": "coffee", "value": "Café serré"}, format="json"
-    )
-    assert response.status_code == 200, response.content
-    fact = Fact.objects.get(pk=owned_fact.pk)
-    assert (fact.value, fact.importance, fact.subjects) == ("Café serré", 0.95, ["cafe", "matin"])
-    assert fact.expires_at is not None
+def test_an_owner_edit_makes_a_learnt_field_the_owners(learnt_fact):
+    fact_update(fact=learnt_fact, actor=Actor.USER, value="Le vélo est à la cave")
+    fact_store(key="bike", value="Le vélo est au garage", importance=0.2, actor=Actor.AGENT)
+    fact = Fact.objects.get(pk=learnt_fact.pk)
+    assert (fact.value, fact.importance) == ("Le vélo est à la cave", 0.2)
+    assert fact.owner_fields == ["value"]
 
 
 def test_the_dashboard_add_form_on_a_known_key_keeps_the_owner_settings(owned_fact, staff_client):
@@ -91,32 +128,31 @@ def test_the_dashboard_add_form_on_a_known_key_keeps_the_owner_settings(owned_fa
 
 
 def test_every_revision_says_who_changed_what(owned_fact):
-    fact_update(fact=owned_fact, actor=Actor.ADMIN, importance=0.5)
-    latest = Fact.objects.get(pk=owned_fact.pk).revisions.first()
-    assert latest.actor == "admin" and latest.changes == {"importance": [0.95, 0.5]}
-    assert (
-        not FactRevision.objects.filter(changes={}, old_value=models_value(latest))
-        .exclude(reason__in=("created", "extracted", "forgotten", "restored", "expired"))
-        .exists()
-    )
+    fact_update(fact=owned_fact, actor=Actor.ADMIN, importance=0.5, value="Café serré")
+    fact_forget(fact=owned_fact, actor=Actor.USER)
+    forgotten, edited = Fact.all_objects.get(pk=owned_fact.pk).revisions.all()[:2]
+    assert edited.actor == "admin" and edited.changes == {
+        "value": ["Café serré sans sucre", "Café serré"],
+        "importance": [0.95, 0.5],
+    }
+    assert forgotten.actor == "user" and forgotten.changes == {"forgotten": [False, True]}
+    created = Fact.all_objects.get(pk=owned_fact.pk).revisions.last()
+    assert created.changes["value"] == [None, "Café serré sans sucre"]
+    assert not FactRevision.objects.filter(changes={}).exists()
 
 
-def models_value(revision):
-    return revision.new_value
+def test_a_write_with_an_instance_read_before_a_slow_call_undoes_no_edit_or_forget(learnt_fact):
+    stale = Fact.objects.get(pk=learnt_fact.pk)  # read before a slow LLM call
+    fact_update(fact=Fact.objects.get(pk=learnt_fact.pk), actor=Actor.USER, importance=0.2)
+    fact_update(fact=stale, actor=Actor.AGENT, value="Le vélo est chez Paul")
+    fact = Fact.objects.get(pk=learnt_fact.pk)
+    assert (fact.value, fact.importance) == ("Le vélo est chez Paul", 0.2)
 
-
-def test_a_write_with_an_instance_read_before_a_slow_call_undoes_no_edit_or_forget(owned_fact):
-    stale = Fact.objects.get(pk=owned_fact.pk)  # read before a slow LLM call
-    fact_update(fact=Fact.objects.get(pk=owned_fact.pk), actor=Actor.USER, importance=0.2)
-    fact_update(fact=stale, actor=Actor.AGENT, restatement=True, value="Café serré, un sucre")
-    fact = Fact.objects.get(pk=owned_fact.pk)
-    assert (fact.value, fact.importance) == ("Café serré, un sucre", 0.2)
-
-    stale = Fact.objects.get(pk=owned_fact.pk)
-    fact_forget(fact=Fact.objects.get(pk=owned_fact.pk), actor=Actor.USER)
-    fact_update(fact=stale, actor=Actor.AGENT, revive=False, restatement=True, value="autre")
-    fact = Fact.objects.get(pk=owned_fact.pk)
-    assert fact.forgotten and fact.value == "Café serré, un sucre"
+    stale = Fact.objects.get(pk=learnt_fact.pk)
+    fact_forget(fact=Fact.objects.get(pk=learnt_fact.pk), actor=Actor.USER)
+    fact_update(fact=stale, actor=Actor.AGENT, revive=False, value="autre")
+    fact = Fact.all_objects.get(pk=learnt_fact.pk)
+    assert fact.forgotten and fact.value == "Le vélo est chez Paul"
 
 
 def test_a_dedup_merge_decided_while_the_owner_forgot_the_target_does_not_revive_it(
