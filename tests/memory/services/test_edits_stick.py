@@ -156,7 +156,7 @@ def test_a_write_with_an_instance_read_before_a_slow_call_undoes_no_edit_or_forg
 
 
 def test_a_dedup_merge_decided_while_the_owner_forgot_the_target_does_not_revive_it(
-    vector_store, local_embedder, fake_anthropic, settings, monkeypatch
+    vector_store, local_embedder, fake_anthropic, monkeypatch, caplog
 ):
     import agent.client
 
@@ -177,6 +177,41 @@ def test_a_dedup_merge_decided_while_the_owner_forgot_the_target_does_not_revive
     fact = Fact.objects.get(pk=target.pk)
     assert fact.forgotten and fact.value == "Mickael s'est cassé l'épaule en ski"
     assert result.action == "noop"
+    assert "forgotten while deciding" in caplog.text
+
+
+def test_a_dedup_merge_keeps_an_owner_edit_made_while_the_llm_decided(
+    vector_store, local_embedder, fake_anthropic, monkeypatch
+):
+    import agent.client
+
+    target, _ = fact_store(
+        key="shoulder", value="Mickael s'est cassé l'épaule en ski", actor=Actor.AGENT
+    )
+    index_row(KIND_FACT, target.pk)
+    real = agent.client.llm_json
+
+    def slow_llm_json(**kwargs):
+        # While the LLM decides, the owner raises the importance and adds a subject.
+        fact_update(
+            fact=Fact.objects.get(pk=target.pk),
+            actor=Actor.USER,
+            importance=0.9,
+            subjects=["sante"],
+        )
+        return real(**kwargs)
+
+    monkeypatch.setattr(agent.client, "llm_json", slow_llm_json)
+    fake_anthropic.script(text_message(f'{{"action": "UPDATE", "id": {target.pk}}}'))
+    result = fact_remember(
+        key="mickael_epaule",
+        value="Mickael s'est cassé l'épaule en ski le 3 mars",
+        subjects=["ski"],
+    )
+    fact = Fact.objects.get(pk=target.pk)
+    assert result.action == "updated"
+    assert fact.value == "Mickael s'est cassé l'épaule en ski le 3 mars"
+    assert (fact.importance, fact.subjects) == (0.9, ["sante", "ski"])
 
 
 def test_after_an_embedder_change_extracted_facts_are_kept_in_t1(vector_store, local_embedder):
