@@ -238,3 +238,30 @@ def test_an_answer_that_is_not_a_list_of_facts_gives_nothing():
     assert facts_parse({"answer": "rien"}) == ([], 1)
     assert facts_parse("du texte") == ([], 1)
     assert candidate_from({"key": "k", "value": "v", "type": "fact"}).key == "k"
+
+
+def test_after_an_embedder_change_extracted_facts_are_stored_not_dropped(
+    world, exchange, vector_store
+):
+    """Before `reindex`, Qdrant holds vectors of another dimension: T1 still takes the facts."""
+    from memory.stores.vectors import KNOWLEDGE, VectorPoint
+
+    vector_store.ensure_collection(KNOWLEDGE, 8)
+    vector_store.upsert(
+        KNOWLEDGE,
+        [VectorPoint(id="00000000-0000-0000-0000-000000000001", vector=[1.0] * 8, payload={})],
+    )
+    question, reply = exchange
+    world.script(
+        text_message(
+            _answer(
+                [
+                    {"key": "david_city", "value": "David habite à Toulouse"},
+                    {"key": "user_injury", "value": "Le propriétaire s'est cassé le poignet"},
+                ]
+            )
+        )
+    )
+    report = _save(question, reply)
+    assert set(Fact.objects.values_list("key", flat=True)) == {"david_city", "user_injury"}
+    assert report.stored == 2
