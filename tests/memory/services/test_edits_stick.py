@@ -241,11 +241,40 @@ def test_dedup_sees_facts_not_indexed_yet(vector_store, local_embedder):
 
 
 def test_restoring_an_expired_fact_brings_it_back_for_good():
-    fact, _ = fact_store(key="mood", value="fatigué", ttl="1h")
+    fact, _ = fact_store(key="mood", value="fatigué", ttl="1h", actor=Actor.AGENT)
     Fact.objects.filter(pk=fact.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
     expired_purge()
     fact_restore(fact=Fact.all_objects.get(pk=fact.pk), actor=Actor.USER)
     expired_purge()
+    fact = Fact.objects.get(pk=fact.pk)
+    assert not fact.forgotten and fact.expires_at is None
+    restored = fact.revisions.first()
+    assert restored.reason == "restored" and restored.changes["expires_at"][1] is None
+    assert restored.changes["forgotten"] == [True, False]
+    # The owner kept it for good: an extraction does not put an expiry back.
+    fact_store(key="mood", value="fatigué", ttl="1h", actor=Actor.AGENT)
+    assert Fact.objects.get(pk=fact.pk).expires_at is None
+
+
+def test_restating_an_expired_fact_brings_it_back_without_its_old_expiry():
+    fact, _ = fact_store(key="mood", value="fatigué", ttl="1h", actor=Actor.AGENT)
+    Fact.objects.filter(pk=fact.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    expired_purge()
+    fact_store(key="mood", value="fatigué", actor=Actor.AGENT)
+    expired_purge()
+    fact = Fact.objects.get(pk=fact.pk)
+    assert not fact.forgotten and fact.expires_at is None
+    fact_store(key="mood", value="épuisé", ttl="1h", actor=Actor.AGENT)
+    assert Fact.objects.get(pk=fact.pk).expires_at > timezone.now()
+
+
+def test_the_agent_does_not_bring_back_a_fact_past_the_expiry_the_owner_set():
+    fact, _ = fact_store(key="parking", value="Garé niveau -2", ttl="1h", actor=Actor.USER)
+    Fact.objects.filter(pk=fact.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    expired_purge()
+    fact_store(key="parking", value="Garé niveau -2", actor=Actor.AGENT)
+    assert Fact.all_objects.get(pk=fact.pk).forgotten
+    fact_store(key="parking", value="Garé niveau -3", actor=Actor.USER)
     fact = Fact.objects.get(pk=fact.pk)
     assert not fact.forgotten and fact.expires_at is None
 
