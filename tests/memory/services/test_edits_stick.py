@@ -308,6 +308,15 @@ def test_the_admin_and_the_api_refuse_a_slash_key_in_french(staff_client, agent_
     assert not Fact.all_objects.exists()
 
 
+def test_the_dashboard_add_form_refuses_a_slash_key_in_french(staff_client):
+    from memory.models import FACT_KEY_MESSAGE
+
+    response = staff_client.post("/memory/facts/", {"key": "a/b", "value": "v"})
+    assert response.status_code in (200, 422)
+    assert FACT_KEY_MESSAGE.replace("'", "&#x27;") in response.content.decode()
+    assert not Fact.all_objects.exists()
+
+
 def test_memory_renders_even_with_a_slash_key_in_the_database(staff_client):
     fact, _ = fact_store(key="ok_key", value="v")
     Fact.all_objects.filter(pk=fact.pk).update(key="a/b")
