@@ -26,6 +26,10 @@ Every indexable row (exchange root, fact, summary) carries ``version`` and
              message, a restart) and not leased; never failed rows (reindex or
              `memory_doctor --fix` retry them).
 
+``index_rows`` runs claim, write and finish in one go; ``index_claim``,
+``index_embed`` and ``index_write`` are the same steps apart (a test races two
+workers on one row with them).
+
 Point ids are deterministic (uuid5 of kind and row id): a second write
 overwrites, never duplicates. An exchange point is keyed by its root (the user
 message); its replies share the root's state and are marked with it.
@@ -37,7 +41,7 @@ import logging
 import random
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -69,12 +73,16 @@ __all__ = [
     "KIND_FACT",
     "KIND_MESSAGE",
     "KIND_SUMMARY",
+    "IndexClaim",
     "IndexReport",
     "exchange_root_id",
     "fact_text",
+    "index_claim",
+    "index_embed",
     "index_enqueue",
     "index_row",
     "index_rows",
+    "index_write",
     "pending_sweep",
     "rows_changed",
 ]
@@ -264,21 +272,16 @@ def _fail(kind: str, row_ids: Sequence[int], token: str, exc: BaseException, *, 
             _replies([row.id]).update(index_state=fields["index_state"], index_error=message)
 
 
-def _write(documents: list[Document], removals: list[Removal]) -> None:
+def _embed(documents: list[Document]) -> list[list[float]]:
+    """The slow (and, with Voyage, paid) step: the vectors of the documents, in order."""
     from memory.stores.embedders import get_embedder
-    from memory.stores.vectors import VectorPoint, get_vector_store
+    from memory.stores.vectors import get_vector_store
 
-    store = get_vector_store()
-    by_collection: dict[str, list[str]] = {}
-    for removal in removals:
-        by_collection.setdefault(removal.collection, []).append(removal.point_id)
-    for collection, ids in by_collection.items():
-        store.delete(collection, ids)
     if not documents:
-        return
+        return []
+    store = get_vector_store()
     embedder = get_embedder()
-    collections = {d.collection for d in documents}
-    for collection in collections:
+    for collection in {d.collection for d in documents}:
         # Before embedding: after an embedder change, fail without a (paid) call.
         existing = store.collection_dimension(collection)
         if existing is not None and existing != embedder.dimension:
@@ -286,15 +289,37 @@ def _write(documents: list[Document], removals: list[Removal]) -> None:
                 f"La collection {collection} a des vecteurs de dimension {existing}, "
                 f"l'embedder en produit {embedder.dimension}."
             )
-    vectors = embedder.embed_documents([d.text for d in documents])
+    return embedder.embed_documents([d.text for d in documents])
+
+
+def _remove(removals: list[Removal]) -> None:
+    from memory.stores.vectors import get_vector_store
+
+    by_collection: dict[str, list[str]] = {}
+    for removal in removals:
+        by_collection.setdefault(removal.collection, []).append(removal.point_id)
+    for collection, ids in by_collection.items():
+        get_vector_store().delete(collection, ids)
+
+
+def _upsert(documents: list[Document], vectors: list[list[float]]) -> None:
+    from memory.stores.vectors import VectorPoint, get_vector_store
+
+    store = get_vector_store()
     points: dict[str, list] = {}
     for document, vector in zip(documents, vectors, strict=True):
         points.setdefault(document.collection, []).append(
             VectorPoint(id=document.point_id, vector=vector, payload=document.payload)
         )
     for collection, batch in points.items():
-        store.ensure_collection(collection, embedder.dimension)
+        store.ensure_collection(collection, len(batch[0].vector))
         store.upsert(collection, batch)
+
+
+def _write(documents: list[Document], removals: list[Removal]) -> None:
+    """Remove, embed, upsert: one task's writes to Qdrant."""
+    _remove(removals)
+    _upsert(documents, _embed(documents))
 
 
 def _stale(kind: str, row_id: int, token: str) -> None:
@@ -304,12 +329,28 @@ def _stale(kind: str, row_id: int, token: str) -> None:
         rows_changed(kind, [row_id])
 
 
-def index_rows(kind: str, row_ids: Sequence[int], *, force: bool = False) -> IndexReport:
-    """Run the machine on these rows (one kind) with one embedding batch.
+@dataclass
+class IndexClaim:
+    """What one task holds between its steps: the rows it leased, as it read them."""
 
-    Raises StoreUnavailable (transient: the rows stay pending with a backoff).
-    Other failures are recorded on the rows, not raised. ``force`` re-writes
-    rows already indexed at their version (reindex after a dropped collection).
+    kind: str
+    token: str
+    report: IndexReport
+    documents: list[Document] = field(default_factory=list)
+    removals: list[Removal] = field(default_factory=list)
+    vectors: list[list[float]] | None = None
+    # A failure was recorded on the rows: the task has nothing more to do.
+    ended: bool = False
+
+    @property
+    def items(self) -> list[Document | Removal]:
+        return [*self.documents, *self.removals]
+
+
+def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> IndexClaim:
+    """Claim: lease the rows no live lease holds and read what their points must be.
+
+    Rows already indexed at their version are released untouched, unless ``force``.
     """
     report = IndexReport()
     ids = list(dict.fromkeys(int(i) for i in row_ids))
@@ -327,9 +368,10 @@ def index_rows(kind: str, row_ids: Sequence[int], *, force: bool = False) -> Ind
         existing = set(model_for(kind).all_objects.filter(pk__in=ids).values_list("id", flat=True))
         report.gone = len(set(ids) - existing)
         ids = [i for i in ids if i in existing]
-    if not ids:
-        return report
     token = uuid.uuid4().hex
+    claim = IndexClaim(kind=kind, token=token, report=report)
+    if not ids:
+        return claim
     _claim(kind, ids, token)
     model = model_for(kind)
     mine = model.all_objects.filter(pk__in=ids, index_lease_token=token)
@@ -344,36 +386,86 @@ def index_rows(kind: str, row_ids: Sequence[int], *, force: bool = False) -> Ind
     ]
     report.current = len(claimed) - len(todo)
     _release(kind, [rid for rid, *_ in claimed if rid not in set(todo)], token)
-    documents, removals, _ = desired(kind, todo)
-    if not documents and not removals:
-        return report
-    items = [*documents, *removals]
-    item_ids = [i.row_id for i in items]
+    claim.documents, claim.removals, _ = desired(kind, todo)
+    return claim
+
+
+def _attempt(claim: IndexClaim, step) -> bool:
+    """Run one step of a task; a failure is recorded on its rows (attempts, backoff, error).
+
+    Re-raises StoreUnavailable (transient: the rows stay pending with a backoff).
+    """
+    kind, token = claim.kind, claim.token
+    item_ids = [i.row_id for i in claim.items]
     try:
-        _write(documents, removals)
+        step()
+        return True
     except StoreUnavailable as exc:
+        claim.ended = True
         _fail(kind, item_ids, token, exc, transient=True)
         raise
     except (EmbeddingInvalid, DimensionMismatch) as exc:
         _fail(kind, item_ids, token, exc, transient=False)
-        report.failed = len(items)
         logger.warning("indexing %s %s failed: %s", kind, item_ids[:10], exc)
-        return report
     except Exception as exc:  # unexpected: counted and bounded like the others
         _fail(kind, item_ids, token, exc, transient=False)
-        report.failed = len(items)
         logger.exception("indexing %s %s failed", kind, item_ids[:10])
-        return report
-    for item in items:
-        if _finish(kind, item, token):
+    claim.ended = True
+    claim.report.failed = len(item_ids)
+    return False
+
+
+def _finish_all(claim: IndexClaim) -> IndexReport:
+    report = claim.report
+    for item in claim.items:
+        if _finish(claim.kind, item, claim.token):
             if isinstance(item, Document):
                 report.indexed += 1
             else:
                 report.removed += 1
         else:
-            _stale(kind, item.row_id, token)
+            _stale(claim.kind, item.row_id, claim.token)
             report.stale += 1
+    claim.ended = True
     return report
+
+
+def index_embed(claim: IndexClaim) -> bool:
+    """A task's first half, on its own (two workers racing, in tests): embed what it read."""
+    if claim.ended or not claim.documents:
+        return not claim.ended
+
+    def step() -> None:
+        claim.vectors = _embed(claim.documents)
+
+    return _attempt(claim, step)
+
+
+def index_write(claim: IndexClaim) -> IndexReport:
+    """A task's second half: write (or remove) the points it embedded, then finish."""
+    if claim.ended or not claim.items:
+        return claim.report
+
+    def step() -> None:
+        _remove(claim.removals)
+        _upsert(claim.documents, claim.vectors or [])
+
+    if _attempt(claim, step):
+        _finish_all(claim)
+    return claim.report
+
+
+def index_rows(kind: str, row_ids: Sequence[int], *, force: bool = False) -> IndexReport:
+    """Run the machine on these rows (one kind) with one embedding batch: claim, write, finish.
+
+    Raises StoreUnavailable (transient: the rows stay pending with a backoff).
+    Other failures are recorded on the rows, not raised. ``force`` re-writes
+    rows already indexed at their version (reindex after a dropped collection).
+    """
+    claim = index_claim(kind, row_ids, force=force)
+    if claim.items and _attempt(claim, lambda: _write(claim.documents, claim.removals)):
+        _finish_all(claim)
+    return claim.report
 
 
 def index_row(kind: str, row_id: int) -> IndexReport:
