@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from dashboard.auth import staff_required
 from dashboard.forms import StaffAuthenticationForm
+from memory.mcp.http import mcp_endpoint
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="dashboard:memory", permanent=False)),
@@ -15,6 +16,8 @@ urlpatterns = [
     # --- APIs ---------------------------------------------------------------
     path("api/memory/", include("memory.api.urls")),
     path("api/agent/", include("agent.api.urls")),
+    # --- MCP (streamable HTTP, token required) --------------------------------
+    path("mcp", mcp_endpoint, name="mcp"),
     # --- OpenAPI ------------------------------------------------------------
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path(

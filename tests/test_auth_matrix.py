@@ -35,8 +35,10 @@ class Route:
 
     @property
     def area(self) -> str:
-        """Which door guards it: admin, api (DRF), docs, dashboard, or a public page."""
+        """Which door guards it: admin, api (DRF), mcp (token only), docs, dashboard, or a public page."""
         path = self.url.lstrip("/")
+        if path == "mcp":
+            return "mcp"
         if path.startswith("admin/"):
             return "admin"
         if path.startswith("api/docs/"):
@@ -136,6 +138,8 @@ def _refused(identity: str, route: Route, response) -> str | None:
         if identity == "agent_token":
             return None
         return None if status in (401, 403) else f"API gave {status} to {identity}"
+    if route.area == "mcp":  # the MCP endpoint takes a token, never a session
+        return None if status == 401 else f"MCP gave {status} to {identity}"
     # dashboard and docs: the login page for a stranger, a French 403 for a non-staff account.
     if identity == "outsider_session":
         return None if status == 403 else f"dashboard gave {status} to a non-staff account"
@@ -176,8 +180,8 @@ def test_every_url_pattern_answers_each_caller_as_the_matrix_says(identity, worl
     for route in routes(world["staff"].pk):
         # Those allowed in only read (an empty POST could be a legitimate write);
         # the others also try to write, and must change nothing.
-        allowed_in = identity == "staff_session" or (
-            identity == "agent_token" and route.area == "api"
+        allowed_in = (identity == "staff_session" and route.area != "mcp") or (
+            identity == "agent_token" and route.area in ("api", "mcp")
         )
         methods = ("get",) if allowed_in else ("get", "post")
         for method in methods:
@@ -202,7 +206,7 @@ def test_every_url_pattern_answers_each_caller_as_the_matrix_says(identity, worl
 def test_the_walk_covers_the_whole_urlconf(world):
     found = routes(world["staff"].pk)
     areas = {route.area for route in found}
-    assert areas == {"admin", "api", "docs", "dashboard", "public"}
+    assert areas == {"admin", "api", "mcp", "docs", "dashboard", "public"}
     memory_api = [r for r in found if r.name.startswith("memory-api:")]
     dashboard = [r for r in found if r.name.startswith("dashboard:")]
     assert {

@@ -1,0 +1,180 @@
+"""The MCP server over streamable HTTP at /mcp in the running service, with the SDK's own client.
+
+The live server runs the real URLconf and middleware; /mcp hands the request
+to the SDK's transport through a2wsgi. A valid API token (``Bearer`` or
+``Token``) is required; without one the service answers 401 in French.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+
+import httpx2
+import pytest
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+from rest_framework.authtoken.models import Token
+
+from memory.mcp.http import POST_ONLY_MESSAGE, TOKEN_REQUIRED_MESSAGE
+from memory.models import Fact
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+
+
+@pytest.fixture
+def token(django_user_model):
+    agent = django_user_model.objects.create_user(username="agent", password=None)
+    return Token.objects.create(user=agent).key
+
+
+def _run(url: str, headers: dict[str, str], steps):
+    """Connect the SDK client with these headers and run ``steps(client)``."""
+
+    async def main():
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                return await steps(client)
+
+    return asyncio.run(main())
+
+
+def _post(url: str, body: dict, headers: dict[str, str] | None = None, method: str = "POST"):
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode() if method == "POST" else None,
+        method=method,
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers, exc.read().decode()
+
+
+def test_a_client_with_a_bearer_token_uses_every_tool_and_reads_the_resources(live_server, token):
+    url = f"{live_server.url}/mcp"
+
+    async def steps(client):
+        tools = await client.list_tools()
+        remembered = await client.call_tool(
+            "remember",
+            {
+                "key": "velo_mickael",
+                "value": "Le vélo de Mickael est un Btwin gris acheté en 2021",
+                "subjects": ["velo"],
+            },
+        )
+        found = await client.call_tool("search", {"query": "btwin", "mode": "text"})
+        recent = await client.call_tool("recent", {"limit": 5})
+        preview = await client.call_tool("forget", {"topic": "Btwin"})
+        confirmed = await client.call_tool(
+            "forget", {"topic": "Btwin", "ids": preview.structured_content["ids"]}
+        )
+        after = await client.call_tool("search", {"query": "btwin", "mode": "text"})
+        settings = await client.read_resource("memory://settings")
+        identity = await client.read_resource("memory://facts/identity")
+        return tools, remembered, found, recent, preview, confirmed, after, settings, identity
+
+    tools, remembered, found, recent, preview, confirmed, after, settings, identity = _run(
+        url, {"Authorization": f"Bearer {token}"}, steps
+    )
+
+    assert {t.name for t in tools.tools} == {"search", "remember", "forget", "recent", "context"}
+    assert not remembered.is_error
+    assert remembered.structured_content["action"] == "added"
+    fact = Fact.all_objects.get(key="velo_mickael")
+    assert fact.source == "tool"
+    assert set(fact.revisions.values_list("actor", flat=True)) == {"agent"}
+    assert [h["key"] for h in found.structured_content["results"]] == ["velo_mickael"]
+    assert recent.structured_content["facts"][0]["key"] == "velo_mickael"
+    assert preview.structured_content["dry_run"] is True
+    assert preview.structured_content["ids"] == [f"fact:{fact.id}"]
+    assert confirmed.structured_content["counts"]["facts"] == 1
+    assert "Btwin" not in confirmed.content[0].text  # the answer names nothing forgotten
+    assert after.structured_content["count"] == 0
+    assert json.loads(settings.contents[0].text)["max_results"] == 4
+    assert json.loads(identity.contents[0].text) == {"facts": []}
+
+
+def test_the_token_keyword_works_too(live_server, token):
+    async def steps(client):
+        return await client.call_tool("recent", {})
+
+    result = _run(f"{live_server.url}/mcp", {"Authorization": f"Token {token}"}, steps)
+    assert not result.is_error
+    assert result.structured_content == {"facts": []}
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer not-a-token"}, {"Authorization": "Basic b3duZXI6eA=="}],
+    ids=["no-token", "bad-token", "basic"],
+)
+def test_without_a_valid_token_the_service_answers_401_in_french(live_server, token, headers):
+    status, response_headers, body = _post(f"{live_server.url}/mcp", INITIALIZE, headers)
+    assert status == 401
+    assert response_headers["WWW-Authenticate"].startswith("Bearer")
+    message = json.loads(body)["message"]
+    assert message in (TOKEN_REQUIRED_MESSAGE, "Token non valide.")
+
+
+def test_the_sdk_client_without_a_token_is_refused(live_server, token):
+    async def steps(client):  # never reached
+        return await client.list_tools()
+
+    with pytest.raises(BaseExceptionGroup) as refused:
+        _run(f"{live_server.url}/mcp", {}, steps)
+    assert refused.group_contains(MCPError, match="error response", depth=2)
+
+
+def test_a_get_is_refused_the_server_is_stateless(live_server, token):
+    status, headers, body = _post(
+        f"{live_server.url}/mcp", {}, {"Authorization": f"Bearer {token}"}, method="GET"
+    )
+    assert status == 405
+    assert json.loads(body)["message"] == POST_ONLY_MESSAGE
+
+
+def test_bad_input_is_an_mcp_tool_error_with_a_french_message(live_server, token):
+    async def steps(client):
+        return (
+            await client.call_tool("search", {"query": "vélo", "mode": "fuzzy", "limit": "x"}),
+            await client.call_tool("remember", {"key": "a/b", "value": "x"}),
+            await client.call_tool("forget", {"topic": "vélo", "ids": ["everything"]}),
+            await client.call_tool("context", {"message": "Salut", "channel": "pas un canal"}),
+        )
+
+    search, remember, forget, context = _run(
+        f"{live_server.url}/mcp", {"Authorization": f"Bearer {token}"}, steps
+    )
+    assert search.is_error
+    assert search.content[0].text == (
+        "Entrée invalide pour search : mode : doit valoir 'hybrid', 'semantic' ou 'text'. "
+        "limit : doit être un nombre entier."
+    )
+    assert remember.is_error
+    assert remember.content[0].text.startswith("Entrée invalide pour remember : key : La clé")
+    assert forget.is_error
+    assert forget.content[0].text.startswith("Entrée invalide pour forget : ids")
+    assert context.is_error
+    assert "Le canal doit être un nom court" in context.content[0].text
+    assert not Fact.all_objects.exists()
