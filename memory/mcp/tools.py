@@ -21,7 +21,7 @@ from memory.exceptions import MemoryServiceError, StoreUnavailable
 from memory.models import Actor, FactSource, MemoryType
 
 INVALID_INPUT_MESSAGE = "Entrée invalide pour {tool} : {detail}"
-SEMANTIC_FALLBACK_NOTICE = "{reason} Résultats de la recherche texte à la place."
+SEMANTIC_FALLBACK_NOTICE = "{reason} Voici donc les résultats de la recherche texte."
 CONTEXT_DISABLED_MESSAGE = "L'auto-retrieval est désactivé dans les réglages : rien à injecter."
 FORGET_PREVIEW_NOTICE = (
     "Aperçu seulement : rien n'a été oublié. Pour oublier exactement ceci, rappelez forget "

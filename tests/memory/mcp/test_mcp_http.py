@@ -41,12 +41,13 @@ def token(django_user_model):
     return Token.objects.create(user=agent).key
 
 
-def _run(url: str, headers: dict[str, str], steps):
+def _run(url: str, headers: dict[str, str], steps, mode: str = "auto"):
     """Connect the SDK client with these headers and run ``steps(client)``."""
 
     async def main():
         async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-            async with Client(streamable_http_client(url, http_client=http)) as client:
+            transport = streamable_http_client(url, http_client=http)
+            async with Client(transport, mode=mode) as client:
                 return await steps(client)
 
     return asyncio.run(main())
@@ -113,6 +114,19 @@ def test_a_client_with_a_bearer_token_uses_every_tool_and_reads_the_resources(li
     assert after.structured_content["count"] == 0
     assert json.loads(settings.contents[0].text)["max_results"] == 4
     assert json.loads(identity.contents[0].text) == {"facts": []}
+
+
+def test_a_client_of_the_initialize_handshake_era_works_too(live_server, token):
+    """Claude Code and Claude Desktop still open with `initialize`."""
+
+    async def steps(client):
+        return client.session.protocol_version, await client.list_tools()
+
+    version, tools = _run(
+        f"{live_server.url}/mcp", {"Authorization": f"Bearer {token}"}, steps, mode="legacy"
+    )
+    assert version.startswith("20")
+    assert len(tools.tools) == 5
 
 
 def test_the_token_keyword_works_too(live_server, token):
