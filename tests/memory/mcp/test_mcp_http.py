@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from rest_framework.authtoken.models import Token
 
 from memory.mcp.http import POST_ONLY_MESSAGE, TOKEN_REQUIRED_MESSAGE
+from memory.mcp.server import TOOL_FAILED_MESSAGE
 from memory.models import Fact
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -192,3 +193,20 @@ def test_bad_input_is_an_mcp_tool_error_with_a_french_message(live_server, token
     assert context.is_error
     assert "Le canal doit être un nom court" in context.content[0].text
     assert not Fact.all_objects.exists()
+
+
+def test_an_unexpected_failure_is_a_french_tool_error_without_its_details(
+    live_server, token, monkeypatch
+):
+    def broken(**kwargs):
+        raise RuntimeError("détail interne /srv/secret")
+
+    monkeypatch.setattr("memory.services.search.memory_search", broken)
+
+    async def steps(client):
+        return await client.call_tool("search", {"query": "vélo"})
+
+    result = _run(f"{live_server.url}/mcp", {"Authorization": f"Bearer {token}"}, steps)
+    assert result.is_error
+    assert result.content[0].text == TOOL_FAILED_MESSAGE.format(tool="search")
+    assert "secret" not in result.content[0].text
