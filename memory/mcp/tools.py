@@ -19,6 +19,7 @@ from pydantic import Field
 
 from memory.exceptions import MemoryServiceError, StoreUnavailable
 from memory.models import Actor, FactSource, MemoryType
+from memory.services.search import SEARCH_MODES
 
 INVALID_INPUT_MESSAGE = "Entrée invalide pour {tool} : {detail}"
 SEMANTIC_FALLBACK_NOTICE = "{reason} Voici donc les résultats de la recherche texte."
@@ -37,7 +38,7 @@ REMEMBER_MESSAGES = {
 DEFAULT_CHANNEL = "mcp"
 RECENT_MAX = 50
 
-SearchModeArg = Literal["hybrid", "semantic", "text"]
+SearchModeArg = Literal[SEARCH_MODES]
 MemoryTypeArg = Literal[tuple(MemoryType.values)]
 
 
@@ -259,12 +260,9 @@ def recent(
     limit: Annotated[int, Field(description="How many facts (1-50).", ge=1, le=RECENT_MAX)] = 10,
 ) -> dict[str, Any]:
     """The facts most recently remembered or changed, newest first."""
-    from memory import selectors
+    from memory.selectors import facts_active
 
-    if hasattr(selectors, "facts_recent"):
-        facts = selectors.facts_recent(limit=limit)
-    else:
-        facts = selectors.facts_active().order_by("-updated_at", "-id")[:limit]
+    facts = facts_active().order_by("-updated_at", "-id")[:limit]
     return {"facts": [_fact(fact) for fact in facts]}
 
 

@@ -183,7 +183,7 @@ def test_bad_input_is_an_mcp_tool_error_with_a_french_message(live_server, token
     )
     assert search.is_error
     assert search.content[0].text == (
-        "Entrée invalide pour search : mode : doit valoir 'hybrid', 'semantic' ou 'text'. "
+        "Entrée invalide pour search : mode : doit valoir 'semantic', 'text' ou 'hybrid'. "
         "limit : doit être un nombre entier."
     )
     assert remember.is_error

@@ -128,7 +128,7 @@ def test_a_client_remembers_searches_forgets_and_reads_resources_over_stdio(tmp_
 
     assert out["bad"].is_error
     assert _text(out["bad"]) == (
-        "Entrée invalide pour search : mode : doit valoir 'hybrid', 'semantic' ou 'text'."
+        "Entrée invalide pour search : mode : doit valoir 'semantic', 'text' ou 'hybrid'."
     )
 
     # The memory the subprocess wrote: the agent wrote it, the context call was logged.
