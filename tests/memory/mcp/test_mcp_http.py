@@ -76,8 +76,8 @@ def test_a_client_with_a_bearer_token_uses_every_tool_and_reads_the_resources(li
     url = f"{live_server.url}/mcp"
 
     async def steps(client):
-        tools = await client.list_tools()
-        remembered = await client.call_tool(
+        out = {"tools": await client.list_tools()}
+        out["remembered"] = await client.call_tool(
             "remember",
             {
                 "key": "velo_mickael",
@@ -85,36 +85,49 @@ def test_a_client_with_a_bearer_token_uses_every_tool_and_reads_the_resources(li
                 "subjects": ["velo"],
             },
         )
-        found = await client.call_tool("search", {"query": "btwin", "mode": "text"})
-        recent = await client.call_tool("recent", {"limit": 5})
-        preview = await client.call_tool("forget", {"topic": "Btwin"})
-        confirmed = await client.call_tool(
-            "forget", {"topic": "Btwin", "ids": preview.structured_content["ids"]}
+        out["found"] = await client.call_tool("search", {"query": "btwin", "mode": "text"})
+        # French: accents are ignored by the word search ("velo" finds "vélo").
+        out["unaccented"] = await client.call_tool(
+            "search", {"query": "velo achete", "mode": "text"}
         )
-        after = await client.call_tool("search", {"query": "btwin", "mode": "text"})
-        settings = await client.read_resource("memory://settings")
-        identity = await client.read_resource("memory://facts/identity")
-        return tools, remembered, found, recent, preview, confirmed, after, settings, identity
+        out["recent"] = await client.call_tool("recent", {"limit": 5})
+        out["preview"] = await client.call_tool("forget", {"topic": "Btwin"})
+        out["confirmed"] = await client.call_tool(
+            "forget", {"topic": "Btwin", "ids": out["preview"].structured_content["ids"]}
+        )
+        out["after"] = await client.call_tool("search", {"query": "btwin", "mode": "text"})
+        out["settings"] = await client.read_resource("memory://settings")
+        out["identity"] = await client.read_resource("memory://facts/identity")
+        return out
 
-    tools, remembered, found, recent, preview, confirmed, after, settings, identity = _run(
-        url, {"Authorization": f"Bearer {token}"}, steps
-    )
+    out = _run(url, {"Authorization": f"Bearer {token}"}, steps)
 
-    assert {t.name for t in tools.tools} == {"search", "remember", "forget", "recent", "context"}
-    assert not remembered.is_error
-    assert remembered.structured_content["action"] == "added"
+    def keys(name):
+        return [hit["key"] for hit in out[name].structured_content["results"]]
+
+    assert {t.name for t in out["tools"].tools} == {
+        "search",
+        "remember",
+        "forget",
+        "recent",
+        "context",
+    }
+    assert not out["remembered"].is_error
+    assert out["remembered"].structured_content["action"] == "added"
     fact = Fact.all_objects.get(key="velo_mickael")
     assert fact.source == "tool"
     assert set(fact.revisions.values_list("actor", flat=True)) == {"agent"}
-    assert [h["key"] for h in found.structured_content["results"]] == ["velo_mickael"]
-    assert recent.structured_content["facts"][0]["key"] == "velo_mickael"
-    assert preview.structured_content["dry_run"] is True
-    assert preview.structured_content["ids"] == [f"fact:{fact.id}"]
-    assert confirmed.structured_content["counts"]["facts"] == 1
-    assert "Btwin" not in confirmed.content[0].text  # the answer names nothing forgotten
-    assert after.structured_content["count"] == 0
-    assert json.loads(settings.contents[0].text)["max_results"] == 4
-    assert json.loads(identity.contents[0].text) == {"facts": []}
+    assert keys("found") == ["velo_mickael"]
+    assert keys("unaccented") == ["velo_mickael"]
+    assert out["recent"].structured_content["facts"][0]["key"] == "velo_mickael"
+    preview = out["preview"].structured_content
+    assert preview["dry_run"] is True
+    assert preview["ids"] == [f"fact:{fact.id}"]
+    assert out["confirmed"].structured_content["counts"]["facts"] == 1
+    assert "Btwin" not in out["confirmed"].content[0].text  # names nothing forgotten
+    assert keys("after") == []
+    assert json.loads(out["settings"].contents[0].text)["max_results"] == 4
+    assert json.loads(out["identity"].contents[0].text) == {"facts": []}
 
 
 def test_a_client_of_the_initialize_handshake_era_works_too(live_server, token):
