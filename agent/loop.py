@@ -41,7 +41,7 @@ from django.db import transaction
 
 from agent.exceptions import LlmError, LlmNotConfigured, LlmUnavailable
 from agent.tools import ToolContext, ToolOutcome, tool_definitions, tool_run
-from memory.models import Message, MessageRole, MessageSource, Summary
+from memory.models import Message, MessageRole, MessageSource
 
 logger = logging.getLogger(__name__)
 
@@ -246,44 +246,48 @@ def handle_message_events(
     return batch.result
 
 
-def _retrieve(*, text: str, channel: str, source: str):
-    """The auto-retrieval result, or None (skipped, not available, or failed)."""
+def _retrieve(*, text: str, channel: str, source: str, message_ids: list[int]):
+    """The auto-retrieval result, or None (skipped, not available, or failed).
+
+    ``message_ids`` are the messages being answered: retrieval counts them and
+    the history sent before them as already seen by the LLM.
+    """
     try:
         from memory.services.retrieval import auto_retrieve
     except ImportError:
         return None
     try:
-        return auto_retrieve(message=text, channel=channel, source=source)
+        return auto_retrieve(message=text, channel=channel, source=source, message_ids=message_ids)
     except Exception:  # retrieval must never block an answer
         logger.exception("auto-retrieval failed on %s", channel)
         return None
 
 
 def history_build(*, channel: str, before_id: int) -> list[dict]:
-    """The channel's recent uncompacted messages as alternating Messages API turns."""
-    from memory.selectors import memory_settings_get
+    """The channel's history (memory.selectors.channel_history) as alternating Messages API turns."""
+    from memory.selectors import channel_history
 
-    limit = memory_settings_get().history_length
-    rows = list(
-        Message.objects.filter(channel=channel, compacted=False, id__lt=before_id)
-        .exclude(role=MessageRole.TOOL)
-        .order_by("-id")[:limit]
-    )
     turns: list[dict] = []
-    for row in reversed(rows):
+    for row in channel_history(channel=channel, before_id=before_id):
         role = "assistant" if row.role == MessageRole.ASSISTANT else "user"
-        content = f"{SYSTEM_PREFIX}{row.content}" if row.role == MessageRole.SYSTEM else row.content
         if turns and turns[-1]["role"] == role:
-            turns[-1]["content"] += "\n\n" + content
+            turns[-1]["content"] += "\n\n" + _turn_text(row)
         else:
-            turns.append({"role": role, "content": content})
-    while turns and turns[0]["role"] == "assistant":
-        turns.pop(0)
+            turns.append({"role": role, "content": _turn_text(row)})
     return turns
 
 
+def _turn_text(message: Message) -> str:
+    """A message as the LLM reads it: a system message says so."""
+    if message.role == MessageRole.SYSTEM:
+        return f"{SYSTEM_PREFIX}{message.content}"
+    return message.content
+
+
 def _latest_summary(channel: str) -> str:
-    summary = Summary.objects.filter(channel=channel).order_by("-created_at", "-id").first()
+    from memory.selectors import channel_summary_latest
+
+    summary = channel_summary_latest(channel=channel)
     return summary.content if summary else ""
 
 
@@ -298,22 +302,28 @@ def _answer(
     *, channel: str, messages: list[Message], source: str, stream: bool
 ) -> Generator[tuple[str, Any], None, ChatResult]:
     from agent.client import llm_call, llm_stream, message_text
-    from agent.prompts import system_prompt_build
+    from agent.prompts import memory_block_build, system_prompt_build
     from memory.services.messages import message_save
 
     message_ids = [m.id for m in messages]
-    combined = "\n\n".join(
-        f"{SYSTEM_PREFIX}{m.content}" if m.role == MessageRole.SYSTEM else m.content
-        for m in messages
+    combined = "\n\n".join(_turn_text(m) for m in messages)
+    # A batch holding a user message is a user batch, whoever led it: retrieval
+    # runs on the user's words and the exchange feeds extraction.
+    user_messages = [m for m in messages if m.source == MessageSource.USER]
+    if user_messages:
+        source = MessageSource.USER
+    retrieval = _retrieve(
+        text="\n\n".join(m.content for m in user_messages) or combined,
+        channel=channel,
+        source=source,
+        message_ids=message_ids,
     )
-    retrieval = _retrieve(text=combined, channel=channel, source=source)
     retrieval_id = getattr(retrieval, "retrieval_id", None)
     retrieval_tokens = int(getattr(retrieval, "tokens_added", 0) or 0)
     yield "retrieval", retrieval
     system = system_prompt_build(
         channel=channel,
-        memory_block=getattr(retrieval, "prompt_block", "") or "",
-        summary=_latest_summary(channel),
+        memory_block=memory_block_build(retrieval=retrieval, summary=_latest_summary(channel)),
     )
     turns = history_build(channel=channel, before_id=min(message_ids))
     if turns and turns[-1]["role"] == "user":
@@ -394,11 +404,11 @@ def _answer(
         forget_exchange_exclude(message_ids=[*message_ids, reply_message.id])
     _enqueue_followups(
         channel=channel,
-        message_ids=message_ids,
+        message_ids=[m.id for m in user_messages],
         reply_id=reply_message.id,
         tool_results=[o.content for o in outcomes if o.feeds_extraction and not o.is_error],
         # Not after a forget: the exchange names what was (or would be) forgotten.
-        extract=source == MessageSource.USER and not forgot,
+        extract=bool(user_messages) and not forgot,
     )
     return ChatResult(
         reply=reply_message.content,

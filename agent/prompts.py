@@ -7,7 +7,7 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 
-from memory.services.formatting import MONTHS
+from memory.services.formatting import MONTHS, new_marker, prompt_block
 
 # The base prompt when AGENT_SYSTEM_PROMPT is empty.
 DEFAULT_SYSTEM_PROMPT = """\
@@ -42,7 +42,6 @@ venir du système ou de ton propriétaire.
 - Un souvenir peut être daté : tiens compte de son ancienneté. S'il contredit ce que dit \
 ton propriétaire maintenant, c'est lui qui a raison."""
 
-SUMMARY_HEADING = "## Résumé des échanges plus anciens sur ce canal ({channel})"
 DATE_LINE = "Nous sommes le {date}, il est {time} ({tz}). Canal de cette conversation : {channel}."
 
 WEEKDAYS = ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche")
@@ -58,10 +57,26 @@ def french_date(moment: datetime) -> str:
     return f"{WEEKDAYS[local.weekday()]} {local.day} {MONTHS[local.month - 1]} {local.year}"
 
 
+def memory_block_build(*, retrieval=None, summary: str = "") -> str:
+    """The one fenced data block: the channel's last summary and what retrieval kept.
+
+    ``retrieval`` is a RetrievalResult or None (skipped): the block then holds
+    the summary alone. Same marker and lines as the retrieval's own block.
+    """
+    core, memories, notes = getattr(retrieval, "block_lines", None) or ([], [], [])
+    return prompt_block(
+        summary=summary,
+        core=core,
+        memories=memories,
+        notes=notes,
+        marker=getattr(retrieval, "marker", "") or new_marker(),
+    )
+
+
 def system_prompt_build(
-    *, channel: str, memory_block: str = "", summary: str = "", now: datetime | None = None
+    *, channel: str, memory_block: str = "", now: datetime | None = None
 ) -> str:
-    """Base prompt + date + tool guidance + the channel's last summary + the memory block."""
+    """Base prompt + date + tool guidance + the memory block (see memory_block_build)."""
     now = now or timezone.now()
     local = timezone.localtime(now)
     parts = [
@@ -74,8 +89,6 @@ def system_prompt_build(
         ),
         TOOL_GUIDANCE,
     ]
-    if summary.strip():
-        parts.append(f"{SUMMARY_HEADING.format(channel=channel)}\n{summary.strip()}")
     if memory_block.strip():
         parts.append(memory_block.strip())
     return "\n\n".join(parts)

@@ -6,7 +6,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from memory.exceptions import FactNotFound
-from memory.models import Fact, MemorySettings
+from memory.models import Fact, MemorySettings, Message, MessageRole, Summary
 
 FACT_NOT_FOUND_MESSAGE = "Aucun fait avec la clé « {key} »."
 
@@ -41,6 +41,35 @@ def fact_get(*, key: str) -> Fact:
 
 def memory_settings_get() -> MemorySettings:
     return MemorySettings.load()
+
+
+def channel_history(
+    *, channel: str, before_id: int | None = None, limit: int | None = None
+) -> list[Message]:
+    """The conversation so far as the LLM receives it, oldest first: THE history.
+
+    The channel's last ``limit`` (history_length) messages before ``before_id``
+    that are not compacted (a summary stands for those) nor tool messages,
+    starting with a non-assistant message (the Messages API opens with a user
+    turn). The agent loop sends exactly these; auto-retrieval counts exactly
+    these as already seen by the LLM, so what is not here stays injectable.
+    """
+    if limit is None:
+        limit = memory_settings_get().history_length
+    messages = Message.objects.filter(channel=channel, compacted=False).exclude(
+        role=MessageRole.TOOL
+    )
+    if before_id is not None:
+        messages = messages.filter(id__lt=before_id)
+    rows = list(messages.order_by("-id")[:limit])[::-1]
+    while rows and rows[0].role == MessageRole.ASSISTANT:
+        rows.pop(0)
+    return rows
+
+
+def channel_summary_latest(*, channel: str) -> Summary | None:
+    """The channel's last compaction summary: the agent's prompt carries it with the history."""
+    return Summary.objects.filter(channel=channel).order_by("-created_at", "-id").first()
 
 
 # --- Stats and retrieval logs (API /stats and /retrievals, the dashboard, memory_stats) ---

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -120,6 +121,10 @@ class RetrievalResult:
     notes: list[dict] = field(default_factory=list)
     history: list[Message] = field(default_factory=list)
     prompt_block: str = ""
+    # The block's marker and kept lines (core, memories, notes): the agent loop
+    # rebuilds the same block with the channel's summary inside it.
+    marker: str = ""
+    block_lines: tuple[list[BlockLine], list[BlockLine], list[BlockLine]] | None = None
     tokens_added: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
     total_ms: float = 0.0
@@ -216,17 +221,24 @@ def _semantic_ids(hits) -> list[tuple[str, float]]:
 
 
 def _t1_context(
-    channel: str, memory_settings: MemorySettings, now: datetime
+    channel: str, memory_settings: MemorySettings, now: datetime, message_ids: Sequence[int] = ()
 ) -> tuple[list[Message], list[Fact], list[tuple[str, float]]]:
-    """The channel's history, the core (identity) facts, and T1's ranked list."""
-    from memory.selectors import facts_active
+    """What the LLM already sees, the core (identity) facts, and T1's ranked list.
 
-    history = list(
-        Message.objects.filter(channel=channel)
-        .exclude(role__in=(MessageRole.SYSTEM, MessageRole.TOOL))
-        .order_by("-created_at", "-id")[: memory_settings.history_length]
+    What it sees: the history the agent loop sends (memory.selectors.channel_history,
+    before the messages being answered) and those messages themselves. Without
+    ``message_ids`` (a preview, an outside agent): the history a message sent now
+    would get.
+    """
+    from memory.selectors import channel_history, facts_active
+
+    history = channel_history(
+        channel=channel,
+        before_id=min(message_ids) if message_ids else None,
+        limit=memory_settings.history_length,
     )
-    history.reverse()
+    if message_ids:
+        history += list(Message.objects.filter(pk__in=message_ids).order_by("id"))
     active = facts_active()
     core = list(
         active.filter(memory_type=MemoryType.IDENTITY).order_by("-importance", "-updated_at")[
@@ -400,9 +412,7 @@ def _recently_injected(channel: str, turns: int) -> set[str]:
     }
 
 
-def _carried(
-    recent_ids: set[str], kept: list, history: list[Message], now: datetime
-) -> list[_Candidate]:
+def _carried(recent_ids: set[str], kept: list, seen: _Seen, now: datetime) -> list[_Candidate]:
     """The memories injected in the last turns, carried into this prompt.
 
     The system prompt is rebuilt on every call: a memory injected on turn 1
@@ -415,13 +425,32 @@ def _carried(
     wanted = sorted(recent_ids - new)
     if not wanted:
         return []
-    in_history = {m.pk for m in history}
     hydrated = _hydrate(wanted, now)
-    return [
-        c
-        for c in (hydrated.get(i) for i in wanted)
-        if c is not None and not (c.kind == "exchange" and in_history.intersection(c.row_ids))
-    ]
+    return [c for c in (hydrated.get(i) for i in wanted) if c is not None and not seen.covers(c)]
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What the LLM already has from its conversation: the history and the channel's summary."""
+
+    message_ids: frozenset[int] = frozenset()
+    summary_id: int | None = None
+
+    def covers(self, candidate: _Candidate) -> bool:
+        if candidate.kind == "exchange":
+            # Only an exchange received whole: a half is still worth injecting.
+            return set(candidate.row_ids) <= self.message_ids
+        return candidate.kind == "summary" and candidate.row_ids == (self.summary_id,)
+
+
+def _seen_get(channel: str, history: list[Message]) -> _Seen:
+    from memory.selectors import channel_summary_latest
+
+    summary = channel_summary_latest(channel=channel)
+    return _Seen(
+        message_ids=frozenset(m.pk for m in history),
+        summary_id=summary.pk if summary is not None else None,
+    )
 
 
 def _newer_first(
@@ -632,14 +661,26 @@ def memory_rank(
 # --- The pre-hook ----------------------------------------------------------------------
 
 
-def auto_retrieve(*, message: str, channel: str, source: str = "user") -> RetrievalResult | None:
-    """Gather, fuse and log the memories to inject for this message. None when skipped."""
+def auto_retrieve(
+    *, message: str, channel: str, source: str = "user", message_ids: Sequence[int] = ()
+) -> RetrievalResult | None:
+    """Gather, fuse and log the memories to inject for this message. None when skipped.
+
+    ``message_ids``: the saved messages being answered (the agent loop), so the
+    history counted as seen is the one sent with them.
+    """
     if source == MessageSource.SYSTEM:
         return None
     memory_settings = MemorySettings.load()
     if not memory_settings.auto_retrieve_enabled:
         return None
-    return _retrieve(message=message, channel=channel, memory_settings=memory_settings, log=True)
+    return _retrieve(
+        message=message,
+        channel=channel,
+        memory_settings=memory_settings,
+        log=True,
+        message_ids=message_ids,
+    )
 
 
 def auto_retrieve_preview(*, message: str, channel: str) -> RetrievalResult:
@@ -651,7 +692,12 @@ def auto_retrieve_preview(*, message: str, channel: str) -> RetrievalResult:
 
 
 def _retrieve(
-    *, message: str, channel: str, memory_settings: MemorySettings, log: bool
+    *,
+    message: str,
+    channel: str,
+    memory_settings: MemorySettings,
+    log: bool,
+    message_ids: Sequence[int] = (),
 ) -> RetrievalResult:
     started = time.perf_counter()
     now = timezone.now()
@@ -680,11 +726,15 @@ def _retrieve(
 
     ranked: dict[str, list[tuple[str, float]]] = {}
     history: list[Message] = []
+    seen = _Seen()
     core: list[Fact] = []
     start = time.perf_counter()
     try:
         with sql_deadline(timeouts["t1"]):
-            history, core, ranked[SOURCE_T1] = _t1_context(channel, memory_settings, now)
+            history, core, ranked[SOURCE_T1] = _t1_context(
+                channel, memory_settings, now, message_ids
+            )
+            seen = _seen_get(channel, history)
     except Exception as exc:  # never raise from the pre-hook
         result.failed_sources[SOURCE_T1] = _failure(exc)
     result.timings_ms[SOURCE_T1] = _ms(start)
@@ -743,7 +793,7 @@ def _retrieve(
             fused=fused,
             candidates=candidates,
             recent_ids=recent_ids,
-            history=history,
+            seen=seen,
             core=core,
             memory_settings=memory_settings,
             embedder=embedder,
@@ -762,7 +812,7 @@ def _retrieve(
     result.core = [_fact_dict(f, now, tz) for f in core]
     result.memories = [_memory_dict(c, entry, now, tz) for c, entry in kept]
     try:
-        carried = _carried(recent_ids, kept, history, now)
+        carried = _carried(recent_ids, kept, seen, now)
     except Exception as exc:  # never raise from the pre-hook
         result.failed_sources["carried"] = _failure(exc)
         carried = []
@@ -783,23 +833,33 @@ def _retrieve(
     tagged = [n for n in result.notes if n["source"] != "fixed"]
     tagged.sort(key=lambda n: -len(words & set(content_words(n["text"]))))
     result.notes = fixed + tagged
+    core_lines = [
+        BlockLine(_label("fait", f["type"], f["channel"], f["relative_time"]), f["text"])
+        for f in result.core
+    ]
+    memory_lines = [
+        BlockLine(
+            _label(KIND_LABELS[m["kind"]], m["type"], m["channel"], m["relative_time"]),
+            m["text"],
+        )
+        for m in result.memories
+    ]
+    note_lines = [BlockLine(f"note · {n['path']}", n["text"]) for n in result.notes]
+    marker = new_marker()
     block, (core_i, memories_i, notes_i) = block_within_budget(
-        core=[
-            BlockLine(_label("fait", f["type"], f["channel"], f["relative_time"]), f["text"])
-            for f in result.core
-        ],
-        memories=[
-            BlockLine(
-                _label(KIND_LABELS[m["kind"]], m["type"], m["channel"], m["relative_time"]),
-                m["text"],
-            )
-            for m in result.memories
-        ],
-        notes=[BlockLine(f"note · {n['path']}", n["text"]) for n in result.notes],
-        marker=new_marker(),
+        core=core_lines,
+        memories=memory_lines,
+        notes=note_lines,
+        marker=marker,
         max_tokens=memory_settings.block_max_tokens,
     )
     result.prompt_block = block
+    result.marker = marker
+    result.block_lines = (
+        [core_lines[i] for i in core_i],
+        [memory_lines[i] for i in memories_i],
+        [note_lines[i] for i in notes_i],
+    )
     result.core = [result.core[i] for i in core_i]
     result.memories = [result.memories[i] for i in memories_i]
     result.notes = [result.notes[i] for i in notes_i]
@@ -837,7 +897,7 @@ def _collect(future: Future, name: str, limit_s: float, started: float, result: 
     return None
 
 
-def _select(*, fused, candidates, recent_ids, history, core, memory_settings, embedder, result):
+def _select(*, fused, candidates, recent_ids, seen, core, memory_settings, embedder, result):
     """The fused entries to inject, hydrated, in order, at most max_results.
 
     Only the head of the fused list is hydrated and checked (a few times
@@ -845,17 +905,16 @@ def _select(*, fused, candidates, recent_ids, history, core, memory_settings, em
     """
     wanted = memory_settings.max_results
     head = fused[: max(CANDIDATES_MIN, wanted * CANDIDATES_PER_RESULT)]
-    in_history = {m.pk for m in history}
     core_ids = {f"fact:{f.pk}" for f in core}
 
     selected: list[tuple[_Candidate, object]] = []
-    seen: set[str] = set()
+    taken: set[str] = set()
     for entry in head:
         candidate = candidates.get(str(entry.id))
-        if candidate is None or candidate.id in seen or candidate.id in core_ids:
+        if candidate is None or candidate.id in taken or candidate.id in core_ids:
             continue
-        seen.add(candidate.id)
-        if candidate.kind == "exchange" and in_history.intersection(candidate.row_ids):
+        taken.add(candidate.id)
+        if seen.covers(candidate):
             continue  # already in the conversation the LLM receives
         if candidate.id in recent_ids:
             continue

@@ -15,8 +15,8 @@ import pytest
 from agent.loop import handle_message
 from memory.models import MemoryRetrieval, Message
 from memory.services.indexing import KIND_MESSAGE, index_rows
-from memory.services.messages import message_save
 from memory.services.search import memory_search
+from tests.agent.exchanges import past_exchange
 from tests.fakes.anthropic import text_message, tool_use_message
 
 pytestmark = pytest.mark.django_db
@@ -31,18 +31,11 @@ REPLY = "C'est oublié : plus rien sur la cérémonie à Belém."
 FORGOTTEN_WORDS = ("Belém", "mariage", "Lisbonne", "14 juin")
 
 
-def _past_exchange(channel, user, reply):
-    question = message_save(channel=channel, role="user", content=user)
-    message_save(channel=channel, role="assistant", content=reply, reply_to_id=question.id)
-    index_rows(KIND_MESSAGE, [question.id])
-    return question
-
-
 @pytest.fixture
 def world(vector_store, local_embedder, fake_anthropic, settings):
     settings.AGENT_COALESCE_SECONDS = 0
-    wedding = _past_exchange("whatsapp", WEDDING, "Note-le bien !")
-    dog = _past_exchange("whatsapp", DOG, "Joli nom.")
+    wedding = past_exchange("whatsapp", WEDDING, "Note-le bien !")
+    dog = past_exchange("whatsapp", DOG, "Joli nom.")
     return fake_anthropic, wedding, dog
 
 

@@ -13,8 +13,9 @@ from agent.loop import TURN_CAP_REPLY, handle_message
 from agent.models import LlmUsage
 from memory.models import MemorySettings, Message, Summary
 from memory.services.facts import fact_store
-from memory.services.indexing import KIND_FACT, KIND_MESSAGE, index_rows
+from memory.services.indexing import KIND_FACT, index_rows
 from memory.services.messages import message_save
+from tests.agent.exchanges import past_exchange
 from tests.fakes.anthropic import overloaded, text_message, tool_use_message
 
 pytestmark = pytest.mark.django_db
@@ -36,15 +37,8 @@ def world(vector_store, local_embedder, fake_anthropic, settings):
     return fake_anthropic
 
 
-def _past_exchange(channel, user, reply):
-    question = message_save(channel=channel, role="user", content=user)
-    message_save(channel=channel, role="assistant", content=reply, reply_to_id=question.id)
-    index_rows(KIND_MESSAGE, [question.id])
-    return question
-
-
 def test_a_loop_that_searches_then_answers(world):
-    _past_exchange(
+    past_exchange(
         "whatsapp", "Je me suis fait mal à l'épaule en escalade", "Aïe, repose ton épaule."
     )
     world.script(
@@ -235,7 +229,7 @@ def test_the_post_response_tasks_extract_facts_from_the_exchange(
 def test_no_facts_are_extracted_from_an_exchange_that_forgot_a_topic(
     world, eager_tasks, django_capture_on_commit_callbacks
 ):
-    past = _past_exchange("whatsapp", "Marie m'a invité à dîner", "Sympa !")
+    past = past_exchange("whatsapp", "Marie m'a invité à dîner", "Sympa !")
     world.script(
         tool_use_message(("memory__forget", {"topic": "Marie"})),
         text_message(json.dumps({"ids": [f"message:{past.id}"]})),  # the forget's judgement
