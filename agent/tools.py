@@ -127,12 +127,22 @@ def _fact(fact) -> dict:
 # --- The tools -----------------------------------------------------------------------------
 
 
+def _filters(tool_input: dict):
+    """The search filters of a tool call (memory.services.search.search_filters_build)."""
+    from memory.services.search import search_filters_build
+
+    return search_filters_build(**{k: tool_input[k] for k in FILTER_PARAMS if k in tool_input})
+
+
 def _search(tool_input: dict, context: ToolContext) -> dict:
     from memory.services.facts import facts_accessed
     from memory.services.search import memory_search
 
     hits = memory_search(
-        query=tool_input["query"], mode="semantic", limit=tool_input.get("limit", 5)
+        query=tool_input["query"],
+        mode="semantic",
+        limit=tool_input.get("limit", 5),
+        filters=_filters(tool_input),
     )
     # Never the message being answered: the LLM has it already.
     hits = [h for h in hits if not (h.kind == "exchange" and int(h.id) in context.message_ids)]
@@ -144,7 +154,12 @@ def _search_text(tool_input: dict, context: ToolContext) -> dict:
     from memory.services.facts import facts_accessed
     from memory.services.search import memory_search
 
-    hits = memory_search(query=tool_input["query"], mode="text", limit=tool_input.get("limit", 10))
+    hits = memory_search(
+        query=tool_input["query"],
+        mode="text",
+        limit=tool_input.get("limit", 10),
+        filters=_filters(tool_input),
+    )
     hits = [h for h in hits if not (h.kind == "message" and int(h.id) in context.message_ids)]
     facts_accessed(int(h.id) for h in hits if h.kind == "fact")
     return {"query": tool_input["query"], "results": [_hit(h) for h in hits]}
@@ -224,6 +239,28 @@ def _recent(tool_input: dict, context: ToolContext) -> dict:
 
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": 20}
 _QUERY = {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS}
+_DATE = {"type": "string", "format": "date", "maxLength": 40}
+# The optional filters of both searches; their input names are search_filters_build's.
+FILTER_PARAMS: dict[str, dict] = {
+    "channel": {
+        "type": "string",
+        "maxLength": 64,
+        "description": "Only memories from this channel (e.g. whatsapp).",
+    },
+    "memory_type": {
+        "type": "string",
+        "enum": list(MemoryType.values),
+        "description": "Only facts of this type (excludes conversations and summaries).",
+    },
+    "subjects": {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1, "maxLength": 50},
+        "maxItems": MAX_SUBJECTS,
+        "description": "Only facts tagged with at least one of these subjects (lower case).",
+    },
+    "since": {**_DATE, "description": "Only memories dated on or after this day (YYYY-MM-DD)."},
+    "until": {**_DATE, "description": "Only memories dated before this day (YYYY-MM-DD)."},
+}
 
 TOOLS: dict[str, Tool] = {
     tool.name: tool
@@ -240,6 +277,7 @@ TOOLS: dict[str, Tool] = {
                 {
                     "query": {**_QUERY, "description": "Ce que tu cherches, en quelques mots."},
                     "limit": {**_LIMIT, "default": 5, "description": "Nombre de résultats."},
+                    **FILTER_PARAMS,
                 },
                 ["query"],
             ),
@@ -255,6 +293,7 @@ TOOLS: dict[str, Tool] = {
                 {
                     "query": {**_QUERY, "description": "Les mots à trouver (tous)."},
                     "limit": {**_LIMIT, "default": 10},
+                    **FILTER_PARAMS,
                 },
                 ["query"],
             ),

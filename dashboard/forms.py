@@ -135,12 +135,46 @@ class FactFilterForm(forms.Form):
 
 
 class SearchForm(forms.Form):
+    """The query, its mode and the filters; ``cleaned_data["filters"]`` is search_filters_build's."""
+
     MODE_CHOICES = (("hybrid", "Hybride"), ("semantic", "Sémantique"), ("text", "Texte"))
 
     q = forms.CharField(label="Recherche", max_length=QUERY_MAX_CHARS)
     mode = forms.ChoiceField(
         label="Mode", choices=MODE_CHOICES, initial="semantic", widget=forms.RadioSelect
     )
+    channel = forms.CharField(label="Canal", max_length=64, required=False)
+    memory_type = forms.ChoiceField(
+        label="Type de fait",
+        choices=[("", "Tous"), *MemoryType.choices],
+        required=False,
+    )
+    subjects = forms.CharField(
+        label="Sujets", max_length=500, required=False, help_text="Séparés par des virgules."
+    )
+    since = forms.DateField(label="Depuis le", required=False)
+    until = forms.DateField(label="Avant le", required=False)
+
+    def clean(self):
+        from django.core.exceptions import ValidationError
+
+        from memory.services.search import search_filters_build
+
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        try:
+            cleaned["filters"] = search_filters_build(
+                channel=cleaned.get("channel", ""),
+                memory_type=cleaned.get("memory_type", ""),
+                subjects=cleaned.get("subjects", ""),
+                since=cleaned.get("since"),
+                until=cleaned.get("until"),
+            )
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                self.add_error(field if field in self.fields else None, messages)
+        return cleaned
 
 
 class RetrievalSettingsForm(forms.ModelForm):

@@ -18,6 +18,7 @@ import importlib
 import logging
 from dataclasses import asdict
 from typing import Any
+from urllib.parse import urlencode
 
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
@@ -61,6 +62,7 @@ NOTES_UNAVAILABLE_MESSAGE = (
     "Notes Obsidian indisponibles : le module de notes n'est pas encore installé."
 )
 SEARCH_LIMIT = 20
+SEARCH_FILTER_FIELDS = ("channel", "memory_type", "subjects", "since", "until")
 HIT_KIND_LABELS = {
     "fact": "Fait",
     "exchange": "Échange",
@@ -143,7 +145,10 @@ def _search_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
     if form.is_valid():
         try:
             hits = memory_search(
-                query=form.cleaned_data["q"], mode=form.cleaned_data["mode"], limit=SEARCH_LIMIT
+                query=form.cleaned_data["q"],
+                mode=form.cleaned_data["mode"],
+                limit=SEARCH_LIMIT,
+                filters=form.cleaned_data["filters"],
             )
         except StoreUnavailable as exc:
             context["search_error"] = str(exc)
@@ -154,6 +159,10 @@ def _search_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
             ]
         context["search_query"] = form.cleaned_data["q"]
         context["search_mode"] = form.cleaned_data["mode"]
+        context["search_filtered"] = form.cleaned_data["filters"] is not None
+        context["search_filter_params"] = urlencode(
+            {k: request.GET[k] for k in SEARCH_FILTER_FIELDS if request.GET.get(k)}
+        )
     return context
 
 

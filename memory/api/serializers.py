@@ -224,25 +224,23 @@ class SearchQuerySerializer(serializers.Serializer):
         return min(value, MAX_LIMIT)
 
     def validate(self, attrs: dict) -> dict:
-        since, until = attrs.get("since"), attrs.get("until")
-        if since is not None and until is not None and since >= until:
-            raise serializers.ValidationError({"until": "La fin doit être après le début."})
+        from memory.services.search import search_filters_build
+
+        try:
+            attrs["filters"] = search_filters_build(
+                channel=attrs["channel"],
+                memory_type=attrs["memory_type"],
+                subjects=attrs["subjects"],
+                since=attrs["since"],
+                until=attrs["until"],
+            )
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from exc
         return attrs
 
     def filters(self):
         """The validated filters as the search service takes them (None: no filter)."""
-        from memory.services.search import SearchFilters
-
-        data = self.validated_data
-        subjects = tuple(s.strip().lower() for s in data["subjects"].split(",") if s.strip())
-        filters = SearchFilters(
-            channel=data["channel"].strip(),
-            memory_type=data["memory_type"],
-            subjects=subjects,
-            since=data["since"],
-            until=data["until"],
-        )
-        return filters if filters != SearchFilters() else None
+        return self.validated_data["filters"]
 
 
 class SearchHitSerializer(serializers.Serializer):

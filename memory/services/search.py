@@ -17,12 +17,15 @@ first, then those holding some.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time
 from typing import Literal
 
+from django.core.exceptions import ValidationError
+
 from memory.exceptions import DimensionMismatch, StoreUnavailable
-from memory.models import Fact, Message, Summary
+from memory.models import Fact, MemoryType, Message, Summary
 from memory.selectors import facts_active, memory_settings_get
 from memory.stores.fts import fold, fts_search, query_terms
 
@@ -75,6 +78,67 @@ class SearchFilters:
             wanted = {s.strip().lower() for s in self.subjects}
             facts = [f for f in facts if wanted.intersection(f.subjects or [])]
         return facts
+
+
+BAD_DATE_MESSAGE = "Date invalide : « {value} » (attendu AAAA-MM-JJ ou une date ISO 8601)."
+BAD_RANGE_MESSAGE = "La fin doit être après le début."
+BAD_MEMORY_TYPE_MESSAGE = "Type de mémoire inconnu : « {value} »."
+
+
+def search_filters_build(
+    *,
+    channel: str = "",
+    memory_type: str = "",
+    subjects: str | Sequence[str] = (),
+    since: str | date | None = None,
+    until: str | date | None = None,
+) -> SearchFilters | None:
+    """The filters of a search from what a caller was given; None when there are none.
+
+    The one reading of filters shared by the API, the agent's tools, the MCP
+    tools and the /memory form: subjects as a list or comma-separated, lower
+    case; a date (or a "YYYY-MM-DD" string) is midnight in the configured time
+    zone, ``since`` inclusive and ``until`` exclusive. Raises ValidationError
+    (French messages) on an unknown type, a bad date or an empty range.
+    """
+    if isinstance(subjects, str):
+        subjects = subjects.split(",")
+    if memory_type and memory_type not in MemoryType.values:
+        raise ValidationError({"memory_type": BAD_MEMORY_TYPE_MESSAGE.format(value=memory_type)})
+    start, end = _moment(since, "since"), _moment(until, "until")
+    if start is not None and end is not None and start >= end:
+        raise ValidationError({"until": BAD_RANGE_MESSAGE})
+    filters = SearchFilters(
+        channel=(channel or "").strip(),
+        memory_type=memory_type or "",
+        subjects=tuple(dict.fromkeys(s.strip().lower() for s in subjects if s and s.strip())),
+        since=start,
+        until=end,
+    )
+    return filters if filters != SearchFilters() else None
+
+
+def _moment(value: str | date | None, field: str) -> datetime | None:
+    """An aware datetime from a date, a datetime or their ISO text (None when empty)."""
+    from django.utils import timezone
+    from django.utils.dateparse import parse_date, parse_datetime
+
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            parsed = parse_datetime(text) or parse_date(text)
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            raise ValidationError({field: BAD_DATE_MESSAGE.format(value=value)})
+        value = parsed
+    if not isinstance(value, datetime):
+        value = datetime.combine(value, time.min)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value)
+    return value
 
 
 def memory_search(

@@ -165,6 +165,16 @@ def test_the_owner_uses_the_memory_page_in_a_real_browser(
     expect(page.locator("#search-results")).to_contain_text("(sémantique)")
     expect(page.locator("#search-results .hit").first).to_contain_text("sport_prefere")
     shot(page, "03-section-recherche", "#recherche")
+    # Narrow it with the filters: the fact is a preference about climbing, not a goal.
+    search.get_by_label("Type de fait").select_option("goal")
+    search.get_by_role("button", name="Chercher").click()
+    expect(page.locator("#search-results")).to_contain_text("avec ces filtres")
+    search = page.locator("#search-section")
+    search.get_by_label("Type de fait").select_option("preference")
+    search.get_by_label("Sujets").fill("escalade")
+    search.get_by_role("button", name="Chercher").click()
+    expect(page.locator("#search-results")).to_contain_text("filtrés")
+    expect(page.locator("#search-results .hit").first).to_contain_text("sport_prefere")
 
     # Move a slider: saved as it moves, still there after a reload.
     slider = page.locator("#id_max_results")
