@@ -37,7 +37,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
 from agent.exceptions import LlmError, LlmNotConfigured, LlmUnavailable
 from agent.tools import ToolContext, ToolOutcome, tool_definitions, tool_run
@@ -302,6 +301,7 @@ def _answer(
     *, channel: str, messages: list[Message], source: str, stream: bool
 ) -> Generator[tuple[str, Any], None, ChatResult]:
     from agent.client import llm_call, llm_stream, message_text
+    from agent.followups import exchange_followups_enqueue
     from agent.prompts import memory_block_build, system_prompt_build
     from memory.services.messages import message_save
 
@@ -402,7 +402,7 @@ def _answer(
         from memory.services.forgetting import forget_exchange_exclude
 
         forget_exchange_exclude(message_ids=[*message_ids, reply_message.id])
-    _enqueue_followups(
+    exchange_followups_enqueue(
         channel=channel,
         message_ids=[m.id for m in user_messages],
         reply_id=reply_message.id,
@@ -421,33 +421,3 @@ def _answer(
         tool_calls=outcomes,
         stop_reason=stop_reason,
     )
-
-
-def _enqueue_followups(
-    *,
-    channel: str,
-    message_ids: list[int],
-    reply_id: int,
-    tool_results: list[str],
-    extract: bool,
-) -> None:
-    """Fact extraction and, when the channel is long, compaction, as durable jobs.
-
-    The jobs are rows (memory.services.jobs): a stop or a crash of the worker
-    delays them, never drops them. Never raises: the answer is already saved.
-    """
-    from agent.compaction import compaction_job_enqueue
-    from agent.extraction import extraction_job_enqueue
-
-    try:
-        with transaction.atomic():
-            if extract:
-                extraction_job_enqueue(
-                    message_ids=message_ids,
-                    reply_id=reply_id,
-                    channel=channel,
-                    tool_results=tool_results,
-                )
-            compaction_job_enqueue(channel=channel)
-    except Exception:
-        logger.exception("could not record the follow-up jobs of %s", channel)

@@ -484,3 +484,25 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} ({self.state})"
+
+
+class MessageRecording(models.Model):
+    """A recording of messages by an outside agent that carried an idempotency key.
+
+    A retried POST /api/memory/messages with the same key returns these ids and
+    stores nothing; the fingerprint tells a retry from another request reusing
+    the key. Holds ids only, never content.
+    """
+
+    key = models.CharField(max_length=128, unique=True)
+    fingerprint = models.CharField(max_length=64)
+    message_ids = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "memory_message_recordings"
+        verbose_name = "enregistrement de messages"
+        verbose_name_plural = "enregistrements de messages"
+
+    def __str__(self) -> str:
+        return self.key

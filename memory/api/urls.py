@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memory.api import forgetting, preview, views
+from memory.api import context, forgetting, messages, preview, views
 
 app_name = "memory-api"
 
@@ -17,6 +17,9 @@ urlpatterns = [
     path("stats", views.MemoryStatsApi.as_view(), name="stats"),
     path("retrievals", views.RetrievalListApi.as_view(), name="retrievals"),
     path("preview", preview.MemoryPreviewApi.as_view(), name="preview"),
+    # For outside agents: record messages, get the logged context of a message.
+    path("messages", messages.MessagesRecordApi.as_view(), name="messages"),
+    path("context", context.MemoryContextApi.as_view(), name="context"),
     path("forget", forgetting.ForgetApi.as_view(), name="forget"),
     path("forgettings", forgetting.ForgettingListApi.as_view(), name="forgettings"),
     path(

@@ -1,14 +1,31 @@
-"""Writing messages: save one, and have its exchange indexed once committed."""
+"""Writing messages: save one, and have its exchange indexed once committed.
+
+``messages_record`` is the path of the outside agents (POST /api/memory/messages
+and /context with ``record``): a batch saved all-or-nothing, an idempotency
+key so a retry stores nothing twice, and, when a reply closes an exchange, the
+same follow-up jobs our own agent loop records (agent.followups).
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memory.models import IndexState, Message, MessageRole, MessageSource
+from memory.exceptions import MemoryServiceError
+from memory.models import (
+    IndexState,
+    Message,
+    MessageRecording,
+    MessageRole,
+    MessageSource,
+)
 from memory.services.indexing import INDEXED_ROLES, KIND_MESSAGE, exchange_root_id, index_enqueue
 
 CHANNEL_MAX = 64
@@ -57,3 +74,178 @@ def message_save(
     if message.role in INDEXED_ROLES:
         index_enqueue(KIND_MESSAGE, exchange_root_id(message))
     return message
+
+
+# --- Recording by an outside agent ---------------------------------------------------
+
+# The source a role implies (an assistant reply is stored as our loop stores it).
+SOURCE_BY_ROLE = {
+    MessageRole.USER: MessageSource.USER,
+    MessageRole.ASSISTANT: MessageSource.USER,
+    MessageRole.SYSTEM: MessageSource.SYSTEM,
+    MessageRole.TOOL: MessageSource.TOOL,
+}
+ROLE_BY_SOURCE = {
+    MessageSource.USER: MessageRole.USER,
+    MessageSource.SYSTEM: MessageRole.SYSTEM,
+    MessageSource.TOOL: MessageRole.TOOL,
+}
+# An exchange never gathers more than this many messages before its reply.
+EXCHANGE_MAX_MESSAGES = 50
+# A clock a little ahead of ours is not an error; a date in the future is.
+FUTURE_TOLERANCE = timedelta(minutes=5)
+ROLE_SOURCE_MISMATCH = "Le rôle « {role} » ne va pas avec la source « {source} »."
+FUTURE_TIMESTAMP = "La date du message est dans le futur."
+ITEM_INVALID = "Le message d'index {index} est invalide ({detail}) : rien n'a été enregistré."
+KEY_REUSED = (
+    "Cette clé d'idempotence a déjà servi pour d'autres messages : "
+    "choisissez une nouvelle clé pour un nouvel envoi."
+)
+
+
+class MessageItemInvalid(MemoryServiceError):
+    """One message of a batch is refused: the whole batch is (nothing stored)."""
+
+    def __init__(self, index: int, detail: str) -> None:
+        super().__init__(ITEM_INVALID.format(index=index, detail=detail))
+        self.index = index
+
+
+class IdempotencyKeyReused(MemoryServiceError):
+    """The key of an earlier recording came with different messages."""
+
+
+@dataclass(frozen=True)
+class MessageDraft:
+    """One message an outside agent records (validated by the API serializer)."""
+
+    channel: str
+    content: str
+    role: str = MessageRole.USER
+    source: str = MessageSource.USER
+    author: str = ""
+    created_at: datetime | None = None
+
+
+@dataclass
+class Recording:
+    message_ids: list[int] = field(default_factory=list)
+    # True when the idempotency key was seen: the earlier ids, nothing stored.
+    replayed: bool = False
+
+
+def message_role_source(*, role: str | None, source: str | None) -> tuple[str, str]:
+    """The (role, source) of a message when one or both are given; ValidationError if they clash."""
+    if role is None and source is None:
+        return MessageRole.USER, MessageSource.USER
+    if role is None:
+        return ROLE_BY_SOURCE[MessageSource(source)], MessageSource(source)
+    expected = SOURCE_BY_ROLE[MessageRole(role)]
+    if source is not None and MessageSource(source) != expected:
+        raise ValidationError({"source": ROLE_SOURCE_MISMATCH.format(role=role, source=source)})
+    return MessageRole(role), expected
+
+
+def message_timestamp_validate(value: datetime | None) -> datetime | None:
+    if value is not None and value > timezone.now() + FUTURE_TOLERANCE:
+        raise ValidationError({"timestamp": FUTURE_TIMESTAMP})
+    return value
+
+
+def _fingerprint(drafts: Sequence[MessageDraft]) -> str:
+    data = [asdict(d) | {"created_at": d.created_at and d.created_at.isoformat()} for d in drafts]
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def _replay(key: str, fingerprint: str) -> Recording | None:
+    recording = MessageRecording.objects.filter(key=key).first()
+    if recording is None:
+        return None
+    if recording.fingerprint != fingerprint:
+        raise IdempotencyKeyReused(KEY_REUSED)
+    return Recording(message_ids=list(recording.message_ids), replayed=True)
+
+
+def _open_exchange(channel: str) -> list[Message]:
+    """The channel's messages since its last reply: what the next reply answers."""
+    last_reply = (
+        Message.objects.filter(channel=channel, role=MessageRole.ASSISTANT)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    rows = Message.objects.filter(channel=channel, id__gt=last_reply or 0, memory_excluded=False)
+    return list(rows.order_by("-id")[:EXCHANGE_MAX_MESSAGES])[::-1]
+
+
+def _record_one(draft: MessageDraft) -> Message:
+    from agent.followups import exchange_followups_enqueue
+
+    role, source = message_role_source(role=draft.role, source=draft.source)
+    message_timestamp_validate(draft.created_at)
+    fields = {
+        "channel": channel_validate(draft.channel),
+        "role": role,
+        "content": draft.content,
+        "author": draft.author,
+        "source": source,
+        "created_at": draft.created_at,
+    }
+    if role != MessageRole.ASSISTANT:
+        return message_save(**fields)
+    # A reply closes the exchange, as in the agent loop: it answers the user
+    # messages since the last reply (coalesced), keyed on the last one, and the
+    # exchange's extraction reads them, the reply and the tool results.
+    exchange = _open_exchange(fields["channel"])
+    users = [m for m in exchange if m.role == MessageRole.USER]
+    reply = message_save(**fields, reply_to_id=users[-1].id if users else None)
+    exchange_followups_enqueue(
+        channel=reply.channel,
+        message_ids=[m.id for m in users],
+        reply_id=reply.id,
+        tool_results=[m.content for m in exchange if m.role == MessageRole.TOOL],
+        extract=bool(users),
+    )
+    return reply
+
+
+def messages_record(*, drafts: Sequence[MessageDraft], idempotency_key: str = "") -> Recording:
+    """Save an outside agent's messages in order, all or none; the ids, in order.
+
+    Each message is saved as our agent loop saves it (message_save: its
+    exchange is indexed once committed); an assistant message closes its
+    exchange and records the same follow-up jobs (agent.followups). With an
+    ``idempotency_key`` seen before, the earlier ids come back and nothing is
+    stored (IdempotencyKeyReused when the messages differ).
+    """
+    fingerprint = _fingerprint(drafts)
+    if idempotency_key and (done := _replay(idempotency_key, fingerprint)):
+        return done
+    try:
+        with transaction.atomic():
+            recording = None
+            if idempotency_key:
+                # First, so a concurrent retry with the same key fails here, whole.
+                recording = MessageRecording.objects.create(
+                    key=idempotency_key, fingerprint=fingerprint
+                )
+            ids = []
+            for index, draft in enumerate(drafts):
+                try:
+                    ids.append(_record_one(draft).id)
+                except ValidationError as exc:
+                    raise MessageItemInvalid(index, _detail(exc)) from exc
+            if recording is not None:
+                recording.message_ids = ids
+                recording.save(update_fields=["message_ids"])
+    except IntegrityError:
+        if idempotency_key and (done := _replay(idempotency_key, fingerprint)):
+            return done
+        raise
+    return Recording(message_ids=ids)
+
+
+def _detail(exc: ValidationError) -> str:
+    if hasattr(exc, "error_dict"):
+        return "; ".join(f"{name} : {' '.join(msgs)}" for name, msgs in exc.message_dict.items())
+    return " ".join(exc.messages)

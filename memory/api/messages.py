@@ -1,0 +1,191 @@
+"""POST /api/memory/messages: an outside agent records one message or a batch."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from memory.api.serializers import StrictInputSerializer
+from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
+from memory.models import MessageRole, MessageSource
+from memory.services.messages import (
+    BAD_CHANNEL,
+    EMPTY_MESSAGE,
+    ITEM_INVALID,
+    IdempotencyKeyReused,
+    MessageDraft,
+    channel_validate,
+    message_role_source,
+    message_timestamp_validate,
+    messages_record,
+)
+
+CONTENT_MAX_CHARS = 50_000
+BATCH_MAX = 500
+IDEMPOTENCY_KEY_MAX = 128
+NOT_AN_OBJECT = "Chaque message doit être un objet JSON."
+
+
+class IdempotencyConflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "idempotency_key_reused"
+
+
+def idempotency_key_field():
+    return serializers.CharField(
+        max_length=IDEMPOTENCY_KEY_MAX,
+        required=False,
+        default="",
+        help_text="Clé unique de cet envoi : un envoi répété avec la même clé renvoie les mêmes "
+        "ids et n'enregistre rien.",
+    )
+
+
+class MessageInputSerializer(StrictInputSerializer):
+    """One message. ``role`` and ``source`` may be given alone: the other follows."""
+
+    channel = serializers.CharField(max_length=64, help_text="Le canal, ex. whatsapp.")
+    content = serializers.CharField(max_length=CONTENT_MAX_CHARS, trim_whitespace=False)
+    role = serializers.ChoiceField(choices=MessageRole.choices, required=False)
+    source = serializers.ChoiceField(
+        choices=MessageSource.choices,
+        required=False,
+        help_text="user, system ou tool (le résultat d'un outil, lu par l'extraction des faits).",
+    )
+    author = serializers.CharField(max_length=128, required=False, default="", allow_blank=True)
+    timestamp = serializers.DateTimeField(
+        required=False, default=None, help_text="Date d'origine (imports); absente : maintenant."
+    )
+
+    def validate_channel(self, value: str) -> str:
+        try:
+            return channel_validate(value)
+        except DjangoValidationError:
+            raise serializers.ValidationError(BAD_CHANNEL) from None
+
+    def validate_content(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError(EMPTY_MESSAGE)
+        return value
+
+    def validate(self, attrs: dict) -> dict:
+        attrs = super().validate(attrs)
+        try:
+            attrs["role"], attrs["source"] = message_role_source(
+                role=attrs.get("role"), source=attrs.get("source")
+            )
+            message_timestamp_validate(attrs["timestamp"])
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from None
+        return attrs
+
+    def draft(self) -> MessageDraft:
+        data = self.validated_data
+        return MessageDraft(
+            channel=data["channel"],
+            content=data["content"],
+            role=data["role"],
+            source=data["source"],
+            author=data["author"],
+            created_at=data["timestamp"],
+        )
+
+
+class SingleMessageInputSerializer(MessageInputSerializer):
+    idempotency_key = idempotency_key_field()
+
+
+class MessageBatchInputSerializer(StrictInputSerializer):
+    messages = serializers.ListField(
+        child=serializers.JSONField(),
+        min_length=1,
+        max_length=BATCH_MAX,
+        help_text="Les messages dans l'ordre; tous enregistrés ou aucun.",
+    )
+    idempotency_key = idempotency_key_field()
+
+    def validate_messages(self, items: list) -> list[MessageDraft]:
+        drafts = []
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                errors = {"non_field_errors": [NOT_AN_OBJECT]}
+            else:
+                one = MessageInputSerializer(data=item)
+                if one.is_valid():
+                    drafts.append(one.draft())
+                    continue
+                errors = one.errors
+            detail = "; ".join(
+                f"{name} : {' '.join(map(str, msgs))}" for name, msgs in errors.items()
+            )
+            raise serializers.ValidationError(
+                {str(index): [ITEM_INVALID.format(index=index, detail=detail)]}
+            )
+        return drafts
+
+
+class MessagesRecordedSerializer(serializers.Serializer):
+    message_ids = serializers.ListField(child=serializers.IntegerField())
+    count = serializers.IntegerField()
+    replayed = serializers.BooleanField(
+        help_text="true : cette clé d'idempotence avait déjà servi, rien n'a été enregistré."
+    )
+
+
+def messages_input(data) -> tuple[list[MessageDraft], str]:
+    """The drafts and the idempotency key of a body (one message, or ``{"messages": [...]}``)."""
+    if isinstance(data, dict) and "messages" in data:
+        body = MessageBatchInputSerializer(data=data)
+        body.is_valid(raise_exception=True)
+        return body.validated_data["messages"], body.validated_data["idempotency_key"]
+    body = SingleMessageInputSerializer(data=data)
+    body.is_valid(raise_exception=True)
+    return [body.draft()], body.validated_data["idempotency_key"]
+
+
+class MessagesRecordApi(MemoryApi):
+    @extend_schema(
+        operation_id="messages_record",
+        summary="Enregistrer des messages",
+        description=(
+            'Pour un agent extérieur : enregistre un message, ou un lot ``{"messages": [...]}`` '
+            "(tout ou rien : un message invalide refuse le lot en nommant son index). Chaque "
+            "message est indexé comme ceux de notre agent; un message ``assistant`` clôt "
+            "l'échange (les messages user depuis la réponse précédente, et les résultats "
+            "d'outils) : l'extraction des faits et la compaction sont alors programmées. 201 "
+            "avec les ids; 200 et les mêmes ids si la clé d'idempotence a déjà servi."
+        ),
+        request=PolymorphicProxySerializer(
+            component_name="MessagesRecordInput",
+            serializers=[SingleMessageInputSerializer, MessageBatchInputSerializer],
+            resource_type_field_name=None,
+        ),
+        responses={
+            201: MessagesRecordedSerializer,
+            200: MessagesRecordedSerializer,
+            **ERRORS,
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description="Clé d'idempotence déjà utilisée pour d'autres messages.",
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        drafts, key = messages_input(request.data)
+        try:
+            recording = messages_record(drafts=drafts, idempotency_key=key)
+        except IdempotencyKeyReused as exc:
+            raise IdempotencyConflict(str(exc)) from None
+        body = {
+            "message_ids": recording.message_ids,
+            "count": len(recording.message_ids),
+            "replayed": recording.replayed,
+        }
+        return Response(
+            MessagesRecordedSerializer(body).data,
+            status=status.HTTP_200_OK if recording.replayed else status.HTTP_201_CREATED,
+        )
