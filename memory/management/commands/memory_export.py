@@ -1,0 +1,39 @@
+"""Write the memory to a JSONL file (format version 1, described in README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memory.services.portability import parse_since
+
+TYPE_LABELS = {
+    "message": "messages",
+    "summary": "résumés",
+    "fact": "faits",
+}
+
+
+class Command(BaseCommand):
+    help = "Export facts (with revisions), messages, summaries and settings as JSONL."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path, help="The JSONL file to write.")
+        parser.add_argument(
+            "--since",
+            help="Only what changed since this date (YYYY-MM-DD or ISO 8601); settings always.",
+        )
+
+    def handle(self, *args, file: Path, since: str | None, **options):
+        from memory.services.portability import memory_export
+
+        try:
+            since_at = parse_since(since) if since else None
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        if not file.parent.is_dir():
+            raise CommandError(f"Dossier introuvable : {file.parent}")
+        counts = memory_export(path=file, since=since_at)
+        parts = ", ".join(f"{counts.get(t, 0)} {label}" for t, label in TYPE_LABELS.items())
+        self.stdout.write(f"Export écrit dans {file} : {parts}, réglages.")

@@ -1,0 +1,43 @@
+"""Read a JSONL export into the memory: all or nothing, idempotent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memory.exceptions import MemoryServiceError
+
+LABELS = {"message": "messages", "summary": "résumés", "fact": "faits", "revision": "révisions"}
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a memory_export file. Nothing is imported if a line is invalid; "
+        "running it twice changes nothing. New rows are left pending for the indexer."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path, help="The JSONL file to read.")
+
+    def handle(self, *args, file: Path, **options):
+        from memory.services.portability_import import memory_import
+
+        if not file.is_file():
+            raise CommandError(f"Fichier introuvable : {file}")
+        try:
+            report = memory_import(path=file)
+        except MemoryServiceError as exc:
+            raise CommandError(f"Rien n'a été importé. {exc}") from exc
+        for conflict in report.conflicts:
+            self.stdout.write(f"conflit : {conflict}")
+        if report.settings_changed:
+            self.stdout.write("réglages modifiés : " + ", ".join(report.settings_changed))
+        created = ", ".join(f"{report.created.get(k, 0)} {v}" for k, v in LABELS.items())
+        unchanged = sum(report.unchanged.values())
+        self.stdout.write(
+            f"Import terminé : {created} créés ; {unchanged} déjà présents, "
+            f"{len(report.conflicts)} conflits ; {report.records} lignes en "
+            f"{report.seconds:.2f} s ({report.rate:.0f} lignes/s). "
+            "Les nouveaux éléments attendent l'indexation (service lancé, ou `manage.py reindex`)."
+        )

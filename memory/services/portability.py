@@ -1,0 +1,190 @@
+"""Export of the memory as versioned JSONL (the import is memory.services.portability_import).
+
+One file, one record per line. The first line is the header
+``{"format": "makilab-memory", "version": 1, "exported_at": ..., "since": ...}``;
+every other line is an object with a ``type``:
+
+- ``settings``: the memory settings' knobs (``MemorySettings`` minus the notes ones);
+- ``context_notes``: ``enabled``, ``notes`` (fixed paths) and ``tag``;
+- ``message``: ``id`` (a reference inside the file), channel, role, author,
+  source, content, created_at, compacted, ``reply_to`` (the ``id`` of an earlier
+  message line, or null);
+- ``summary``: channel, content, message_count, period_start, period_end, created_at;
+- ``fact``: key, value, memory_type, importance, subjects, source, channel,
+  ``source_message`` (the ``id`` of a message line, or null), expires_at,
+  created_at, updated_at, last_accessed_at, access_count, owner_fields and
+  ``revisions`` (actor, reason, old_value, new_value, changes, note, created_at).
+
+Forgotten content never leaves: the default managers leave out what a topic
+forget took and the exchanges that asked to forget, and facts the owner
+forgot (or that expired) are left out with their history. Vectors are not
+exported: they are derived, and the importing side may use another embedder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory.models import Fact, MemorySettings, Message, Summary
+from memory.services.facts import STATED_FIELDS
+from memory.services.settings import EDITABLE_FIELDS
+
+FORMAT_NAME = "makilab-memory"
+FORMAT_VERSION = 1
+NOTES_FIELDS = {
+    "obsidian_context_enabled": "enabled",
+    "obsidian_context_notes": "notes",
+    "obsidian_context_tag": "tag",
+}
+SETTINGS_FIELDS = tuple(name for name in EDITABLE_FIELDS if name not in NOTES_FIELDS)
+MESSAGE_FIELDS = ("channel", "role", "author", "source", "content", "created_at", "compacted")
+SUMMARY_FIELDS = (
+    "channel",
+    "content",
+    "message_count",
+    "period_start",
+    "period_end",
+    "created_at",
+)
+# What a write may state, plus what the fact's life recorded.
+FACT_FIELDS = (
+    "key",
+    *STATED_FIELDS,
+    "created_at",
+    "updated_at",
+    "last_accessed_at",
+    "access_count",
+    "owner_fields",
+)
+REVISION_FIELDS = ("actor", "reason", "old_value", "new_value", "changes", "note", "created_at")
+CHUNK = 500
+
+
+def _value(value: object) -> object:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _fields(row, names: tuple[str, ...]) -> dict[str, object]:
+    return {name: _value(getattr(row, name)) for name in names}
+
+
+def _line(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def exportable_facts(since: datetime | None = None):
+    """Facts in the memory: not forgotten by the owner, expired or taken by a topic forget."""
+    facts = Fact.objects.filter(forgotten=False)
+    if since is not None:
+        facts = facts.filter(updated_at__gte=since)
+    return facts.order_by("id")
+
+
+def _messages(since: datetime | None) -> Iterator[Message]:
+    """Live messages (by id, so a reply comes after what it answers), whole exchanges only.
+
+    A reply whose message is not in the memory (forgotten) is left out: on its own
+    it would become an exchange of its own. With ``since``, the message a reply
+    answers is included even when older, so an exchange is never cut.
+    """
+    live = Message.objects.all()
+    chosen = live if since is None else live.filter(created_at__gte=since)
+    wanted = set(chosen.values_list("id", flat=True))
+    parents = set(
+        Message.objects.filter(pk__in=wanted, reply_to__isnull=False).values_list(
+            "reply_to_id", flat=True
+        )
+    )
+    wanted |= set(live.filter(pk__in=parents).values_list("id", flat=True))
+    kept: set[int] = set()
+    for message in live.filter(pk__in=wanted).order_by("id").iterator(chunk_size=CHUNK):
+        if message.reply_to_id is not None and message.reply_to_id not in kept:
+            continue
+        kept.add(message.id)
+        yield message
+
+
+def export_records(*, since: datetime | None = None) -> Iterator[dict]:
+    """Every record of the export, header first (call inside a transaction for a snapshot)."""
+    yield {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "exported_at": timezone.now().isoformat(),
+        "since": _value(since),
+    }
+    settings = MemorySettings.load()
+    yield {"type": "settings", **_fields(settings, SETTINGS_FIELDS)}
+    yield {
+        "type": "context_notes",
+        **{short: getattr(settings, name) for name, short in NOTES_FIELDS.items()},
+    }
+    exported: set[int] = set()
+    for message in _messages(since):
+        exported.add(message.id)
+        yield {
+            "type": "message",
+            "id": message.id,
+            **_fields(message, MESSAGE_FIELDS),
+            "reply_to": message.reply_to_id,
+        }
+    summaries = Summary.objects.all()
+    if since is not None:
+        summaries = summaries.filter(created_at__gte=since)
+    for summary in summaries.order_by("id").iterator(chunk_size=CHUNK):
+        yield {"type": "summary", **_fields(summary, SUMMARY_FIELDS)}
+    facts = exportable_facts(since).prefetch_related("revisions")
+    for fact in facts.iterator(chunk_size=CHUNK):
+        revisions = sorted(fact.revisions.all(), key=lambda r: (r.created_at, r.id))
+        yield {
+            "type": "fact",
+            **_fields(fact, FACT_FIELDS),
+            "source_message": (
+                fact.source_message_id if fact.source_message_id in exported else None
+            ),
+            "revisions": [_fields(r, REVISION_FIELDS) for r in revisions],
+        }
+
+
+def export_lines(*, since: datetime | None = None) -> Iterator[str]:
+    """The export as JSONL lines, read in one transaction (a consistent snapshot).
+
+    A generator: the HTTP view streams it; closing it early ends the read.
+    """
+    with transaction.atomic():
+        for record in export_records(since=since):
+            yield _line(record)
+
+
+def memory_export(*, path, since: datetime | None = None) -> dict[str, int]:
+    """Write the export to ``path``; returns the number of records per type."""
+    counts: dict[str, int] = {}
+    with open(path, "w", encoding="utf-8") as handle, transaction.atomic():
+        for record in export_records(since=since):
+            handle.write(_line(record))
+            if "type" in record:
+                counts[record["type"]] = counts.get(record["type"], 0) + 1
+    return counts
+
+
+BAD_SINCE = "Date invalide pour --since : « {value} » (AAAA-MM-JJ ou ISO 8601 attendu)."
+
+
+def parse_since(value: str) -> datetime:
+    """A date (midnight, local time) or a datetime; naive values are local time."""
+    from django.utils.dateparse import parse_date, parse_datetime
+
+    try:
+        parsed = parse_datetime(value)
+        if parsed is None:
+            day = parse_date(value)
+            parsed = datetime(day.year, day.month, day.day) if day else None
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise ValueError(BAD_SINCE.format(value=value))
+    return timezone.make_aware(parsed) if timezone.is_naive(parsed) else parsed

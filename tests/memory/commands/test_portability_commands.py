@@ -1,0 +1,91 @@
+"""memory_export and memory_import as an operator runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from memory.models import Fact, Message
+from memory.services.facts import fact_store
+from memory.services.messages import message_save
+from tests.memory.test_workers import MIGRATE, ROOT, _env, _python
+
+pytestmark = pytest.mark.django_db
+
+
+def _run(*args) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def test_export_then_import_prints_counts_and_a_rate(tmp_path):
+    question = message_save(channel="whatsapp", role="user", content="Le potager a soif")
+    message_save(channel="whatsapp", role="assistant", content="J'arrose", reply_to_id=question.id)
+    fact_store(key="potager", value="Le potager est au fond du jardin")
+    path = tmp_path / "memoire.jsonl"
+
+    out = _run("memory_export", str(path))
+    assert out.strip() == f"Export écrit dans {path} : 2 messages, 0 résumés, 1 faits, réglages."
+
+    Fact.all_objects.all().delete()
+    out = _run("memory_import", str(path))
+    assert "Import terminé : 0 messages, 0 résumés, 1 faits, 1 révisions créés" in out
+    assert "2 déjà présents, 0 conflits ; 5 lignes en" in out
+    assert "lignes/s" in out
+    assert Fact.objects.get(key="potager").value == "Le potager est au fond du jardin"
+
+
+def test_import_reports_a_conflict_and_keeps_the_memory_value(tmp_path):
+    fact_store(key="potager", value="Le potager est au fond du jardin")
+    path = tmp_path / "memoire.jsonl"
+    _run("memory_export", str(path))
+    Fact.objects.filter(key="potager").update(value="Le potager est sur le balcon")
+    out = _run("memory_import", str(path))
+    assert "conflit : fait « potager » : une autre valeur existe ici, elle est gardée." in out
+    assert Fact.objects.get(key="potager").value == "Le potager est sur le balcon"
+
+
+def test_a_bad_line_is_a_command_error_and_nothing_is_imported(tmp_path):
+    path = tmp_path / "memoire.jsonl"
+    _run("memory_export", str(path))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    message = {"type": "message", "id": 1, "channel": "whatsapp", "role": "user", "author": ""}
+    path.write_text("\n".join([*lines, json.dumps(message)]) + "\n", encoding="utf-8")
+    with pytest.raises(
+        CommandError, match=r"Rien n'a été importé\. ligne 4 : champ « source » manquant"
+    ):
+        _run("memory_import", str(path))
+    assert not Message.objects.exists()
+
+
+def test_since_must_be_a_date(tmp_path):
+    with pytest.raises(CommandError, match="Date invalide pour --since : « hier »"):
+        _run("memory_export", "--since", "hier", str(tmp_path / "x.jsonl"))
+    _run("memory_export", "--since", "2026-01-31", str(tmp_path / "x.jsonl"))
+    header = json.loads((tmp_path / "x.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert header["since"].startswith("2026-01-31T00:00:00")
+
+
+@pytest.mark.slow
+def test_manage_py_exits_non_zero_without_a_traceback_on_a_bad_file(tmp_path):
+    env = _env(tmp_path / "data")
+    _python(MIGRATE, env)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"format": "makilab-memory", "version": 1}\n{"type": "fact"}\n', "utf-8")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "memory_import", str(bad)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "Rien n'a été importé. ligne 2 : champ « key » manquant." in result.stderr

@@ -1,0 +1,327 @@
+"""Export and import (JSONL, version 1) on a real SQLite with FTS5 and a real embedded Qdrant."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory.models import (
+    Actor,
+    Fact,
+    FactRevision,
+    IndexState,
+    MemorySettings,
+    Message,
+    Summary,
+)
+from memory.services.facts import fact_forget, fact_store, fact_update
+from memory.services.forgetting import forget_exchange_exclude, topic_forget
+from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, index_rows
+from memory.services.maintenance import source_ids
+from memory.services.messages import message_save
+from memory.services.portability import FORMAT_NAME, export_lines, memory_export
+from memory.services.portability_import import (
+    CONFLICT_FORGOTTEN,
+    CONFLICT_VALUE,
+    ImportLineError,
+    memory_import,
+    memory_import_lines,
+)
+from memory.services.settings import memory_settings_update
+from memory.stores.fts import fts_search
+
+pytestmark = pytest.mark.django_db
+
+FORGOTTEN_TOPIC_TEXT = "Le code de la porte du garage est 4242"
+EXCLUDED_TEXT = "Oublie tout ce qui concerne la porte du garage"
+OWNER_FORGOTTEN_VALUE = "Mickael déteste les endives"
+
+
+def _memory() -> dict:
+    """A memory with exchanges, a system message, a summary, facts with history, settings."""
+    question = message_save(
+        channel="whatsapp", role="user", content="J'ai mal à l'épaule depuis le tennis"
+    )
+    answer = message_save(
+        channel="whatsapp",
+        role="assistant",
+        content="Repose-toi quelques jours.",
+        reply_to_id=question.id,
+    )
+    message_save(channel="mission_control", role="system", content="Rappel : arrosage à 19 h")
+    secret = message_save(channel="whatsapp", role="user", content=FORGOTTEN_TOPIC_TEXT)
+    forget_request = message_save(channel="whatsapp", role="user", content=EXCLUDED_TEXT)
+    forget_exchange_exclude(message_ids=[forget_request.id])
+    fact, _ = fact_store(
+        key="blessure_epaule",
+        value="Mickael a une tendinite à l'épaule droite",
+        memory_type="event",
+        subjects=["mickael", "epaule"],
+        source_message_id=question.id,
+        actor=Actor.AGENT,
+    )
+    fact_update(fact=fact, actor=Actor.USER, value="Mickael a une tendinite à l'épaule gauche")
+    fact_store(key="user_name", value="Le propriétaire s'appelle Mickael", memory_type="identity")
+    gone, _ = fact_store(key="legume_deteste", value=OWNER_FORGOTTEN_VALUE)
+    fact_forget(fact=gone, actor=Actor.USER)
+    Summary.objects.create(
+        channel="whatsapp",
+        content="Mickael a parlé de sa blessure à l'épaule",
+        message_count=2,
+        period_end=timezone.now() - timedelta(days=1),
+    )
+    topic_forget(topic="code porte garage", actor=Actor.USER)
+    memory_settings_update(
+        changes={"max_results": 6, "min_score": 0.4, "obsidian_context_notes": ["Profil"]}
+    )
+    return {"question": question, "answer": answer, "secret": secret}
+
+
+def _wipe() -> None:
+    """An empty memory (a fresh data dir, as far as these tables go)."""
+    FactRevision.objects.all().delete()
+    Fact.all_objects.all().delete()
+    Summary.all_objects.all().delete()
+    Message.all_objects.filter(reply_to__isnull=False).delete()
+    Message.all_objects.all().delete()
+    MemorySettings.objects.filter(pk=1).delete()
+
+
+def _state() -> dict:
+    """What an import must reproduce, with ids replaced by what they point at."""
+    messages = {
+        m.id: (m.channel, m.role, m.author, m.source, m.content, m.created_at, m.compacted)
+        for m in Message.objects.all()
+    }
+    return {
+        "messages": sorted(
+            (*row, messages.get(m.reply_to_id))
+            for m in Message.objects.all()
+            for row in [messages[m.id]]
+        ),
+        "facts": sorted(
+            (
+                f.key,
+                f.value,
+                f.memory_type,
+                f.importance,
+                tuple(f.subjects),
+                f.source,
+                f.channel,
+                f.created_at,
+                f.updated_at,
+                tuple(f.owner_fields),
+                messages.get(f.source_message_id),
+                tuple(
+                    (
+                        r.actor,
+                        r.reason,
+                        r.old_value,
+                        r.new_value,
+                        json.dumps(r.changes),
+                        r.created_at,
+                    )
+                    for r in f.revisions.order_by("created_at", "id")
+                ),
+            )
+            for f in Fact.objects.filter(forgotten=False)
+        ),
+        "summaries": sorted(
+            (s.channel, s.content, s.message_count, s.period_end, s.created_at)
+            for s in Summary.objects.all()
+        ),
+        "settings": {
+            k: v
+            for k, v in vars(MemorySettings.load()).items()
+            if not k.startswith("_") and k != "updated_at"
+        },
+    }
+
+
+def test_the_export_starts_with_the_header_and_never_contains_forgotten_text(tmp_path):
+    _memory()
+    path = tmp_path / "memoire.jsonl"
+    counts = memory_export(path=path)
+    text = path.read_text(encoding="utf-8")
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert lines[0]["format"] == FORMAT_NAME and lines[0]["version"] == 1
+    assert lines[0]["exported_at"]
+    assert [r["type"] for r in lines[1:3]] == ["settings", "context_notes"]
+    assert lines[2]["notes"] == ["Profil.md"]
+    assert counts == {"settings": 1, "context_notes": 1, "message": 3, "summary": 1, "fact": 2}
+    for forgotten in (FORGOTTEN_TOPIC_TEXT, EXCLUDED_TEXT, OWNER_FORGOTTEN_VALUE, "4242"):
+        assert forgotten not in text
+    fact = next(r for r in lines if r.get("key") == "blessure_epaule")
+    assert [r["reason"] for r in fact["revisions"]] == ["extracted", "edited"]
+    assert fact["revisions"][1]["old_value"] == "Mickael a une tendinite à l'épaule droite"
+
+
+def test_an_import_into_an_empty_memory_rebuilds_the_same_rows_with_fts(tmp_path):
+    _memory()
+    before = _state()
+    path = tmp_path / "memoire.jsonl"
+    memory_export(path=path)
+    _wipe()
+
+    report = memory_import(path=path)
+
+    assert _state() == before
+    assert report.created == {"message": 3, "summary": 1, "fact": 2, "revision": 3}
+    assert report.conflicts == []
+    # FTS5 is filled by the same triggers as every insert (accents folded).
+    assert [hit.content for hit in fts_search("epaule")] == ["J'ai mal à l'épaule depuis le tennis"]
+
+
+def test_imported_rows_are_left_pending_and_the_indexer_embeds_them(
+    tmp_path, vector_store, local_embedder
+):
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE
+
+    _memory()
+    path = tmp_path / "memoire.jsonl"
+    memory_export(path=path)
+    _wipe()
+    memory_import(path=path)
+
+    root = Message.objects.get(content__startswith="J'ai mal")
+    assert root.index_state == IndexState.PENDING and root.indexed_version < root.version
+    system = Message.objects.get(role="system")
+    assert system.index_state == IndexState.SKIPPED
+    assert {f.index_state for f in Fact.objects.all()} == {IndexState.PENDING}
+    for kind in (KIND_MESSAGE, KIND_FACT, KIND_SUMMARY):
+        index_rows(kind, source_ids(kind))
+    assert vector_store.count(CONVERSATIONS) == 1
+    assert vector_store.count(KNOWLEDGE) == 3
+    assert Fact.objects.filter(index_state=IndexState.INDEXED).count() == 2
+
+
+def test_importing_the_same_file_twice_changes_nothing(tmp_path):
+    _memory()
+    path = tmp_path / "memoire.jsonl"
+    memory_export(path=path)
+    _wipe()
+    memory_import(path=path)
+    state = _state()
+    settings_written = MemorySettings.load().updated_at
+    versions = sorted(Message.objects.values_list("id", "version"))
+
+    again = memory_import(path=path)
+
+    assert again.created == {}
+    assert again.unchanged == {"message": 3, "summary": 1, "fact": 2}
+    assert again.settings_changed == []
+    assert _state() == state
+    assert MemorySettings.load().updated_at == settings_written
+    assert sorted(Message.objects.values_list("id", "version")) == versions
+
+
+def test_an_owner_edit_is_kept_and_reported_and_a_forgotten_fact_stays_forgotten(tmp_path):
+    _memory()
+    path = tmp_path / "memoire.jsonl"
+    memory_export(path=path)
+    fact = Fact.objects.get(key="blessure_epaule")
+    fact_update(fact=fact, actor=Actor.USER, value="Tendinite guérie en mars")
+    fact_forget(fact=Fact.objects.get(key="user_name"), actor=Actor.USER)
+
+    report = memory_import(path=path)
+
+    assert Fact.objects.get(key="blessure_epaule").value == "Tendinite guérie en mars"
+    assert Fact.all_objects.get(key="user_name").forgotten
+    assert sorted(report.conflicts) == sorted(
+        [
+            CONFLICT_VALUE.format(key="blessure_epaule"),
+            CONFLICT_FORGOTTEN.format(key="user_name"),
+        ]
+    )
+    assert report.created == {}
+
+
+def test_since_exports_what_changed_and_keeps_exchanges_whole(tmp_path):
+    marks = _memory()
+    cut = timezone.now()
+    Message.objects.filter(pk=marks["question"].pk).update(created_at=cut - timedelta(days=3))
+    Message.objects.filter(pk=marks["answer"].pk).update(created_at=cut)
+    late = message_save(
+        channel="whatsapp", role="user", content="Et pour le genou ?", created_at=cut
+    )
+    fact_store(key="genou", value="Mickael a mal au genou")
+    records = [json.loads(line) for line in export_lines(since=cut)]
+    messages = [r["content"] for r in records if r.get("type") == "message"]
+    # The answer is newer than the cut: its (older) question comes with it.
+    assert messages == [marks["question"].content, marks["answer"].content, late.content]
+    assert [r["key"] for r in records if r.get("type") == "fact"] == ["genou"]
+    assert not [r for r in records if r.get("type") == "summary"]
+
+
+def _valid_lines(tmp_path) -> list[str]:
+    _memory()
+    path = tmp_path / "memoire.jsonl"
+    memory_export(path=path)
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def _with_message(lines: list[str], **changes) -> list[str]:
+    index = next(i for i, line in enumerate(lines) if '"type":"message"' in line)
+    record = json.loads(lines[index]) | changes
+    return [*lines[:index], json.dumps(record), *lines[index + 1 :]], index + 1
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"role": "robot"}, "champ « role »"),
+        ({"created_at": "hier"}, "champ « created_at » : date ISO 8601 attendue."),
+        ({"content": "  "}, "champ « content » : Le message est vide."),
+        ({"channel": "un canal/avec slash"}, "champ « channel »"),
+        ({"reply_to": 999}, "champ « reply_to » : aucun message 999"),
+        ({"compacted": "non"}, "champ « compacted » : true ou false attendu."),
+        ({"couleur": "bleu"}, "champ(s) inconnu(s) : couleur."),
+        ({"type": "photo"}, "type « photo » inconnu"),
+    ],
+)
+def test_a_bad_line_names_its_number_and_nothing_is_imported(tmp_path, change, expected):
+    lines, number = _with_message(_valid_lines(tmp_path), **change)
+    _wipe()
+    with pytest.raises(ImportLineError) as caught:
+        memory_import_lines(lines)
+    assert str(caught.value).startswith(f"ligne {number} : ")
+    assert expected in str(caught.value)
+    assert caught.value.line == number
+    # All or nothing: the settings and messages of the lines before are rolled back.
+    assert not Message.all_objects.exists() and not Fact.all_objects.exists()
+    assert not MemorySettings.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('{"format": "autre", "version": 1}', "ligne 1 : en-tête attendu"),
+        ('{"format": "makilab-memory", "version": 2}', "ligne 1 : version 2 non prise en charge"),
+        ("{pas du json", "ligne 1 : JSON invalide"),
+    ],
+)
+def test_a_bad_header_is_refused(line, expected):
+    with pytest.raises(ImportLineError, match=expected):
+        memory_import_lines([line])
+
+
+def test_a_bad_fact_line_and_a_bad_revision_are_named(tmp_path):
+    lines = _valid_lines(tmp_path)
+    index = next(i for i, line in enumerate(lines) if '"key":"blessure_epaule"' in line)
+    fact = json.loads(lines[index])
+    broken = lines[:]
+    broken[index] = json.dumps(fact | {"key": "a/b"})
+    with pytest.raises(ImportLineError, match=rf"^ligne {index + 1} : champ « key » : La clé"):
+        memory_import_lines(broken)
+    fact["revisions"][1]["reason"] = "caprice"
+    broken[index] = json.dumps(fact)
+    with pytest.raises(
+        ImportLineError, match=rf"^ligne {index + 1} : révision 2, champ « reason »"
+    ):
+        memory_import_lines(broken)
+    broken[index] = json.dumps(fact | {"importance": 3})
+    with pytest.raises(ImportLineError, match="champ « importance »"):
+        memory_import_lines(broken)
