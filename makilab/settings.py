@@ -150,6 +150,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Size- and depth-capped, French errors (memory/api/parsers.py): every JSON endpoint.
+    "DEFAULT_PARSER_CLASSES": [
+        "memory.api.parsers.LimitedJSONParser",
+        "memory.api.parsers.LimitedFormParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "makilab.exception_handlers.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",

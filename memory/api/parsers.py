@@ -1,20 +1,37 @@
-"""Request body parsing with a size cap.
+"""Request body parsing with a size cap and a depth cap: the DRF default parsers.
 
 Django enforces DATA_UPLOAD_MAX_MEMORY_SIZE when a view reads request.body or
 request.POST, but DRF's JSONParser reads the raw stream and never checks it:
 a client could send a body of any size. These parsers refuse it with 413.
+
+json.loads recurses once per nesting level: 2 KB of "[" raise RecursionError,
+which DRF does not catch (a 500), and a body just under the interpreter's limit
+would recurse again in every serializer that walks it. No request of this API
+nests deeper than a few levels, so anything past MAX_JSON_DEPTH is a 400.
+Every parse error is said in French (DRF's own "JSON parse error - ..." quotes
+the English text of the json module).
 """
 
 from __future__ import annotations
 
+import codecs
 import io
+import json
 
 from django.conf import settings
 from rest_framework import status
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.utils.json import strict_constant
 
 BODY_TOO_LARGE_MESSAGE = "Requête trop volumineuse : {limit} octets au plus."
+MAX_JSON_DEPTH = 32
+JSON_TOO_DEEP_MESSAGE = "Corps JSON trop imbriqué : {limit} niveaux au plus."
+JSON_INVALID_AT_MESSAGE = "Corps JSON invalide (ligne {line}, colonne {column})."
+JSON_INVALID_MESSAGE = "Corps JSON invalide : {reason}."
+JSON_NOT_A_NUMBER_REASON = "NaN et Infinity ne sont pas du JSON"
+JSON_BAD_ENCODING_REASON = "le texte n'est pas en {encoding}"
+JSON_UNKNOWN_CHARSET_MESSAGE = "Corps JSON illisible : jeu de caractères « {charset} » inconnu."
 
 
 class PayloadTooLarge(APIException):
@@ -38,10 +55,56 @@ def _read_capped(stream, parser_context: dict | None) -> bytes:
     return body
 
 
+def _encoding(parser_context: dict | None) -> str:
+    """The charset of the request's Content-Type (utf-8 by default), if it is a text codec."""
+    encoding = (parser_context or {}).get("encoding") or settings.DEFAULT_CHARSET
+    try:
+        codecs.lookup(encoding)
+        "".encode(encoding)  # rejects non-text codecs, as DRF's get_encoding does
+    except (LookupError, UnicodeError):
+        raise ParseError(JSON_UNKNOWN_CHARSET_MESSAGE.format(charset=encoding)) from None
+    return encoding
+
+
+def json_depth_exceeds(data: object, limit: int) -> bool:
+    """Whether containers nest more than ``limit`` levels (iterative: no recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 class LimitedJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         body = _read_capped(stream, parser_context)
-        return super().parse(io.BytesIO(body), media_type, parser_context)
+        encoding = _encoding(parser_context)
+        too_deep = ParseError(JSON_TOO_DEEP_MESSAGE.format(limit=MAX_JSON_DEPTH))
+        try:
+            text = body.decode(encoding)
+            data = json.loads(text, parse_constant=strict_constant if self.strict else None)
+        except RecursionError:
+            raise too_deep from None
+        except json.JSONDecodeError as exc:
+            raise ParseError(
+                JSON_INVALID_AT_MESSAGE.format(line=exc.lineno, column=exc.colno)
+            ) from None
+        except UnicodeDecodeError:
+            reason = JSON_BAD_ENCODING_REASON.format(encoding=encoding)
+            raise ParseError(JSON_INVALID_MESSAGE.format(reason=reason)) from None
+        except ValueError:  # strict_constant: NaN, Infinity, -Infinity
+            raise ParseError(JSON_INVALID_MESSAGE.format(reason=JSON_NOT_A_NUMBER_REASON)) from None
+        if json_depth_exceeds(data, MAX_JSON_DEPTH):
+            raise too_deep
+        return data
 
 
 class LimitedFormParser(FormParser):
