@@ -231,9 +231,9 @@ def _delete_fact(tool_input: dict, context: ToolContext) -> dict:
 
 
 def _recent(tool_input: dict, context: ToolContext) -> dict:
-    from memory.selectors import facts_active
+    from memory.selectors import facts_recent
 
-    facts = facts_active().order_by("-updated_at", "-id")[: tool_input.get("limit", 10)]
+    facts = facts_recent(limit=tool_input.get("limit", 10))
     return {"facts": [_fact(f) for f in facts]}
 
 

@@ -19,6 +19,20 @@ def facts_active() -> QuerySet[Fact]:
     )
 
 
+# The most facts one read of the recent ones returns (the API and the MCP tool's cap).
+FACTS_RECENT_MAX = 50
+
+
+def facts_recent(*, limit: int = 10) -> QuerySet[Fact]:
+    """The active facts most recently remembered or changed, newest first.
+
+    THE recent facts: the agent's memory__recent, the MCP ``recent`` tool and
+    GET /api/memory/recent-facts all read them here.
+    """
+    limit = max(1, min(int(limit), FACTS_RECENT_MAX))
+    return facts_active().select_related("source_message").order_by("-updated_at", "-id")[:limit]
+
+
 def fact_list(
     *, search: str = "", include_forgotten: bool = False, include_expired: bool = False
 ) -> QuerySet[Fact]:

@@ -223,6 +223,7 @@ def test_the_walk_covers_the_whole_urlconf(world):
         "memory-api:forgetting-restore",
         "memory-api:messages",
         "memory-api:context",
+        "memory-api:recent-facts",
     } <= {r.name for r in memory_api}
     assert len(dashboard) >= 16
     assert any(r.name == "schema" for r in found)

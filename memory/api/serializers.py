@@ -21,6 +21,7 @@ from memory.models import (
     MemoryType,
     validate_fact_key,
 )
+from memory.selectors import FACTS_RECENT_MAX
 from memory.services.search import MAX_LIMIT, SEARCH_MODES
 from memory.services.settings import EDITABLE_FIELDS, model_field_range
 from memory.services.ttl import parse_ttl
@@ -177,6 +178,12 @@ class FactListQuerySerializer(serializers.Serializer):
     search = serializers.CharField(max_length=QUERY_MAX_CHARS, required=False, default="")
     include_forgotten = serializers.BooleanField(required=False, default=False)
     include_expired = serializers.BooleanField(required=False, default=False)
+
+
+class FactRecentQuerySerializer(serializers.Serializer):
+    limit = serializers.IntegerField(
+        min_value=1, max_value=FACTS_RECENT_MAX, default=10, help_text="Combien de faits (1 à 50)."
+    )
 
 
 # --- Search --------------------------------------------------------------------

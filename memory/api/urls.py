@@ -12,6 +12,7 @@ urlpatterns = [
     path("facts/<str:key>/restore", views.FactRestoreApi.as_view(), name="fact-restore"),
     path("facts/<str:key>/revisions", views.FactRevisionListApi.as_view(), name="fact-revisions"),
     path("facts/<str:key>", views.FactDetailApi.as_view(), name="fact"),
+    path("recent-facts", views.FactRecentApi.as_view(), name="recent-facts"),
     path("search", views.MemorySearchApi.as_view(), name="search"),
     path("settings", views.MemorySettingsApi.as_view(), name="settings"),
     path("stats", views.MemoryStatsApi.as_view(), name="stats"),

@@ -30,6 +30,7 @@ from memory.api.serializers import (
     FactListQuerySerializer,
     FactOutputSerializer,
     FactPatchSerializer,
+    FactRecentQuerySerializer,
     FactRevisionSerializer,
     MemoryRetrievalSerializer,
     MemorySettingsSerializer,
@@ -43,6 +44,7 @@ from memory.models import Actor, Fact
 from memory.selectors import (
     fact_get,
     fact_list,
+    facts_recent,
     memory_settings_get,
     memory_stats_get,
     retrieval_list,
@@ -216,6 +218,24 @@ class FactRevisionListApi(MemoryApi):
     def get(self, request: Request, key: str) -> Response:
         fact = _fact_or_404(key)
         return self.paginate(request, fact.revisions.all(), FactRevisionSerializer)
+
+
+class FactRecentApi(MemoryApi):
+    @extend_schema(
+        operation_id="facts_recent",
+        summary="Faits récents",
+        description=(
+            "Les faits actifs retenus ou modifiés le plus récemment, les plus récents d'abord : "
+            "ceux que l'outil memory__recent de notre agent et l'outil MCP recent lisent."
+        ),
+        parameters=[FactRecentQuerySerializer],
+        responses={200: FactOutputSerializer(many=True), **ERRORS},
+    )
+    def get(self, request: Request) -> Response:
+        query = FactRecentQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        facts = facts_recent(limit=query.validated_data["limit"])
+        return Response(FactOutputSerializer(facts, many=True).data)
 
 
 class MemorySearchApi(MemoryApi):

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from memory.exceptions import MemoryServiceError, StoreUnavailable
 from memory.models import Actor, FactSource, MemoryType
+from memory.selectors import FACTS_RECENT_MAX
 from memory.services.search import SEARCH_MODES
 
 INVALID_INPUT_MESSAGE = "Entrée invalide pour {tool} : {detail}"
@@ -36,7 +37,7 @@ REMEMBER_MESSAGES = {
     "noop": "Déjà connu, rien n'a changé : {key}.",
 }
 DEFAULT_CHANNEL = "mcp"
-RECENT_MAX = 50
+RECENT_MAX = FACTS_RECENT_MAX
 
 SearchModeArg = Literal[SEARCH_MODES]
 MemoryTypeArg = Literal[tuple(MemoryType.values)]
@@ -260,10 +261,9 @@ def recent(
     limit: Annotated[int, Field(description="How many facts (1-50).", ge=1, le=RECENT_MAX)] = 10,
 ) -> dict[str, Any]:
     """The facts most recently remembered or changed, newest first."""
-    from memory.selectors import facts_active
+    from memory.selectors import facts_recent
 
-    facts = facts_active().order_by("-updated_at", "-id")[:limit]
-    return {"facts": [_fact(fact) for fact in facts]}
+    return {"facts": [_fact(fact) for fact in facts_recent(limit=limit)]}
 
 
 # --- context ---------------------------------------------------------------------------
