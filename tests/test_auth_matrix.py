@@ -25,6 +25,8 @@ pytestmark = pytest.mark.django_db
 
 MARKER = "VALEUR-SECRÈTE-4242"
 FACT_KEY = "secret_fact"
+# API routes for the owner only: the agent's token is refused (403) like a stranger.
+STAFF_ONLY_API = {"memory-api:export"}
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ def _refused(identity: str, route: Route, response) -> str | None:
             return None if status in (302, 404) else f"view_on_site answered {status}"
         return None if _login_redirect(response, "/admin/login/") else f"admin gave {status}"
     if route.area == "api":
-        if identity == "agent_token":
+        if identity == "agent_token" and route.name not in STAFF_ONLY_API:
             return None
         return None if status in (401, 403) else f"API gave {status} to {identity}"
     if route.area == "mcp":  # the MCP endpoint takes a token, never a session
@@ -181,7 +183,9 @@ def test_every_url_pattern_answers_each_caller_as_the_matrix_says(identity, worl
         # Those allowed in only read (an empty POST could be a legitimate write);
         # the others also try to write, and must change nothing.
         allowed_in = (identity == "staff_session" and route.area != "mcp") or (
-            identity == "agent_token" and route.area in ("api", "mcp")
+            identity == "agent_token"
+            and route.area in ("api", "mcp")
+            and route.name not in STAFF_ONLY_API
         )
         methods = ("get",) if allowed_in else ("get", "post")
         for method in methods:
@@ -221,6 +225,7 @@ def test_the_walk_covers_the_whole_urlconf(world):
         "memory-api:forget",
         "memory-api:forgettings",
         "memory-api:forgetting-restore",
+        "memory-api:export",
         "memory-api:messages",
         "memory-api:context",
         "memory-api:recent-facts",

@@ -22,3 +22,16 @@ class IsStaffOrToken(BasePermission):
         if isinstance(request.successful_authenticator, TokenAuthentication):
             return True
         return bool(user.is_staff)
+
+
+class IsStaff(BasePermission):
+    """The owner only (a staff account, by session or its own token): never the agent's token.
+
+    For what hands over the whole memory at once (the export).
+    """
+
+    message = "Accès réservé au propriétaire (compte d'équipe)."
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        return bool(user and user.is_authenticated and user.is_active and user.is_staff)

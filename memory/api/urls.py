@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memory.api import context, forgetting, messages, preview, views
+from memory.api import context, export, forgetting, messages, preview, views
 
 app_name = "memory-api"
 
@@ -16,6 +16,7 @@ urlpatterns = [
     path("search", views.MemorySearchApi.as_view(), name="search"),
     path("settings", views.MemorySettingsApi.as_view(), name="settings"),
     path("stats", views.MemoryStatsApi.as_view(), name="stats"),
+    path("export", export.MemoryExportApi.as_view(), name="export"),
     path("retrievals", views.RetrievalListApi.as_view(), name="retrievals"),
     path("preview", preview.MemoryPreviewApi.as_view(), name="preview"),
     # For outside agents: record messages, get the logged context of a message.
