@@ -15,33 +15,40 @@ from memory.exceptions import StoreUnavailable
 TASK_OPTIONS = {"acks_late": True, "bind": True, "max_retries": 3}
 
 
-def _index(task, kind: str, row_id: int) -> dict:
-    from memory.services.indexing import LEASE, index_row
+def _index(task, kind: str, row_ids: list[int]) -> dict:
+    from memory.services.indexing import LEASE, batch_fill, index_rows
 
     try:
-        report = index_row(kind, row_id)
-    except StoreUnavailable as exc:  # recorded on the row; the sweep re-sends it when due
+        report = index_rows(kind, batch_fill(kind, row_ids))
+    except StoreUnavailable as exc:  # recorded on the rows; the sweep re-sends them when due
         return {"unavailable": str(exc)}
     if report.busy and task.request.retries < task.max_retries and not task.request.is_eager:
-        # Another task holds the row's lease: it finishes the row, or (killed) its
+        # Another task holds a row's lease: it finishes the row, or (killed) its
         # lease runs out; come back then rather than waiting for the sweep.
         raise task.retry(countdown=LEASE.total_seconds() + 1)
     return vars(report)
 
 
+@shared_task(name="memory.index_batch", **TASK_OPTIONS)
+def index_batch_task(self, kind: str, row_ids: list[int]) -> dict:
+    """Index these rows (one kind) and other due rows with them, in one embedding batch."""
+    return _index(self, kind, list(row_ids))
+
+
+# The one-row tasks of earlier versions: messages already queued still run.
 @shared_task(name="memory.message_index", **TASK_OPTIONS)
 def message_index_task(self, message_id: int) -> dict:
-    return _index(self, "message", message_id)
+    return _index(self, "message", [message_id])
 
 
 @shared_task(name="memory.fact_index", **TASK_OPTIONS)
 def fact_index_task(self, fact_id: int) -> dict:
-    return _index(self, "fact", fact_id)
+    return _index(self, "fact", [fact_id])
 
 
 @shared_task(name="memory.summary_index", **TASK_OPTIONS)
 def summary_index_task(self, summary_id: int) -> dict:
-    return _index(self, "summary", summary_id)
+    return _index(self, "summary", [summary_id])
 
 
 @shared_task(name="memory.pending_sweep", acks_late=True)

@@ -94,6 +94,8 @@ LEASE = timedelta(seconds=60)
 # A row whose task was sent less than this ago is left to that task by the sweep.
 QUEUE_GRACE = timedelta(minutes=2)
 SWEEP_BATCH = 500
+# Rows embedded together by one indexing task (the local embedder's sweet spot).
+INDEX_BATCH = 32
 # Non-transient failures end in "failed" after this many attempts.
 MAX_ATTEMPTS = 5
 BACKOFF_BASE_S = 30
@@ -175,8 +177,7 @@ def rows_changed(kind: str, row_ids: Iterable[int]) -> None:
     model_for(kind).all_objects.filter(pk__in=ids).update(**fields)
     if kind == KIND_MESSAGE:
         _replies(ids).update(**{k: v for k, v in fields.items() if k != "version"})
-    for row_id in ids:
-        transaction.on_commit(lambda row_id=row_id: _send(kind, row_id))
+    transaction.on_commit(lambda: _send(kind, ids))
 
 
 def _skip(message_ids: set[int]) -> int:
@@ -216,32 +217,6 @@ def _release(kind: str, row_ids: Sequence[int], token: str) -> None:
     model_for(kind).all_objects.filter(pk__in=list(row_ids), index_lease_token=token).update(
         index_lease_token="", index_lease_until=None
     )
-
-
-def _finish(kind: str, item: Document | Removal, token: str) -> bool:
-    """Compare-and-set: mark the row indexed at the version we wrote, if still current."""
-    now = timezone.now()
-    done = {
-        "index_state": IndexState.INDEXED,
-        "indexed_version": item.version,
-        "indexed_at": now,
-        "index_error": "",
-        "index_attempts": 0,
-        "index_retry_at": None,
-        "index_queued_at": None,
-        "index_lease_token": "",
-        "index_lease_until": None,
-    }
-    marked = (
-        model_for(kind)
-        .all_objects.filter(pk=item.row_id, version=item.version, index_lease_token=token)
-        .update(**done)
-    )
-    if marked and kind == KIND_MESSAGE:
-        _replies([item.row_id]).update(
-            index_state=IndexState.INDEXED, indexed_at=now, index_error="", index_attempts=0
-        )
-    return bool(marked)
 
 
 def _fail(kind: str, row_ids: Sequence[int], token: str, exc: BaseException, *, transient: bool):
@@ -320,13 +295,6 @@ def _write(documents: list[Document], removals: list[Removal]) -> None:
     """Remove, embed, upsert: one task's writes to Qdrant."""
     _remove(removals)
     _upsert(documents, _embed(documents))
-
-
-def _stale(kind: str, row_id: int, token: str) -> None:
-    """Our write may be stale: change the row again so a fresh task overwrites it."""
-    with transaction.atomic():
-        _release(kind, [row_id], token)
-        rows_changed(kind, [row_id])
 
 
 @dataclass
@@ -416,16 +384,51 @@ def _attempt(claim: IndexClaim, step) -> bool:
 
 
 def _finish_all(claim: IndexClaim) -> IndexReport:
-    report = claim.report
-    for item in claim.items:
-        if _finish(claim.kind, item, claim.token):
-            if isinstance(item, Document):
-                report.indexed += 1
-            else:
-                report.removed += 1
-        else:
-            _stale(claim.kind, item.row_id, claim.token)
+    """Compare-and-set every written row at once: indexed at the version we wrote, if current.
+
+    One IMMEDIATE transaction reads which rows still hold our lease at the
+    version we wrote and marks them in one UPDATE; the others may carry a stale
+    point (the row changed, or our lease was lost), so they are changed again.
+    """
+    kind, token, report = claim.kind, claim.token, claim.report
+    items = {item.row_id: item for item in claim.items}
+    model = model_for(kind)
+    with transaction.atomic():
+        current = model.all_objects.filter(pk__in=list(items), index_lease_token=token)
+        done_ids = [
+            row_id
+            for row_id, version in current.values_list("id", "version")
+            if version == items[row_id].version
+        ]
+        now = timezone.now()
+        model.all_objects.filter(pk__in=done_ids).update(
+            index_state=IndexState.INDEXED,
+            indexed_version=F("version"),
+            indexed_at=now,
+            index_error="",
+            index_attempts=0,
+            index_retry_at=None,
+            index_queued_at=None,
+            index_lease_token="",
+            index_lease_until=None,
+        )
+        if kind == KIND_MESSAGE and done_ids:
+            _replies(done_ids).update(
+                index_state=IndexState.INDEXED, indexed_at=now, index_error="", index_attempts=0
+            )
+        done = set(done_ids)
+        stale = [row_id for row_id in items if row_id not in done]
+        if stale:
+            # Our write may be stale: change the rows again so a fresh task overwrites them.
+            _release(kind, stale, token)
+            rows_changed(kind, stale)
+    for row_id, item in items.items():
+        if row_id not in done:
             report.stale += 1
+        elif isinstance(item, Document):
+            report.indexed += 1
+        else:
+            report.removed += 1
     claim.ended = True
     return report
 
@@ -483,18 +486,43 @@ def point_remove(kind: str, row_id: int) -> None:
 # --- enqueueing and the sweep ---------------------------------------------------------------
 
 
-def _send(kind: str, row_id: int) -> None:
+def _send(kind: str, row_ids: Sequence[int]) -> None:
+    """One indexing task per batch of rows; a broker that is down leaves them to the sweep."""
     from memory import tasks
 
-    task = {
-        KIND_MESSAGE: tasks.message_index_task,
-        KIND_FACT: tasks.fact_index_task,
-        KIND_SUMMARY: tasks.summary_index_task,
-    }[kind]
-    try:
-        task.delay(row_id)
-    except Exception as exc:  # the broker is down: the sweep will pick the row up
-        logger.warning("could not enqueue %s %s (%s); left for the sweep", kind, row_id, exc)
+    ids = list(row_ids)
+    for start in range(0, len(ids), INDEX_BATCH):
+        chunk = ids[start : start + INDEX_BATCH]
+        try:
+            tasks.index_batch_task.delay(kind, chunk)
+        except Exception as exc:  # the broker is down: the sweep will pick the rows up
+            logger.warning("could not enqueue %s %s (%s); left for the sweep", kind, chunk, exc)
+
+
+def _due(now: datetime) -> Q:
+    """Pending rows whose retry time has come and that no live lease holds."""
+    return (
+        Q(index_state=IndexState.PENDING)
+        & (Q(index_retry_at__isnull=True) | Q(index_retry_at__lte=now))
+        & (Q(index_lease_until__isnull=True) | Q(index_lease_until__lt=now))
+    )
+
+
+def batch_fill(kind: str, row_ids: Sequence[int], *, limit: int = INDEX_BATCH) -> list[int]:
+    """These rows plus other due rows of the kind, up to ``limit``, to index in one batch.
+
+    Rows that arrive together (a burst of messages, each sending its own task)
+    are embedded in one batch by whichever task runs first; the tasks of the
+    others then find their row current and stop at once.
+    """
+    ids = list(dict.fromkeys(int(i) for i in row_ids))
+    room = limit - len(ids)
+    if room > 0:
+        others = model_for(kind).all_objects.filter(_due(timezone.now())).exclude(pk__in=ids)
+        if kind == KIND_MESSAGE:
+            others = others.filter(reply_to__isnull=True)
+        ids += list(others.order_by("id").values_list("id", flat=True)[:room])
+    return ids
 
 
 def pending_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> dict[str, int]:
@@ -503,11 +531,8 @@ def pending_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> d
     counts: dict[str, int] = {}
     for kind in KINDS:
         model = model_for(kind)
-        due = (
-            Q(index_state=IndexState.PENDING)
-            & (Q(index_retry_at__isnull=True) | Q(index_retry_at__lte=now))
-            & (Q(index_queued_at__isnull=True) | Q(index_queued_at__lte=now - QUEUE_GRACE))
-            & (Q(index_lease_until__isnull=True) | Q(index_lease_until__lt=now))
+        due = _due(now) & (
+            Q(index_queued_at__isnull=True) | Q(index_queued_at__lte=now - QUEUE_GRACE)
         )
         rows = model.all_objects.filter(due).order_by("id")
         ids = list(rows.values_list("id", flat=True)[:limit])
@@ -517,8 +542,7 @@ def pending_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> d
             _skip(skipped)
             ids = sorted(roots)
         model.all_objects.filter(pk__in=ids).update(index_queued_at=now)
-        for row_id in ids:
-            _send(kind, row_id)
+        _send(kind, ids)
         counts[kind] = len(ids)
     return counts
 

@@ -602,7 +602,9 @@ def test_the_index_agrees_with_t1_under_any_interleaving_of_writes_and_workers(
 
     time_machine.move_to(timezone.now(), tick=False)
     WORLD = World(time_machine, settings)
-    monkeypatch.setattr(indexing, "_send", lambda kind, row_id: WORLD.queue.append((kind, row_id)))
+    monkeypatch.setattr(
+        indexing, "_send", lambda kind, row_ids: WORLD.queue.extend((kind, r) for r in row_ids)
+    )
     monkeypatch.setattr(embedders, "_embedder", None)
     settings.QDRANT_URL = ""
     started = time.perf_counter()

@@ -141,12 +141,13 @@ class MemoryMachine(RuleBasedStateMachine):
     # --- workers ------------------------------------------------------------------------
 
     @precondition(lambda self: QUEUE)
-    @rule(data=st.data(), again=st.booleans())
-    def run_task(self, data, again):
-        """Any queued task, in any order; ``again`` leaves it queued (a duplicate delivery)."""
+    @rule(data=st.data(), again=st.booleans(), batched=st.booleans())
+    def run_task(self, data, again, batched):
+        """Any queued task, in any order; ``again`` leaves it queued (a duplicate delivery);
+        ``batched``: as the Celery task runs it, with the other due rows of its kind."""
         index = data.draw(st.integers(0, len(QUEUE) - 1))
         kind, row_id = QUEUE[index] if again else QUEUE.pop(index)
-        indexing.index_rows(kind, [row_id])
+        indexing.index_rows(kind, indexing.batch_fill(kind, [row_id]) if batched else [row_id])
 
     @precondition(lambda self: QUEUE)
     @rule(data=st.data())
@@ -283,7 +284,9 @@ def _pending() -> list:
 def test_the_memory_keeps_its_promises_under_any_order_of_events(
     vector_store, local_embedder, monkeypatch
 ):
-    monkeypatch.setattr(indexing, "_send", lambda kind, row_id: QUEUE.append((kind, row_id)))
+    monkeypatch.setattr(
+        indexing, "_send", lambda kind, row_ids: QUEUE.extend((kind, r) for r in row_ids)
+    )
     STATS.update(examples=0, steps=0)
     run_state_machine_as_test(
         MemoryMachine,

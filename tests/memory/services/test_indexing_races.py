@@ -48,8 +48,8 @@ class Broker:
     def __init__(self) -> None:
         self.sent: list[tuple[str, int]] = []
 
-    def send(self, kind: str, row_id: int) -> None:
-        self.sent.append((kind, row_id))
+    def send(self, kind: str, row_ids) -> None:
+        self.sent.extend((kind, row_id) for row_id in row_ids)
 
     def run(self, kind: str, row_id: int):
         """Deliver one queued task for this row (it must have been sent)."""
