@@ -1,0 +1,51 @@
+"""Restore a memory_backup folder into the configured data dir (service stopped)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from memory.exceptions import MemoryServiceError
+
+
+class Command(BaseCommand):
+    help = (
+        "Restore a memory_backup folder into the configured SQLite database (stop serve first). "
+        "Refuses a data dir that holds a memory unless --force. Then run "
+        "`reindex --recreate` and `memory_doctor`."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("directory", type=Path, help="The folder memory_backup wrote.")
+        parser.add_argument(
+            "--force", action="store_true", help="Overwrite a data dir that holds a memory."
+        )
+
+    def handle(self, *args, directory: Path, force: bool, **options):
+        from memory.services.backup import memory_restore, notes_settings
+
+        try:
+            manifest = memory_restore(directory=directory, force=force)
+        except MemoryServiceError as exc:
+            raise CommandError(str(exc)) from exc
+        # A backup of an older version gets this version's schema.
+        call_command("migrate", verbosity=0, interactive=False)
+        counts = manifest["restored_counts"]
+        self.stdout.write(
+            f"Sauvegarde du {manifest.get('created_at', '?')} restaurée : "
+            f"{counts.get('core_memory', 0)} faits, {counts.get('messages', 0)} messages, "
+            f"{counts.get('memory_summary', 0)} résumés."
+        )
+        saved = manifest.get("notes") or {}
+        here = notes_settings()
+        for name in ("obsidian_vault_path", "obsidian_api_url"):
+            if saved.get(name, "") != here[name]:
+                self.stdout.write(
+                    f"Attention : {name} était « {saved.get(name, '')} », il est « {here[name]} » ici."
+                )
+        self.stdout.write(
+            "Reconstruisez les vecteurs : `python manage.py reindex --recreate`, "
+            "puis vérifiez : `python manage.py memory_doctor`."
+        )

@@ -1,0 +1,198 @@
+"""Backup and restore of the SQLite file (T1), while the service runs.
+
+``memory_backup`` copies the live database with SQLite's online backup API
+(``sqlite3.Connection.backup``) from a connection of its own: the copy is one
+read transaction, so it is a consistent snapshot of what was committed, taken
+while other processes keep writing (WAL mode: writers are not blocked). A
+file copy could catch the database between two pages of a write, or miss the
+part still in the WAL file. Beside the copy, ``backup.json`` names the file
+and holds the notes settings a restore needs to find the notes again (the
+context notes, their tag, the vault or Obsidian API the service read them
+from; the vault itself is the owner's and is not copied).
+
+``memory_restore`` copies a backup into the configured database (the same
+API, the other way), refusing to overwrite a memory that holds data unless
+forced. Qdrant is not in the backup: it is derived from T1, and
+``manage.py reindex --recreate`` rebuilds it (then ``memory_doctor`` checks).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from memory.exceptions import MemoryServiceError
+
+BACKUP_FORMAT = "makilab-memory-backup"
+BACKUP_VERSION = 1
+DATABASE_FILE = "makilab.sqlite3"
+MANIFEST_FILE = "backup.json"
+# Tables that hold the memory: a database with rows in one of them is not "empty".
+MEMORY_TABLES = ("core_memory", "messages", "memory_summary")
+
+BACKUP_EXISTS = "Le dossier {dir} contient déjà une sauvegarde : choisissez un autre dossier."
+NOT_A_BACKUP = "Pas de sauvegarde Makilab dans {dir} (fichier {file} absent ou illisible)."
+BAD_BACKUP = "La sauvegarde {file} est abîmée : {error}."
+TARGET_NOT_EMPTY = (
+    "La mémoire de destination n'est pas vide ({what}) : la restauration l'écraserait. "
+    "Relancez avec --force pour l'écraser, ou choisissez un MAKILAB_DATA_DIR vide."
+)
+
+
+@dataclass
+class BackupReport:
+    directory: Path
+    database: Path
+    bytes: int
+    counts: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def database_path() -> Path:
+    """The SQLite file Django uses now (the test database inside tests)."""
+    return Path(connection.settings_dict["NAME"])
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=settings.SQLITE_BUSY_TIMEOUT_MS / 1000)
+    db.execute(f"PRAGMA busy_timeout={settings.SQLITE_BUSY_TIMEOUT_MS}")
+    return db
+
+
+def _counts(db: sqlite3.Connection) -> dict[str, int]:
+    present = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    return {
+        table: db.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]  # our constant names
+        for table in MEMORY_TABLES
+        if table in present
+    }
+
+
+def _check(db: sqlite3.Connection, path: Path) -> None:
+    result = db.execute("PRAGMA integrity_check").fetchone()[0]
+    if result != "ok":
+        raise MemoryServiceError(BAD_BACKUP.format(file=path, error=result))
+
+
+def notes_settings() -> dict[str, object]:
+    """Where the notes come from and which ones the pre-hook injects (no secret)."""
+    from memory.models import MemorySettings
+
+    row = MemorySettings.load()
+    return {
+        "obsidian_context_enabled": row.obsidian_context_enabled,
+        "obsidian_context_notes": row.obsidian_context_notes,
+        "obsidian_context_tag": row.obsidian_context_tag,
+        "obsidian_vault_path": str(settings.OBSIDIAN_VAULT_PATH),
+        "obsidian_api_url": settings.OBSIDIAN_API_URL or "",
+    }
+
+
+def memory_backup(*, directory: Path) -> BackupReport:
+    """Copy the live database into ``directory`` (created if needed), with backup.json."""
+    import time
+
+    started = time.perf_counter()
+    directory = Path(directory)
+    target = directory / DATABASE_FILE
+    if target.exists() or (directory / MANIFEST_FILE).exists():
+        raise MemoryServiceError(BACKUP_EXISTS.format(dir=directory))
+    directory.mkdir(parents=True, exist_ok=True)
+    source = _connect(database_path())
+    copy = sqlite3.connect(target)
+    try:
+        # One step (pages=-1): one read transaction, a snapshot of what was committed.
+        source.backup(copy)
+        _check(copy, target)
+        counts = _counts(copy)
+    finally:
+        copy.close()
+        source.close()
+    manifest = {
+        "format": BACKUP_FORMAT,
+        "version": BACKUP_VERSION,
+        "created_at": timezone.now().isoformat(),
+        "database": DATABASE_FILE,
+        "counts": counts,
+        "notes": notes_settings(),
+    }
+    (directory / MANIFEST_FILE).write_text(
+        json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
+    return BackupReport(
+        directory=directory,
+        database=target,
+        bytes=target.stat().st_size,
+        counts=counts,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def backup_read(directory: Path) -> dict:
+    """The manifest of a backup, after checking its database file."""
+    directory = Path(directory)
+    try:
+        manifest = json.loads((directory / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise MemoryServiceError(NOT_A_BACKUP.format(dir=directory, file=MANIFEST_FILE)) from None
+    if not isinstance(manifest, dict) or manifest.get("format") != BACKUP_FORMAT:
+        raise MemoryServiceError(NOT_A_BACKUP.format(dir=directory, file=MANIFEST_FILE))
+    database = directory / str(manifest.get("database") or DATABASE_FILE)
+    if not database.is_file():
+        raise MemoryServiceError(NOT_A_BACKUP.format(dir=directory, file=database.name))
+    db = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        _check(db, database)
+    except sqlite3.DatabaseError as exc:
+        raise MemoryServiceError(BAD_BACKUP.format(file=database, error=exc)) from None
+    finally:
+        db.close()
+    return manifest | {"database_path": database}
+
+
+def _target_content(target: Path) -> str | None:
+    """What makes the destination not empty (None: safe to restore over)."""
+    qdrant = Path(settings.QDRANT_PATH)
+    if not settings.QDRANT_URL and qdrant.is_dir() and any(qdrant.iterdir()):
+        return f"dossier Qdrant {qdrant}"
+    if not target.exists() or target.stat().st_size == 0:
+        return None
+    db = _connect(target)
+    try:
+        counts = _counts(db)
+    finally:
+        db.close()
+    rows = sum(counts.values())
+    return f"{rows} lignes dans {target}" if rows else None
+
+
+def memory_restore(*, directory: Path, force: bool = False) -> dict:
+    """Copy a backup into the configured database; returns the backup's manifest.
+
+    The service must be stopped. Refuses a destination that holds a memory
+    (rows, or an embedded Qdrant folder with content) unless ``force``.
+    """
+    manifest = backup_read(directory)
+    target = database_path()
+    found = _target_content(target)
+    if found and not force:
+        raise MemoryServiceError(TARGET_NOT_EMPTY.format(what=found))
+    connection.close()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    source = sqlite3.connect(f"file:{manifest['database_path']}?mode=ro", uri=True)
+    destination = _connect(target)
+    try:
+        # The backup API writes through SQLite (WAL included), unlike a file copy.
+        source.backup(destination)
+        _check(destination, target)
+        manifest["restored_counts"] = _counts(destination)
+    finally:
+        destination.close()
+        source.close()
+    return manifest
