@@ -1,4 +1,4 @@
-"""`manage.py benchmark indexing|retrieval`: figures measured on a throw-away memory."""
+"""`manage.py benchmark indexing|retrieval|context`: figures measured on a throw-away memory."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
-    help = "Measure indexing throughput or auto-retrieval latency on a throw-away memory."
+    help = (
+        "Measure indexing throughput, auto-retrieval latency or the context endpoint over HTTP "
+        "on a throw-away memory."
+    )
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="which", required=True)
@@ -16,14 +19,32 @@ class Command(BaseCommand):
         indexing.add_argument(
             "--per-row", type=int, default=100, help="Rows timed one by one (the task path)."
         )
+        serve = sub.add_parser(
+            "serve-indexing",
+            help="Rows indexed per second by a real `serve` fed over HTTP, beside the floor.",
+        )
+        serve.add_argument("--n", type=int, default=1000)
         retrieval = sub.add_parser("retrieval", help="auto_retrieve latency per stage.")
         retrieval.add_argument("--memories", type=int, default=10_000)
         retrieval.add_argument("--queries", type=int, default=500)
+        context = sub.add_parser(
+            "context", help="POST /api/memory/context latency over HTTP (p50/p95)."
+        )
+        context.add_argument("--memories", type=int, default=10_000)
+        context.add_argument("--queries", type=int, default=300)
+        context.add_argument("--threads", type=int, default=4, help="waitress threads.")
 
     def handle(self, *args, **options):
         from memory.services.throwaway import throwaway_memory
 
         out = self.stdout.write
+        if options["which"] == "serve-indexing":
+            from memory.services.bench_serve import serve_indexing_benchmark
+
+            if options["n"] < 1:
+                raise CommandError("--n doit être au moins 1.")
+            serve_indexing_benchmark(n=options["n"], out=out)
+            return
         with throwaway_memory():
             if options["which"] == "indexing":
                 from memory.services.benchmarks import indexing_benchmark
@@ -34,6 +55,19 @@ class Command(BaseCommand):
                     n=options["n"],
                     batch_size=options["batch_size"],
                     per_row=min(options["per_row"], options["n"]),
+                    out=out,
+                )
+            elif options["which"] == "context":
+                from memory.services.benchmarks import context_benchmark
+
+                if min(options["memories"], options["queries"], options["threads"]) < 1:
+                    raise CommandError(
+                        "--memories, --queries et --threads doivent être au moins 1."
+                    )
+                context_benchmark(
+                    memories=options["memories"],
+                    queries=options["queries"],
+                    threads=options["threads"],
                     out=out,
                 )
             else:

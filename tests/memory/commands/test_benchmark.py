@@ -28,3 +28,19 @@ def test_benchmark_indexing_prints_throughput_and_percentiles_on_a_throwaway_mem
     assert list(Message.objects.values_list("content", flat=True)) == [
         "le vrai message du propriétaire"
     ]
+
+
+@pytest.mark.slow
+def test_benchmark_serve_indexing_feeds_a_real_serve_over_http_until_all_is_indexed(
+    local_embedder,
+):
+    """The real `serve` (its own worker, embedded defaults) on a throw-away data dir:
+    every posted message gets indexed, and the rate is printed beside the floor."""
+    Message.objects.create(channel="whatsapp", role="user", content="le vrai message")
+    out = StringIO()
+    call_command("benchmark", "serve-indexing", "--n", "40", stdout=out)
+    text = out.getvalue()
+    assert re.search(r"floor\s+[\d.]+ rows/s \(embed \+ upsert, batches of 32, 40 texts\)", text)
+    assert re.search(r"serve\s+[\d.]+ rows/s \(40 messages posted over HTTP", text)
+    assert re.search(r"ratio\s+[\d.]+ of the floor", text)
+    assert list(Message.objects.values_list("content", flat=True)) == ["le vrai message"]

@@ -1,0 +1,171 @@
+"""`benchmark serve-indexing`: rows/s of the real `serve` (its own worker) against the floor.
+
+The floor is the bare work indexing cannot avoid, measured in this process
+first: the same texts embedded in batches and upserted into an empty Qdrant
+Edge collection. Then a real `manage.py serve` starts on a throw-away data dir
+with the embedded defaults (in-process broker and worker), N messages are
+posted to it over HTTP (``POST /api/memory/messages``, one request each, from
+a few client threads, as channels post them), and the SQLite file is read
+until every message is indexed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from django.conf import settings
+
+from memory.services.benchmarks import TOPICS
+
+FLOOR_BATCH = 32
+CLIENTS = 4
+OWNER, PASSWORD = "bench-owner", "un-mot-de-passe-de-benchmark"
+INTEGRATIONS = ("DJANGO_", "MAKILAB_", "CELERY_", "QDRANT_", "VOYAGE_", "ANTHROPIC_", "OBSIDIAN_")
+
+
+def _texts(n: int) -> list[str]:
+    return [
+        f"Message {i} : on reparle de {TOPICS[i % len(TOPICS)]} ({i * 7919 % 1000})"
+        for i in range(n)
+    ]
+
+
+def floor_rows_per_s(texts: list[str], folder: Path) -> float:
+    """Embed + upsert in batches, nothing else: what no indexer can beat."""
+    from memory.stores.embedders import get_embedder
+    from memory.stores.vectors import EdgeVectorStore, VectorPoint
+
+    embedder = get_embedder()
+    embedder.embed_documents(["préchauffage du modèle"])
+    store = EdgeVectorStore(folder)
+    try:
+        store.ensure_collection("floor", embedder.dimension)
+        start = time.perf_counter()
+        for first in range(0, len(texts), FLOOR_BATCH):
+            batch = texts[first : first + FLOOR_BATCH]
+            vectors = embedder.embed_documents(batch)
+            store.upsert(
+                "floor",
+                [
+                    VectorPoint(
+                        id=str(uuid.uuid5(uuid.NAMESPACE_URL, text)),
+                        vector=vector,
+                        payload={"text": text},
+                    )
+                    for i, (text, vector) in enumerate(zip(batch, vectors, strict=True))
+                ],
+            )
+        return len(texts) / (time.perf_counter() - start)
+    finally:
+        store.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _manage(*args: str, env: dict[str, str], **kwargs) -> subprocess.Popen | str:
+    command = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), *args]
+    if kwargs.pop("background", False):
+        return subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+    return subprocess.run(
+        command, env=env, capture_output=True, text=True, check=True, timeout=300
+    ).stdout
+
+
+def _wait_up(base: str, server: subprocess.Popen, timeout_s: float = 180) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"serve stopped at start:\n{server.stdout.read()[-2000:]}")
+        try:
+            urllib.request.urlopen(f"{base}/login/", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError("serve did not answer in time")
+
+
+def _post(base: str, token: str, body: dict) -> None:
+    request = urllib.request.Request(
+        f"{base}/api/memory/messages",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        if response.status != 201:
+            raise RuntimeError(f"POST /api/memory/messages answered {response.status}")
+
+
+def _indexed(database: Path) -> int:
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=10) as db:
+        return db.execute("SELECT count(*) FROM messages WHERE index_state = 'indexed'").fetchone()[
+            0
+        ]
+
+
+def serve_indexing_benchmark(*, n: int, out: Callable[[str], None]) -> dict[str, float]:
+    texts = _texts(n)
+    folder = Path(tempfile.mkdtemp(prefix="makilab-bench-serve-"))
+    try:
+        floor = floor_rows_per_s(texts, folder / "floor")
+        out(f"floor     {floor:8.1f} rows/s (embed + upsert, batches of {FLOOR_BATCH}, {n} texts)")
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith(INTEGRATIONS)}
+        env |= {
+            "DJANGO_SETTINGS_MODULE": "makilab.settings",
+            "MAKILAB_DATA_DIR": str(folder / "data"),
+            "MAKILAB_LOG_LEVEL": "WARNING",
+            "DJANGO_SUPERUSER_USERNAME": OWNER,
+            "DJANGO_SUPERUSER_PASSWORD": PASSWORD,
+        }
+        port = _free_port()
+        base = f"http://127.0.0.1:{port}"
+        server = _manage("serve", "--port", str(port), env=env, background=True)
+        try:
+            _wait_up(base, server)
+            token = _manage("drf_create_token", OWNER, env=env).split()[2]
+            bodies = [
+                {"channel": f"canal{i % 3}", "role": "user", "content": text}
+                for i, text in enumerate(texts)
+            ]
+            start = time.perf_counter()
+            with ThreadPoolExecutor(CLIENTS) as pool:
+                list(pool.map(lambda body: _post(base, token, body), bodies))
+            posted_s = time.perf_counter() - start
+            database = folder / "data" / "makilab.sqlite3"
+            while _indexed(database) < n:
+                if time.perf_counter() - start > 3600:
+                    raise RuntimeError(f"only {_indexed(database)} of {n} indexed after an hour")
+                time.sleep(0.1)
+            total_s = time.perf_counter() - start
+        finally:
+            server.terminate()
+            server.communicate(timeout=60)
+        rate = n / total_s
+        out(
+            f"serve     {rate:8.1f} rows/s ({n} messages posted over HTTP by {CLIENTS} clients "
+            f"in {posted_s:.1f} s, all indexed after {total_s:.1f} s)"
+        )
+        out(f"ratio     {rate / floor:8.2f} of the floor")
+        return {"floor": floor, "serve": rate, "ratio": rate / floor}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
