@@ -37,6 +37,27 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
+# --- HTTPS: off by default (`serve` answers plain http on 127.0.0.1) -----------
+# MAKILAB_HTTPS=true when the site is reached over https only (a TLS proxy in
+# front): redirect http to https, secure-only cookies, a year of HSTS. Each one
+# has its own switch; `check --deploy` is clean with MAKILAB_HTTPS=true.
+MAKILAB_HTTPS = env_bool("MAKILAB_HTTPS", False)
+SECURE_SSL_REDIRECT = MAKILAB_HTTPS
+SESSION_COOKIE_SECURE = MAKILAB_HTTPS
+CSRF_COOKIE_SECURE = MAKILAB_HTTPS
+SECURE_HSTS_SECONDS = env_int("MAKILAB_HSTS_SECONDS", 31_536_000 if MAKILAB_HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("MAKILAB_HSTS_INCLUDE_SUBDOMAINS", MAKILAB_HTTPS)
+# Preloading commits the whole registrable domain to https in every browser and
+# is a manual submission: off unless asked, and check --deploy is told so.
+SECURE_HSTS_PRELOAD = env_bool("MAKILAB_HSTS_PRELOAD", False)
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+# Behind a reverse proxy that terminates TLS: trust its X-Forwarded-Proto, so a
+# request it received over https is seen as https (no redirect loop). `serve`
+# keeps that header only from MAKILAB_TRUSTED_PROXY (an address, or "*").
+MAKILAB_BEHIND_PROXY = env_bool("MAKILAB_BEHIND_PROXY", False)
+MAKILAB_TRUSTED_PROXY = env_str("MAKILAB_TRUSTED_PROXY", "127.0.0.1")
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if MAKILAB_BEHIND_PROXY else None
+
 # --- Applications -----------------------------------------------------------
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -61,7 +82,6 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -126,6 +146,10 @@ LOGOUT_REDIRECT_URL = "login"
 
 # --- Internationalisation ---------------------------------------------------
 LANGUAGE_CODE = env_str("MAKILAB_LANGUAGE_CODE", "fr")
+# One language, whatever the browser asks for: the owner's texts are written in
+# French, and Django, the admin and DRF would otherwise answer an
+# "Accept-Language: en" request half in English (hence no LocaleMiddleware).
+LANGUAGES = [(LANGUAGE_CODE, LANGUAGE_CODE)]
 TIME_ZONE = env_str("MAKILAB_TIME_ZONE", "Europe/Paris")
 USE_I18N = True
 USE_TZ = True

@@ -45,6 +45,21 @@ def superuser_ensure() -> str | None:
     return username
 
 
+def waitress_proxy_options() -> dict:
+    """waitress drops X-Forwarded-* unless the peer is a trusted proxy: trust ours.
+
+    Only X-Forwarded-Proto is trusted (Django's SECURE_PROXY_SSL_HEADER reads it,
+    and waitress sets wsgi.url_scheme from it); without MAKILAB_BEHIND_PROXY a
+    client cannot claim https.
+    """
+    if not settings.MAKILAB_BEHIND_PROXY:
+        return {}
+    return {
+        "trusted_proxy": settings.MAKILAB_TRUSTED_PROXY,
+        "trusted_proxy_headers": {"x-forwarded-proto"},
+    }
+
+
 class Command(BaseCommand):
     help = "Migrate, then serve Makilab Memory on its embedded defaults."
 
@@ -88,6 +103,7 @@ class Command(BaseCommand):
             port=options["port"],
             threads=options["threads"],
             ident="makilab",
+            **waitress_proxy_options(),
         )
         # waitress stops cleanly on SystemExit; make SIGTERM (systemd, docker,
         # a test) mean the same as Ctrl-C.
