@@ -7,7 +7,7 @@ import pytest
 
 from memory.models import Fact, Summary
 from memory.services.facts import fact_store
-from memory.services.retrieval import _window_ids
+from memory.services.retrieval.sources import window_ids
 
 pytestmark = pytest.mark.django_db
 PARIS = ZoneInfo("Europe/Paris")
@@ -27,8 +27,8 @@ def test_the_time_source_filters_facts_on_the_date_they_are_shown_with():
     )
     fact.refresh_from_db()
     assert fact.date.month == 3  # shown as "le 5 mars"
-    assert f"fact:{fact.pk}" in _window_ids(*_month(2026, 3))
-    assert f"fact:{fact.pk}" not in _window_ids(*_month(2026, 1))
+    assert f"fact:{fact.pk}" in window_ids(*_month(2026, 3))
+    assert f"fact:{fact.pk}" not in window_ids(*_month(2026, 1))
 
 
 def test_the_time_source_dates_a_summary_by_the_end_of_its_period():
@@ -39,5 +39,5 @@ def test_the_time_source_dates_a_summary_by_the_end_of_its_period():
         period_end=datetime(2026, 2, 27, tzinfo=PARIS),
         created_at=datetime(2026, 3, 20, tzinfo=PARIS),
     )
-    assert f"summary:{summary.pk}" in _window_ids(*_month(2026, 2))
-    assert f"summary:{summary.pk}" not in _window_ids(*_month(2026, 3))
+    assert f"summary:{summary.pk}" in window_ids(*_month(2026, 2))
+    assert f"summary:{summary.pk}" not in window_ids(*_month(2026, 3))

@@ -325,23 +325,23 @@ def test_a_message_naming_a_period_favours_memories_of_that_period(world):
 def test_newer_first_swaps_only_versions_of_one_topic():
     from datetime import UTC, datetime
 
-    from memory.services.retrieval import _newer_first
+    from memory.services.retrieval.ranking import newer_first
 
     old, new = datetime(2025, 11, 1, tzinfo=UTC), datetime(2026, 3, 1, tzinfo=UTC)
     vectors = {"a": [1.0, 0.0], "b": [0.96, 0.28], "c": [0.0, 1.0]}
     stamps = {"a": old, "b": new, "c": new}
     # b is a newer version of a (cosine 0.96): it goes first; c is another topic: it stays.
-    assert _newer_first(["a", "b", "c"], vectors=vectors, timestamps=stamps, threshold=0.93) == [
+    assert newer_first(["a", "b", "c"], vectors=vectors, timestamps=stamps, threshold=0.93) == [
         "b",
         "a",
         "c",
     ]
-    assert _newer_first(["a", "c"], vectors=vectors, timestamps=stamps, threshold=0.93) == [
+    assert newer_first(["a", "c"], vectors=vectors, timestamps=stamps, threshold=0.93) == [
         "a",
         "c",
     ]
     # Without a vector (the store is down), the order is kept.
-    assert _newer_first(["a", "b"], vectors={}, timestamps=stamps, threshold=0.93) == ["a", "b"]
+    assert newer_first(["a", "b"], vectors={}, timestamps=stamps, threshold=0.93) == ["a", "b"]
 
 
 def test_the_newer_version_of_a_fact_is_injected_before_the_older(world):
@@ -364,12 +364,12 @@ def test_the_newer_version_of_a_fact_is_injected_before_the_older(world):
 
 
 def test_weak_keyword_hits_are_dropped_next_to_strong_ones():
-    from memory.services.retrieval import KEYWORD_RELATIVE_CUT, _strong
+    from memory.services.retrieval.sources import KEYWORD_RELATIVE_CUT, strong_hits
     from memory.stores.fts import FactFtsHit
 
     hits = [FactFtsHit(1, 10.0), FactFtsHit(2, 10.0 * KEYWORD_RELATIVE_CUT), FactFtsHit(3, 4.9)]
-    assert [h.fact_id for h in _strong(hits)] == [1, 2]
-    assert _strong([]) == []
+    assert [h.fact_id for h in strong_hits(hits)] == [1, 2]
+    assert strong_hits([]) == []
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,150 @@
+"""The fenced block of an auto-retrieval: memories as French lines, notes, within the token budget."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memory.models import Fact, MemorySettings, MemoryType
+from memory.services.formatting import (
+    NOTE_MAX_CHARS,
+    BlockLine,
+    block_within_budget,
+    clean_text,
+    estimate_tokens,
+    new_marker,
+    relative_time_fr,
+)
+from memory.services.retrieval.candidates import Seen
+from memory.services.retrieval.result import Candidate, RetrievalResult, failure_text
+from memory.services.retrieval.selection import carried_memories
+from memory.services.retrieval.sources import SOURCE_SEMANTIC
+
+KIND_LABELS = {"exchange": "conversation", "fact": "fait", "summary": "résumé"}
+
+
+def block_fill(
+    result: RetrievalResult,
+    *,
+    history: list,
+    core: list[Fact],
+    kept: list,
+    recent_ids: set[str],
+    seen: Seen,
+    notes,
+    text: str,
+    memory_settings: MemorySettings,
+    now: datetime,
+    tz,
+) -> None:
+    """Fill ``result`` with the memories, the carried ones and the notes, and the block."""
+    result.history = history
+    result.core = [fact_dict(f, now, tz) for f in core]
+    result.memories = [memory_dict(c, entry, now, tz) for c, entry in kept]
+    try:
+        carried = carried_memories(recent_ids, kept, seen, now)
+    except Exception as exc:  # never raise from the pre-hook
+        result.failed_sources["carried"] = failure_text(exc)
+        carried = []
+    result.memories += [memory_dict(c, None, now, tz) for c in carried]
+    result.notes = [
+        {
+            "path": n.path,
+            "source": n.source,
+            "text": clean_text(n.excerpt, max_chars=NOTE_MAX_CHARS),
+        }
+        for n in (notes.notes if notes is not None else [])
+    ]
+    # Tagged notes most related to the message first (fixed notes keep their place).
+    from memory.services.relevance import content_words
+
+    words = set(content_words(text))
+    fixed = [n for n in result.notes if n["source"] == "fixed"]
+    tagged = [n for n in result.notes if n["source"] != "fixed"]
+    tagged.sort(key=lambda n: -len(words & set(content_words(n["text"]))))
+    result.notes = fixed + tagged
+    core_lines = [
+        BlockLine(block_label("fait", f["type"], f["channel"], f["relative_time"]), f["text"])
+        for f in result.core
+    ]
+    memory_lines = [
+        BlockLine(
+            block_label(KIND_LABELS[m["kind"]], m["type"], m["channel"], m["relative_time"]),
+            m["text"],
+        )
+        for m in result.memories
+    ]
+    note_lines = [BlockLine(f"note · {n['path']}", n["text"]) for n in result.notes]
+    marker = new_marker()
+    block, (core_i, memories_i, notes_i) = block_within_budget(
+        core=core_lines,
+        memories=memory_lines,
+        notes=note_lines,
+        marker=marker,
+        max_tokens=memory_settings.block_max_tokens,
+    )
+    result.prompt_block = block
+    result.marker = marker
+    result.block_lines = (
+        [core_lines[i] for i in core_i],
+        [memory_lines[i] for i in memories_i],
+        [note_lines[i] for i in notes_i],
+    )
+    result.core = [result.core[i] for i in core_i]
+    result.memories = [result.memories[i] for i in memories_i]
+    result.notes = [result.notes[i] for i in notes_i]
+    result.tokens_added = estimate_tokens(result.prompt_block)
+
+
+def block_label(kind: str, memory_type: str, channel: str, relative: str) -> str:
+    parts = [MemoryType(memory_type).label.lower()] if memory_type in MemoryType.values else [kind]
+    if channel:
+        parts.append(channel)
+    parts.append(relative)
+    return " · ".join(parts)
+
+
+def fact_dict(fact: Fact, now: datetime, tz) -> dict:
+    return {
+        "id": f"fact:{fact.pk}",
+        "kind": "fact",
+        "key": fact.key,
+        "text": clean_text(f"{fact.key.replace('_', ' ')} : {fact.value}"),
+        "type": fact.memory_type,
+        "channel": fact.channel,
+        "timestamp": fact.date.isoformat(),
+        "relative_time": relative_time_fr(fact.date, now=now, tz=tz),
+        # Always injected (identity and core facts): found by no ranked source.
+        "sources": {},
+        "score": None,
+    }
+
+
+def memory_dict(candidate: Candidate, entry, now: datetime, tz) -> dict:
+    """A memory of the block; ``entry`` None: carried from the last turns (see carried_memories)."""
+    if entry is None:
+        return {
+            "id": candidate.id,
+            "kind": candidate.kind,
+            "text": clean_text(candidate.text),
+            "type": candidate.memory_type,
+            "channel": candidate.channel,
+            "timestamp": candidate.timestamp.isoformat(),
+            "relative_time": relative_time_fr(candidate.timestamp, now=now, tz=tz),
+            "sources": {},
+            "rrf": 0.0,
+            "score": None,
+            "carried": True,
+        }
+    scores = [s["score"] for name, s in entry.sources.items() if name == SOURCE_SEMANTIC]
+    return {
+        "id": candidate.id,
+        "kind": candidate.kind,
+        "text": clean_text(candidate.text),
+        "type": candidate.memory_type,
+        "channel": candidate.channel,
+        "timestamp": candidate.timestamp.isoformat(),
+        "relative_time": relative_time_fr(candidate.timestamp, now=now, tz=tz),
+        "sources": entry.sources,
+        "rrf": round(entry.rrf, 6),
+        "score": scores[0] if scores else None,
+    }

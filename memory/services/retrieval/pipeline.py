@@ -1,0 +1,243 @@
+"""The pre-hook: auto_retrieve runs the sources concurrently, each within its own time limit.
+
+The query embedding and the Qdrant searches (and the Obsidian notes) run in
+worker threads while this thread reads T1 and FTS5 in SQLite; then the gate,
+fusion, selection, the block and the log. Nothing here raises: a failing
+source is skipped and recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.utils import timezone
+
+from memory.models import Fact, MemorySettings, Message, MessageSource
+from memory.services.retrieval.block import block_fill
+from memory.services.retrieval.candidates import Seen, seen_get
+from memory.services.retrieval.log import retrieval_log
+from memory.services.retrieval.ranking import fuse, prefetch
+from memory.services.retrieval.result import RetrievalResult, elapsed_ms, failure_text
+from memory.services.retrieval.selection import (
+    CANDIDATES_MIN,
+    CANDIDATES_PER_RESULT,
+    recently_injected,
+    select_memories,
+)
+from memory.services.retrieval.sources import (
+    SOURCE_KEYWORDS,
+    SOURCE_NOTES,
+    SOURCE_SEMANTIC,
+    SOURCE_T1,
+    keyword_search,
+    notes_fetch,
+    semantic_ids,
+    semantic_search,
+    t1_context,
+)
+
+logger = logging.getLogger(__name__)
+
+# One pool per slow source: a hanging embedder (or Qdrant) must not starve the
+# notes, nor hanging notes the embedding.
+_semantic_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieval-semantic")
+_notes_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="retrieval-notes")
+
+
+def auto_retrieve(
+    *, message: str, channel: str, source: str = "user", message_ids: Sequence[int] = ()
+) -> RetrievalResult | None:
+    """Gather, fuse and log the memories to inject for this message. None when skipped.
+
+    ``message_ids``: the saved messages being answered (the agent loop), so the
+    history counted as seen is the one sent with them.
+    """
+    if source == MessageSource.SYSTEM:
+        return None
+    memory_settings = MemorySettings.load()
+    if not memory_settings.auto_retrieve_enabled:
+        return None
+    return _retrieve(
+        message=message,
+        channel=channel,
+        memory_settings=memory_settings,
+        log=True,
+        message_ids=message_ids,
+    )
+
+
+def auto_retrieve_preview(*, message: str, channel: str) -> RetrievalResult:
+    """What auto_retrieve would inject now, without logging it (the /memory preview box)."""
+    memory_settings = MemorySettings.load()
+    result = _retrieve(message=message, channel=channel, memory_settings=memory_settings, log=False)
+    result.enabled = memory_settings.auto_retrieve_enabled
+    return result
+
+
+def _retrieve(
+    *,
+    message: str,
+    channel: str,
+    memory_settings: MemorySettings,
+    log: bool,
+    message_ids: Sequence[int] = (),
+) -> RetrievalResult:
+    started = time.perf_counter()
+    now = timezone.now()
+    tz = ZoneInfo(settings.TIME_ZONE)
+    timeouts = {k: v / 1000 for k, v in settings.RETRIEVAL_TIMEOUTS_MS.items()}
+    result = RetrievalResult(channel=channel, message=message)
+    limit = max(CANDIDATES_MIN, memory_settings.max_results * CANDIDATES_PER_RESULT)
+    text = message[:4000]
+    from memory.services.relevance import gate_passes, is_small_talk
+
+    if is_small_talk(text):
+        # "ok", "merci", "👍": the relevance gate injects nothing at all.
+        result.gate = "small_talk"
+        return _finish(result, started, log=log)
+
+    # 1. Start the slow, database-free sources in worker threads.
+    semantic_future: Future = _semantic_pool.submit(
+        semantic_search, text, limit=limit, min_score=memory_settings.min_score
+    )
+    notes_future: Future | None = None
+    if memory_settings.obsidian_context_enabled:
+        notes_future = _notes_pool.submit(notes_fetch, memory_settings)
+
+    # 2. Meanwhile, T1 and FTS5 in this thread (its connection sees this request's data).
+    from memory.stores.fts import sql_deadline
+
+    ranked: dict[str, list[tuple[str, float]]] = {}
+    history: list[Message] = []
+    seen = Seen()
+    core: list[Fact] = []
+    start = time.perf_counter()
+    try:
+        with sql_deadline(timeouts["t1"]):
+            history, core, ranked[SOURCE_T1] = t1_context(
+                channel, memory_settings, now, message_ids
+            )
+            seen = seen_get(channel, history)
+    except Exception as exc:  # never raise from the pre-hook
+        result.failed_sources[SOURCE_T1] = failure_text(exc)
+    result.timings_ms[SOURCE_T1] = elapsed_ms(start)
+
+    start = time.perf_counter()
+    try:
+        with sql_deadline(timeouts["keywords"]):
+            ranked[SOURCE_KEYWORDS] = keyword_search(text, limit=limit)
+    except Exception as exc:
+        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
+    result.timings_ms[SOURCE_KEYWORDS] = elapsed_ms(start)
+
+    # Hydrate what T1 and keywords found while the embedding is still running.
+    start = time.perf_counter()
+    prefetched = None
+    recent_ids: set[str] = set()
+    try:
+        recent_ids = recently_injected(channel, memory_settings.reinjection_turns)
+        prefetched = prefetch(ranked, text=text, now=now, tz=tz)
+    except Exception as exc:  # never raise from the pre-hook; fuse hydrates what is missing
+        result.failed_sources["prefetch"] = failure_text(exc)
+    result.timings_ms["prefetch"] = elapsed_ms(start)
+
+    # 3. Collect the threads, each within what is left of its own time limit.
+    semantic = _collect(semantic_future, SOURCE_SEMANTIC, timeouts["semantic"], started, result)
+    embedder = None
+    if semantic is not None:
+        ranked[SOURCE_SEMANTIC] = semantic_ids(semantic["hits"])
+        result.timings_ms.update(semantic["timings"])
+        embedder = semantic["embedder"]
+    notes = None
+    if notes_future is not None:
+        notes = _collect(notes_future, SOURCE_NOTES, timeouts["notes"], started, result)
+        if notes is not None:
+            for name, reason in notes.failures.items():
+                result.failed_sources[f"{SOURCE_NOTES}:{name}"] = reason
+
+    # The relevance gate: does any source's evidence say the memory holds this topic?
+    if (embedder is not None or semantic is None) and not gate_passes(
+        margin=semantic["margin"] if semantic is not None else None,
+        gate_margin=embedder.gate_margin if embedder is not None else 1.0,
+        semantic_ids=[i for i, _ in ranked.get(SOURCE_SEMANTIC, [])],
+        keyword_ids=[i for i, _ in ranked.get(SOURCE_KEYWORDS, [])],
+    ):
+        # Nothing new about this message; what the last turns found is still carried.
+        result.gate = "off_topic"
+        ranked, core, notes = {}, [], None
+
+    # 4. Fuse, hydrate from T1, drop what the channel already has, cap.
+    start = time.perf_counter()
+    try:
+        if not ranked:
+            raise _Gated
+        fused, candidates = fuse(ranked, text=text, now=now, tz=tz, prefetched=prefetched)
+        kept = select_memories(
+            fused=fused,
+            candidates=candidates,
+            recent_ids=recent_ids,
+            seen=seen,
+            core=core,
+            memory_settings=memory_settings,
+            embedder=embedder,
+            result=result,
+        )
+    except _Gated:
+        kept = []
+    except Exception as exc:
+        logger.exception("auto-retrieval fusion failed")
+        result.failed_sources["fusion"] = failure_text(exc)
+        kept = []
+    result.timings_ms["fusion"] = elapsed_ms(start)
+
+    # 5. Format the block.
+    block_fill(
+        result,
+        history=history,
+        core=core,
+        kept=kept,
+        recent_ids=recent_ids,
+        seen=seen,
+        notes=notes,
+        text=text,
+        memory_settings=memory_settings,
+        now=now,
+        tz=tz,
+    )
+    return _finish(result, started, log=log)
+
+
+def _finish(result: RetrievalResult, started: float, *, log: bool) -> RetrievalResult:
+    """Time the run and log it (unless a preview)."""
+    if log:
+        start = time.perf_counter()
+        result.timings_ms["log"] = 0.0
+        result.total_ms = elapsed_ms(started)
+        result.timings_ms["total"] = result.total_ms
+        result.retrieval_id = retrieval_log(result)
+        result.timings_ms["log"] = elapsed_ms(start)
+    result.total_ms = elapsed_ms(started)
+    result.timings_ms["total"] = result.total_ms
+    return result
+
+
+class _Gated(Exception):
+    """The relevance gate said no: nothing to fuse."""
+
+
+def _collect(future: Future, name: str, limit_s: float, started: float, result: RetrievalResult):
+    remaining = max(0.0, limit_s - (time.perf_counter() - started))
+    try:
+        return future.result(timeout=remaining)
+    except FutureTimeout:
+        future.cancel()
+        result.failed_sources[name] = f"timeout after {int(limit_s * 1000)} ms"
+    except Exception as exc:
+        result.failed_sources[name] = failure_text(exc)
+    return None

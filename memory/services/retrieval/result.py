@@ -1,0 +1,53 @@
+"""What an auto-retrieval returns, the candidates it weighs, and two small helpers."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memory.models import Message
+from memory.services.formatting import BlockLine
+
+
+@dataclass
+class RetrievalResult:
+    channel: str
+    message: str
+    memories: list[dict] = field(default_factory=list)
+    core: list[dict] = field(default_factory=list)
+    notes: list[dict] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
+    prompt_block: str = ""
+    # The block's marker and kept lines (core, memories, notes): the agent loop
+    # rebuilds the same block with the channel's summary inside it.
+    marker: str = ""
+    block_lines: tuple[list[BlockLine], list[BlockLine], list[BlockLine]] | None = None
+    tokens_added: int = 0
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    total_ms: float = 0.0
+    failed_sources: dict[str, str] = field(default_factory=dict)
+    retrieval_id: int | None = None
+    enabled: bool = True
+    # Why nothing was injected, when the relevance gate said so: "small_talk" | "off_topic".
+    gate: str = ""
+
+
+@dataclass
+class Candidate:
+    id: str  # "fact:12", "message:34" (an exchange, keyed by its user message), "summary:5"
+    kind: str  # fact | exchange | summary
+    text: str
+    channel: str
+    timestamp: datetime
+    memory_type: str = ""
+    row_ids: tuple[int, ...] = ()
+
+
+def elapsed_ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
+
+
+def failure_text(exc: BaseException) -> str:
+    detail = str(exc) or exc.__class__.__name__
+    return f"{exc.__class__.__name__}: {detail}"[:300]

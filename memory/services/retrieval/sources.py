@@ -1,0 +1,259 @@
+"""The ranked sources of auto-retrieval: semantic (Qdrant), keywords (FTS5), T1, time, notes.
+
+The semantic and notes sources run in worker threads (no database access
+there); T1, keywords and the time source read SQLite in the caller's thread.
+Each returns a ranked list of memory ids: "fact:12", "message:34" (an
+exchange, keyed by its user message), "summary:5".
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from memory.models import (
+    Fact,
+    MemorySettings,
+    MemoryType,
+    Message,
+    MessageRole,
+    MessageSource,
+    Summary,
+)
+from memory.services.retrieval.result import elapsed_ms
+
+logger = logging.getLogger(__name__)
+
+SOURCE_T1 = "t1"
+SOURCE_SEMANTIC = "semantic"
+SOURCE_KEYWORDS = "keywords"
+SOURCE_NOTES = "notes"
+# Memories from the period a message names ("la semaine dernière").
+SOURCE_TIME = "time"
+
+CORE_FACTS_MAX = 8
+T1_IMPORTANCE = 0.8
+T1_LIST_MAX = 12
+SUMMARIES_MAX = 2
+# Keyword hits weaker than this fraction of the best bm25 are dropped (see strong_hits).
+KEYWORD_RELATIVE_CUT = 0.5
+TIME_EXTRA_MAX = 20
+
+
+def retrieval_warm() -> dict[str, float]:
+    """Load the embedder, open the stores and embed the gate's reference sentences.
+
+    Called when `serve` starts, so the first message is retrieved as fast as
+    the next (a cold embedder would lose the semantic source to its timeout).
+    Never raises: a store that is down is warmed by the first real request.
+    """
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    try:
+        from memory.services.relevance import query_background
+        from memory.stores.embedders import get_embedder
+        from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
+
+        embedder = get_embedder()
+        vector = embedder.embed_query("bonjour")
+        timings["embedder"] = elapsed_ms(start)
+        query_background(embedder, vector)
+        store = get_vector_store()
+        for collection in (CONVERSATIONS, KNOWLEDGE):
+            if store.collection_dimension(collection) is not None:
+                store.search(collection, vector, limit=1)
+        timings["stores"] = elapsed_ms(start)
+    except Exception as exc:  # warming is an optimisation, never a failure
+        logger.warning("retrieval warm-up incomplete: %s", exc)
+    return timings
+
+
+def semantic_search(text: str, *, limit: int, min_score: float | None) -> dict:
+    """Runs in a worker thread: no database access here.
+
+    Scores are on the common relevance scale (embedders.relevance_score), so
+    ``min_score`` means the same with the local model and with Voyage.
+    """
+    from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
+
+    timings = {}
+    start = time.perf_counter()
+    embedder = get_embedder()
+    vector = embedder.embed_query(text)
+    timings["embed"] = elapsed_ms(start)
+    start = time.perf_counter()
+    store = get_vector_store()
+    threshold = None if min_score is None else cosine_threshold(embedder, min_score)
+    hits = []
+    for collection in (CONVERSATIONS, KNOWLEDGE):
+        for hit in store.search(collection, vector, limit=limit, score_threshold=threshold):
+            hits.append((collection, hit, relevance_score(embedder, hit.score)))
+    hits.sort(key=lambda triple: -triple[1].score)
+    timings["qdrant"] = elapsed_ms(start)
+    # The relevance gate's evidence: how far the best hit stands above the query's
+    # own background (-1 when nothing passed the threshold).
+    from memory.services.relevance import query_background
+
+    best = max((hit.score for _, hit, _ in hits), default=None)
+    margin = -1.0 if best is None else best - query_background(embedder, vector)
+    return {
+        "vector": vector,
+        "hits": hits,
+        "timings": timings,
+        "embedder": embedder,
+        "margin": margin,
+    }
+
+
+def notes_fetch(memory_settings: MemorySettings):
+    from memory.services.notes import context_notes_get
+
+    return context_notes_get(memory_settings=memory_settings)
+
+
+def semantic_ids(hits) -> list[tuple[str, float]]:
+    from memory.stores.vectors import CONVERSATIONS
+
+    ranked = []
+    for collection, hit, score in hits:
+        payload = hit.payload or {}
+        row_id = payload.get("row_id") or payload.get("message_id")
+        if not row_id:
+            continue
+        if collection == CONVERSATIONS:
+            ranked.append((f"message:{int(row_id)}", score))
+        elif payload.get("type") == "summary":
+            ranked.append((f"summary:{int(row_id)}", score))
+        else:
+            ranked.append((f"fact:{int(row_id)}", score))
+    return ranked
+
+
+def t1_context(
+    channel: str, memory_settings: MemorySettings, now: datetime, message_ids: Sequence[int] = ()
+) -> tuple[list[Message], list[Fact], list[tuple[str, float]]]:
+    """What the LLM already sees, the core (identity) facts, and T1's ranked list.
+
+    What it sees: the history the agent loop sends (memory.selectors.channel_history,
+    before the messages being answered) and those messages themselves. Without
+    ``message_ids`` (a preview, an outside agent): the history a message sent now
+    would get.
+    """
+    from memory.selectors import channel_history, facts_active
+
+    history = channel_history(
+        channel=channel,
+        before_id=min(message_ids) if message_ids else None,
+        limit=memory_settings.history_length,
+    )
+    if message_ids:
+        history += list(Message.objects.filter(pk__in=message_ids).order_by("id"))
+    active = facts_active()
+    core = list(
+        active.filter(memory_type=MemoryType.IDENTITY).order_by("-importance", "-updated_at")[
+            :CORE_FACTS_MAX
+        ]
+    )
+    important = active.exclude(memory_type=MemoryType.IDENTITY).filter(
+        importance__gte=T1_IMPORTANCE
+    )
+    recent = active.exclude(memory_type=MemoryType.IDENTITY).filter(
+        created_at__gte=now - timedelta(hours=memory_settings.recent_window_hours)
+    )
+    ranked: list[tuple[str, float]] = []
+    for pk, importance in recent.order_by("-created_at").values_list("id", "importance")[
+        :T1_LIST_MAX
+    ]:
+        ranked.append((f"fact:{pk}", importance))
+    for pk, importance in important.order_by("-importance", "-updated_at").values_list(
+        "id", "importance"
+    )[:T1_LIST_MAX]:
+        ranked.append((f"fact:{pk}", importance))
+    summaries = Summary.objects.filter(channel=channel).order_by("-created_at")
+    for pk in summaries.values_list("id", flat=True)[:SUMMARIES_MAX]:
+        ranked.append((f"summary:{pk}", 1.0))
+    return history, core, ranked
+
+
+def keyword_search(text: str, *, limit: int) -> list[tuple[str, float]]:
+    from memory.services.keywords import keyword_terms
+    from memory.stores.fts import fts_rank_messages, fts_search_facts
+
+    terms = keyword_terms(text)
+    if not terms:
+        return []
+    messages = strong_hits(fts_rank_messages(terms, limit=limit))
+    facts = strong_hits(fts_search_facts(terms, limit=limit))
+    # A hit on a reply is a hit on its exchange (keyed by the user message), so
+    # it fuses with the semantic hit of the same exchange; the best one counts.
+    roots = dict(
+        Message.objects.filter(pk__in=[m.message_id for m in messages])
+        .order_by()
+        .values_list("id", "reply_to_id")
+    )
+    message_ids: list[tuple[int, float]] = []
+    seen: set[int] = set()
+    for hit in messages:
+        root = roots.get(hit.message_id) or hit.message_id
+        if root not in seen:
+            seen.add(root)
+            message_ids.append((root, hit.score))
+    # Two indexes whose bm25 scores do not compare: interleave them by rank.
+    ranked: list[tuple[str, float]] = []
+    for i in range(max(len(message_ids), len(facts))):
+        if i < len(message_ids):
+            ranked.append((f"message:{message_ids[i][0]}", message_ids[i][1]))
+        if i < len(facts):
+            ranked.append((f"fact:{facts[i].fact_id}", facts[i].score))
+    return ranked
+
+
+def strong_hits(hits: list) -> list:
+    """Hits whose bm25 is at least KEYWORD_RELATIVE_CUT of the best one.
+
+    An OR query matches any single word; a hit sharing one common word with a
+    long message is noise next to one sharing its rare words, and RRF (which
+    only sees ranks) would weigh both alike.
+    """
+    if not hits:
+        return hits
+    best = hits[0].score
+    return [hit for hit in hits if hit.score >= best * KEYWORD_RELATIVE_CUT]
+
+
+def window_ids(start: datetime, end: datetime) -> list[str]:
+    """Memories dated inside [start, end), newest first (the time source's extras)."""
+    from memory.selectors import facts_active
+
+    roots = (
+        Message.objects.filter(
+            created_at__gte=start, created_at__lt=end, reply_to__isnull=True, role=MessageRole.USER
+        )
+        .exclude(source=MessageSource.SYSTEM)
+        .order_by("-created_at")
+        .values_list("id", flat=True)[:TIME_EXTRA_MAX]
+    )
+    from django.db.models.functions import Coalesce
+
+    # Each kind filtered on the same date it is shown with (Fact.date, Summary.date).
+    date = Fact.DATE_FIELD
+    facts = (
+        facts_active()
+        .filter(**{f"{date}__gte": start, f"{date}__lt": end})
+        .order_by(f"-{date}")
+        .values_list("id", flat=True)[:TIME_EXTRA_MAX]
+    )
+    summaries = (
+        Summary.objects.annotate(date=Coalesce("period_end", "created_at"))
+        .filter(date__gte=start, date__lt=end)
+        .order_by("-date")
+        .values_list("id", flat=True)[:TIME_EXTRA_MAX]
+    )
+    return (
+        [f"message:{i}" for i in roots]
+        + [f"fact:{i}" for i in facts]
+        + [f"summary:{i}" for i in summaries]
+    )
