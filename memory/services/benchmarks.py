@@ -314,3 +314,44 @@ def retrieval_benchmark(*, memories: int, queries: int, out: Callable[[str], Non
         if stage in stages:
             out(Timing(stage, stages[stage]).line())
     out(Timing("total", stages.get("total", [])).line())
+
+
+def import_benchmark(*, n: int, out: Callable[[str], None]) -> None:
+    """memory_import's rate: n exchanges and n/2 facts (with a revision each) exported from one
+    throw-away memory, imported into a fresh one, then imported again (matched, nothing written)."""
+    import tempfile
+    from pathlib import Path
+
+    from memory.models import Fact, FactRevision
+    from memory.services.portability import memory_export
+    from memory.services.portability_import import memory_import
+    from memory.services.throwaway import throwaway_memory
+
+    with tempfile.TemporaryDirectory(prefix="makilab-import-bench-") as folder:
+        path = Path(folder) / "memoire.jsonl"
+        with throwaway_memory():
+            exchanges_seed(n)
+            facts = Fact.objects.bulk_create(
+                Fact(key=f"fait_{i}", value=f"Fait {i} sur {TOPICS[i % len(TOPICS)]}")
+                for i in range(n // 2)
+            )
+            FactRevision.objects.bulk_create(
+                FactRevision(fact=f, actor="user", reason="created", new_value=f.value)
+                for f in facts
+            )
+            counts = memory_export(path=path)
+        size_mb = path.stat().st_size / 1e6
+        out(f"export: {counts} ({size_mb:.1f} MB)")
+        with throwaway_memory():
+            first = memory_import(path=path)
+            again = memory_import(path=path)
+    rows = sum(first.created.values())
+    out(
+        f"import into an empty memory: {first.records} lines ({rows} rows with revisions) "
+        f"in {first.seconds:.2f} s: {first.records / first.seconds:.0f} lines/s, "
+        f"{rows / first.seconds:.0f} rows/s"
+    )
+    out(
+        f"same file again (all matched, nothing written): {again.records} lines in "
+        f"{again.seconds:.2f} s: {again.rate:.0f} lines/s"
+    )

@@ -7,8 +7,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 class Command(BaseCommand):
     help = (
-        "Measure indexing throughput, auto-retrieval latency or the context endpoint over HTTP "
-        "on a throw-away memory."
+        "Measure indexing throughput, auto-retrieval latency, the context endpoint over HTTP "
+        "or the import rate on a throw-away memory."
     )
 
     def add_arguments(self, parser):
@@ -33,6 +33,8 @@ class Command(BaseCommand):
         context.add_argument("--memories", type=int, default=10_000)
         context.add_argument("--queries", type=int, default=300)
         context.add_argument("--threads", type=int, default=4, help="waitress threads.")
+        importing = sub.add_parser("import", help="memory_import rate (lines/s, rows/s).")
+        importing.add_argument("--n", type=int, default=2000, help="Exchanges (facts: n/2).")
 
     def handle(self, *args, **options):
         from memory.services.throwaway import throwaway_memory
@@ -44,6 +46,13 @@ class Command(BaseCommand):
             if options["n"] < 1:
                 raise CommandError("--n doit être au moins 1.")
             serve_indexing_benchmark(n=options["n"], out=out)
+            return
+        if options["which"] == "import":
+            from memory.services.benchmarks import import_benchmark
+
+            if options["n"] < 1:
+                raise CommandError("--n doit être au moins 1.")
+            import_benchmark(n=options["n"], out=out)
             return
         with throwaway_memory():
             if options["which"] == "indexing":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from io import StringIO
@@ -89,3 +90,17 @@ def test_manage_py_exits_non_zero_without_a_traceback_on_a_bad_file(tmp_path):
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "Rien n'a été importé. ligne 2 : champ « key » manquant." in result.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_benchmark_import_prints_the_rates_on_throwaway_memories():
+    Fact.objects.create(key="vrai_fait", value="le vrai fait du propriétaire")
+    out = StringIO()
+    call_command("benchmark", "import", "--n", "20", stdout=out)
+    text = out.getvalue()
+    assert "export: {'settings': 1, 'context_notes': 1, 'message': 40, 'fact': 10}" in text
+    assert re.search(r"import into an empty memory: 52 lines \(60 rows with revisions\)", text)
+    assert re.search(r"[\d]+ lines/s, [\d]+ rows/s", text)
+    assert re.search(r"same file again \(all matched, nothing written\): 52 lines", text)
+    # The owner's database is back, untouched.
+    assert list(Fact.objects.values_list("key", flat=True)) == ["vrai_fait"]
