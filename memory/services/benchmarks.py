@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 from django.utils import timezone
 
@@ -181,12 +182,7 @@ def retrieval_seed(memories: int, *, templates: int = 300) -> None:
     import numpy as np
 
     from memory.models import Fact, IndexState, Summary
-    from memory.services.indexing import (
-        KIND_FACT,
-        KIND_MESSAGE,
-        KIND_SUMMARY,
-        _documents,
-    )
+    from memory.services.index_documents import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, desired
     from memory.stores.embedders import get_embedder
     from memory.stores.vectors import VectorPoint, get_vector_store
 
@@ -267,7 +263,7 @@ def retrieval_seed(memories: int, *, templates: int = 300) -> None:
             else list(model.objects.values_list("id", flat=True))
         )
         for start in range(0, len(ids), 2000):
-            documents, _, _ = _documents(kind, ids[start : start + 2000])
+            documents, _, _ = desired(kind, ids[start : start + 2000])
             noise = rng.normal(0, 0.02, size=(len(documents), base.shape[1]))
             vectors = base[rng.integers(0, templates, size=len(documents))] + noise
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -281,6 +277,14 @@ def retrieval_seed(memories: int, *, templates: int = 300) -> None:
             for collection, points in by_collection.items():
                 store.ensure_collection(collection, embedder.dimension)
                 store.upsert(collection, points)
+
+
+def _question(i: int) -> str:
+    """The i-th benchmark question; a distinct text each time, so the query-embedding cache never helps."""
+    question = QUESTIONS[i % len(QUESTIONS)].format(
+        o=OBJECTS[(i * 5) % len(OBJECTS)], s=SUBJECTS[i % len(SUBJECTS)]
+    )
+    return f"{question} ({i})"
 
 
 def retrieval_benchmark(*, memories: int, queries: int, out: Callable[[str], None]) -> None:
@@ -299,13 +303,7 @@ def retrieval_benchmark(*, memories: int, queries: int, out: Callable[[str], Non
     # Warm-up (model load, first connections), not measured.
     auto_retrieve(message="bonjour", channel="whatsapp")
     for i in range(queries):
-        question = QUESTIONS[i % len(QUESTIONS)].format(
-            o=OBJECTS[(i * 5) % len(OBJECTS)], s=SUBJECTS[i % len(SUBJECTS)]
-        )
-        # A distinct text each time: the query-embedding cache never helps.
-        result = auto_retrieve(
-            message=f"{question} ({i})", channel=("whatsapp", "mission_control")[i % 2]
-        )
+        result = auto_retrieve(message=_question(i), channel=("whatsapp", "mission_control")[i % 2])
         failures += bool(result.failed_sources)
         for stage, ms in result.timings_ms.items():
             stages.setdefault(stage, []).append(ms)
@@ -314,6 +312,94 @@ def retrieval_benchmark(*, memories: int, queries: int, out: Callable[[str], Non
         if stage in stages:
             out(Timing(stage, stages[stage]).line())
     out(Timing("total", stages.get("total", [])).line())
+
+
+def context_benchmark(
+    *, memories: int, queries: int, threads: int, out: Callable[[str], None]
+) -> None:
+    """POST /api/memory/context over HTTP, served by waitress as `serve` does, on a seeded memory.
+
+    ``http`` is what an outside agent waits for (request, auth, retrieval, its
+    log row, JSON); ``retrieval`` is the pre-hook's own total inside it.
+    """
+    import http.client
+    import json
+    import threading
+
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from rest_framework.authtoken.models import Token
+    from waitress import create_server
+
+    from makilab.wsgi import application
+    from memory.selectors import memory_stats_get
+    from memory.services.retrieval import retrieval_warm
+
+    start = time.perf_counter()
+    retrieval_seed(memories)
+    out(f"seeded {memories} memories in {time.perf_counter() - start:.1f} s")
+    token = Token.objects.create(user=get_user_model().objects.create_user(username="benchmark"))
+    retrieval_warm()  # as serve does before its first request
+    server = create_server(
+        application, host="127.0.0.1", port=0, threads=threads, ident="makilab-benchmark"
+    )
+    stop = threading.Event()
+
+    def serve() -> None:
+        # waitress's own run() loops until the process ends: poll until told to stop.
+        while not stop.is_set():
+            server.asyncore.loop(
+                timeout=0.05, map=server._map, use_poll=server.adj.asyncore_use_poll, count=1
+            )
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    client = http.client.HTTPConnection("127.0.0.1", server.effective_port, timeout=30)
+    headers = {"Authorization": f"Token {token.key}", "Content-Type": "application/json"}
+
+    def post(message: str, channel: str) -> dict:
+        client.request(
+            "POST",
+            "/api/memory/context",
+            json.dumps({"message": message, "channel": channel}),
+            headers,
+        )
+        response = client.getresponse()
+        body = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status}: {body[:200]!r}")
+        return json.loads(body)
+
+    http_ms, retrieval_ms, failures, injected = [], [], 0, 0
+    try:
+        post("bonjour, on reprend ?", "whatsapp")  # first connection, not measured
+        for i in range(queries):
+            began = time.perf_counter()
+            body = post(_question(i), ("whatsapp", "mission_control")[i % 2])
+            http_ms.append((time.perf_counter() - began) * 1000)
+            retrieval_ms.append(body["timings_ms"]["total"])
+            failures += bool(body["failed_sources"])
+            injected += bool(body["memories"])
+    finally:
+        client.close()
+        stop.set()
+        thread.join(timeout=5)
+        server.task_dispatcher.shutdown()
+        server.close()
+    stats = memory_stats_get()
+    points = stats["vectors"]["collections"]
+    database = Path(connection.settings_dict["NAME"])
+    size_mb = sum(f.stat().st_size for f in database.parent.glob(database.name + "*")) / 1e6
+    out(
+        f"data: {stats['messages']['total']} messages, {stats['facts']['total']} facts, "
+        f"{stats['summaries']['total']} summaries; Qdrant points {points}; SQLite {size_mb:.1f} MB"
+    )
+    out(
+        f"{queries} POST /api/memory/context over HTTP (waitress, {threads} threads), "
+        f"{injected} injected something, {failures} with a failed source"
+    )
+    out(Timing("http", http_ms).line())
+    out(Timing("retrieval", retrieval_ms).line())
 
 
 def import_benchmark(*, n: int, out: Callable[[str], None]) -> None:
