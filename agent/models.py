@@ -38,3 +38,33 @@ class LlmUsage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} {self.purpose} {self.input_tokens}+{self.output_tokens}"
+
+
+class UsageDay(models.Model):
+    """LLM usage summed per local day, purpose and model: what /costs reads.
+
+    Kept by ``agent.usage.usage_record`` in the transaction that writes the
+    call's row, so the raw ``llm_usage`` rows can be purged after their
+    retention window while the spend history stays whole.
+    """
+
+    day = models.DateField()
+    purpose = models.CharField(max_length=16, choices=Purpose.choices)
+    model = models.CharField(max_length=100)
+    calls = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    retrieval_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=Decimal("0"))
+
+    class Meta:
+        db_table = "llm_usage_daily"
+        ordering = ["-day", "purpose", "model"]
+        constraints = [
+            models.UniqueConstraint(fields=["day", "purpose", "model"], name="llm_usage_day_key")
+        ]
+        verbose_name = "usage LLM par jour"
+        verbose_name_plural = "usage LLM par jour"
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.purpose} {self.model}: {self.calls} appels"

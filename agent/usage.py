@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
-from agent.models import LlmUsage
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from agent.models import LlmUsage, UsageDay
 
 logger = logging.getLogger(__name__)
 
@@ -108,11 +113,13 @@ def usage_record(
     channel: str = "",
     retrieval_tokens: int = 0,
     retrieval_id: int | None = None,
+    created_at: datetime | None = None,
 ) -> LlmUsage:
-    """Write the llm_usage row of one call.
+    """Write the llm_usage row of one call, and add it to its day's total.
 
     ``retrieval_tokens`` is the part of ``input_tokens`` the auto-retrieval block
-    added (an estimate): it is capped at ``input_tokens``.
+    added (an estimate): it is capped at ``input_tokens``. ``created_at``: when
+    the call happened, if not now (imports).
     """
     from memory.models import MemoryRetrieval
 
@@ -120,13 +127,38 @@ def usage_record(
     output_tokens = max(0, int(output_tokens))
     if retrieval_id is not None and not MemoryRetrieval.objects.filter(pk=retrieval_id).exists():
         retrieval_id = None  # the log row was purged meanwhile: keep the usage anyway
-    return LlmUsage.objects.create(
-        model=model,
-        purpose=purpose,
-        channel=channel,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        retrieval_tokens=min(max(0, int(retrieval_tokens)), input_tokens),
-        cost_usd=usage_cost(model=model, input_tokens=input_tokens, output_tokens=output_tokens),
-        retrieval_id=retrieval_id,
+    with transaction.atomic():
+        row = LlmUsage.objects.create(
+            created_at=created_at or timezone.now(),
+            model=model,
+            purpose=purpose,
+            channel=channel,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            retrieval_tokens=min(max(0, int(retrieval_tokens)), input_tokens),
+            cost_usd=usage_cost(model=model, input_tokens=input_tokens, output_tokens=output_tokens),
+            retrieval_id=retrieval_id,
+        )
+        _day_add(row)
+    return row
+
+
+def _day_add(row: LlmUsage) -> None:
+    """Add one call to its local day's total (under the write lock: no lost update)."""
+    key = {
+        "day": timezone.localdate(row.created_at),
+        "purpose": row.purpose,
+        "model": row.model,
+    }
+    sums = {
+        "calls": 1,
+        "input_tokens": row.input_tokens,
+        "output_tokens": row.output_tokens,
+        "retrieval_tokens": row.retrieval_tokens,
+        "cost_usd": row.cost_usd,
+    }
+    added = UsageDay.objects.filter(**key).update(
+        **{name: F(name) + value for name, value in sums.items()}
     )
+    if not added:
+        UsageDay.objects.create(**key, **sums)

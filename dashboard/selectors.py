@@ -14,11 +14,10 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Sum
 from django.utils import timezone
 
-from agent.models import LlmUsage, Purpose
+from agent.models import Purpose, UsageDay
 
 COSTS_DAYS = 30
 CHART_WIDTH = 720
@@ -62,15 +61,15 @@ def _overhead_cost(row: dict[str, Any], pricer) -> Decimal:
 
 def costs_summary_get(*, days: int = COSTS_DAYS, today: date | None = None) -> dict[str, Any]:
     """Everything /costs shows, for the last ``days`` days (today included, local time)."""
-    tz = timezone.get_current_timezone()
     today = today or timezone.localdate()
     start = today - timedelta(days=days - 1)
-    usage = LlmUsage.objects.filter(created_at__date__gte=start)
+    # The daily totals (agent.models.UsageDay), not the raw calls: /costs reads at
+    # most days × purposes × models rows however many calls there were.
     rows = (
-        usage.annotate(day=TruncDate("created_at", tzinfo=tz))
+        UsageDay.objects.filter(day__gte=start, day__lte=today)
         .values("day", "purpose", "model")
         .annotate(
-            calls=Count("id"),
+            calls=Sum("calls"),
             input_tokens=Sum("input_tokens"),
             output_tokens=Sum("output_tokens"),
             retrieval_tokens=Sum("retrieval_tokens"),

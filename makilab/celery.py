@@ -20,4 +20,6 @@ app.conf.beat_schedule = {
     "expired-purge": {"task": "memory.expired_purge", "schedule": 600.0},
     # Forgets past their retention window are deleted for good.
     "forgettings-purge": {"task": "memory.forgettings_purge", "schedule": 3600.0},
+    # The retrieval log and per-call LLM usage past their retention (daily totals stay).
+    "logs-purge": {"task": "memory.logs_purge", "schedule": 86400.0},
 }

@@ -290,6 +290,14 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("MAKILAB_CELERY_QUEUE", "makilab")
 # Threads run by the in-process worker of `manage.py serve` (embedded default).
 MAKILAB_WORKER_THREADS = env_int("MAKILAB_WORKER_THREADS", 2, minimum=1)
 
+# --- Retention of the logs (a daily purge; /costs reads the daily totals, kept) --
+# Rows of memory_retrievals (what each auto-retrieval injected) older than this.
+MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS = env_int(
+    "MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS", 90, minimum=1
+)
+# Rows of llm_usage (one per LLM call) older than this; llm_usage_daily keeps the sums.
+MAKILAB_LLM_USAGE_RETENTION_DAYS = env_int("MAKILAB_LLM_USAGE_RETENTION_DAYS", 180, minimum=1)
+
 # --- Web server (manage.py serve) --------------------------------------------
 MAKILAB_HOST = env_str("MAKILAB_HOST", "127.0.0.1")
 MAKILAB_PORT = env_int("MAKILAB_PORT", 8000, minimum=1)

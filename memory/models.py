@@ -193,7 +193,16 @@ class Message(Indexable):
         base_manager_name = "all_objects"
         default_manager_name = "objects"
         ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["channel", "created_at"], name="messages_channel_time")]
+        indexes = [
+            models.Index(fields=["channel", "created_at"], name="messages_channel_time"),
+            # The compaction check counts a channel's uncompacted messages on every
+            # reply: only those are in this index, however long the history.
+            models.Index(
+                fields=["channel", "id"],
+                condition=models.Q(compacted=False),
+                name="messages_uncompacted",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"[{self.channel}] {self.role}: {self.content[:60]}"
@@ -440,6 +449,10 @@ class MemoryRetrieval(models.Model):
     class Meta:
         db_table = "memory_retrievals"
         ordering = ["-created_at", "-id"]
+        # A channel's last retrievals (what the LLM still sees) without sorting its whole log.
+        indexes = [
+            models.Index(fields=["channel", "created_at", "id"], name="retrievals_channel_time")
+        ]
 
     def __str__(self) -> str:
         return f"[{self.channel}] {self.message_preview[:60]}"

@@ -84,3 +84,10 @@ def jobs_sweep_task() -> int:
     from memory.services.jobs import jobs_sweep
 
     return jobs_sweep()
+
+
+@shared_task(name="memory.logs_purge", acks_late=True)
+def logs_purge_task() -> dict:
+    from memory.services.retention import logs_purge
+
+    return logs_purge()

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from agent.models import LlmUsage
-from agent.usage import usage_cost
+from agent.usage import usage_cost, usage_record
 
 pytestmark = pytest.mark.django_db
 
@@ -19,14 +19,13 @@ MODEL = "claude-sonnet-4-5"
 def usage(
     days_ago: int, purpose: str, input_tokens: int, output_tokens: int, retrieval_tokens: int = 0
 ):
-    return LlmUsage.objects.create(
+    return usage_record(
         created_at=timezone.now() - timedelta(days=days_ago),
         model=MODEL,
         purpose=purpose,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         retrieval_tokens=retrieval_tokens,
-        cost_usd=usage_cost(model=MODEL, input_tokens=input_tokens, output_tokens=output_tokens),
     )
 
 

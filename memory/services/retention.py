@@ -1,0 +1,54 @@
+"""Retention of the side tables: the retrieval log and the per-call LLM usage.
+
+Both grow with every message. Rows past their window (settings
+MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS, MAKILAB_LLM_USAGE_RETENTION_DAYS) are
+deleted by a daily task, in small batches so no write lock is held for long.
+The spend history is not lost: /costs reads the daily totals
+(agent.models.UsageDay), which every call adds to as it is recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import models, transaction
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+PURGE_BATCH = 2000
+
+
+def _delete_before(model: type[models.Model], cutoff: datetime) -> int:
+    deleted = 0
+    while True:
+        ids = list(
+            model.objects.filter(created_at__lt=cutoff)
+            .order_by("created_at")
+            .values_list("id", flat=True)[:PURGE_BATCH]
+        )
+        if not ids:
+            return deleted
+        with transaction.atomic():
+            deleted += model.objects.filter(pk__in=ids).delete()[1].get(model._meta.label, 0)
+
+
+def logs_purge(*, now: datetime | None = None) -> dict[str, int]:
+    """Delete retrieval log rows and LLM call rows older than their retention."""
+    from agent.models import LlmUsage
+    from memory.models import MemoryRetrieval
+
+    now = now or timezone.now()
+    counts = {
+        "retrievals": _delete_before(
+            MemoryRetrieval, now - timedelta(days=settings.MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS)
+        ),
+        "llm_usage": _delete_before(
+            LlmUsage, now - timedelta(days=settings.MAKILAB_LLM_USAGE_RETENTION_DAYS)
+        ),
+    }
+    if any(counts.values()):
+        logger.info("purged old log rows: %s", counts)
+    return counts
