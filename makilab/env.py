@@ -77,3 +77,23 @@ def env_secret(name: str, default: str = "") -> str:
                 f"{name}_FILE points at {file_path!r}, which cannot be read: {exc.strerror}."
             ) from None
     return os.environ.get(name, default).strip()
+
+
+def env_file_load(default: Path) -> Path | None:
+    """Load a .env file into os.environ; variables already set keep their value.
+
+    The file is MAKILAB_ENV_FILE when set (it must exist), else ``default``
+    when it exists. Returns the file read, or None.
+    """
+    named = os.environ.get("MAKILAB_ENV_FILE", "").strip()
+    path = Path(named) if named else default
+    if not path.is_file():
+        if named:
+            raise ImproperlyConfigured(
+                f"MAKILAB_ENV_FILE points at {named!r}, which is not a readable file."
+            )
+        return None
+    from dotenv import load_dotenv
+
+    load_dotenv(path, override=False, encoding="utf-8")
+    return path

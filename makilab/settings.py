@@ -3,7 +3,8 @@
 Every variable is documented in README.md and .env.example. Without any of
 them the service runs on its embedded defaults: SQLite, Qdrant embedded in a
 folder, the bundled local embedder, an in-process broker and a local notes
-folder, all under MAKILAB_DATA_DIR.
+folder, all under MAKILAB_DATA_DIR. A `.env` file in the project directory (or
+the file MAKILAB_ENV_FILE names) is read first; the real environment wins.
 """
 
 from __future__ import annotations
@@ -11,9 +12,19 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from makilab.env import env_bool, env_float, env_int, env_list, env_secret, env_str
+from makilab.env import (
+    env_bool,
+    env_file_load,
+    env_float,
+    env_int,
+    env_list,
+    env_secret,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Before anything reads the environment.
+ENV_FILE = env_file_load(BASE_DIR / ".env")
 
 # --- Data -------------------------------------------------------------------
 DATA_DIR = Path(env_str("MAKILAB_DATA_DIR") or BASE_DIR / "var").resolve()

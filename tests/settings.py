@@ -7,8 +7,12 @@ one point the setting at a local fake server explicitly.
 
 import os
 import tempfile
+from pathlib import Path
 
 os.environ["MAKILAB_DATA_DIR"] = tempfile.mkdtemp(prefix="makilab-tests-")
+# A developer's .env must not reach the tests: point the settings at an empty file.
+os.environ["MAKILAB_ENV_FILE"] = os.path.join(os.environ["MAKILAB_DATA_DIR"], "empty.env")
+Path(os.environ["MAKILAB_ENV_FILE"]).touch()
 for _name in (
     "VOYAGE_API_KEY",
     "VOYAGE_BASE_URL",

@@ -1,7 +1,9 @@
+import os
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from makilab.env import env_bool, env_int, env_list, env_secret
+from makilab.env import env_bool, env_file_load, env_int, env_list, env_secret
 
 
 @pytest.mark.parametrize(
@@ -54,3 +56,40 @@ def test_env_secret_reports_an_unreadable_file(monkeypatch, tmp_path):
 def test_env_list_splits_on_commas(monkeypatch):
     monkeypatch.setenv("HOSTS", "a.example, b.example,,")
     assert env_list("HOSTS", []) == ["a.example", "b.example"]
+
+
+def test_env_file_load_reads_the_default_file_without_overriding_the_environment(
+    monkeypatch, tmp_path
+):
+    env_file = tmp_path / ".env"
+    env_file.write_text("FROM_FILE=file\nBOTH=file\n# a comment\nQUOTED='a b'\n")
+    monkeypatch.delenv("MAKILAB_ENV_FILE", raising=False)
+    monkeypatch.delenv("FROM_FILE", raising=False)
+    monkeypatch.delenv("QUOTED", raising=False)
+    monkeypatch.setenv("BOTH", "environment")
+    assert env_file_load(env_file) == env_file
+    assert os.environ["FROM_FILE"] == "file"
+    assert os.environ["QUOTED"] == "a b"
+    assert os.environ["BOTH"] == "environment"
+    for name in ("FROM_FILE", "QUOTED"):
+        monkeypatch.delenv(name)
+
+
+def test_env_file_load_without_a_file_changes_nothing(monkeypatch, tmp_path):
+    monkeypatch.delenv("MAKILAB_ENV_FILE", raising=False)
+    before = dict(os.environ)
+    assert env_file_load(tmp_path / ".env") is None
+    assert dict(os.environ) == before
+
+
+def test_makilab_env_file_names_another_file_and_must_exist(monkeypatch, tmp_path):
+    other = tmp_path / "prod.env"
+    other.write_text("OTHER_VAR=1\n")
+    monkeypatch.setenv("MAKILAB_ENV_FILE", str(other))
+    monkeypatch.delenv("OTHER_VAR", raising=False)
+    assert env_file_load(tmp_path / ".env") == other
+    assert os.environ["OTHER_VAR"] == "1"
+    monkeypatch.delenv("OTHER_VAR")
+    monkeypatch.setenv("MAKILAB_ENV_FILE", str(tmp_path / "missing.env"))
+    with pytest.raises(ImproperlyConfigured, match="MAKILAB_ENV_FILE"):
+        env_file_load(tmp_path / ".env")

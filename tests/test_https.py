@@ -31,7 +31,10 @@ SECURITY_SETTINGS = (
 def _environ(data_dir: Path, **env: str) -> dict[str, str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "MAKILAB_"))}
     environ |= {"DJANGO_SETTINGS_MODULE": "makilab.settings", "MAKILAB_DATA_DIR": str(data_dir)}
-    return environ | env
+    # A developer's own .env must not change the result.
+    no_env_file = data_dir / "empty.env"
+    no_env_file.touch()
+    return environ | {"MAKILAB_ENV_FILE": str(no_env_file)} | env
 
 
 def _check_deploy(data_dir: Path, **env: str) -> subprocess.CompletedProcess:

@@ -16,6 +16,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def _run_python(code: str, data_dir: Path, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "MAKILAB_"))}
     environ |= {"DJANGO_SETTINGS_MODULE": "makilab.settings", "MAKILAB_DATA_DIR": str(data_dir)}
+    # A developer's own .env must not change what these settings tests see.
+    no_env_file = data_dir / "empty.env"
+    no_env_file.touch()
+    environ |= {"MAKILAB_ENV_FILE": str(no_env_file)}
     environ |= env
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
@@ -49,6 +53,55 @@ def test_a_bad_boolean_in_the_environment_stops_start_up(tmp_path):
     )
     assert result.returncode != 0
     assert "DJANGO_DEBUG must be true or false" in result.stderr
+
+
+def test_settings_read_the_env_file_and_the_environment_wins(tmp_path):
+    env_file = tmp_path / "makilab.env"
+    env_file.write_text(
+        "# as .env.example writes it\n"
+        "DJANGO_DEBUG=true\n"
+        "MAKILAB_TIME_ZONE=UTC\n"
+        f"MAKILAB_SQLITE_PATH={tmp_path / 'from-file.sqlite3'}\n",
+        encoding="utf-8",
+    )
+    code = (
+        "from django.conf import settings; "
+        "print(settings.DEBUG, settings.TIME_ZONE, settings.DATABASES['default']['NAME'].name)"
+    )
+    result = _run_python(
+        code, tmp_path, MAKILAB_ENV_FILE=str(env_file), MAKILAB_TIME_ZONE="Europe/Berlin"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "Europe/Berlin", "from-file.sqlite3"]
+
+
+def test_env_example_copied_to_env_starts_on_the_embedded_defaults(tmp_path):
+    code = (
+        "from django.conf import settings; "
+        "print(settings.DEBUG, settings.LANGUAGE_CODE, settings.SECURE_SSL_REDIRECT, "
+        "settings.CELERY_BROKER_URL, settings.QDRANT_URL == '', settings.ALLOWED_HOSTS)"
+    )
+    result = _run_python(code, tmp_path, MAKILAB_ENV_FILE=str(ROOT / ".env.example"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split(maxsplit=5) == [
+        "False",
+        "fr",
+        "False",
+        "memory://localhost/",
+        "True",
+        "['127.0.0.1', 'localhost', '[::1]']\n",
+    ]
+
+
+def test_a_missing_env_file_stops_start_up_with_its_name(tmp_path):
+    result = _run_python(
+        "from django.conf import settings; settings.DEBUG",
+        tmp_path,
+        MAKILAB_ENV_FILE=str(tmp_path / "absent.env"),
+    )
+    assert result.returncode != 0
+    assert "MAKILAB_ENV_FILE" in result.stderr
+    assert "absent.env" in result.stderr
 
 
 def test_every_sqlite_connection_uses_wal_full_sync_and_a_busy_timeout(tmp_path):
