@@ -35,6 +35,16 @@ class Command(BaseCommand):
         context.add_argument("--threads", type=int, default=4, help="waitress threads.")
         importing = sub.add_parser("import", help="memory_import rate (lines/s, rows/s).")
         importing.add_argument("--n", type=int, default=2000, help="Exchanges (facts: n/2).")
+        history = sub.add_parser(
+            "history",
+            help="Side-table operations (/costs, recent injections, compaction check, text "
+            "search) at a tenth of the history and at full size.",
+        )
+        history.add_argument("--usage", type=int, default=300_000)
+        history.add_argument("--logs", type=int, default=200_000)
+        history.add_argument("--messages", type=int, default=300_000)
+        history.add_argument("--facts", type=int, default=20_000)
+        history.add_argument("--repeat", type=int, default=30)
 
     def handle(self, *args, **options):
         from memory.services.throwaway import throwaway_memory
@@ -66,6 +76,15 @@ class Command(BaseCommand):
                     per_row=min(options["per_row"], options["n"]),
                     out=out,
                 )
+            elif options["which"] == "history":
+                from memory.services.bench_history import history_benchmark
+
+                sizes = ("usage", "logs", "messages", "facts", "repeat")
+                if min(options[name] for name in sizes) < 1:
+                    raise CommandError(
+                        "--usage, --logs, --messages, --facts et --repeat doivent être au moins 1."
+                    )
+                history_benchmark(**{name: options[name] for name in sizes}, out=out)
             elif options["which"] == "context":
                 from memory.services.benchmarks import context_benchmark
 

@@ -44,3 +44,31 @@ def test_benchmark_serve_indexing_feeds_a_real_serve_over_http_until_all_is_inde
     assert re.search(r"serve\s+[\d.]+ rows/s \(40 messages posted over HTTP", text)
     assert re.search(r"ratio\s+[\d.]+ of the floor", text)
     assert list(Message.objects.values_list("content", flat=True)) == ["le vrai message"]
+
+
+def test_benchmark_history_times_the_side_table_operations_at_two_sizes():
+    Message.objects.create(channel="whatsapp", role="user", content="le vrai message")
+    out = StringIO()
+    call_command(
+        "benchmark",
+        "history",
+        "--usage",
+        "200",
+        "--logs",
+        "100",
+        "--messages",
+        "300",
+        "--facts",
+        "50",
+        "--repeat",
+        "2",
+        stdout=out,
+    )
+    text = out.getvalue()
+    assert "1x   (usage 20, logs 10, messages 30, facts 5)" in text
+    assert "10x  (usage 200, logs 100, messages 300, facts 50)" in text
+    for name in ("costs", "injected", "compaction", "text"):
+        assert re.search(
+            rf"{name}\s+p95\s+[\d.]+ ms at [\d,]+ \w+ → \s*[\d.]+ ms at [\d,]+: ratio", text
+        )
+    assert list(Message.objects.values_list("content", flat=True)) == ["le vrai message"]
