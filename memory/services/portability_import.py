@@ -23,6 +23,7 @@ sweep or ``manage.py reindex`` embeds them with the embedder configured here.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Iterable
@@ -31,103 +32,57 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from memory.exceptions import MemoryServiceError
 from memory.models import Fact, FactRevision, MemorySettings, Message, Summary
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
 from memory.services.messages import BAD_CHANNEL, EMPTY_MESSAGE, channel_validate
-from memory.services.portability import (
-    FACT_FIELDS,
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    MESSAGE_FIELDS,
-    NOTES_FIELDS,
-    REVISION_FIELDS,
-    SETTINGS_FIELDS,
-    SUMMARY_FIELDS,
+from memory.services.portability import MESSAGE_FIELDS, NOTES_FIELDS, SETTINGS_FIELDS
+from memory.services.portability_validate import (  # re-exported: the names callers know
+    BAD_JSON,
+    BAD_TYPE,
+    DUPLICATE_ID,
+    DUPLICATE_KEY,
+    EMPTY_FILE,
+    MISSING_FIELD,
+    NOT_OBJECT,
+    RECORD_TYPES,
+    SPECS,
+    UNKNOWN_FIELDS,
+    UNKNOWN_REF,
+    UNKNOWN_TYPE,
+    ImportLineError,
+    header_check,
+    model_check,
+    record_check,
 )
 from memory.services.settings import memory_settings_update
 
-LINE_ERROR = "ligne {line} : {message}"
-EMPTY_FILE = "le fichier est vide (un en-tête makilab-memory est attendu)."
-BAD_HEADER = f'en-tête attendu : {{"format": "{FORMAT_NAME}", "version": {FORMAT_VERSION}, …}}.'
-BAD_VERSION = "version {version} non prise en charge (cette version lit la version {supported})."
-BAD_JSON = "JSON invalide ({error})."
-NOT_OBJECT = "un objet JSON est attendu."
-UNKNOWN_TYPE = "type « {type} » inconnu (attendus : {types})."
-MISSING_FIELD = "champ « {name} » manquant."
-UNKNOWN_FIELDS = "champ(s) inconnu(s) : {names}."
-BAD_TYPE = "champ « {name} » : {expected} attendu."
-BAD_DATE = "champ « {name} » : date ISO 8601 attendue."
-DUPLICATE_ID = "le message {id} apparaît deux fois dans le fichier."
-DUPLICATE_KEY = "le fait « {key} » apparaît deux fois dans le fichier."
-UNKNOWN_REF = "champ « {name} » : aucun message {id} sur une ligne précédente."
+__all__ = [
+    "CONFLICT_FORGOTTEN",
+    "CONFLICT_VALUE",
+    "ImportLineError",
+    "ImportReport",
+    "memory_import",
+    "memory_import_lines",
+]
+
 CONFLICT_VALUE = "fait « {key} » : une autre valeur existe ici, elle est gardée."
 CONFLICT_FORGOTTEN = "fait « {key} » : oublié dans cette mémoire, il le reste."
 FORGOTTEN_ROW = "{kind} du {date} : oublié dans cette mémoire, non réimporté."
-
-STR, INT, FLOAT, BOOL, DATE, LIST, DICT = "str", "int", "float", "bool", "date", "list", "dict"
-_EXPECTED = {
-    STR: "un texte",
-    INT: "un entier",
-    FLOAT: "un nombre",
-    BOOL: "true ou false",
-    LIST: "une liste de textes",
-    DICT: "un objet",
-}
-# type -> {field: (kind, nullable)}; every field is required (version 1 writes them all).
-_SPECS: dict[str, dict[str, tuple[str, bool]]] = {
-    "message": {
-        "id": (INT, False),
-        **dict.fromkeys(("channel", "role", "author", "source", "content"), (STR, False)),
-        "created_at": (DATE, False),
-        "compacted": (BOOL, False),
-        "reply_to": (INT, True),
-    },
-    "summary": {
-        "channel": (STR, False),
-        "content": (STR, False),
-        "message_count": (INT, False),
-        "period_start": (DATE, True),
-        "period_end": (DATE, True),
-        "created_at": (DATE, False),
-    },
-    "fact": {
-        **dict.fromkeys(("key", "value", "memory_type", "source", "channel"), (STR, False)),
-        "importance": (FLOAT, False),
-        "subjects": (LIST, False),
-        "expires_at": (DATE, True),
-        "created_at": (DATE, False),
-        "updated_at": (DATE, False),
-        "last_accessed_at": (DATE, True),
-        "access_count": (INT, False),
-        "owner_fields": (LIST, False),
-        "source_message": (INT, True),
-        "revisions": (None, False),
-    },
-    "revision": {
-        **dict.fromkeys(("actor", "reason", "old_value", "new_value", "note"), (STR, False)),
-        "changes": (DICT, False),
-        "created_at": (DATE, False),
-    },
-    "context_notes": {"enabled": (BOOL, False), "notes": (LIST, False), "tag": (STR, False)},
-}
-assert set(_SPECS["message"]) == {*MESSAGE_FIELDS, "id", "reply_to"}
-assert set(_SPECS["summary"]) == set(SUMMARY_FIELDS)
-assert set(_SPECS["fact"]) == {*FACT_FIELDS, "source_message", "revisions"}
-assert set(_SPECS["revision"]) == set(REVISION_FIELDS)
-RECORD_TYPES = ("settings", "context_notes", "message", "summary", "fact")
+# New rows are written by batches (one INSERT per batch; the FTS triggers fire per row).
 BATCH = 500
+# The natural key of a message: (channel, role, author, source, created_at, content digest).
+_MESSAGE_KEY = ("channel", "role", "author", "source", "created_at", "content")
+assert set(_MESSAGE_KEY) == set(MESSAGE_FIELDS) - {"compacted"}
 
 
-class ImportLineError(MemoryServiceError):
-    """A line of the file that cannot be imported; nothing was imported."""
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
-    def __init__(self, line: int, message: str):
-        self.line = line
-        super().__init__(LINE_ERROR.format(line=line, message=message))
+
+def _message_key(values: dict) -> tuple:
+    return (*(values[name] for name in _MESSAGE_KEY[:-1]), _digest(values["content"]))
 
 
 @dataclass
@@ -144,75 +99,23 @@ class ImportReport:
         """Records read per second."""
         return self.records / self.seconds if self.seconds else 0.0
 
-    def count(self, bucket: dict[str, int], kind: str) -> None:
-        bucket[kind] = bucket.get(kind, 0) + 1
-
-
-def _check(line: int, record: dict, spec: dict[str, tuple[str, bool]], where: str = "") -> dict:
-    """The record's fields typed as the spec says (dates parsed), or a line error."""
-    missing = [name for name in spec if name not in record]
-    if missing:
-        raise ImportLineError(line, where + MISSING_FIELD.format(name=missing[0]))
-    unknown = sorted(set(record) - set(spec) - {"type"})
-    if unknown:
-        raise ImportLineError(line, where + UNKNOWN_FIELDS.format(names=", ".join(unknown)))
-    values = {}
-    for name, (kind, nullable) in spec.items():
-        value = record[name]
-        if kind is None or (value is None and nullable):
-            values[name] = value
-            continue
-        if kind == DATE:
-            parsed = parse_datetime(value) if isinstance(value, str) else None
-            if parsed is None:
-                raise ImportLineError(line, where + BAD_DATE.format(name=name))
-            if timezone.is_naive(parsed):
-                parsed = timezone.make_aware(parsed)
-            values[name] = parsed
-            continue
-        ok = {
-            STR: isinstance(value, str),
-            INT: isinstance(value, int) and not isinstance(value, bool),
-            FLOAT: isinstance(value, int | float) and not isinstance(value, bool),
-            BOOL: isinstance(value, bool),
-            LIST: isinstance(value, list) and all(isinstance(v, str) for v in value),
-            DICT: isinstance(value, dict),
-        }[kind]
-        if not ok:
-            raise ImportLineError(
-                line, where + BAD_TYPE.format(name=name, expected=_EXPECTED[kind])
-            )
-        values[name] = value
-    return values
-
-
-def _clean(line: int, instance, exclude: list[str], where: str = "") -> None:
-    """The model's own validation (choices, lengths, ranges, the key rule), as a line error."""
-    try:
-        instance.full_clean(exclude=exclude, validate_unique=False, validate_constraints=False)
-    except ValidationError as exc:
-        parts = [
-            f"champ « {name} » : {' '.join(messages)}"
-            for name, messages in exc.message_dict.items()
-        ]
-        raise ImportLineError(line, where + " ; ".join(parts)) from None
+    def count(self, bucket: dict[str, int], kind: str, n: int = 1) -> None:
+        bucket[kind] = bucket.get(kind, 0) + n
 
 
 class _Importer:
+    """One pass over the records; rows to create wait in batches, flushed in file order."""
+
     def __init__(self) -> None:
         self.report = ImportReport()
-        self.message_ids: dict[int, int] = {}  # file id -> row id
+        self.message_ids: dict[int, int | Message] = {}  # file id -> row id (or row to insert)
         self.fact_keys: set[str] = set()
         self.new: dict[str, list[int]] = {KIND_MESSAGE: [], KIND_SUMMARY: [], KIND_FACT: []}
-
-    def header(self, line: int, record: object) -> None:
-        if not isinstance(record, dict) or record.get("format") != FORMAT_NAME:
-            raise ImportLineError(line, BAD_HEADER)
-        if record.get("version") != FORMAT_VERSION:
-            raise ImportLineError(
-                line,
-                BAD_VERSION.format(version=record.get("version"), supported=FORMAT_VERSION),
-            )
+        # What this memory holds, read once: the matching keys of messages and facts.
+        self._messages: dict[tuple, tuple[int | Message, bool]] | None = None
+        self._facts: dict[str, tuple[str, bool]] | None = None
+        self._message_batch: list[tuple[int, Message, int | None]] = []
+        self._fact_batch: list[tuple[Fact, datetime, list[FactRevision]]] = []
 
     def record(self, line: int, record: object) -> None:
         if not isinstance(record, dict):
@@ -227,6 +130,8 @@ class _Importer:
         getattr(self, f"_{kind}")(line, record)
         self.report.records += 1
 
+    # --- settings -------------------------------------------------------------------------
+
     def _settings(self, line: int, record: dict) -> None:
         values = {k: v for k, v in record.items() if k != "type"}
         unknown = sorted(set(values) - set(SETTINGS_FIELDS))
@@ -235,7 +140,7 @@ class _Importer:
         self._settings_apply(line, values)
 
     def _context_notes(self, line: int, record: dict) -> None:
-        values = _check(line, record, _SPECS["context_notes"])
+        values = record_check(line, record, SPECS["context_notes"])
         self._settings_apply(line, {name: values[short] for name, short in NOTES_FIELDS.items()})
 
     def _settings_apply(self, line: int, values: dict) -> None:
@@ -252,8 +157,19 @@ class _Importer:
             raise ImportLineError(line, str(exc)) from None
         self.report.settings_changed.extend(sorted(changes))
 
+    # --- messages and summaries -----------------------------------------------------------
+
+    def _existing_messages(self) -> dict[tuple, tuple[int | Message, bool]]:
+        if self._messages is None:
+            rows = Message.all_objects.values_list(*_MESSAGE_KEY, "id", "forgetting_id")
+            self._messages = {
+                (*row[:5], _digest(row[5])): (row[6], row[7] is not None)
+                for row in rows.iterator(chunk_size=2000)
+            }
+        return self._messages
+
     def _message(self, line: int, record: dict) -> None:
-        values = _check(line, record, _SPECS["message"])
+        values = record_check(line, record, SPECS["message"])
         file_id, reply_to = values.pop("id"), values.pop("reply_to")
         if file_id in self.message_ids:
             raise ImportLineError(line, DUPLICATE_ID.format(id=file_id))
@@ -265,28 +181,58 @@ class _Importer:
             raise ImportLineError(line, f"champ « channel » : {BAD_CHANNEL}") from None
         if not values["content"].strip():
             raise ImportLineError(line, f"champ « content » : {EMPTY_MESSAGE}")
-        key = {k: values[k] for k in MESSAGE_FIELDS if k != "compacted"}
-        existing = Message.all_objects.filter(**key).values_list("id", "forgetting_id").first()
-        if existing is not None:
-            self.message_ids[file_id] = existing[0]
-            self._kept("message", existing[1] is not None, values["created_at"])
+        message = Message(**values)
+        model_check(line, message, exclude=["reply_to", "forgetting"])
+        existing = self._existing_messages()
+        key = _message_key(values)
+        if key in existing:
+            row, forgotten = existing[key]
+            self.message_ids[file_id] = row
+            self._kept("message", forgotten, values["created_at"])
             return
-        message = Message(**values, reply_to_id=self.message_ids.get(reply_to))
-        _clean(line, message, exclude=["reply_to", "forgetting"])
-        message.save(force_insert=True)
-        self.message_ids[file_id] = message.id
-        self.new[KIND_MESSAGE].append(message.id)
-        self.report.count(self.report.created, "message")
+        existing[key] = (message, False)
+        self.message_ids[file_id] = message
+        self._message_batch.append((file_id, message, reply_to))
+        if len(self._message_batch) >= BATCH:
+            self._flush_messages()
+
+    def _row_id(self, file_id: int | None) -> int | None:
+        """The row id of a message of the file (the waiting batch is written if it holds it)."""
+        if file_id is None:
+            return None
+        target = self.message_ids[file_id]
+        if isinstance(target, Message):
+            if target.id is None:
+                self._flush_messages()
+            return target.id
+        return target
+
+    def _flush_messages(self) -> None:
+        batch, self._message_batch = self._message_batch, []
+        if not batch:
+            return
+        # One INSERT for the batch; replies then get the ids of what they answer.
+        Message.all_objects.bulk_create([message for _, message, _ in batch])
+        replies = []
+        for file_id, message, reply_to in batch:
+            self.message_ids[file_id] = message.id
+            self.new[KIND_MESSAGE].append(message.id)
+            if reply_to is not None:
+                message.reply_to_id = self._row_id(reply_to)
+                replies.append(message)
+        if replies:
+            Message.all_objects.bulk_update(replies, ["reply_to"])
+        self.report.count(self.report.created, "message", len(batch))
 
     def _summary(self, line: int, record: dict) -> None:
-        values = _check(line, record, _SPECS["summary"])
+        values = record_check(line, record, SPECS["summary"])
         key = {k: values[k] for k in ("channel", "created_at", "content")}
         existing = Summary.all_objects.filter(**key).values_list("id", "forgetting_id").first()
         if existing is not None:
             self._kept("summary", existing[1] is not None, values["created_at"])
             return
         summary = Summary(**values)
-        _clean(line, summary, exclude=["forgetting"])
+        model_check(line, summary, exclude=["forgetting"])
         summary.save(force_insert=True)
         self.new[KIND_SUMMARY].append(summary.id)
         self.report.count(self.report.created, "summary")
@@ -299,8 +245,16 @@ class _Importer:
             )
         self.report.count(self.report.unchanged, kind)
 
+    # --- facts ----------------------------------------------------------------------------
+
+    def _existing_facts(self) -> dict[str, tuple[str, bool]]:
+        if self._facts is None:
+            rows = Fact.all_objects.values_list("key", "value", "forgotten")
+            self._facts = {key: (value, forgotten) for key, value, forgotten in rows.iterator()}
+        return self._facts
+
     def _fact(self, line: int, record: dict) -> None:
-        values = _check(line, record, _SPECS["fact"])
+        values = record_check(line, record, SPECS["fact"])
         revisions = values.pop("revisions")
         source_message = values.pop("source_message")
         if not isinstance(revisions, list):
@@ -310,7 +264,7 @@ class _Importer:
             where = f"révision {number}, "
             if not isinstance(revision, dict):
                 raise ImportLineError(line, where + NOT_OBJECT)
-            rows.append(_check(line, revision, _SPECS["revision"], where))
+            rows.append(record_check(line, revision, SPECS["revision"], where))
         if source_message is not None and source_message not in self.message_ids:
             raise ImportLineError(
                 line, UNKNOWN_REF.format(name="source_message", id=source_message)
@@ -319,29 +273,48 @@ class _Importer:
         if key in self.fact_keys:
             raise ImportLineError(line, DUPLICATE_KEY.format(key=key))
         self.fact_keys.add(key)
-        fact = Fact(**values, source_message_id=self.message_ids.get(source_message))
-        _clean(line, fact, exclude=["source_message", "forgetting"])
-        revisions = [FactRevision(fact=fact, **row) for row in rows]
+        fact = Fact(**values)
+        model_check(line, fact, exclude=["source_message", "forgetting"])
+        revisions = [FactRevision(**row) for row in rows]
         for number, revision in enumerate(revisions, start=1):
-            _clean(line, revision, exclude=["fact"], where=f"révision {number}, ")
-        existing = Fact.all_objects.filter(key=key).values_list("value", "forgotten").first()
+            model_check(line, revision, exclude=["fact"], where=f"révision {number}, ")
+        existing = self._existing_facts().get(key)
         if existing is not None:
-            if existing[1]:
+            value, forgotten = existing
+            if forgotten:
                 self.report.conflicts.append(CONFLICT_FORGOTTEN.format(key=key))
-            elif existing[0] != values["value"]:
+            elif value != values["value"]:
                 self.report.conflicts.append(CONFLICT_VALUE.format(key=key))
             self.report.count(self.report.unchanged, "fact")
             return
-        fact.save(force_insert=True)
+        fact.source_message_id = self._row_id(source_message)
+        self._fact_batch.append((fact, values["updated_at"], revisions))
+        if len(self._fact_batch) >= BATCH:
+            self._flush_facts()
+
+    def _flush_facts(self) -> None:
+        batch, self._fact_batch = self._fact_batch, []
+        if not batch:
+            return
+        facts = Fact.all_objects.bulk_create([fact for fact, _, _ in batch])
         # updated_at is auto_now: the fact's date (what retrieval reads) is the file's.
-        Fact.all_objects.filter(pk=fact.pk).update(updated_at=values["updated_at"])
-        FactRevision.objects.bulk_create(revisions)
-        self.new[KIND_FACT].append(fact.id)
-        self.report.count(self.report.created, "fact")
-        self.report.created["revision"] = self.report.created.get("revision", 0) + len(revisions)
+        for fact, updated_at, _ in batch:
+            fact.updated_at = updated_at
+        Fact.all_objects.bulk_update(facts, ["updated_at"])
+        revisions = []
+        for fact, _, rows in batch:
+            for revision in rows:
+                revision.fact_id = fact.id
+                revisions.append(revision)
+        FactRevision.objects.bulk_create(revisions, batch_size=BATCH)
+        self.new[KIND_FACT].extend(fact.id for fact in facts)
+        self.report.count(self.report.created, "fact", len(facts))
+        self.report.count(self.report.created, "revision", len(revisions))
 
     def finish(self) -> None:
-        """New rows wait for the indexer (pending, a task sent on commit)."""
+        """Write what waits, then leave the new rows pending for the indexer (a task on commit)."""
+        self._flush_messages()
+        self._flush_facts()
         for kind, ids in self.new.items():
             for start in range(0, len(ids), BATCH):
                 rows_changed(kind, ids[start : start + BATCH])
@@ -369,7 +342,7 @@ def memory_import_lines(lines: Iterable[str | bytes]) -> ImportReport:
             except ValueError as exc:
                 raise ImportLineError(number, BAD_JSON.format(error=exc)) from None
             if not header_seen:
-                importer.header(number, record)
+                header_check(number, record)
                 header_seen = True
             else:
                 importer.record(number, record)

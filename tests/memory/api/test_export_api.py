@@ -63,7 +63,7 @@ def test_since_filters_and_a_bad_date_is_a_french_400(staff_api, memory):
 def test_the_agent_token_and_strangers_get_no_export(agent_api, anonymous_api, memory):
     refused = agent_api.get("/api/memory/export")
     assert refused.status_code == 403
-    assert refused.json()["message"] == "Accès réservé au propriétaire (compte d'équipe)."
+    assert "propriétaire" in refused.json()["message"]
     assert anonymous_api.get("/api/memory/export").status_code == 401
 
 

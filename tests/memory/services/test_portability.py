@@ -325,3 +325,34 @@ def test_a_bad_fact_line_and_a_bad_revision_are_named(tmp_path):
     broken[index] = json.dumps(fact | {"importance": 3})
     with pytest.raises(ImportLineError, match="champ « importance »"):
         memory_import_lines(broken)
+
+
+def test_batches_keep_replies_and_fact_sources_across_their_boundaries(tmp_path, monkeypatch):
+    """Rows are inserted by batches; a reply or a fact pointing into any batch gets the right id."""
+    import memory.services.portability_import as importing
+
+    monkeypatch.setattr(importing, "BATCH", 3)
+    _memory()
+    for i in range(7):
+        question = message_save(channel="sms", role="user", content=f"Question {i} du jardin")
+        message_save(
+            channel="sms", role="assistant", content=f"Réponse {i}", reply_to_id=question.id
+        )
+        fact_store(key=f"jardin_{i}", value=f"Fait {i} du jardin", source_message_id=question.id)
+    before = _state()
+    path = tmp_path / "memoire.jsonl"
+    memory_export(path=path)
+    _wipe()
+    report = memory_import(path=path)
+    assert _state() == before
+    assert report.created["message"] == 17 and report.created["fact"] == 9
+
+
+def test_the_same_message_twice_in_a_file_is_stored_once(tmp_path):
+    lines = _valid_lines(tmp_path)
+    index = next(i for i, line in enumerate(lines) if '"role":"system"' in line)
+    copy = json.loads(lines[index]) | {"id": 10_000}
+    _wipe()
+    report = memory_import_lines([*lines, json.dumps(copy)])
+    assert report.created["message"] == 3 and report.unchanged == {"message": 1}
+    assert Message.objects.filter(role="system").count() == 1
