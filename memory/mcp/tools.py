@@ -285,13 +285,14 @@ def context(
     question the memory knows nothing about gives an empty block. Logged like the
     agent's own pre-hook."""
     from memory.api.preview import PreviewInputSerializer, PreviewOutputSerializer
-    from memory.services.retrieval import auto_retrieve
+    from memory.services.context import message_context
 
     body = _validated(
         PreviewInputSerializer, {"message": message, "channel": channel}, "context"
     ).validated_data
-    result = auto_retrieve(message=body["message"], channel=body["channel"])
-    if result is None:
+    # The service of POST /api/memory/context (without recording the message).
+    result = message_context(message=body["message"], channel=body["channel"]).retrieval
+    if not result.enabled:
         return {
             "enabled": False,
             "prompt_block": "",
