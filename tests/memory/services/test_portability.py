@@ -159,14 +159,18 @@ def test_the_export_starts_with_the_header_and_never_contains_forgotten_text(tmp
     assert fact["revisions"][1]["old_value"] == "Mickael a une tendinite à l'épaule droite"
 
 
-def test_an_import_into_an_empty_memory_rebuilds_the_same_rows_with_fts(tmp_path):
-    _memory()
+def _into_an_empty_memory(tmp_path):
+    """Export this memory, empty it, import the file: (the state before, the import's report)."""
     before = _state()
     path = tmp_path / "memoire.jsonl"
     memory_export(path=path)
     _wipe()
+    return before, memory_import(path=path)
 
-    report = memory_import(path=path)
+
+def test_an_import_into_an_empty_memory_rebuilds_the_same_rows_with_fts(tmp_path):
+    _memory()
+    before, report = _into_an_empty_memory(tmp_path)
 
     assert _state() == before
     assert report.created == {"message": 3, "summary": 1, "fact": 2, "revision": 3}
@@ -339,11 +343,7 @@ def test_batches_keep_replies_and_fact_sources_across_their_boundaries(tmp_path,
             channel="sms", role="assistant", content=f"Réponse {i}", reply_to_id=question.id
         )
         fact_store(key=f"jardin_{i}", value=f"Fait {i} du jardin", source_message_id=question.id)
-    before = _state()
-    path = tmp_path / "memoire.jsonl"
-    memory_export(path=path)
-    _wipe()
-    report = memory_import(path=path)
+    before, report = _into_an_empty_memory(tmp_path)
     assert _state() == before
     assert report.created["message"] == 17 and report.created["fact"] == 9
 
