@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.messages import IdempotencyConflict, idempotency_key_field
+from memory.api.messages import IdempotencyConflict, body_object, idempotency_key_field
 from memory.api.preview import PreviewInputSerializer, PreviewOutputSerializer
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 from memory.services.context import message_context
@@ -64,7 +64,7 @@ class MemoryContextApi(MemoryApi):
         },
     )
     def post(self, request: Request) -> Response:
-        body = ContextInputSerializer(data=request.data)
+        body = ContextInputSerializer(data=body_object(request.data))
         body.is_valid(raise_exception=True)
         data = body.validated_data
         try:

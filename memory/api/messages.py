@@ -28,6 +28,7 @@ CONTENT_MAX_CHARS = 50_000
 BATCH_MAX = 500
 IDEMPOTENCY_KEY_MAX = 128
 NOT_AN_OBJECT = "Chaque message doit être un objet JSON."
+BODY_NOT_AN_OBJECT = "Le corps de la requête doit être un objet JSON."
 
 
 class IdempotencyConflict(APIException):
@@ -136,9 +137,16 @@ class MessagesRecordedSerializer(serializers.Serializer):
     )
 
 
+def body_object(data) -> dict:
+    """The request's JSON object; a French 400 for ``null``, a list or a scalar."""
+    if not isinstance(data, dict):
+        raise serializers.ValidationError({"non_field_errors": [BODY_NOT_AN_OBJECT]})
+    return data
+
+
 def messages_input(data) -> tuple[list[MessageDraft], str]:
     """The drafts and the idempotency key of a body (one message, or ``{"messages": [...]}``)."""
-    if isinstance(data, dict) and "messages" in data:
+    if "messages" in body_object(data):
         body = MessageBatchInputSerializer(data=data)
         body.is_valid(raise_exception=True)
         return body.validated_data["messages"], body.validated_data["idempotency_key"]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from memory.api.context import KEY_WITHOUT_RECORD
+from memory.api.messages import BODY_NOT_AN_OBJECT
 from memory.models import MemoryRetrieval, MemorySettings, Message
 from memory.services.facts import fact_store
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, index_row
@@ -174,3 +176,12 @@ def test_anonymous_gets_no_context(anonymous_api):
     response = _post(anonymous_api, {"message": "quand ?", "channel": "gateway", "record": True})
     assert response.status_code == 401
     assert not Message.objects.exists()
+
+
+@pytest.mark.parametrize("body", [None, [], "quand ?", 3])
+def test_a_body_that_is_not_an_object_is_a_french_400(agent_api, body):
+    response = agent_api.post(URL, json.dumps(body), content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["extra"]["fields"]["non_field_errors"] == [BODY_NOT_AN_OBJECT]
+    assert not MemoryRetrieval.objects.exists()

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from agent.loop import handle_message
+from memory.api.messages import BODY_NOT_AN_OBJECT
 from memory.models import Fact, IndexState, Job, Message, MessageRecording, MessageRole
 from memory.services.jobs import job_run
 from memory.services.messages import (
@@ -271,3 +272,38 @@ def test_a_staff_session_may_record_but_a_stranger_may_not(world, staff_api, ano
     assert not Message.objects.exists()
     assert _post(staff_api, body).status_code == 201
     assert Message.objects.get().role == MessageRole.USER
+
+
+@pytest.mark.parametrize("body", [None, [], [{"channel": "gateway", "content": "x"}], "x", 3])
+def test_a_body_that_is_not_an_object_is_a_french_400(world, agent_api, body):
+    response = agent_api.post(URL, json.dumps(body), content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["extra"]["fields"]["non_field_errors"] == [BODY_NOT_AN_OBJECT]
+    assert not Message.objects.exists()
+
+
+def test_a_concurrent_retry_that_missed_the_first_commit_stores_nothing(world, monkeypatch):
+    """Two requests with one key both pass the first check: the key row decides, whole."""
+    from memory.services import messages
+
+    drafts = [
+        MessageDraft(channel="gateway", content="Bonjour"),
+        MessageDraft(channel="gateway", role="assistant", content="Salut !"),
+    ]
+    first = messages_record(drafts=drafts, idempotency_key="k")
+    replay = messages._replay
+    checks = []
+
+    def late(key, fingerprint):
+        checks.append(key)
+        # The first check ran before the other request committed: it saw nothing.
+        return None if len(checks) == 1 else replay(key, fingerprint)
+
+    monkeypatch.setattr(messages, "_replay", late)
+
+    again = messages_record(drafts=drafts, idempotency_key="k")
+
+    assert len(checks) == 2  # the insert of the key failed, then the recording was read
+    assert again.message_ids == first.message_ids and again.replayed
+    assert Message.objects.count() == 2 and Job.objects.filter(kind="extract").count() == 1
