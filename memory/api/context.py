@@ -17,6 +17,8 @@ KEY_WITHOUT_RECORD = "Une clé d'idempotence ne sert qu'avec record: true."
 
 
 class ContextInputSerializer(PreviewInputSerializer):
+    """An incoming message on a channel; ``record`` also stores it."""
+
     channel = serializers.CharField(max_length=64, help_text="Le canal où le message arrive.")
     record = serializers.BooleanField(
         default=False,

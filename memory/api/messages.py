@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
@@ -96,13 +101,23 @@ class MessageInputSerializer(StrictInputSerializer):
         )
 
 
+@extend_schema_field(MessageInputSerializer(many=True))
+class MessageItemsField(serializers.ListField):
+    """The raw items of a batch: each is validated by MessageInputSerializer, with its index."""
+
+    child = serializers.JSONField()
+
+
 class SingleMessageInputSerializer(MessageInputSerializer):
+    """One message, with the idempotency key of its sending."""
+
     idempotency_key = idempotency_key_field()
 
 
 class MessageBatchInputSerializer(StrictInputSerializer):
-    messages = serializers.ListField(
-        child=serializers.JSONField(),
+    """Messages in order, recorded all or none, with the idempotency key of their sending."""
+
+    messages = MessageItemsField(
         min_length=1,
         max_length=BATCH_MAX,
         help_text="Les messages dans l'ordre; tous enregistrés ou aucun.",

@@ -307,3 +307,14 @@ def test_a_concurrent_retry_that_missed_the_first_commit_stores_nothing(world, m
     assert len(checks) == 2  # the insert of the key failed, then the recording was read
     assert again.message_ids == first.message_ids and again.replayed
     assert Message.objects.count() == 2 and Job.objects.filter(kind="extract").count() == 1
+
+
+def test_the_schema_documents_one_message_or_a_batch_and_the_409(agent_api):
+    schema = agent_api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    post = schema["paths"][URL]["post"]
+    body = post["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
+    variants = [v["$ref"].split("/")[-1] for v in schema["components"]["schemas"][body]["oneOf"]]
+    assert variants == ["SingleMessageInput", "MessageBatchInput"]
+    items = schema["components"]["schemas"]["MessageBatchInput"]["properties"]["messages"]
+    assert items["items"]["$ref"].endswith("/MessageInput") and items["maxItems"] == 500
+    assert {"201", "200", "400", "409"} <= set(post["responses"])
