@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import Fact, MemorySettings, Message, Summary
@@ -93,16 +94,13 @@ def _messages(since: datetime | None) -> Iterator[Message]:
     answers is included even when older, so an exchange is never cut.
     """
     live = Message.objects.all()
-    chosen = live if since is None else live.filter(created_at__gte=since)
-    wanted = set(chosen.values_list("id", flat=True))
-    parents = set(
-        Message.objects.filter(pk__in=wanted, reply_to__isnull=False).values_list(
-            "reply_to_id", flat=True
-        )
-    )
-    wanted |= set(live.filter(pk__in=parents).values_list("id", flat=True))
+    rows = live
+    if since is not None:
+        # Subqueries, not id lists: the memory may hold more rows than SQL variables allow.
+        answered = live.filter(created_at__gte=since, reply_to__isnull=False).values("reply_to_id")
+        rows = live.filter(Q(created_at__gte=since) | Q(pk__in=answered))
     kept: set[int] = set()
-    for message in live.filter(pk__in=wanted).order_by("id").iterator(chunk_size=CHUNK):
+    for message in rows.order_by("id").iterator(chunk_size=CHUNK):
         if message.reply_to_id is not None and message.reply_to_id not in kept:
             continue
         kept.add(message.id)
