@@ -8,6 +8,7 @@ something else ("yes" is not a boolean here, "10s" is not an int).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -97,3 +98,21 @@ def env_file_load(default: Path) -> Path | None:
 
     load_dotenv(path, override=False, encoding="utf-8")
     return path
+
+
+_RATE = re.compile(r"^[1-9]\d*/(s|sec|second|m|min|minute|h|hour|d|day)$")
+
+
+def env_rate(name: str, default: str | None) -> str | None:
+    """A DRF throttle rate such as "600/minute"; "None" (any case) means no limit."""
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return default
+    if raw.lower() == "none":
+        return None
+    if not _RATE.match(raw.lower()):
+        raise ImproperlyConfigured(
+            f"{name} must be a rate such as 600/minute (per second, minute, hour or day) "
+            f"or None, not {raw!r}."
+        )
+    return raw.lower()

@@ -6,6 +6,8 @@ message per field. Nothing reaches the client as a 500 with a traceback.
 
 from __future__ import annotations
 
+import math
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
@@ -15,6 +17,8 @@ from rest_framework.views import exception_handler
 from memory.exceptions import MemoryServiceError, StoreUnavailable
 
 VALIDATION_MESSAGE = "Données invalides."
+THROTTLED_MESSAGE = "Trop de requêtes : réessayez dans {wait} secondes."
+THROTTLED_LATER_MESSAGE = "Trop de requêtes : réessayez plus tard."
 
 
 def _as_drf(exc: Exception) -> Exception:
@@ -38,6 +42,12 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     response = exception_handler(exc, context)
     if response is None:
         return None
+    if isinstance(exc, exceptions.Throttled):
+        # DRF's "Requête ralentie." says it was slowed down: it was refused.
+        wait = math.ceil(exc.wait) if exc.wait is not None else None
+        message = THROTTLED_MESSAGE.format(wait=wait) if wait else THROTTLED_LATER_MESSAGE
+        response.data = {"message": message, "extra": {}}
+        return response
     if isinstance(exc, exceptions.ValidationError):
         extra = (
             response.data

@@ -10,6 +10,7 @@ the file MAKILAB_ENV_FILE names) is read first; the real environment wins.
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from makilab.env import (
@@ -18,6 +19,7 @@ from makilab.env import (
     env_float,
     env_int,
     env_list,
+    env_rate,
     env_secret,
     env_str,
 )
@@ -84,6 +86,8 @@ INSTALLED_APPS = [
     # Swagger UI and Redoc as static files: the API docs page needs no CDN.
     "drf_spectacular_sidecar",
     "django_htmx",
+    # Login lockout after repeated wrong passwords (admin and /login/).
+    "axes",
     "memory",
     "agent",
     "dashboard",
@@ -99,6 +103,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "makilab.urls"
@@ -151,6 +157,23 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out account before the password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Login lockout: after MAKILAB_LOGIN_FAILURE_LIMIT wrong passwords within the
+# cool-off, the account is refused (even with the right password) until
+# MAKILAB_LOGIN_COOLOFF_MINUTES pass without a new failure. Counted per
+# username (the service has one owner account and a guesser can change
+# addresses) and also per address (one address trying many usernames).
+# The owner can unlock early: `manage.py axes_reset_username <name>`.
+AXES_FAILURE_LIMIT = env_int("MAKILAB_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("MAKILAB_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "makilab.throttling.login_locked_out"
+AXES_COOLOFF_MESSAGE = "Trop de tentatives de connexion : compte bloqué, réessayez plus tard."
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/memory/"
 LOGOUT_REDIRECT_URL = "login"
@@ -192,6 +215,18 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "makilab.exception_handlers.api_exception_handler",
+    # Rates are read on every request (makilab/throttling.py); None: no limit.
+    # The counts live in the process's cache: per process with several workers.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "makilab.throttling.UserRateThrottle",
+        "makilab.throttling.AnonRateThrottle",
+        "makilab.throttling.ScopedRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env_rate("MAKILAB_API_RATE", "600/minute"),
+        "anon": env_rate("MAKILAB_API_ANON_RATE", "60/minute"),
+        "chat": env_rate("MAKILAB_API_CHAT_RATE", "30/minute"),
+    },
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
@@ -322,5 +357,9 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django": {"handlers": ["console"], "level": "INFO", "propagate": False}},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # Lockouts are warnings; its start-up banner and per-attempt notes are not news.
+        "axes": {"level": "WARNING"},
+    },
 }

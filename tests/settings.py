@@ -33,3 +33,10 @@ for _name in (
 from makilab.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# No API throttling in the suite (one cache, the same user ids test after test);
+# tests/test_throttling.py turns it on with its own rates.
+REST_FRAMEWORK = {
+    **REST_FRAMEWORK,  # noqa: F405
+    "DEFAULT_THROTTLE_RATES": dict.fromkeys(REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]),  # noqa: F405
+}

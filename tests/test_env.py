@@ -3,7 +3,7 @@ import os
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from makilab.env import env_bool, env_file_load, env_int, env_list, env_secret
+from makilab.env import env_bool, env_file_load, env_int, env_list, env_rate, env_secret
 
 
 @pytest.mark.parametrize(
@@ -93,3 +93,19 @@ def test_makilab_env_file_names_another_file_and_must_exist(monkeypatch, tmp_pat
     monkeypatch.setenv("MAKILAB_ENV_FILE", str(tmp_path / "missing.env"))
     with pytest.raises(ImproperlyConfigured, match="MAKILAB_ENV_FILE"):
         env_file_load(tmp_path / ".env")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("600/minute", "600/minute"), ("5/S", "5/s"), ("100/day", "100/day"), ("None", None)],
+)
+def test_env_rate_reads_drf_rates_and_none(monkeypatch, raw, expected):
+    monkeypatch.setenv("RATE", raw)
+    assert env_rate("RATE", "1/hour") == expected
+
+
+@pytest.mark.parametrize("raw", ["600", "600/fortnight", "0/minute", "-1/s", "10 per minute"])
+def test_env_rate_rejects_anything_else_with_the_variable_name(monkeypatch, raw):
+    monkeypatch.setenv("RATE", raw)
+    with pytest.raises(ImproperlyConfigured, match="RATE must be a rate"):
+        env_rate("RATE", "1/hour")

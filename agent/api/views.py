@@ -42,6 +42,8 @@ def _llm_error_response(exc: LlmError) -> Response:
 
 
 class ChatApi(MemoryApi):
+    throttle_scope = "chat"  # every call is an LLM call: REST_FRAMEWORK's "chat" rate
+
     @extend_schema(
         operation_id="agent_chat",
         summary="Parler à l'agent",
@@ -106,6 +108,7 @@ def _event_data(name: str, payload: object) -> object:
 
 
 class ChatStreamApi(MemoryApi):
+    throttle_scope = "chat"
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(
