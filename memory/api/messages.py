@@ -66,6 +66,12 @@ class MessageInputSerializer(StrictInputSerializer):
     timestamp = serializers.DateTimeField(
         required=False, default=None, help_text="Date d'origine (imports); absente : maintenant."
     )
+    memory_excluded = serializers.BooleanField(
+        default=False,
+        help_text="true pour une demande d'oubli et sa réponse : enregistrées, mais jamais dans "
+        "l'historique, l'index, la recherche ni l'extraction (une réponse exclue exclut son "
+        "échange).",
+    )
 
     def validate_channel(self, value: str) -> str:
         try:
@@ -98,6 +104,7 @@ class MessageInputSerializer(StrictInputSerializer):
             source=data["source"],
             author=data["author"],
             created_at=data["timestamp"],
+            memory_excluded=data["memory_excluded"],
         )
 
 

@@ -125,6 +125,8 @@ class MessageDraft:
     source: str = MessageSource.USER
     author: str = ""
     created_at: datetime | None = None
+    # The request to forget and its reply: recorded, but they never feed memory.
+    memory_excluded: bool = False
 
 
 @dataclass
@@ -174,12 +176,13 @@ def _open_exchange(channel: str) -> list[Message]:
         .values_list("id", flat=True)
         .first()
     )
-    rows = Message.objects.filter(channel=channel, id__gt=last_reply or 0, memory_excluded=False)
+    rows = Message.objects.filter(channel=channel, id__gt=last_reply or 0)
     return list(rows.order_by("-id")[:EXCHANGE_MAX_MESSAGES])[::-1]
 
 
 def _record_one(draft: MessageDraft) -> Message:
     from agent.followups import exchange_followups_enqueue
+    from memory.services.forgetting import forget_exchange_exclude
 
     role, source = message_role_source(role=draft.role, source=draft.source)
     message_timestamp_validate(draft.created_at)
@@ -192,19 +195,25 @@ def _record_one(draft: MessageDraft) -> Message:
         "created_at": draft.created_at,
     }
     if role != MessageRole.ASSISTANT:
-        return message_save(**fields)
+        message = message_save(**fields)
+        if draft.memory_excluded:
+            forget_exchange_exclude(message_ids=[message.id])
+        return message
     # A reply closes the exchange, as in the agent loop: it answers the user
     # messages since the last reply (coalesced), keyed on the last one, and the
     # exchange's extraction reads them, the reply and the tool results.
     exchange = _open_exchange(fields["channel"])
     users = [m for m in exchange if m.role == MessageRole.USER]
     reply = message_save(**fields, reply_to_id=users[-1].id if users else None)
+    if draft.memory_excluded:
+        # As after the agent's memory__forget: the whole exchange names the topic.
+        forget_exchange_exclude(message_ids=[*(m.id for m in exchange), reply.id])
     exchange_followups_enqueue(
         channel=reply.channel,
         message_ids=[m.id for m in users],
         reply_id=reply.id,
         tool_results=[m.content for m in exchange if m.role == MessageRole.TOOL],
-        extract=bool(users),
+        extract=bool(users) and not draft.memory_excluded,
     )
     return reply
 

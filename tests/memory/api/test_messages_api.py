@@ -318,3 +318,57 @@ def test_the_schema_documents_one_message_or_a_batch_and_the_409(agent_api):
     items = schema["components"]["schemas"]["MessageBatchInput"]["properties"]["messages"]
     assert items["items"]["$ref"].endswith("/MessageInput") and items["maxItems"] == 500
     assert {"201", "200", "400", "409"} <= set(post["responses"])
+
+
+def test_a_forget_exchange_recorded_as_excluded_never_feeds_memory(
+    world, agent_api, eager_tasks, django_capture_on_commit_callbacks
+):
+    """As after our agent's memory__forget: the request and its reply name the topic."""
+    with django_capture_on_commit_callbacks(execute=True):
+        kept = _post(agent_api, {"channel": "gateway", "content": "Mon vélo est au garage"})
+        response = _post(
+            agent_api,
+            {
+                "messages": [
+                    {"channel": "gateway", "content": "Oublie tout sur mon épaule cassée"},
+                    {
+                        "channel": "gateway",
+                        "role": "assistant",
+                        "content": "C'est oublié : ton épaule cassée.",
+                        "memory_excluded": True,
+                    },
+                ]
+            },
+        )
+
+    assert response.status_code == 201, response.content
+    request_id, reply_id = response.json()["message_ids"]
+    # The whole exchange is out, the earlier message too since the reply answers it.
+    excluded = set(Message.all_objects.filter(memory_excluded=True).values_list("id", flat=True))
+    assert excluded == {kept.json()["message_ids"][0], request_id, reply_id}
+    assert not Job.objects.filter(kind="extract").exists()
+    assert fts_search("épaule cassée") == []
+    context = agent_api.post(
+        "/api/memory/context", {"message": "Mon épaule cassée ?", "channel": "cli"}, format="json"
+    ).json()
+    assert "épaule" not in context["prompt_block"]
+
+
+def test_an_excluded_user_message_stays_out_of_the_next_exchange(world, agent_api):
+    ids = _post(
+        agent_api,
+        {
+            "messages": [
+                {"channel": "gateway", "content": "Oublie mon adresse", "memory_excluded": True},
+                {"channel": "gateway", "content": "Et note que je joue du piano"},
+                {"channel": "gateway", "role": "assistant", "content": "Noté pour le piano."},
+            ]
+        },
+    ).json()["message_ids"]
+
+    job = Job.objects.get(kind="extract")
+    assert job.payload["message_ids"] == [ids[1]]
+    assert Message.objects.get(pk=ids[2]).reply_to_id == ids[1]
+    assert list(Message.all_objects.filter(memory_excluded=True).values_list("id", flat=True)) == [
+        ids[0]
+    ]
