@@ -287,6 +287,34 @@ def _question(i: int) -> str:
     return f"{question} ({i})"
 
 
+def search_index_build(*, out: Callable[[str], None], sample: int = 100, limit: int = 16) -> None:
+    """Build the search index as `serve` does at start, and print its recall against exact search.
+
+    Before the index is built every search is exact: the top ``limit`` of
+    ``sample`` questions is recorded then, and compared after.
+    """
+    from memory.stores.embedders import get_embedder
+    from memory.stores.vectors import COLLECTIONS, get_vector_store
+
+    store = get_vector_store()
+    embedder = get_embedder()
+    vectors = [embedder.embed_query(_question(100_000 + i)) for i in range(sample)]
+    exact = {
+        name: [{h.id for h in store.search(name, v, limit=limit)} for v in vectors]
+        for name in COLLECTIONS
+    }
+    start = time.perf_counter()
+    built = store.optimize()
+    elapsed = time.perf_counter() - start
+    for name in COLLECTIONS:
+        found = [{h.id for h in store.search(name, v, limit=limit)} for v in vectors]
+        overlap = [len(a & b) / max(1, len(a)) for a, b in zip(exact[name], found, strict=True)]
+        out(
+            f"index     {name}: {built.get(name, 0)} points indexed in {elapsed:.1f} s; "
+            f"recall@{limit} against exact search {statistics.fmean(overlap):.3f} ({sample} questions)"
+        )
+
+
 def retrieval_benchmark(*, memories: int, queries: int, out: Callable[[str], None]) -> None:
     from memory.models import MemorySettings
     from memory.services.retrieval import auto_retrieve
@@ -297,6 +325,7 @@ def retrieval_benchmark(*, memories: int, queries: int, out: Callable[[str], Non
     out(
         f"seeded {memories} memories in {time.perf_counter() - start:.1f} s; embedder {get_embedder().name}"
     )
+    search_index_build(out=out)
     MemorySettings.load()
     stages: dict[str, list[float]] = {}
     failures = 0
@@ -334,9 +363,11 @@ def context_benchmark(
     from makilab.wsgi import application
     from memory.selectors import memory_stats_get
     from memory.services.retrieval import retrieval_warm
+    from memory.stores.vectors import get_vector_store
 
     start = time.perf_counter()
     retrieval_seed(memories)
+    get_vector_store().optimize()  # as serve does at start
     out(f"seeded {memories} memories in {time.perf_counter() - start:.1f} s")
     token = Token.objects.create(user=get_user_model().objects.create_user(username="benchmark"))
     retrieval_warm()  # as serve does before its first request

@@ -71,6 +71,8 @@ def reindex(
                 if progress:
                     progress(kind, done, len(ids))
             reports[kind] = report
+    # Rewritten points sit outside the search index until it is rebuilt.
+    store.optimize()
     return reports
 
 
