@@ -1,6 +1,7 @@
 """The settings module: defaults, the generated secret key, SQLite tuned for concurrency."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -102,6 +103,21 @@ def test_a_missing_env_file_stops_start_up_with_its_name(tmp_path):
     assert result.returncode != 0
     assert "MAKILAB_ENV_FILE" in result.stderr
     assert "absent.env" in result.stderr
+
+
+def test_every_environment_variable_is_documented_in_readme_and_env_example():
+    """Each variable the settings read is in README's configuration table and .env.example."""
+    source = (ROOT / "makilab" / "settings.py").read_text(encoding="utf-8")
+    names = set(re.findall(r'env_\w+\(\s*"([A-Z][A-Z0-9_]+)"', source))
+    assert len(names) > 40
+    table = "\n".join(
+        line
+        for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `")
+    )
+    example = (ROOT / ".env.example").read_text(encoding="utf-8")
+    assert sorted(name for name in names if f"`{name}`" not in table) == []
+    assert sorted(name for name in names if not re.search(rf"^#? ?{name}=", example, re.M)) == []
 
 
 def test_every_sqlite_connection_uses_wal_full_sync_and_a_busy_timeout(tmp_path):
