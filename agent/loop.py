@@ -54,11 +54,6 @@ TURN_CAP_REPLY = (
 )
 EMPTY_REPLY = "Je n'ai pas de réponse à te donner."
 INTERRUPTED_MESSAGE = "La réponse a été interrompue avant la fin. Réessaie."
-ROLE_BY_SOURCE = {
-    MessageSource.USER: MessageRole.USER,
-    MessageSource.SYSTEM: MessageRole.SYSTEM,
-    MessageSource.TOOL: MessageRole.TOOL,
-}
 
 
 @dataclass
@@ -204,7 +199,7 @@ def handle_message_events(
     A message coalesced into another request's batch only gets "saved" and "done".
     """
     from agent.client import LLM_NOT_CONFIGURED_MESSAGE, llm_available
-    from memory.services.messages import message_save
+    from memory.services.messages import ROLE_BY_SOURCE, message_save
 
     message = message_save(
         channel=channel,
