@@ -31,7 +31,9 @@ JSON_INVALID_AT_MESSAGE = "Corps JSON invalide (ligne {line}, colonne {column}).
 JSON_INVALID_MESSAGE = "Corps JSON invalide : {reason}."
 JSON_NOT_A_NUMBER_REASON = "NaN et Infinity ne sont pas du JSON"
 JSON_BAD_ENCODING_REASON = "le texte n'est pas en {encoding}"
-JSON_UNKNOWN_CHARSET_MESSAGE = "Corps JSON illisible : jeu de caractères « {charset} » inconnu."
+JSON_UNKNOWN_CHARSET_MESSAGE = (
+    "Corps JSON illisible : jeu de caractères « {charset} » non pris en charge."
+)
 
 
 class PayloadTooLarge(APIException):
@@ -79,7 +81,7 @@ def json_depth_exceeds(data: object, limit: int) -> bool:
             continue
         if depth > limit:
             return True
-        stack.extend((child, depth + 1) for child in children)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return False
 
 

@@ -18,6 +18,7 @@ from memory.api.parsers import (
     JSON_TOO_DEEP_MESSAGE,
     MAX_JSON_DEPTH,
     LimitedJSONParser,
+    json_depth_exceeds,
 )
 from memory.models import Fact
 from memory.services.facts import fact_store
@@ -129,3 +130,18 @@ def test_the_limited_parser_is_the_default_of_every_drf_view(settings):
     assert settings.REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"][0] == (
         f"{LimitedJSONParser.__module__}.{LimitedJSONParser.__qualname__}"
     )
+
+
+@pytest.mark.parametrize(
+    ("data", "limit", "exceeds"),
+    [
+        ([[[]]], 3, False),
+        ([[[]]], 2, True),
+        ({"a": [1, {"b": []}]}, 4, False),
+        ({"a": [1, {"b": []}]}, 3, True),
+        ("[[[[", 1, False),  # a string is a leaf, whatever it holds
+        (json.loads("[" * 900 + "]" * 900), 899, True),
+    ],
+)
+def test_json_depth_counts_nested_containers_without_recursing(data, limit, exceeds):
+    assert json_depth_exceeds(data, limit) is exceeds
