@@ -108,7 +108,8 @@ class _Importer:
 
     def __init__(self) -> None:
         self.report = ImportReport()
-        self.message_ids: dict[int, int | Message] = {}  # file id -> row id (or row to insert)
+        self.message_ids: dict[int, int | Message | None] = {}  # file id -> row (id or to insert)
+        self.forgotten: set[int] = set()  # file ids of messages forgotten in this memory
         self.fact_keys: set[str] = set()
         self.new: dict[str, list[int]] = {KIND_MESSAGE: [], KIND_SUMMARY: [], KIND_FACT: []}
         # What this memory holds, read once: the matching keys of messages and facts.
@@ -161,9 +162,11 @@ class _Importer:
 
     def _existing_messages(self) -> dict[tuple, tuple[int | Message, bool]]:
         if self._messages is None:
-            rows = Message.all_objects.values_list(*_MESSAGE_KEY, "id", "forgetting_id")
+            rows = Message.all_objects.values_list(
+                *_MESSAGE_KEY, "id", "forgetting_id", "memory_excluded"
+            )
             self._messages = {
-                (*row[:5], _digest(row[5])): (row[6], row[7] is not None)
+                (*row[:5], _digest(row[5])): (row[6], row[7] is not None or row[8])
                 for row in rows.iterator(chunk_size=2000)
             }
         return self._messages
@@ -183,11 +186,19 @@ class _Importer:
             raise ImportLineError(line, f"champ « content » : {EMPTY_MESSAGE}")
         message = Message(**values)
         model_check(line, message, exclude=["reply_to", "forgetting"])
+        if reply_to in self.forgotten:
+            # Its exchange is forgotten here: the reply stays out too.
+            self.message_ids[file_id] = None
+            self.forgotten.add(file_id)
+            self._kept("message", True, values["created_at"], present=False)
+            return
         existing = self._existing_messages()
         key = _message_key(values)
         if key in existing:
             row, forgotten = existing[key]
             self.message_ids[file_id] = row
+            if forgotten:
+                self.forgotten.add(file_id)
             self._kept("message", forgotten, values["created_at"])
             return
         existing[key] = (message, False)
@@ -198,7 +209,7 @@ class _Importer:
 
     def _row_id(self, file_id: int | None) -> int | None:
         """The row id of a message of the file (the waiting batch is written if it holds it)."""
-        if file_id is None:
+        if file_id is None or file_id in self.forgotten:
             return None
         target = self.message_ids[file_id]
         if isinstance(target, Message):
@@ -237,13 +248,14 @@ class _Importer:
         self.new[KIND_SUMMARY].append(summary.id)
         self.report.count(self.report.created, "summary")
 
-    def _kept(self, kind: str, forgotten: bool, date: datetime) -> None:
+    def _kept(self, kind: str, forgotten: bool, date: datetime, present: bool = True) -> None:
         if forgotten:
             label = {"message": "message", "summary": "résumé"}[kind]
             self.report.conflicts.append(
                 FORGOTTEN_ROW.format(kind=label, date=date.isoformat(timespec="seconds"))
             )
-        self.report.count(self.report.unchanged, kind)
+        if present:
+            self.report.count(self.report.unchanged, kind)
 
     # --- facts ----------------------------------------------------------------------------
 

@@ -356,3 +356,28 @@ def test_the_same_message_twice_in_a_file_is_stored_once(tmp_path):
     report = memory_import_lines([*lines, json.dumps(copy)])
     assert report.created["message"] == 3 and report.unchanged == {"message": 1}
     assert Message.objects.filter(role="system").count() == 1
+
+
+def test_an_exchange_forgotten_here_is_not_brought_back_even_in_part(tmp_path):
+    marks = _memory()
+    path = tmp_path / "memoire.jsonl"
+    memory_export(path=path)
+    question = marks["question"]
+    _wipe()
+    # This memory holds the question alone, and forgot it; the file also has the reply.
+    again = message_save(
+        channel=question.channel,
+        role="user",
+        content=question.content,
+        created_at=question.created_at,
+    )
+    topic_forget(topic="mal épaule tennis", actor=Actor.USER)
+    assert Message.all_objects.get(pk=again.pk).forgetting_id is not None
+
+    report = memory_import(path=path)
+
+    assert not Message.objects.filter(content__in=[question.content, marks["answer"].content])
+    assert not Message.all_objects.filter(content=marks["answer"].content).exists()
+    assert sum("oublié dans cette mémoire, non réimporté" in c for c in report.conflicts) == 2
+    # The fact that came from the forgotten message is imported without its source.
+    assert Fact.objects.get(key="blessure_epaule").source_message_id is None
