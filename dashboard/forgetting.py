@@ -1,4 +1,5 @@
-"""The "Oublier un sujet" section of /memory: preview, confirm, undo.
+"""The "Oublier un sujet" section of /memory: preview, confirm, undo; and the hard deletes
+(a fact, or what a forget took, erased at once).
 
 A forget is never one click: the topic first shows what it would take (the
 dry run), and only the confirmation forgets. Recent forgets are listed with
@@ -10,13 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.auth import staff_required
-from memory.exceptions import MemoryServiceError
+from memory.exceptions import FactNotFound, MemoryServiceError
 from memory.models import Actor, Forgetting
+from memory.selectors import fact_get
+from memory.services.erasing import fact_erase, forgetting_erase
 from memory.services.forgetting import (
     forgetting_restore,
     topic_forget,
@@ -102,8 +107,38 @@ def forget_confirm(request: HttpRequest) -> HttpResponse:
 @staff_required
 @require_POST
 def forget_restore(request: HttpRequest, forgetting_id: int) -> HttpResponse:
+    message = "Oubli annulé : tout est revenu dans la mémoire."
+    return _on_forgetting(request, forgetting_id, forgetting_restore, message)
+
+
+def _on_forgetting(request: HttpRequest, forgetting_id: int, service, done: str) -> HttpResponse:
+    """Restore or erase one forget, the section saying how it went."""
     try:
-        forgetting_restore(forgetting_id=forgetting_id, actor=Actor.USER)
+        service(forgetting_id=forgetting_id, actor=Actor.USER)
     except MemoryServiceError as exc:
         return _render(request, status=422, forget_message=str(exc))
-    return _render(request, forget_message="Oubli annulé : tout est revenu dans la mémoire.")
+    return _render(request, forget_message=done)
+
+
+@staff_required
+@require_POST
+def forget_erase(request: HttpRequest, forgetting_id: int) -> HttpResponse:
+    """Erase what a forget took now, without waiting for its retention window."""
+    message = "Effacé définitivement : plus rien n'en reste."
+    return _on_forgetting(request, forgetting_id, forgetting_erase, message)
+
+
+@staff_required
+@require_POST
+def fact_erase_view(request: HttpRequest, key: str) -> HttpResponse:
+    """The fact and its history leave every tier and the logs; its card says so."""
+    try:
+        fact = fact_get(key=key)
+    except FactNotFound as exc:
+        raise Http404(str(exc)) from None
+    fact_erase(fact=fact, actor=Actor.USER)
+    if not getattr(request, "htmx", False):
+        return redirect(reverse("dashboard:memory") + "#faits")
+    return HttpResponse(
+        format_html('<p class="notice" role="status">Fait « {} » effacé définitivement.</p>', key)
+    )

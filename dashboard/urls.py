@@ -14,6 +14,7 @@ urlpatterns = [
     path("memory/facts/<str:key>/edit/", views.fact_edit, name="fact-edit"),
     path("memory/facts/<str:key>/forget/", views.fact_forget_view, name="fact-forget"),
     path("memory/facts/<str:key>/restore/", views.fact_restore_view, name="fact-restore"),
+    path("memory/facts/<str:key>/erase/", forgetting.fact_erase_view, name="fact-erase"),
     path("memory/facts/<str:key>/history/", views.fact_history, name="fact-history"),
     # Recherche
     path("memory/search/", views.search_section, name="search"),
@@ -37,5 +38,6 @@ urlpatterns = [
         forgetting.forget_restore,
         name="forget-restore",
     ),
+    path("memory/forget/<int:forgetting_id>/erase/", forgetting.forget_erase, name="forget-erase"),
     path("costs/", views.costs_page, name="costs"),
 ]

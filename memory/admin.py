@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
 
+from memory.exceptions import MemoryServiceError
 from memory.models import (
     Actor,
     Fact,
@@ -20,7 +21,9 @@ from memory.models import (
     RevisionReason,
     Summary,
 )
+from memory.services.erasing import fact_erase, forgetting_erase
 from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
+from memory.services.forgetting import forgetting_restore
 
 
 class ReadOnlyAdminMixin:
@@ -103,7 +106,7 @@ class FactAdmin(admin.ModelAdmin):
         "index_lease_until",
     )
     inlines = [FactRevisionInline]
-    actions = ["restore_facts", "forget_facts"]
+    actions = ["restore_facts", "forget_facts", "erase_facts"]
 
     def save_model(self, request, obj: Fact, form, change: bool) -> None:
         # Go through the services so every admin edit leaves a revision.
@@ -149,6 +152,16 @@ class FactAdmin(admin.ModelAdmin):
             fact_forget(fact=f, actor=Actor.ADMIN) for f in queryset.filter(forgotten=False)
         ]
         self.message_user(request, f"{len(forgotten)} fait(s) oublié(s).", messages.SUCCESS)
+
+    @admin.action(description="Effacer définitivement les faits sélectionnés (irréversible)")
+    def erase_facts(self, request: HttpRequest, queryset) -> None:
+        # The default changelist hides nothing: forgotten facts can be erased too.
+        erased = [fact_erase(fact=f, actor=Actor.ADMIN) for f in queryset]
+        self.message_user(
+            request,
+            f"{len(erased)} fait(s) effacé(s) définitivement, avec leur historique.",
+            messages.SUCCESS,
+        )
 
 
 @admin.register(MemorySettings)
@@ -207,20 +220,24 @@ class ForgettingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     list_display = ("created_at", "topic", "state", "actor", "selection", "purge_after")
     list_filter = ("state", "actor")
-    actions = ["restore_forgettings"]
+    actions = ["restore_forgettings", "erase_forgettings"]
 
     @admin.action(description="Annuler les oublis sélectionnés")
     def restore_forgettings(self, request, queryset) -> None:
-        from memory.exceptions import MemoryServiceError
-        from memory.services.forgetting import forgetting_restore
+        self._each(request, queryset, forgetting_restore, "Oubli n° {id} annulé.")
 
+    @admin.action(description="Effacer maintenant ce que les oublis sélectionnés ont pris")
+    def erase_forgettings(self, request, queryset) -> None:
+        self._each(request, queryset, forgetting_erase, "Oubli n° {id} effacé définitivement.")
+
+    def _each(self, request, queryset, service, done: str) -> None:
         for forgetting in queryset:
             try:
-                forgetting_restore(forgetting_id=forgetting.pk, actor=Actor.ADMIN)
+                service(forgetting_id=forgetting.pk, actor=Actor.ADMIN)
             except MemoryServiceError as exc:
                 self.message_user(request, f"n° {forgetting.pk} : {exc}", messages.WARNING)
             else:
-                self.message_user(request, f"Oubli n° {forgetting.pk} annulé.", messages.SUCCESS)
+                self.message_user(request, done.format(id=forgetting.pk), messages.SUCCESS)
 
 
 @admin.register(Job)

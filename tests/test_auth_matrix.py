@@ -1,7 +1,11 @@
 """Every URL pattern of the URLconf, requested by every kind of caller, against the expected matrix.
 
-Callers: anonymous, a bad token, the agent's token, a logged-in account that is
-not staff, the owner's staff session. The patterns are read from the URLconf,
+Callers: anonymous, a bad token, the agent's token (a non-staff account's), the
+owner's token (a staff account's), a logged-in account that is not staff, the
+owner's staff session. Two scopes (memory.api.permissions): the agent's token
+reaches the API and MCP but not the owner's operations (OWNER_ONLY_API: settings
+changes, restores, hard deletes, the export), which answer it 403 and change
+nothing; the owner, by token or session, reaches everything. The patterns are read from the URLconf,
 so a route added later (an app's API, an admin model) is checked without
 editing this file. Nobody but the agent and the owner ever sees data: a marker
 stored in a fact and in a retrieval log must not appear in their responses, and
@@ -18,6 +22,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from rest_framework.authtoken.models import Token
 
+from memory.api.permissions import OWNER_ONLY_MESSAGE
 from memory.models import Fact, MemoryRetrieval, MemorySettings
 from memory.services.facts import fact_store
 
@@ -25,8 +30,17 @@ pytestmark = pytest.mark.django_db
 
 MARKER = "VALEUR-SECRÈTE-4242"
 FACT_KEY = "secret_fact"
-# API routes for the owner only: the agent's token is refused (403) like a stranger.
-STAFF_ONLY_API = {"memory-api:export"}
+# The owner's operations, per route: the agent's token is refused (403) and changes nothing.
+OWNER_ONLY_API = {
+    "memory-api:export": {"get"},
+    "memory-api:settings": {"patch"},
+    "memory-api:fact-restore": {"post"},
+    "memory-api:fact-erase": {"post"},
+    "memory-api:forgettings": {"get"},
+    "memory-api:forgetting-restore": {"post"},
+    "memory-api:forgetting-erase": {"post"},
+}
+OWNER_IDENTITIES = ("owner_token", "staff_session")
 
 
 @dataclass(frozen=True)
@@ -100,6 +114,7 @@ def world(staff_user, django_user_model):
     return {
         "staff": staff_user,
         "agent_token": Token.objects.create(user=agent).key,
+        "owner_token": Token.objects.create(user=staff_user).key,
         "outsider": outsider,
     }
 
@@ -107,8 +122,8 @@ def world(staff_user, django_user_model):
 def client_for(identity: str, world: dict) -> Client:
     if identity == "bad_token":
         return Client(HTTP_AUTHORIZATION="Token " + "0" * 40)
-    if identity == "agent_token":
-        return Client(HTTP_AUTHORIZATION=f"Token {world['agent_token']}")
+    if identity in ("agent_token", "owner_token"):
+        return Client(HTTP_AUTHORIZATION=f"Token {world[identity]}")
     client = Client()
     if identity == "staff_session":
         client.force_login(world["staff"])
@@ -121,7 +136,11 @@ def _login_redirect(response, login_path: str) -> bool:
     return response.status_code == 302 and response["Location"].startswith(login_path)
 
 
-def _refused(identity: str, route: Route, response) -> str | None:
+def _owner_only(route: Route, method: str) -> bool:
+    return method in OWNER_ONLY_API.get(route.name, ())
+
+
+def _refused(identity: str, route: Route, method: str, response) -> str | None:
     """Why ``response`` breaks the matrix for a caller who must get no data (None: fine)."""
     status = response.status_code
     if route.area == "public":
@@ -137,8 +156,8 @@ def _refused(identity: str, route: Route, response) -> str | None:
             return None if status in (302, 404) else f"view_on_site answered {status}"
         return None if _login_redirect(response, "/admin/login/") else f"admin gave {status}"
     if route.area == "api":
-        if identity == "agent_token" and route.name not in STAFF_ONLY_API:
-            return None
+        if identity == "agent_token" and _owner_only(route, method):
+            return None if status == 403 else f"owner's operation gave {status} to the agent"
         return None if status in (401, 403) else f"API gave {status} to {identity}"
     if route.area == "mcp":  # the MCP endpoint takes a token, never a session
         return None if status == 401 else f"MCP gave {status} to {identity}"
@@ -171,7 +190,29 @@ def _allowed(route: Route, response) -> str | None:
     return None
 
 
-IDENTITIES = ("anonymous", "bad_token", "agent_token", "outsider_session", "staff_session")
+IDENTITIES = (
+    "anonymous",
+    "bad_token",
+    "agent_token",
+    "owner_token",
+    "outsider_session",
+    "staff_session",
+)
+
+
+def _requests(identity: str, route: Route) -> list[tuple[str, bool]]:
+    """(method, allowed in?) pairs to send: who is allowed in reads, and uses the owner's
+    operations when it is the owner; who is not also tries to write (GET and POST, and
+    the owner's operations for the agent)."""
+    owner_methods = sorted(OWNER_ONLY_API.get(route.name, ()))
+    if identity == "staff_session" and route.area != "mcp":
+        return [("get", True)] + [(m, True) for m in owner_methods if m != "get"]
+    if identity in ("agent_token", "owner_token") and route.area in ("api", "mcp"):
+        if identity == "owner_token":
+            return [("get", True)] + [(m, True) for m in owner_methods if m != "get"]
+        pairs = [] if "get" in owner_methods else [("get", True)]
+        return pairs + [(m, False) for m in owner_methods]
+    return [("get", False), ("post", False)]
 
 
 @pytest.mark.parametrize("identity", IDENTITIES)
@@ -180,15 +221,7 @@ def test_every_url_pattern_answers_each_caller_as_the_matrix_says(identity, worl
     facts_before = list(Fact.objects.values_list("key", "value", "forgotten"))
     problems: list[str] = []
     for route in routes(world["staff"].pk):
-        # Those allowed in only read (an empty POST could be a legitimate write);
-        # the others also try to write, and must change nothing.
-        allowed_in = (identity == "staff_session" and route.area != "mcp") or (
-            identity == "agent_token"
-            and route.area in ("api", "mcp")
-            and route.name not in STAFF_ONLY_API
-        )
-        methods = ("get",) if allowed_in else ("get", "post")
-        for method in methods:
+        for method, allowed_in in _requests(identity, route):
             # POST /logout/ ends a session: every request starts from the same identity.
             client = client_for(identity, world)
             response = getattr(client, method)(route.url)
@@ -196,13 +229,13 @@ def test_every_url_pattern_answers_each_caller_as_the_matrix_says(identity, worl
             if allowed_in:
                 problem = _allowed(route, response)
             else:
-                problem = _refused(identity, route, response)
+                problem = _refused(identity, route, method, response)
                 if MARKER.encode() in body:
                     problem = "leaked stored data"
             if problem:
                 problems.append(f"{method.upper()} {route.url} ({route.pattern}): {problem}")
     assert problems == [], "\n".join(problems)
-    if identity != "staff_session":
+    if identity not in OWNER_IDENTITIES:
         assert list(Fact.objects.values_list("key", "value", "forgotten")) == facts_before
         assert MemorySettings.load().updated_at == settings_before
 
@@ -226,6 +259,8 @@ def test_the_walk_covers_the_whole_urlconf(world):
         "memory-api:forgettings",
         "memory-api:forgetting-restore",
         "memory-api:export",
+        "memory-api:fact-erase",
+        "memory-api:forgetting-erase",
         "memory-api:messages",
         "memory-api:context",
         "memory-api:recent-facts",
@@ -245,3 +280,20 @@ def test_the_agent_token_reads_facts_but_a_bad_token_is_told_401(world):
     anonymous = client_for("anonymous", world).get("/api/memory/facts")
     assert anonymous.status_code == 401
     assert MARKER not in anonymous.content.decode()
+
+
+def test_the_agent_token_cannot_change_settings_but_the_owner_token_can(world):
+    agent = client_for("agent_token", world)
+    refused = agent.patch(
+        "/api/memory/settings", {"max_results": 7}, content_type="application/json"
+    )
+    assert refused.status_code == 403
+    assert refused.json()["message"] == OWNER_ONLY_MESSAGE
+    assert MemorySettings.load().max_results != 7
+
+    owner = client_for("owner_token", world)
+    accepted = owner.patch(
+        "/api/memory/settings", {"max_results": 7}, content_type="application/json"
+    )
+    assert accepted.status_code == 200, accepted.content
+    assert MemorySettings.load().max_results == 7

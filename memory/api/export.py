@@ -9,7 +9,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers
 from rest_framework.request import Request
 
-from memory.api.permissions import IsStaff
+from memory.api.permissions import IsOwner
 from memory.api.serializers import StrictInputSerializer
 from memory.api.views import ERRORS, MemoryApi
 from memory.services.portability import export_lines, parse_since
@@ -29,7 +29,7 @@ class ExportQuerySerializer(StrictInputSerializer):
 
 
 class MemoryExportApi(MemoryApi):
-    permission_classes = [IsStaff]
+    permission_classes = [IsOwner]
 
     @extend_schema(
         operation_id="memory_export",

@@ -1,4 +1,4 @@
-"""Forgetting through the API: preview (dry run), forget, list, restore."""
+"""Forgetting through the API: preview (dry run), forget, list, restore; the owner's hard deletes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory.api.serializers import StrictInputSerializer
-from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
+from memory.api.views import (
+    ERRORS,
+    KEY_PARAMETER,
+    NOT_FOUND,
+    ErrorSerializer,
+    MemoryApi,
+    fact_or_404,
+)
 from memory.models import Forgetting
+from memory.services.erasing import fact_erase, forgetting_erase
 from memory.services.forgetting import (
     FORGETTING_NOT_FOUND_MESSAGE,
     ForgetPlan,
@@ -19,6 +27,9 @@ from memory.services.forgetting import (
 )
 
 TOPIC_MAX_CHARS = 200
+FORGETTING_NOT_FOUND = {
+    404: OpenApiResponse(ErrorSerializer, description="Aucun oubli avec ce numéro."),
+}
 
 
 class ForgetInputSerializer(StrictInputSerializer):
@@ -71,6 +82,17 @@ class ForgettingSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+def _on_forgetting(request: Request, forgetting_id: int, service, actor: str) -> Response:
+    """Restore or erase one forget: a French 404 when there is none."""
+    if not Forgetting.objects.filter(pk=forgetting_id).exists():
+        return Response(
+            {"message": FORGETTING_NOT_FOUND_MESSAGE.format(id=forgetting_id), "extra": {}},
+            status=status.HTTP_404_NOT_FOUND,
+        )
+    forgetting = service(forgetting_id=forgetting_id, actor=actor)
+    return Response(ForgettingSerializer(forgetting).data)
+
+
 class ForgetApi(MemoryApi):
     @extend_schema(
         operation_id="memory_forget",
@@ -102,6 +124,8 @@ class ForgetApi(MemoryApi):
 
 
 class ForgettingListApi(MemoryApi):
+    owner_methods = frozenset({"get"})
+
     @extend_schema(
         operation_id="forgettings_list",
         summary="Les oublis",
@@ -113,22 +137,53 @@ class ForgettingListApi(MemoryApi):
 
 
 class ForgettingRestoreApi(MemoryApi):
+    owner_methods = frozenset({"post"})
+
     @extend_schema(
         operation_id="forgettings_restore",
         summary="Annuler un oubli",
         description="Tant qu'il n'est pas effacé : tout revient (messages, faits, résumés).",
         request=None,
-        responses={
-            200: ForgettingSerializer,
-            **ERRORS,
-            404: OpenApiResponse(ErrorSerializer, description="Aucun oubli avec ce numéro."),
-        },
+        responses={200: ForgettingSerializer, **ERRORS, **FORGETTING_NOT_FOUND},
     )
     def post(self, request: Request, forgetting_id: int) -> Response:
-        if not Forgetting.objects.filter(pk=forgetting_id).exists():
-            return Response(
-                {"message": FORGETTING_NOT_FOUND_MESSAGE.format(id=forgetting_id), "extra": {}},
-                status=status.HTTP_404_NOT_FOUND,
-            )
-        forgetting = forgetting_restore(forgetting_id=forgetting_id, actor=self.actor(request))
-        return Response(ForgettingSerializer(forgetting).data)
+        return _on_forgetting(request, forgetting_id, forgetting_restore, self.actor(request))
+
+
+class FactEraseApi(MemoryApi):
+    owner_methods = frozenset({"post"})
+
+    @extend_schema(
+        operation_id="facts_erase",
+        summary="Effacer un fait définitivement",
+        description=(
+            "Suppression définitive (RGPD), distincte de l'oubli : le fait et tout son "
+            "historique quittent SQLite, l'index plein texte et Qdrant, et les journaux "
+            "d'auto-retrieval sont expurgés. Irréversible. Réservé au propriétaire. Renvoie "
+            "la trace de l'effacement (sans contenu)."
+        ),
+        parameters=[KEY_PARAMETER],
+        request=None,
+        responses={200: ForgettingSerializer, **ERRORS, **NOT_FOUND},
+    )
+    def post(self, request: Request, key: str) -> Response:
+        erasure = fact_erase(fact=fact_or_404(key), actor=self.actor(request))
+        return Response(ForgettingSerializer(erasure).data)
+
+
+class ForgettingEraseApi(MemoryApi):
+    owner_methods = frozenset({"post"})
+
+    @extend_schema(
+        operation_id="forgettings_erase",
+        summary="Effacer un oubli maintenant",
+        description=(
+            "Ce qu'un oubli a pris (échanges, faits, résumés) est effacé définitivement tout "
+            "de suite, sans attendre la fin du délai d'annulation. Irréversible. Réservé au "
+            "propriétaire."
+        ),
+        request=None,
+        responses={200: ForgettingSerializer, **ERRORS, **FORGETTING_NOT_FOUND},
+    )
+    def post(self, request: Request, forgetting_id: int) -> Response:
+        return _on_forgetting(request, forgetting_id, forgetting_erase, self.actor(request))

@@ -1,17 +1,34 @@
-"""Who may call the memory API."""
+"""Who may call the memory API: two scopes.
+
+- The agent's scope: the token of a non-staff account (the agent, an outside
+  agent, the MCP client). Chat, context, record messages, search, read and
+  store facts, forget (a topic, a fact) as the tools do.
+- The owner's scope: a staff account, by its dashboard session or its own
+  token. Everything the agent may do, plus the owner's operations: changing
+  the settings, undoing a forget, hard deletes, the export, maintenance.
+
+A session of a non-staff account is refused everywhere, as it is on the
+dashboard and in the admin: the memory holds the owner's private facts.
+"""
 
 from __future__ import annotations
 
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.permissions import BasePermission
 
+OWNER_ONLY_MESSAGE = (
+    "Opération réservée au propriétaire (compte d'équipe) : le jeton de l'agent ne peut pas "
+    "la faire."
+)
+
+
+def is_owner(user) -> bool:
+    """A staff account: its session or its token is an owner's."""
+    return bool(user and user.is_authenticated and user.is_active and user.is_staff)
+
 
 class IsStaffOrToken(BasePermission):
-    """The agent with its API token, or a staff user logged in to the dashboard.
-
-    A session of a non-staff account is refused, as it is on the dashboard and
-    in the admin: the memory holds the owner's private facts.
-    """
+    """The agent's scope: any active account's API token, or the owner's staff session."""
 
     message = "Accès réservé au propriétaire (session d'équipe) ou à l'agent (jeton d'API)."
 
@@ -24,14 +41,10 @@ class IsStaffOrToken(BasePermission):
         return bool(user.is_staff)
 
 
-class IsStaff(BasePermission):
-    """The owner only (a staff account, by session or its own token): never the agent's token.
+class IsOwner(BasePermission):
+    """The owner's scope: a staff account, by session or its own token; never the agent's token."""
 
-    For what hands over the whole memory at once (the export).
-    """
-
-    message = "Accès réservé au propriétaire (compte d'équipe)."
+    message = OWNER_ONLY_MESSAGE
 
     def has_permission(self, request, view) -> bool:
-        user = request.user
-        return bool(user and user.is_authenticated and user.is_active and user.is_staff)
+        return is_owner(request.user)

@@ -10,6 +10,7 @@ urlpatterns = [
     path("facts", views.FactListCreateApi.as_view(), name="facts"),
     # <path:key> would swallow "/restore": keys cannot contain "/" (FactInputSerializer).
     path("facts/<str:key>/restore", views.FactRestoreApi.as_view(), name="fact-restore"),
+    path("facts/<str:key>/erase", forgetting.FactEraseApi.as_view(), name="fact-erase"),
     path("facts/<str:key>/revisions", views.FactRevisionListApi.as_view(), name="fact-revisions"),
     path("facts/<str:key>", views.FactDetailApi.as_view(), name="fact"),
     path("recent-facts", views.FactRecentApi.as_view(), name="recent-facts"),
@@ -28,5 +29,10 @@ urlpatterns = [
         "forgettings/<int:forgetting_id>/restore",
         forgetting.ForgettingRestoreApi.as_view(),
         name="forgetting-restore",
+    ),
+    path(
+        "forgettings/<int:forgetting_id>/erase",
+        forgetting.ForgettingEraseApi.as_view(),
+        name="forgetting-erase",
     ),
 ]

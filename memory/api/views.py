@@ -24,7 +24,7 @@ from memory.api.parsers import (
     LimitedJSONParser,
     PayloadTooLarge,
 )
-from memory.api.permissions import IsStaffOrToken
+from memory.api.permissions import IsOwner, IsStaffOrToken
 from memory.api.serializers import (
     FactInputSerializer,
     FactListQuerySerializer,
@@ -66,7 +66,11 @@ class ErrorSerializer(serializers.Serializer):
 ERRORS = {
     400: OpenApiResponse(ErrorSerializer, description="Entrée invalide : un message par champ."),
     401: OpenApiResponse(ErrorSerializer, description="Jeton absent ou invalide."),
-    403: OpenApiResponse(ErrorSerializer, description="Session sans droits ou sans CSRF."),
+    403: OpenApiResponse(
+        ErrorSerializer,
+        description="Session sans droits ou sans CSRF, ou jeton de l'agent sur une opération "
+        "du propriétaire.",
+    ),
 }
 NOT_FOUND = {404: OpenApiResponse(ErrorSerializer, description="Aucun fait avec cette clé.")}
 KEY_PARAMETER = OpenApiParameter(
@@ -84,6 +88,13 @@ class MemoryApi(APIView):
     authentication_classes = [TokenAuthentication, SessionAuthentication]
     permission_classes = [IsStaffOrToken]
     parser_classes = [LimitedJSONParser, LimitedFormParser]
+    # The methods of this view in the owner's scope (memory.api.permissions).
+    owner_methods: frozenset[str] = frozenset()
+
+    def get_permissions(self):
+        if self.request.method.lower() in self.owner_methods:
+            return [IsOwner()]
+        return super().get_permissions()
 
     def handle_exception(self, exc: Exception) -> Response:
         # Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE with an HTML 400 page;
@@ -106,7 +117,7 @@ class MemoryApi(APIView):
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 
-def _fact_or_404(key: str) -> Fact:
+def fact_or_404(key: str) -> Fact:
     try:
         return fact_get(key=key)
     except FactNotFound as exc:
@@ -155,7 +166,7 @@ class FactDetailApi(MemoryApi):
         responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
     )
     def get(self, request: Request, key: str) -> Response:
-        return Response(FactOutputSerializer(_fact_or_404(key)).data)
+        return Response(FactOutputSerializer(fact_or_404(key)).data)
 
     @extend_schema(
         operation_id="facts_update",
@@ -169,7 +180,7 @@ class FactDetailApi(MemoryApi):
         responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
     )
     def patch(self, request: Request, key: str) -> Response:
-        fact = _fact_or_404(key)
+        fact = fact_or_404(key)
         body = FactPatchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         if not body.validated_data:
@@ -189,11 +200,13 @@ class FactDetailApi(MemoryApi):
         responses={204: None, **ERRORS, **NOT_FOUND},
     )
     def delete(self, request: Request, key: str) -> Response:
-        fact_forget(fact=_fact_or_404(key), actor=self.actor(request))
+        fact_forget(fact=fact_or_404(key), actor=self.actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class FactRestoreApi(MemoryApi):
+    owner_methods = frozenset({"post"})
+
     @extend_schema(
         operation_id="facts_restore",
         summary="Restaurer un fait oublié",
@@ -203,7 +216,7 @@ class FactRestoreApi(MemoryApi):
         responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
     )
     def post(self, request: Request, key: str) -> Response:
-        fact = fact_restore(fact=_fact_or_404(key), actor=self.actor(request))
+        fact = fact_restore(fact=fact_or_404(key), actor=self.actor(request))
         return Response(FactOutputSerializer(fact).data)
 
 
@@ -216,7 +229,7 @@ class FactRevisionListApi(MemoryApi):
         responses={200: FactRevisionSerializer(many=True), **ERRORS, **NOT_FOUND},
     )
     def get(self, request: Request, key: str) -> Response:
-        fact = _fact_or_404(key)
+        fact = fact_or_404(key)
         return self.paginate(request, fact.revisions.all(), FactRevisionSerializer)
 
 
@@ -269,6 +282,8 @@ class MemorySearchApi(MemoryApi):
 
 
 class MemorySettingsApi(MemoryApi):
+    owner_methods = frozenset({"patch"})
+
     @extend_schema(
         operation_id="settings_get",
         summary="Lire les réglages",

@@ -61,7 +61,9 @@ __all__ = [
     "ForgetPlan",
     "ForgetResult",
     "forget_exchange_exclude",
+    "forgetting_purge",
     "forgetting_restore",
+    "forgetting_take",
     "forgettings_purge",
     "topic_forget",
     "topic_forget_preview",
@@ -223,54 +225,81 @@ def topic_forget(
     plan = _plan(topic, chosen)
     if plan.empty:
         return ForgetResult(topic, None, plan.counts(), None, chosen.selection)
-    now = timezone.now()
     retention = timedelta(days=memory_settings_get().forget_retention_days)
-    with transaction.atomic():
-        forgetting = Forgetting.objects.create(
-            topic=topic,
-            actor=actor,
-            selection=chosen.selection,
-            counts=plan.counts(),
-            purge_after=now + retention,
-        )
-        note = FORGET_NOTE.format(id=forgetting.id)
-        Message.all_objects.filter(pk__in=chosen.message_ids).update(forgetting=forgetting)
-        fact_ids = [f.id for f in chosen.facts]
-        for fact in chosen.facts:
-            FactRevision.objects.create(
-                fact=fact,
-                actor=actor,
-                reason=RevisionReason.FORGOTTEN,
-                old_value=fact.value,
-                new_value=fact.value,
-                note=note,
-            )
-        Fact.all_objects.filter(pk__in=fact_ids).update(
-            forgetting=forgetting, forgotten=True, forgotten_at=now
-        )
-        Summary.all_objects.filter(pk__in=[s.id for s in chosen.summaries]).update(
-            forgetting=forgetting
-        )
-        rows_changed(KIND_MESSAGE, list(chosen.exchanges))
-        rows_changed(KIND_FACT, fact_ids)
-        rows_changed(KIND_SUMMARY, [s.id for s in chosen.summaries])
-        _redact_logs(
-            items={
-                *(f"message:{i}" for i in chosen.exchanges),
-                *(f"fact:{i}" for i in fact_ids),
-                *(f"summary:{s.id}" for s in chosen.summaries),
-            },
-            terms=topic_terms(topic),
-        )
-        roots, summaries = list(chosen.exchanges), [s.id for s in chosen.summaries]
-        transaction.on_commit(lambda: _remove_points(roots, fact_ids, summaries))
+    forgetting = forgetting_take(
+        topic=topic, chosen=chosen, actor=actor, retention=retention, terms=topic_terms(topic)
+    )
     logger.info("forgot topic n°%s: %s", forgetting.id, plan.counts())
     return ForgetResult(
         topic, forgetting.id, plan.counts(), forgetting.purge_after, chosen.selection
     )
 
 
-def _remove_points(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:
+@transaction.atomic
+def forgetting_take(
+    *,
+    topic: str,
+    chosen: Selection,
+    actor: str,
+    retention: timedelta,
+    terms: Iterable[str] = (),
+) -> Forgetting:
+    """Attach the chosen rows to a new ``Forgetting``: out of every read path from now on.
+
+    The one implementation of "take it out of the memory": the forget of a topic
+    and the hard delete (memory.services.erasing) both go through it. ``terms``:
+    retrieval logs whose message preview holds them all are redacted too.
+    """
+    plan = _plan(topic, chosen)
+    now = timezone.now()
+    forgetting = Forgetting.objects.create(
+        topic=topic,
+        actor=actor,
+        selection=chosen.selection,
+        counts=plan.counts(),
+        purge_after=now + retention,
+    )
+    note = FORGET_NOTE.format(id=forgetting.id)
+    Message.all_objects.filter(pk__in=chosen.message_ids).update(forgetting=forgetting)
+    fact_ids = [f.id for f in chosen.facts]
+    _revisions_add(chosen.facts, actor=actor, reason=RevisionReason.FORGOTTEN, note=note)
+    Fact.all_objects.filter(pk__in=fact_ids).update(
+        forgetting=forgetting, forgotten=True, forgotten_at=now
+    )
+    summary_ids = [s.id for s in chosen.summaries]
+    Summary.all_objects.filter(pk__in=summary_ids).update(forgetting=forgetting)
+    rows_changed(KIND_MESSAGE, list(chosen.exchanges))
+    rows_changed(KIND_FACT, fact_ids)
+    rows_changed(KIND_SUMMARY, summary_ids)
+    redact_logs(
+        items={
+            *(f"message:{i}" for i in chosen.exchanges),
+            *(f"fact:{i}" for i in fact_ids),
+            *(f"summary:{i}" for i in summary_ids),
+        },
+        terms=list(terms),
+    )
+    roots = list(chosen.exchanges)
+    transaction.on_commit(lambda: remove_points(roots, fact_ids, summary_ids))
+    return forgetting
+
+
+def _revisions_add(facts: Iterable[Fact], *, actor: str, reason: str, note: str) -> None:
+    """One revision per fact a forget takes or gives back (the value is unchanged)."""
+    FactRevision.objects.bulk_create(
+        FactRevision(
+            fact=fact,
+            actor=actor,
+            reason=reason,
+            old_value=fact.value,
+            new_value=fact.value,
+            note=note,
+        )
+        for fact in facts
+    )
+
+
+def remove_points(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:
     """Best effort, at once; the indexing machine does it anyway when Qdrant is back."""
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store, point_id
 
@@ -286,7 +315,7 @@ def _remove_points(root_ids: list[int], fact_ids: list[int], summary_ids: list[i
         logger.warning("forget: points left to the indexing machine (%s)", exc)
 
 
-def _redact_logs(*, items: set[str], terms: list[str] = (), message_texts: Iterable[str] = ()):
+def redact_logs(*, items: set[str], terms: list[str] = (), message_texts: Iterable[str] = ()):
     """Retrieval logs keep no forgotten text: their memories and message previews are redacted."""
     from memory.services.forgetting_select import contains_all
     from memory.services.formatting import clean_text
@@ -308,7 +337,7 @@ def _redact_logs(*, items: set[str], terms: list[str] = (), message_texts: Itera
             row.save(update_fields=["memories", "message_preview"])
 
 
-def _forgetting_get(forgetting_id: int) -> Forgetting:
+def forgetting_lock(forgetting_id: int) -> Forgetting:
     try:
         return Forgetting.objects.select_for_update().get(pk=forgetting_id)
     except Forgetting.DoesNotExist:
@@ -318,7 +347,7 @@ def _forgetting_get(forgetting_id: int) -> Forgetting:
 @transaction.atomic
 def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
     """Undo a forget within its retention window: rows, FTS entries and points come back."""
-    forgetting = _forgetting_get(forgetting_id)
+    forgetting = forgetting_lock(forgetting_id)
     if forgetting.state == ForgettingState.PURGED:
         raise MemoryServiceError(ALREADY_PURGED_MESSAGE)
     if forgetting.state != ForgettingState.ACTIVE:
@@ -332,15 +361,9 @@ def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
     all_ids = list(messages.values_list("id", "reply_to_id"))
     messages.update(forgetting=None)
     facts = list(Fact.all_objects.filter(forgetting=forgetting))
-    for fact in facts:
-        FactRevision.objects.create(
-            fact=fact,
-            actor=actor,
-            reason=RevisionReason.RESTORED,
-            old_value=fact.value,
-            new_value=fact.value,
-            note=f"oubli n° {forgetting.id} annulé",
-        )
+    _revisions_add(
+        facts, actor=actor, reason=RevisionReason.RESTORED, note=f"oubli n° {forgetting.id} annulé"
+    )
     Fact.all_objects.filter(pk__in=[f.id for f in facts]).update(
         forgetting=None, forgotten=False, forgotten_at=None
     )
@@ -362,30 +385,35 @@ def forgettings_purge(*, now: datetime | None = None) -> int:
     due = Forgetting.objects.filter(state=ForgettingState.ACTIVE, purge_after__lte=now)
     for forgetting_id in list(due.values_list("id", flat=True)):
         with transaction.atomic():
-            forgetting = _forgetting_get(forgetting_id)
+            forgetting = forgetting_lock(forgetting_id)
             if forgetting.state != ForgettingState.ACTIVE:
                 continue
-            messages = Message.all_objects.filter(forgetting=forgetting)
-            roots = list(messages.filter(reply_to__isnull=True).values_list("id", flat=True))
-            facts = list(
-                Fact.all_objects.filter(forgetting=forgetting).values_list("id", flat=True)
-            )
-            summaries = list(
-                Summary.all_objects.filter(forgetting=forgetting).values_list("id", flat=True)
-            )
-            FactRevision.objects.filter(fact_id__in=facts).delete()
-            Fact.all_objects.filter(pk__in=facts).delete()
-            Summary.all_objects.filter(pk__in=summaries).delete()
-            # Replies first: nothing may point at a deleted row.
-            messages.filter(reply_to__isnull=False).delete()
-            messages.delete()
-            forgetting.topic = PURGED_TOPIC
-            forgetting.state = ForgettingState.PURGED
-            forgetting.purged_at = now
-            forgetting.save(update_fields=["topic", "state", "purged_at"])
-            transaction.on_commit(lambda r=roots, f=facts, s=summaries: _remove_points(r, f, s))
+            forgetting_purge(forgetting, now=now)
         purged += 1
     return purged
+
+
+def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> None:
+    """Delete for good what ``forgetting`` took: rows (facts with their history), FTS
+    entries (by the triggers), points (at commit); its topic is redacted.
+
+    The caller holds the row (``forgetting_lock``, in a transaction) and checked its state.
+    """
+    messages = Message.all_objects.filter(forgetting=forgetting)
+    roots = list(messages.filter(reply_to__isnull=True).values_list("id", flat=True))
+    facts = list(Fact.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
+    summaries = list(Summary.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
+    FactRevision.objects.filter(fact_id__in=facts).delete()
+    Fact.all_objects.filter(pk__in=facts).delete()
+    Summary.all_objects.filter(pk__in=summaries).delete()
+    # Replies first: nothing may point at a deleted row.
+    messages.filter(reply_to__isnull=False).delete()
+    messages.delete()
+    forgetting.topic = PURGED_TOPIC
+    forgetting.state = ForgettingState.PURGED
+    forgetting.purged_at = now or timezone.now()
+    forgetting.save(update_fields=["topic", "state", "purged_at"])
+    transaction.on_commit(lambda: remove_points(roots, facts, summaries))
 
 
 @transaction.atomic
@@ -401,5 +429,5 @@ def forget_exchange_exclude(*, message_ids: Iterable[int]) -> int:
     ids |= set(Message.all_objects.filter(reply_to_id__in=ids).values_list("id", flat=True))
     changed = Message.all_objects.filter(pk__in=ids).update(memory_excluded=True)
     rows_changed(KIND_MESSAGE, sorted(ids))
-    _redact_logs(items={f"message:{i}" for i in ids}, message_texts=texts)
+    redact_logs(items={f"message:{i}" for i in ids}, message_texts=texts)
     return changed

@@ -56,27 +56,28 @@ def world(vector_store, local_embedder, settings, tmp_path):
     return vector_store
 
 
-def _every_path(staff_client, agent_api) -> dict[str, str]:
+def _every_path(staff_client, agent_api, *, query=QUERY, secret=SECRET) -> dict[str, str]:
     """What each read path returns for questions about the topic, as text.
 
     The questions do not contain the secret word (pages echo the query back):
     they find the trip by its other words ("voyage", "août", "Sophie").
+    Also used after a hard delete (test_erase_every_path.py).
     """
     seen: dict[str, str] = {}
     for mode in ("semantic", "text", "hybrid"):
-        response = agent_api.get("/api/memory/search", {"q": QUERY, "mode": mode})
+        response = agent_api.get("/api/memory/search", {"q": query, "mode": mode})
         assert response.status_code == 200, response.content
         seen[f"api search {mode}"] = response.content.decode()
-        html = staff_client.get("/memory/search/", {"q": QUERY, "mode": mode}, **HTMX)
+        html = staff_client.get("/memory/search/", {"q": query, "mode": mode}, **HTMX)
         seen[f"/memory search {mode}"] = html.content.decode()
     context = ToolContext(channel="mission_control", message_ids=())
     for tool in ("memory__search", "memory__search_text", "memory__recent"):
-        outcome = tool_run(name=tool, tool_input={"query": QUERY}, context=context)
+        outcome = tool_run(name=tool, tool_input={"query": query}, context=context)
         seen[f"tool {tool}"] = outcome.content
-    result = auto_retrieve(message=f"Parle-moi de mon {QUERY}", channel="mission_control")
+    result = auto_retrieve(message=f"Parle-moi de mon {query}", channel="mission_control")
     seen["auto-retrieval"] = result.prompt_block + json.dumps(result.memories, ensure_ascii=False)
     preview = agent_api.post(
-        "/api/memory/preview", {"message": f"Et ce {QUERY} ?", "channel": "x"}, format="json"
+        "/api/memory/preview", {"message": f"Et ce {query} ?", "channel": "x"}, format="json"
     )
     seen["preview"] = preview.content.decode()
     seen["retrievals"] = agent_api.get("/api/memory/retrievals").content.decode()
@@ -92,22 +93,22 @@ def _every_path(staff_client, agent_api) -> dict[str, str]:
     seen["summaries"] = " ".join(Summary.objects.values_list("content", flat=True))
     with connection.cursor() as cursor:
         for table in ("messages_fts", "facts_fts"):
-            cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [SECRET.lower()])
-            seen[f"fts {table}"] = SECRET if cursor.fetchone()[0] else ""
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [secret.lower()])
+            seen[f"fts {table}"] = secret if cursor.fetchone()[0] else ""
     return seen
 
 
-def _leaks(seen: dict[str, str]) -> list[str]:
-    return [path for path, text in seen.items() if SECRET.lower() in text.lower()]
+def _leaks(seen: dict[str, str], secret: str = SECRET) -> list[str]:
+    return [path for path, text in seen.items() if secret.lower() in text.lower()]
 
 
-def _points_with_secret(store) -> int:
+def _points_with_secret(store, secret: str = SECRET) -> int:
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE
 
     found = 0
     for collection in (CONVERSATIONS, KNOWLEDGE):
         hits = store.retrieve(collection, list(store.iter_ids(collection)))
-        found += sum(SECRET in json.dumps(h.payload, ensure_ascii=False) for h in hits)
+        found += sum(secret in json.dumps(h.payload, ensure_ascii=False) for h in hits)
     return found
 
 

@@ -26,6 +26,14 @@ def agent_api(agent_token):
 
 
 @pytest.fixture
+def owner_api(staff_user):
+    """The owner's own API token (a staff account's): the owner's scope."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=staff_user).key}")
+    return client
+
+
+@pytest.fixture
 def staff_api(staff_user):
     client = APIClient()
     client.force_login(staff_user)

@@ -179,12 +179,13 @@ def test_get_one_fact_even_forgotten(agent_api):
     assert response.json()["forgotten"] is True
 
 
-def test_an_unknown_key_is_a_404_with_a_french_message(agent_api):
+def test_an_unknown_key_is_a_404_with_a_french_message(agent_api, owner_api):
     for method in ("get", "patch", "delete"):
         response = getattr(agent_api, method)(f"{FACTS}/nope", format="json")
         assert response.status_code == 404
         assert "nope" in response.json()["message"]
-    assert agent_api.post(f"{FACTS}/nope/restore").status_code == 404
+    assert owner_api.post(f"{FACTS}/nope/restore").status_code == 404
+    assert owner_api.post(f"{FACTS}/nope/erase").status_code == 404
 
 
 def test_patch_changes_only_the_given_fields(staff_api):
@@ -224,7 +225,7 @@ def test_patch_refuses_bad_input(agent_api, body, field):
     assert Fact.objects.get(key="k").value == "v"
 
 
-def test_delete_forgets_the_fact_and_restore_brings_it_back(agent_api):
+def test_delete_forgets_the_fact_and_restore_brings_it_back(agent_api, owner_api):
     fact_store(key="secret", value="à oublier")
     response = agent_api.delete(f"{FACTS}/secret")
     assert response.status_code == 204
@@ -234,7 +235,9 @@ def test_delete_forgets_the_fact_and_restore_brings_it_back(agent_api):
     # Forgetting twice is harmless.
     assert agent_api.delete(f"{FACTS}/secret").status_code == 204
 
-    response = agent_api.post(f"{FACTS}/secret/restore")
+    # Undoing a forget is the owner's.
+    assert agent_api.post(f"{FACTS}/secret/restore").status_code == 403
+    response = owner_api.post(f"{FACTS}/secret/restore")
     assert response.status_code == 200
     assert response.json()["forgotten"] is False
     assert "secret" in {f["key"] for f in agent_api.get(FACTS).json()["results"]}

@@ -28,7 +28,7 @@ def test_a_dry_run_answers_the_plan_and_changes_nothing(agent_api, memory):
     assert Message.objects.count() == 2 and not Forgetting.objects.exists()
 
 
-def test_a_forget_answers_201_and_can_be_listed_and_undone(agent_api, memory):
+def test_a_forget_answers_201_and_can_be_listed_and_undone(agent_api, owner_api, memory):
     response = agent_api.post(
         "/api/memory/forget", {"topic": "mariage Marie Lisbonne"}, format="json"
     )
@@ -36,12 +36,12 @@ def test_a_forget_answers_201_and_can_be_listed_and_undone(agent_api, memory):
     forgetting = response.json()
     assert forgetting["state"] == "active" and forgetting["counts"]["exchanges"] == 1
     assert Message.objects.count() == 1
-    listed = agent_api.get("/api/memory/forgettings").json()
+    listed = owner_api.get("/api/memory/forgettings").json()
     assert [f["id"] for f in listed["results"]] == [forgetting["id"]]
-    response = agent_api.post(f"/api/memory/forgettings/{forgetting['id']}/restore")
+    response = owner_api.post(f"/api/memory/forgettings/{forgetting['id']}/restore")
     assert response.status_code == 200 and response.json()["state"] == "restored"
     assert Message.objects.count() == 2
-    again = agent_api.post(f"/api/memory/forgettings/{forgetting['id']}/restore")
+    again = owner_api.post(f"/api/memory/forgettings/{forgetting['id']}/restore")
     assert again.status_code == 400 and "déjà été annulé" in again.json()["message"]
 
 
@@ -60,14 +60,14 @@ def test_bad_input_gets_a_french_400(agent_api, body, field):
     assert response.status_code == 400 and field in response.content.decode()
 
 
-def test_a_vague_topic_and_an_unknown_forget_are_refused_in_french(agent_api):
+def test_a_vague_topic_and_an_unknown_forget_are_refused_in_french(agent_api, owner_api):
     response = agent_api.post("/api/memory/forget", {"topic": "tout ça"}, format="json")
     assert response.status_code == 400 and "trop vague" in response.json()["message"]
-    response = agent_api.post("/api/memory/forgettings/999/restore")
+    response = owner_api.post("/api/memory/forgettings/999/restore")
     assert response.status_code == 404 and "Aucun oubli" in response.json()["message"]
 
 
-def test_a_purged_forget_cannot_be_undone_and_says_so_in_french(agent_api, memory):
+def test_a_purged_forget_cannot_be_undone_and_says_so_in_french(agent_api, owner_api, memory):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -78,22 +78,22 @@ def test_a_purged_forget_cannot_be_undone_and_says_so_in_french(agent_api, memor
     assert created.status_code == 201, created.content
     assert forgettings_purge(now=timezone.now() + timedelta(days=8)) == 1
 
-    response = agent_api.post(f"/api/memory/forgettings/{created.json()['id']}/restore")
+    response = owner_api.post(f"/api/memory/forgettings/{created.json()['id']}/restore")
     assert response.status_code == 400
     assert "effacé définitivement" in response.json()["message"]
-    [listed] = agent_api.get("/api/memory/forgettings").json()["results"]
+    [listed] = owner_api.get("/api/memory/forgettings").json()["results"]
     assert listed["state"] == "purged" and "chien" not in listed["topic"]
     assert not Message.all_objects.filter(content__contains="Filou").exists()
 
 
-def test_the_forgets_are_listed_newest_first_and_paged(agent_api, memory):
+def test_the_forgets_are_listed_newest_first_and_paged(agent_api, owner_api, memory):
     ids = [
         agent_api.post("/api/memory/forget", {"topic": topic}, format="json").json()["id"]
         for topic in ("chien Marie", "mariage Lisbonne")
     ]
-    first = agent_api.get("/api/memory/forgettings", {"page_size": 1}).json()
+    first = owner_api.get("/api/memory/forgettings", {"page_size": 1}).json()
     assert first["count"] == 2 and [f["id"] for f in first["results"]] == [ids[1]]
-    second = agent_api.get(first["next"]).json()
+    second = owner_api.get(first["next"]).json()
     assert [f["id"] for f in second["results"]] == [ids[0]] and second["next"] is None
 
 

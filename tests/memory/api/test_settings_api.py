@@ -60,8 +60,8 @@ def test_patch_saves_the_given_settings(staff_api):
         ({"updated_at": "2020-01-01T00:00:00Z"}, "updated_at"),
     ],
 )
-def test_patch_refuses_out_of_range_or_unknown_values(agent_api, body, field):
-    response = agent_api.patch(
+def test_patch_refuses_out_of_range_or_unknown_values(owner_api, body, field):
+    response = owner_api.patch(
         SETTINGS, {**body, "max_results": body.get("max_results", 9)}, format="json"
     )
     assert response.status_code == 400, response.content
@@ -69,8 +69,8 @@ def test_patch_refuses_out_of_range_or_unknown_values(agent_api, body, field):
     assert MemorySettings.load().max_results == 4, "nothing may be saved from a refused patch"
 
 
-def test_patch_normalises_note_paths_and_the_tag(agent_api):
-    response = agent_api.patch(
+def test_patch_normalises_note_paths_and_the_tag(owner_api):
+    response = owner_api.patch(
         SETTINGS,
         {
             "obsidian_context_notes": ["Profil", "Profil.md", "Projets/Makilab.md"],
