@@ -7,7 +7,12 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.messages import IdempotencyConflict, body_object, idempotency_key_field
+from memory.api.messages import (
+    IdempotencyConflict,
+    body_object,
+    idempotency_key_field,
+    idempotency_key_scoped,
+)
 from memory.api.preview import PreviewInputSerializer, PreviewOutputSerializer
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 from memory.services.context import message_context
@@ -75,7 +80,7 @@ class MemoryContextApi(MemoryApi):
                 channel=data["channel"],
                 record=data["record"],
                 author=data["author"],
-                idempotency_key=data["idempotency_key"],
+                idempotency_key=idempotency_key_scoped(request, data["idempotency_key"]),
             )
         except IdempotencyKeyReused as exc:
             raise IdempotencyConflict(str(exc)) from None

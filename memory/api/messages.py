@@ -31,7 +31,8 @@ from memory.services.messages import (
 
 CONTENT_MAX_CHARS = 50_000
 BATCH_MAX = 500
-IDEMPOTENCY_KEY_MAX = 128
+# Stored as "<account id>:<key>" in a 128-character column.
+IDEMPOTENCY_KEY_MAX = 100
 NOT_AN_OBJECT = "Chaque message doit être un objet JSON."
 BODY_NOT_AN_OBJECT = "Le corps de la requête doit être un objet JSON."
 
@@ -159,6 +160,11 @@ class MessagesRecordedSerializer(serializers.Serializer):
     )
 
 
+def idempotency_key_scoped(request: Request, key: str) -> str:
+    """The key as stored: each account (an agent's token, the owner) has its own keys."""
+    return f"{request.user.pk}:{key}" if key else ""
+
+
 def body_object(data) -> dict:
     """The request's JSON object; a French 400 for ``null``, a list or a scalar."""
     if not isinstance(data, dict):
@@ -207,7 +213,9 @@ class MessagesRecordApi(MemoryApi):
     def post(self, request: Request) -> Response:
         drafts, key = messages_input(request.data)
         try:
-            recording = messages_record(drafts=drafts, idempotency_key=key)
+            recording = messages_record(
+                drafts=drafts, idempotency_key=idempotency_key_scoped(request, key)
+            )
         except IdempotencyKeyReused as exc:
             raise IdempotencyConflict(str(exc)) from None
         body = {

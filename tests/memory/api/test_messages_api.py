@@ -240,6 +240,7 @@ def test_a_refused_batch_does_not_burn_its_key(world, agent_api):
         ({"channel": "gateway", "content": "x", "role": "user", "source": "tool"}, "source"),
         ({"channel": "gateway", "content": "x", "timestamp": "hier"}, "timestamp"),
         ({"channel": "gateway", "content": "x", "colour": "bleu"}, "colour"),
+        ({"channel": "gateway", "content": "x", "idempotency_key": "k" * 101}, "idempotency_key"),
         ({"messages": []}, "messages"),
         ({"messages": "bonjour"}, "messages"),
         ({"messages": ["bonjour"]}, "messages"),
@@ -372,3 +373,13 @@ def test_an_excluded_user_message_stays_out_of_the_next_exchange(world, agent_ap
     assert list(Message.all_objects.filter(memory_excluded=True).values_list("id", flat=True)) == [
         ids[0]
     ]
+
+
+def test_each_account_has_its_own_keys(world, agent_api, staff_api):
+    """Two agents counting their sends from 1 never replay or refuse each other's."""
+    first = _post(agent_api, {"channel": "gateway", "content": "Bonjour", "idempotency_key": "1"})
+    other = _post(staff_api, {"channel": "dashboard", "content": "Salut", "idempotency_key": "1"})
+
+    assert first.status_code == other.status_code == 201
+    assert first.json()["message_ids"] != other.json()["message_ids"]
+    assert Message.objects.count() == 2
