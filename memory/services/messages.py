@@ -92,6 +92,8 @@ ROLE_BY_SOURCE = {
 }
 # An exchange never gathers more than this many messages before its reply.
 EXCHANGE_MAX_MESSAGES = 50
+# Keys older than this are purged (memory.services.retention): a retry after it stores again.
+IDEMPOTENCY_KEY_RETENTION = timedelta(days=30)
 # A clock a little ahead of ours is not an error; a date in the future is.
 FUTURE_TOLERANCE = timedelta(minutes=5)
 ROLE_SOURCE_MISMATCH = "Le rôle « {role} » ne va pas avec la source « {source} »."

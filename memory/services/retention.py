@@ -1,8 +1,9 @@
-"""Retention of the side tables: the retrieval log and the per-call LLM usage.
+"""Retention of the side tables: the retrieval log, the per-call LLM usage, idempotency keys.
 
-Both grow with every message. Rows past their window (settings
-MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS, MAKILAB_LLM_USAGE_RETENTION_DAYS) are
-deleted by a daily task, in small batches so no write lock is held for long.
+They grow with every message. Rows past their window (settings
+MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS, MAKILAB_LLM_USAGE_RETENTION_DAYS; 30 days
+for the idempotency keys of the messages API) are deleted by a daily task, in
+small batches so no write lock is held for long.
 The spend history is not lost: /costs reads the daily totals
 (agent.models.UsageDay), which every call adds to as it is recorded.
 """
@@ -38,7 +39,8 @@ def _delete_before(model: type[models.Model], cutoff: datetime) -> int:
 def logs_purge(*, now: datetime | None = None) -> dict[str, int]:
     """Delete retrieval log rows and LLM call rows older than their retention."""
     from agent.models import LlmUsage
-    from memory.models import MemoryRetrieval
+    from memory.models import MemoryRetrieval, MessageRecording
+    from memory.services.messages import IDEMPOTENCY_KEY_RETENTION
 
     now = now or timezone.now()
     counts = {
@@ -48,6 +50,8 @@ def logs_purge(*, now: datetime | None = None) -> dict[str, int]:
         "llm_usage": _delete_before(
             LlmUsage, now - timedelta(days=settings.MAKILAB_LLM_USAGE_RETENTION_DAYS)
         ),
+        # An outside agent retries within minutes; a month of keys is plenty.
+        "message_recordings": _delete_before(MessageRecording, now - IDEMPOTENCY_KEY_RETENTION),
     }
     if any(counts.values()):
         logger.info("purged old log rows: %s", counts)

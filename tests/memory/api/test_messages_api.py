@@ -383,3 +383,18 @@ def test_each_account_has_its_own_keys(world, agent_api, staff_api):
     assert first.status_code == other.status_code == 201
     assert first.json()["message_ids"] != other.json()["message_ids"]
     assert Message.objects.count() == 2
+
+
+def test_the_daily_purge_drops_keys_past_their_retention(world):
+    from memory.services.messages import IDEMPOTENCY_KEY_RETENTION
+    from memory.services.retention import logs_purge
+
+    messages_record(drafts=[MessageDraft(channel="gateway", content="Ancien")], idempotency_key="a")
+    messages_record(drafts=[MessageDraft(channel="gateway", content="Récent")], idempotency_key="b")
+    old = timezone.now() - IDEMPOTENCY_KEY_RETENTION - timedelta(hours=1)
+    MessageRecording.objects.filter(key="a").update(created_at=old)
+
+    assert logs_purge()["message_recordings"] == 1
+
+    assert list(MessageRecording.objects.values_list("key", flat=True)) == ["b"]
+    assert Message.objects.count() == 2  # the messages themselves stay
