@@ -15,7 +15,8 @@ class LlmUsageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "output_tokens",
         "retrieval_tokens",
         "cost_usd",
+        "estimated",
     )
-    list_filter = ("purpose", "model", "channel")
+    list_filter = ("purpose", "model", "channel", "estimated")
     search_fields = ("model", "channel")
     date_hierarchy = "created_at"

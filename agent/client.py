@@ -69,6 +69,7 @@ LLM_AUTH_MESSAGE = "Anthropic a refusé la clé d'API (HTTP {status}) : vérifie
 LLM_REJECTED_MESSAGE = "Anthropic a refusé la requête (HTTP {status}) : {detail}"
 LLM_INVALID_JSON_MESSAGE = "Le LLM n'a pas répondu en JSON valide ({detail})."
 LLM_EMPTY_MESSAGE = "réponse vide"
+STREAM_CUT_MESSAGE = LLM_UNAVAILABLE_MESSAGE.format(detail="la réponse a été interrompue en cours")
 
 # At most this many '{' / '[' are tried as the start of the JSON value in a
 # chatty answer: a hostile answer full of brackets costs a bounded time.
@@ -215,23 +216,78 @@ def llm_stream(
 ) -> Generator[str, None, LlmCall]:
     """``llm_call`` streamed: yields the answer's text as it comes, returns the LlmCall.
 
-    Use ``call = yield from llm_stream(...)``. The usage row is written once the
-    stream is complete; the same errors as ``llm_call`` are raised (retries only
-    happen before the first byte).
+    Use ``call = yield from llm_stream(...)``. The usage row comes from the
+    stream's own events (message_start: input tokens, message_delta: output
+    tokens). A stream that does not finish (the connection drops, an error event,
+    the reader closes the generator) still records what it consumed: the input
+    tokens of its message_start and an estimate of the output from the text
+    received, marked ``estimated``; then ``LlmUnavailable`` is raised (or
+    GeneratorExit goes on). The same errors as ``llm_call`` are raised before the
+    first event (retries only happen there).
     """
     import anthropic
 
     client = get_client()
     request = _request(system, messages, tools, tool_choice, max_tokens, model)
+    stream = None
+    usage_args = (request, purpose, channel, retrieval_tokens, retrieval_id)
     try:
         with client.messages.stream(**request) as stream:
             yield from stream.text_stream
             message = stream.get_final_message()
-    except anthropic.AnthropicError as exc:
+    except GeneratorExit:  # the reader went away mid-answer (a closed page)
+        _cut_usage_record(stream, *usage_args)
+        raise
+    except Exception as exc:
+        started = _cut_usage_record(stream, *usage_args)
         logger.warning("Anthropic stream (%s) failed: %s", purpose, exc)
-        raise _translate(exc) from exc
-    usage = _usage_record(message, request, purpose, channel, retrieval_tokens, retrieval_id)
+        if started:  # the request was accepted, then the answer stopped: not a refusal
+            raise LlmUnavailable(STREAM_CUT_MESSAGE) from exc
+        if isinstance(exc, anthropic.AnthropicError):
+            raise _translate(exc) from exc
+        raise
+    if message.stop_reason is None:  # no message_delta: the body ended early
+        _cut_usage_record(stream, *usage_args)
+        raise LlmUnavailable(STREAM_CUT_MESSAGE)
+    usage = _usage_record(message, *usage_args)
     return LlmCall(message=message, usage=usage)
+
+
+def _cut_usage_record(
+    stream: Any,
+    request: dict,
+    purpose: str,
+    channel: str,
+    retrieval_tokens: int,
+    retrieval_id: int | None,
+) -> LlmUsage | None:
+    """The usage of a stream that did not finish, if its message_start arrived (else
+    nothing was consumed). Output tokens: the larger of what the events said and an
+    estimate of the text and tool input received."""
+    from agent.usage import usage_record
+    from memory.services.formatting import estimate_tokens
+
+    try:
+        snapshot = stream.current_message_snapshot  # asserts its message_start came
+    except (AttributeError, AssertionError):
+        snapshot = None
+    if snapshot is None:
+        return None
+    received = "".join(
+        getattr(block, "text", "") or json.dumps(getattr(block, "input", ""), ensure_ascii=False)
+        for block in snapshot.content
+    )
+    reported = snapshot.usage.output_tokens if snapshot.usage else 0
+    return usage_record(
+        model=snapshot.model or request["model"],
+        purpose=purpose,
+        channel=channel,
+        input_tokens=snapshot.usage.input_tokens if snapshot.usage else 0,
+        output_tokens=max(reported or 0, estimate_tokens(received)),
+        retrieval_tokens=retrieval_tokens,
+        retrieval_id=retrieval_id,
+        estimated=True,
+    )
 
 
 def _request(

@@ -348,13 +348,18 @@ def _answer(
             }
             if stream:
                 deltas = llm_stream(**request)
-                while True:
-                    try:
-                        delta = next(deltas)
-                    except StopIteration as stop:
-                        call = stop.value
-                        break
-                    yield "text", {"delta": delta}
+                try:
+                    while True:
+                        try:
+                            delta = next(deltas)
+                        except StopIteration as stop:
+                            call = stop.value
+                            break
+                        yield "text", {"delta": delta}
+                finally:
+                    # A reader gone mid-answer closes us: close the stream now, so it
+                    # records what it consumed (agent.client.llm_stream).
+                    deltas.close()
             else:
                 call = llm_call(**request)
             usage.add(call.usage)

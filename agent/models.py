@@ -17,17 +17,26 @@ class Purpose(models.TextChoices):
 class LlmUsage(models.Model):
     """One LLM call: model, purpose, tokens and what it cost."""
 
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    model = models.CharField(max_length=100)
-    purpose = models.CharField(max_length=16, choices=Purpose.choices, db_index=True)
-    channel = models.CharField(max_length=64, blank=True, default="")
-    input_tokens = models.PositiveIntegerField(default=0)
-    output_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField("date", default=timezone.now, db_index=True)
+    model = models.CharField("modèle", max_length=100)
+    purpose = models.CharField("usage", max_length=16, choices=Purpose.choices, db_index=True)
+    channel = models.CharField("canal", max_length=64, blank=True, default="")
+    input_tokens = models.PositiveIntegerField("jetons d'entrée", default=0)
+    output_tokens = models.PositiveIntegerField("jetons de sortie", default=0)
     # The part of input_tokens that the auto-retrieval block added.
-    retrieval_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
+    retrieval_tokens = models.PositiveIntegerField("jetons de l'auto-retrieval", default=0)
+    cost_usd = models.DecimalField(
+        "coût (USD)", max_digits=12, decimal_places=6, default=Decimal("0")
+    )
+    # A streamed answer cut before its final usage event: its output tokens are an
+    # estimate from the text received (its input tokens come from message_start).
+    estimated = models.BooleanField("jetons estimés", default=False)
     retrieval = models.ForeignKey(
-        "memory.MemoryRetrieval", null=True, blank=True, on_delete=models.SET_NULL
+        "memory.MemoryRetrieval",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        verbose_name="auto-retrieval",
     )
 
     class Meta:
@@ -48,14 +57,18 @@ class UsageDay(models.Model):
     retention window while the spend history stays whole.
     """
 
-    day = models.DateField()
-    purpose = models.CharField(max_length=16, choices=Purpose.choices)
-    model = models.CharField(max_length=100)
-    calls = models.PositiveIntegerField(default=0)
-    input_tokens = models.PositiveBigIntegerField(default=0)
-    output_tokens = models.PositiveBigIntegerField(default=0)
-    retrieval_tokens = models.PositiveBigIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=Decimal("0"))
+    day = models.DateField(
+        "jour",
+    )
+    purpose = models.CharField("usage", max_length=16, choices=Purpose.choices)
+    model = models.CharField("modèle", max_length=100)
+    calls = models.PositiveIntegerField("appels", default=0)
+    input_tokens = models.PositiveBigIntegerField("jetons d'entrée", default=0)
+    output_tokens = models.PositiveBigIntegerField("jetons de sortie", default=0)
+    retrieval_tokens = models.PositiveBigIntegerField("jetons de l'auto-retrieval", default=0)
+    cost_usd = models.DecimalField(
+        "coût (USD)", max_digits=14, decimal_places=6, default=Decimal("0")
+    )
 
     class Meta:
         db_table = "llm_usage_daily"

@@ -114,12 +114,14 @@ def usage_record(
     retrieval_tokens: int = 0,
     retrieval_id: int | None = None,
     created_at: datetime | None = None,
+    estimated: bool = False,
 ) -> LlmUsage:
     """Write the llm_usage row of one call, and add it to its day's total.
 
     ``retrieval_tokens`` is the part of ``input_tokens`` the auto-retrieval block
     added (an estimate): it is capped at ``input_tokens``. ``created_at``: when
-    the call happened, if not now (imports).
+    the call happened, if not now (imports). ``estimated``: the output tokens are an
+    estimate (a stream cut before its final usage event).
     """
     from memory.models import MemoryRetrieval
 
@@ -136,8 +138,11 @@ def usage_record(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             retrieval_tokens=min(max(0, int(retrieval_tokens)), input_tokens),
-            cost_usd=usage_cost(model=model, input_tokens=input_tokens, output_tokens=output_tokens),
+            cost_usd=usage_cost(
+                model=model, input_tokens=input_tokens, output_tokens=output_tokens
+            ),
             retrieval_id=retrieval_id,
+            estimated=estimated,
         )
         _day_add(row)
     return row

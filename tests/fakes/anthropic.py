@@ -32,7 +32,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -52,6 +52,10 @@ class FakeReply:
     headers: dict[str, str] = field(default_factory=dict)
     hang: bool = False
     delay_s: float = 0.0
+    # Streamed replies only: the connection drops after this many server-sent events
+    # (no terminating chunk), after an ``event: error`` when ``cut_error`` is set.
+    cut_after_events: int | None = None
+    cut_error: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,17 @@ def server_error() -> FakeReply:
 def hang() -> FakeReply:
     """Accept the request and never answer (until the server stops)."""
     return FakeReply(hang=True)
+
+
+def cut_stream(reply: FakeReply, *, after_events: int, error_type: str | None = None) -> FakeReply:
+    """``reply`` streamed, but the stream stops after ``after_events`` events: the
+    connection drops mid-body (a network cut), or, with ``error_type`` (e.g.
+    "overloaded_error"), the server first sends an ``event: error`` as the real API
+    does when it fails mid-stream."""
+    error = None
+    if error_type:
+        error = {"type": "error", "error": {"type": error_type, "message": "Overloaded"}}
+    return replace(reply, cut_after_events=after_events, cut_error=error)
 
 
 def _estimate_tokens(value: object) -> int:
@@ -393,7 +408,7 @@ class FakeAnthropic:
         )
         usage.setdefault("output_tokens", _estimate_tokens(body.get("content", [])))
         body["usage"] = usage
-        return FakeReply(status=200, body=body, headers=reply.headers, delay_s=reply.delay_s)
+        return replace(reply, body=body)
 
     # --- life cycle --------------------------------------------------------------
 
@@ -491,14 +506,31 @@ class FakeAnthropic:
             pass  # the client gave up (its timeout): nothing to answer to
 
     def _send_stream(self, http: BaseHTTPRequestHandler, reply: FakeReply) -> None:
+        """HTTP/1.1 chunked server-sent events, as the real API streams them."""
+
+        def chunk(data: bytes) -> None:
+            http.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            http.wfile.flush()
+
+        events = stream_events(reply.body or {})
+        cut = reply.cut_after_events is not None
+        if cut:
+            events = events[: reply.cut_after_events]
+            if reply.cut_error:
+                events.append(("error", reply.cut_error))
         try:
+            http.protocol_version = "HTTP/1.1"
             http.send_response(200)
             http.send_header("content-type", "text/event-stream; charset=utf-8")
             http.send_header("cache-control", "no-cache")
+            http.send_header("transfer-encoding", "chunked")
+            http.send_header("connection", "close")
             http.send_header("request-id", f"req_fake_{next(_ids):06d}")
             http.end_headers()
-            for name, data in stream_events(reply.body or {}):
-                http.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            for name, data in events:
+                chunk(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            if not cut:  # a cut stream never sends its last chunk: the body is incomplete
+                http.wfile.write(b"0\r\n\r\n")
                 http.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
