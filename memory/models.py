@@ -77,20 +77,24 @@ class Indexable(models.Model):
     """
 
     index_state = models.CharField(
-        max_length=8, choices=IndexState.choices, default=IndexState.PENDING, db_index=True
+        "état d'indexation",
+        max_length=8,
+        choices=IndexState.choices,
+        default=IndexState.PENDING,
+        db_index=True,
     )
-    index_attempts = models.PositiveIntegerField(default=0)
-    index_error = models.TextField(blank=True, default="")
-    indexed_at = models.DateTimeField(null=True, blank=True)
+    index_attempts = models.PositiveIntegerField("tentatives d'indexation", default=0)
+    index_error = models.TextField("erreur d'indexation", blank=True, default="")
+    indexed_at = models.DateTimeField("indexé le", null=True, blank=True)
     # When a failed row may be tried again (exponential backoff); null: now.
-    index_retry_at = models.DateTimeField(null=True, blank=True)
+    index_retry_at = models.DateTimeField("nouvel essai le", null=True, blank=True)
     version = models.PositiveIntegerField(default=1)
-    indexed_version = models.PositiveIntegerField(default=0)
+    indexed_version = models.PositiveIntegerField("version indexée", default=0)
     # When a task was last sent for the row: the sweep leaves queued work alone.
-    index_queued_at = models.DateTimeField(null=True, blank=True)
+    index_queued_at = models.DateTimeField("mis en file le", null=True, blank=True)
     # The claim of the task working on the row (lease token + end of lease).
-    index_lease_token = models.CharField(max_length=32, blank=True, default="")
-    index_lease_until = models.DateTimeField(null=True, blank=True)
+    index_lease_token = models.CharField("jeton de bail", max_length=32, blank=True, default="")
+    index_lease_until = models.DateTimeField("bail jusqu'au", null=True, blank=True)
 
     class Meta:
         abstract = True
@@ -110,19 +114,19 @@ class Forgetting(models.Model):
     purge. After the purge the topic itself is redacted.
     """
 
-    topic = models.CharField(max_length=500)
-    actor = models.CharField(max_length=16, choices=Actor.choices, default=Actor.AGENT)
+    topic = models.CharField("sujet", max_length=500)
+    actor = models.CharField("par", max_length=16, choices=Actor.choices, default=Actor.AGENT)
     # How the items were chosen: "words" (every meaningful word) or "llm".
-    selection = models.CharField(max_length=16, default="words")
+    selection = models.CharField("sélection", max_length=16, default="words")
     state = models.CharField(
-        max_length=16, choices=ForgettingState.choices, default=ForgettingState.ACTIVE
+        "état", max_length=16, choices=ForgettingState.choices, default=ForgettingState.ACTIVE
     )
     # {"exchanges": n, "messages": n, "facts": n, "summaries": n, "points": n}
-    counts = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    purge_after = models.DateTimeField(db_index=True)
-    restored_at = models.DateTimeField(null=True, blank=True)
-    purged_at = models.DateTimeField(null=True, blank=True)
+    counts = models.JSONField("quantités", default=dict, blank=True)
+    created_at = models.DateTimeField("créé le", default=timezone.now, db_index=True)
+    purge_after = models.DateTimeField("définitif le", db_index=True)
+    restored_at = models.DateTimeField("restauré le", null=True, blank=True)
+    purged_at = models.DateTimeField("effacé le", null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -163,33 +167,47 @@ class MessageSource(models.TextChoices):
 class Message(Indexable):
     """One message of a channel. Its content is mirrored in the FTS5 table messages_fts."""
 
-    channel = models.CharField(max_length=64, db_index=True)
-    role = models.CharField(max_length=16, choices=MessageRole.choices)
-    author = models.CharField(max_length=128, blank=True, default="")
+    channel = models.CharField("canal", max_length=64, db_index=True)
+    role = models.CharField("rôle", max_length=16, choices=MessageRole.choices)
+    author = models.CharField("auteur", max_length=128, blank=True, default="")
     source = models.CharField(
         max_length=16, choices=MessageSource.choices, default=MessageSource.USER
     )
-    content = models.TextField()
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    compacted = models.BooleanField(default=False)
+    content = models.TextField(
+        "contenu",
+    )
+    created_at = models.DateTimeField("date", default=timezone.now, db_index=True)
+    compacted = models.BooleanField("compacté", default=False)
     # The user message this assistant reply answers: together they make the
     # "exchange" indexed in the conversations collection.
     reply_to = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replies"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="replies",
+        verbose_name="réponse à",
     )
     # The forget that took this message (restorable until its purge).
     forgetting = models.ForeignKey(
-        Forgetting, null=True, blank=True, on_delete=models.PROTECT, related_name="messages"
+        Forgetting,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="messages",
+        verbose_name="oubli",
     )
     # Part of an exchange that asked to forget: never feeds retrieval, search,
     # extraction or compaction (it names what was forgotten).
-    memory_excluded = models.BooleanField(default=False)
+    memory_excluded = models.BooleanField("exclu de la mémoire", default=False)
 
     all_objects = Manager()
     objects = MessageManager()
 
     class Meta:
         db_table = "messages"
+        verbose_name = "message"
+        verbose_name_plural = "messages"
         base_manager_name = "all_objects"
         default_manager_name = "objects"
         ordering = ["created_at", "id"]
@@ -211,14 +229,21 @@ class Message(Indexable):
 class Summary(Indexable):
     """The compaction of a channel's old messages."""
 
-    channel = models.CharField(max_length=64, db_index=True)
-    content = models.TextField()
-    message_count = models.PositiveIntegerField(default=0)
-    period_start = models.DateTimeField(null=True, blank=True)
-    period_end = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    channel = models.CharField("canal", max_length=64, db_index=True)
+    content = models.TextField(
+        "contenu",
+    )
+    message_count = models.PositiveIntegerField("nombre de messages", default=0)
+    period_start = models.DateTimeField("début de la période", null=True, blank=True)
+    period_end = models.DateTimeField("fin de la période", null=True, blank=True)
+    created_at = models.DateTimeField("créé le", default=timezone.now, db_index=True)
     forgetting = models.ForeignKey(
-        Forgetting, null=True, blank=True, on_delete=models.PROTECT, related_name="summaries"
+        Forgetting,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="summaries",
+        verbose_name="oubli",
     )
 
     all_objects = Manager()
@@ -227,7 +252,8 @@ class Summary(Indexable):
     class Meta:
         base_manager_name = "all_objects"
         default_manager_name = "objects"
-        verbose_name_plural = "summaries"
+        verbose_name = "résumé"
+        verbose_name_plural = "résumés"
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
@@ -264,37 +290,53 @@ def _validate_subjects(value: object) -> None:
 class Fact(Indexable):
     """A durable fact about the owner or the people around them (table core_memory)."""
 
-    key = models.CharField(max_length=200, unique=True, validators=[validate_fact_key])
-    value = models.TextField()
+    key = models.CharField("clé", max_length=200, unique=True, validators=[validate_fact_key])
+    value = models.TextField(
+        "valeur",
+    )
     memory_type = models.CharField(
-        max_length=16, choices=MemoryType.choices, default=MemoryType.FACT, db_index=True
+        "type de mémoire",
+        max_length=16,
+        choices=MemoryType.choices,
+        default=MemoryType.FACT,
+        db_index=True,
     )
     importance = models.FloatField(
         default=DEFAULT_IMPORTANCE[MemoryType.FACT],
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         db_index=True,  # the retrieval's T1 source reads the important facts on every message
     )
-    subjects = models.JSONField(default=list, blank=True, validators=[_validate_subjects])
+    subjects = models.JSONField("sujets", default=list, blank=True, validators=[_validate_subjects])
     source = models.CharField(
         max_length=16, choices=FactSource.choices, default=FactSource.MANUAL, db_index=True
     )
-    channel = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    channel = models.CharField("canal", max_length=64, blank=True, default="", db_index=True)
     source_message = models.ForeignKey(
-        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="facts"
+        Message,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="facts",
+        verbose_name="message d'origine",
     )
-    expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    updated_at = models.DateTimeField(auto_now=True)
-    last_accessed_at = models.DateTimeField(null=True, blank=True)
-    access_count = models.PositiveIntegerField(default=0)
-    forgotten = models.BooleanField(default=False, db_index=True)
-    forgotten_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField("expire le", null=True, blank=True, db_index=True)
+    created_at = models.DateTimeField("créé le", default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField("modifié le", auto_now=True)
+    last_accessed_at = models.DateTimeField("dernier accès", null=True, blank=True)
+    access_count = models.PositiveIntegerField("nombre d'accès", default=0)
+    forgotten = models.BooleanField("oublié", default=False, db_index=True)
+    forgotten_at = models.DateTimeField("oublié le", null=True, blank=True)
     # The topic forget that took this fact (it is then out of every read path).
     forgetting = models.ForeignKey(
-        Forgetting, null=True, blank=True, on_delete=models.PROTECT, related_name="facts"
+        Forgetting,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="facts",
+        verbose_name="oubli",
     )
     # Fields the owner set (user or admin): the agent never overwrites them.
-    owner_fields = models.JSONField(default=list, blank=True)
+    owner_fields = models.JSONField("champs fixés par le propriétaire", default=list, blank=True)
 
     all_objects = Manager()
     objects = InMemoryManager()
@@ -303,6 +345,8 @@ class Fact(Indexable):
         base_manager_name = "all_objects"
         default_manager_name = "objects"
         db_table = "core_memory"
+        verbose_name = "fait"
+        verbose_name_plural = "faits"
         ordering = ["-importance", "key"]
 
     def __str__(self) -> str:
@@ -333,21 +377,25 @@ class Fact(Indexable):
 class FactRevision(models.Model):
     """One change of a fact: who made it, why, and the value before and after."""
 
-    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="revisions")
-    actor = models.CharField(max_length=16, choices=Actor.choices)
-    reason = models.CharField(max_length=16, choices=RevisionReason.choices)
-    old_value = models.TextField(blank=True, default="")
-    new_value = models.TextField(blank=True, default="")
+    fact = models.ForeignKey(
+        Fact, on_delete=models.CASCADE, related_name="revisions", verbose_name="fait"
+    )
+    actor = models.CharField("par", max_length=16, choices=Actor.choices)
+    reason = models.CharField("raison", max_length=16, choices=RevisionReason.choices)
+    old_value = models.TextField("ancienne valeur", blank=True, default="")
+    new_value = models.TextField("nouvelle valeur", blank=True, default="")
     # Other fields that changed, as {"field": [old, new]}.
-    changes = models.JSONField(default=dict, blank=True)
+    changes = models.JSONField("changements", default=dict, blank=True)
     note = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    created_at = models.DateTimeField("date", default=timezone.now, db_index=True)
 
     class Meta:
+        verbose_name = "révision"
+        verbose_name_plural = "révisions"
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"{self.fact_id} {self.reason} by {self.actor}"
+        return f"{self.get_reason_display()} ({self.get_actor_display().lower()})"
 
 
 class MemorySettings(models.Model):
@@ -403,7 +451,7 @@ class MemorySettings(models.Model):
         default=3,
         validators=[MinValueValidator(0), MaxValueValidator(50)],
     )
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField("modifié le", auto_now=True)
 
     class Meta:
         db_table = "memory_settings"
@@ -432,22 +480,24 @@ class MemorySettings(models.Model):
 class MemoryRetrieval(models.Model):
     """The log of one auto-retrieval run (table memory_retrievals)."""
 
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    channel = models.CharField(max_length=64, db_index=True)
-    message_preview = models.CharField(max_length=200)
+    created_at = models.DateTimeField("date", default=timezone.now, db_index=True)
+    channel = models.CharField("canal", max_length=64, db_index=True)
+    message_preview = models.CharField("aperçu du message", max_length=200)
     # [{"id", "kind", "sources": {source: {"rank", "score"}}, "rrf", "text"}]
-    memories = models.JSONField(default=list, blank=True)
+    memories = models.JSONField("souvenirs injectés", default=list, blank=True)
     # [{"path", "chars"}]
     notes = models.JSONField(default=list, blank=True)
-    tokens_added = models.PositiveIntegerField(default=0)
+    tokens_added = models.PositiveIntegerField("jetons ajoutés", default=0)
     # {"t1": ms, "embed": ms, "semantic": ms, "fts": ms, "notes": ms, ...}
-    timings_ms = models.JSONField(default=dict, blank=True)
-    total_ms = models.FloatField(default=0.0)
+    timings_ms = models.JSONField("durées (ms)", default=dict, blank=True)
+    total_ms = models.FloatField("durée totale (ms)", default=0.0)
     # {"semantic": "timeout", "notes": "ConnectError: ..."}
-    failed_sources = models.JSONField(default=dict, blank=True)
+    failed_sources = models.JSONField("sources indisponibles", default=dict, blank=True)
 
     class Meta:
         db_table = "memory_retrievals"
+        verbose_name = "injection de mémoire"
+        verbose_name_plural = "journal de l'auto-retrieval"
         ordering = ["-created_at", "-id"]
         # A channel's last retrievals (what the LLM still sees) without sorting its whole log.
         indexes = [
@@ -474,20 +524,20 @@ class Job(models.Model):
     ``key`` makes enqueueing idempotent (one extraction per exchange).
     """
 
-    kind = models.CharField(max_length=32, db_index=True)
-    key = models.CharField(max_length=200, unique=True)
-    payload = models.JSONField(default=dict, blank=True)
+    kind = models.CharField("type", max_length=32, db_index=True)
+    key = models.CharField("clé", max_length=200, unique=True)
+    payload = models.JSONField("données", default=dict, blank=True)
     state = models.CharField(
-        max_length=8, choices=JobState.choices, default=JobState.QUEUED, db_index=True
+        "état", max_length=8, choices=JobState.choices, default=JobState.QUEUED, db_index=True
     )
-    attempts = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
-    run_after = models.DateTimeField(null=True, blank=True)
-    queued_at = models.DateTimeField(null=True, blank=True)
-    lease_token = models.CharField(max_length=32, blank=True, default="")
-    lease_until = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField("tentatives", default=0)
+    error = models.TextField("erreur", blank=True, default="")
+    created_at = models.DateTimeField("créée le", default=timezone.now)
+    run_after = models.DateTimeField("à lancer après", null=True, blank=True)
+    queued_at = models.DateTimeField("mise en file le", null=True, blank=True)
+    lease_token = models.CharField("jeton de bail", max_length=32, blank=True, default="")
+    lease_until = models.DateTimeField("bail jusqu'au", null=True, blank=True)
+    finished_at = models.DateTimeField("terminée le", null=True, blank=True)
 
     class Meta:
         db_table = "memory_jobs"
@@ -507,10 +557,10 @@ class MessageRecording(models.Model):
     the key. Holds ids only, never content.
     """
 
-    key = models.CharField(max_length=128, unique=True)
-    fingerprint = models.CharField(max_length=64)
-    message_ids = models.JSONField(default=list)
-    created_at = models.DateTimeField(default=timezone.now)
+    key = models.CharField("clé", max_length=128, unique=True)
+    fingerprint = models.CharField("empreinte", max_length=64)
+    message_ids = models.JSONField("messages", default=list)
+    created_at = models.DateTimeField("date", default=timezone.now)
 
     class Meta:
         db_table = "memory_message_recordings"

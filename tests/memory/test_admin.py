@@ -1,5 +1,8 @@
 """The Django admin: every page renders for staff, anonymous users go to the login page."""
 
+import re
+from html import unescape
+
 import pytest
 from django.contrib import admin
 from django.urls import reverse
@@ -188,3 +191,89 @@ def test_forgets_are_read_only_and_the_restore_action_undoes_them_through_the_se
     assert Forgetting.objects.get(pk=active).state == ForgettingState.RESTORED
     assert Forgetting.objects.get(pk=purged).state == ForgettingState.PURGED
     assert Message.objects.filter(content="Le vélo est au garage").exists()
+
+
+# --- French everywhere the owner looks ----------------------------------------------
+
+# Django's and the project's English UI words; a French page has none of them.
+ENGLISH_UI = re.compile(
+    r"\b(Add|Change|Select|Save|Delete|History|Filter|Search|Show counts|Yes|No|Unknown|"
+    r"All|Any date|Today|Past 7 days|This month|This year|Home|Log out|View site|"
+    r"Welcome|Go|Clear all filters|By)\b|created by|changed by|deleted by"
+)
+# Field names whose default label (the name with spaces) is French as well.
+SAME_IN_FRENCH = {"id", "importance", "source", "version", "note", "notes", "message", "type"}
+
+
+def _visible_text(html: str) -> str:
+    html = re.sub(r"(?s)<(script|style)\b.*?</\1>", " ", html)
+    html = re.sub(r"(?s)<!--.*?-->", " ", html)
+    text = re.sub(r"<[^>]+>", " ", html)
+    return unescape(text)
+
+
+def _english(html: str) -> set[str]:
+    return {match.group(0) for match in ENGLISH_UI.finditer(_visible_text(html))}
+
+
+def _admin_models():
+    return [model for model in admin.site._registry if model._meta.app_label in ("memory", "agent")]
+
+
+@pytest.mark.parametrize("model", _admin_models(), ids=lambda m: m.__name__)
+def test_every_field_of_the_admin_models_has_a_french_label(model):
+    english = [
+        field.name
+        for field in model._meta.get_fields()
+        if getattr(field, "verbose_name", None)
+        and not field.auto_created
+        and field.verbose_name == field.name.replace("_", " ")
+        and field.name not in SAME_IN_FRENCH
+    ]
+    assert english == [], f"{model.__name__}: fields without a French verbose_name"
+    name = model._meta.verbose_name
+    assert name != model.__name__.lower() or name in SAME_IN_FRENCH, "no French model name"
+
+
+@pytest.fixture
+def every_row(rows, staff_user):
+    from memory.models import Forgetting, Job
+    from memory.services.forgetting import topic_forget
+
+    Message.objects.create(channel="whatsapp", role="user", content="Le vélo est au garage")
+    topic_forget(topic="vélo garage", actor="user")
+    Job.objects.create(kind="extraction", key="exchange:1")
+    return {**rows, Forgetting: Forgetting.objects.get(), Job: Job.objects.get()}
+
+
+@pytest.mark.parametrize("model", _admin_models(), ids=lambda m: m.__name__)
+def test_the_admin_pages_of_every_model_are_in_french(staff_client, every_row, model):
+    meta = model._meta
+    base = f"admin:{meta.app_label}_{meta.model_name}"
+    pages = [reverse(f"{base}_changelist")]
+    if model in every_row:
+        pages.append(reverse(f"{base}_change", args=[every_row[model].pk]))
+        pages.append(reverse(f"{base}_history", args=[every_row[model].pk]))
+    if admin.site._registry[model].has_add_permission(staff_client.get("/").wsgi_request):
+        pages.append(reverse(f"{base}_add"))
+    found = {}
+    for url in pages:
+        response = staff_client.get(url, follow=True)
+        assert response.status_code == 200, url
+        words = _english(response.content.decode())
+        if words:
+            found[url] = words
+    assert found == {}
+
+
+def test_the_admin_index_and_the_action_messages_are_in_french(staff_client, every_row):
+    index = _visible_text(staff_client.get(reverse("admin:index")).content.decode())
+    assert "Administration de la mémoire" in index
+    assert _english(index) == set()
+    response = staff_client.post(
+        reverse("admin:memory_fact_changelist"),
+        {"action": "forget_facts", admin.helpers.ACTION_CHECKBOX_NAME: [every_row[Fact].pk]},
+        follow=True,
+    )
+    assert [str(m) for m in response.context["messages"]] == ["1 fait(s) oublié(s)."]
+    assert _english(response.content.decode()) == set()
