@@ -153,7 +153,7 @@ def summary_document(summary: Summary) -> Document:
             "channel": summary.channel,
             "key": "",
             "content": summary.content,
-            "timestamp": _iso(summary.period_end or summary.created_at),
+            "timestamp": _iso(summary.date),
             "subjects": [],
             "memory_type": "summary",
             "importance": None,

@@ -14,7 +14,7 @@ from memory.services.formatting import (
     new_marker,
     relative_time_fr,
 )
-from memory.services.retrieval.candidates import Seen
+from memory.services.retrieval.candidates import Seen, fact_line
 from memory.services.retrieval.result import Candidate, RetrievalResult, failure_text
 from memory.services.retrieval.selection import carried_memories
 from memory.services.retrieval.sources import SOURCE_SEMANTIC
@@ -108,7 +108,7 @@ def fact_dict(fact: Fact, now: datetime, tz) -> dict:
         "id": f"fact:{fact.pk}",
         "kind": "fact",
         "key": fact.key,
-        "text": clean_text(f"{fact.key.replace('_', ' ')} : {fact.value}"),
+        "text": clean_text(fact_line(fact.key, fact.value)),
         "type": fact.memory_type,
         "channel": fact.channel,
         "timestamp": fact.date.isoformat(),
@@ -121,22 +121,7 @@ def fact_dict(fact: Fact, now: datetime, tz) -> dict:
 
 def memory_dict(candidate: Candidate, entry, now: datetime, tz) -> dict:
     """A memory of the block; ``entry`` None: carried from the last turns (see carried_memories)."""
-    if entry is None:
-        return {
-            "id": candidate.id,
-            "kind": candidate.kind,
-            "text": clean_text(candidate.text),
-            "type": candidate.memory_type,
-            "channel": candidate.channel,
-            "timestamp": candidate.timestamp.isoformat(),
-            "relative_time": relative_time_fr(candidate.timestamp, now=now, tz=tz),
-            "sources": {},
-            "rrf": 0.0,
-            "score": None,
-            "carried": True,
-        }
-    scores = [s["score"] for name, s in entry.sources.items() if name == SOURCE_SEMANTIC]
-    return {
+    memory = {
         "id": candidate.id,
         "kind": candidate.kind,
         "text": clean_text(candidate.text),
@@ -144,6 +129,12 @@ def memory_dict(candidate: Candidate, entry, now: datetime, tz) -> dict:
         "channel": candidate.channel,
         "timestamp": candidate.timestamp.isoformat(),
         "relative_time": relative_time_fr(candidate.timestamp, now=now, tz=tz),
+    }
+    if entry is None:
+        return {**memory, "sources": {}, "rrf": 0.0, "score": None, "carried": True}
+    scores = [s["score"] for name, s in entry.sources.items() if name == SOURCE_SEMANTIC]
+    return {
+        **memory,
         "sources": entry.sources,
         "rrf": round(entry.rrf, 6),
         "score": scores[0] if scores else None,

@@ -31,20 +31,21 @@ def hydrate(ids: list[str], now: datetime) -> dict[str, Candidate]:
         found[f"fact:{row['id']}"] = Candidate(
             id=f"fact:{row['id']}",
             kind="fact",
-            text=f"{row['key'].replace('_', ' ')} : {row['value']}",
+            text=fact_line(row["key"], row["value"]),
             channel=row["channel"],
             timestamp=row[Fact.DATE_FIELD],
             memory_type=row["memory_type"],
             row_ids=(row["id"],),
         )
     summaries = Summary.objects.filter(pk__in=by_kind["summary"]).order_by()
-    for row in summaries.values("id", "content", "channel", "period_end", "created_at"):
+    summaries = summaries.annotate(date=Summary.date_expression())
+    for row in summaries.values("id", "content", "channel", "date"):
         found[f"summary:{row['id']}"] = Candidate(
             id=f"summary:{row['id']}",
             kind="summary",
             text=row["content"],
             channel=row["channel"],
-            timestamp=row["period_end"] or row["created_at"],
+            timestamp=row["date"],
             row_ids=(row["id"],),
         )
     if by_kind["message"]:
@@ -112,3 +113,8 @@ def seen_get(channel: str, history: list[Message]) -> Seen:
         message_ids=frozenset(m.pk for m in history),
         summary_id=summary.pk if summary is not None else None,
     )
+
+
+def fact_line(key: str, value: str) -> str:
+    """How a fact reads in the block: its key as words, then its value."""
+    return f"{key.replace('_', ' ')} : {value}"

@@ -236,8 +236,6 @@ def window_ids(start: datetime, end: datetime) -> list[str]:
         .order_by("-created_at")
         .values_list("id", flat=True)[:TIME_EXTRA_MAX]
     )
-    from django.db.models.functions import Coalesce
-
     # Each kind filtered on the same date it is shown with (Fact.date, Summary.date).
     date = Fact.DATE_FIELD
     facts = (
@@ -247,7 +245,7 @@ def window_ids(start: datetime, end: datetime) -> list[str]:
         .values_list("id", flat=True)[:TIME_EXTRA_MAX]
     )
     summaries = (
-        Summary.objects.annotate(date=Coalesce("period_end", "created_at"))
+        Summary.objects.annotate(date=Summary.date_expression())
         .filter(date__gte=start, date__lt=end)
         .order_by("-date")
         .values_list("id", flat=True)[:TIME_EXTRA_MAX]
