@@ -264,6 +264,13 @@ class Summary(Indexable):
     def date(self):
         return self.period_end or self.created_at
 
+    @staticmethod
+    def date_expression():
+        """``date`` inside a query (annotate, filter, order by)."""
+        from django.db.models.functions import Coalesce
+
+        return Coalesce("period_end", "created_at")
+
 
 FACT_KEY_MESSAGE = (
     "La clé d'un fait ne peut pas contenir « / », « \\ » ni de retour à la ligne, "
