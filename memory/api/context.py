@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory.api.messages import (
+    CONTENT_MAX_CHARS,
     IdempotencyConflict,
     body_object,
     idempotency_key_field,
@@ -24,6 +25,8 @@ KEY_WITHOUT_RECORD = "Une clé d'idempotence ne sert qu'avec record: true."
 class ContextInputSerializer(PreviewInputSerializer):
     """An incoming message on a channel; ``record`` also stores it."""
 
+    # As long as /messages takes it (retrieval reads its first 4,000 characters).
+    message = serializers.CharField(max_length=CONTENT_MAX_CHARS, trim_whitespace=True)
     channel = serializers.CharField(max_length=64, help_text="Le canal où le message arrive.")
     record = serializers.BooleanField(
         default=False,

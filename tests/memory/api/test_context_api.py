@@ -149,7 +149,7 @@ def test_with_auto_retrieval_off_nothing_is_injected_nor_logged(agent_api, denti
         ({"channel": "gateway"}, "message"),
         ({"message": "quand ?"}, "channel"),
         ({"message": "  ", "channel": "gateway"}, "message"),
-        ({"message": "x" * 4001, "channel": "gateway"}, "message"),
+        ({"message": "x" * 50_001, "channel": "gateway"}, "message"),
         ({"message": "quand ?", "channel": "a b/c"}, "channel"),
         ({"message": "quand ?", "channel": "gateway", "record": "peut-être"}, "record"),
         ({"message": "quand ?", "channel": "gateway", "top_k": 3}, "top_k"),
@@ -185,3 +185,12 @@ def test_a_body_that_is_not_an_object_is_a_french_400(agent_api, body):
     assert response.status_code == 400
     assert response.json()["extra"]["fields"]["non_field_errors"] == [BODY_NOT_AN_OBJECT]
     assert not MemoryRetrieval.objects.exists()
+
+
+def test_a_long_message_is_recorded_whole(agent_api, dentist):
+    """Longer than the preview takes: stored whole, its context read from its beginning."""
+    text = "Quand est le dentiste ? " + "blabla " * 1000
+    body = _post(agent_api, {"message": text, "channel": "gateway", "record": True}).json()
+
+    assert Message.objects.get(pk=body["message_ids"][0]).content == text.strip()
+    assert "dentiste mardi" in body["prompt_block"]
