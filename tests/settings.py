@@ -29,14 +29,12 @@ for _name in (
 ):
     os.environ.pop(_name, None)
     os.environ.pop(f"{_name}_FILE", None)
+# No API throttling in the suite (one cache, the same user ids test after test),
+# nor in the services the tests start (`serve` subprocesses inherit this
+# environment); tests/test_throttling.py turns it on with its own rates.
+for _name in ("MAKILAB_API_RATE", "MAKILAB_API_ANON_RATE", "MAKILAB_API_CHAT_RATE"):
+    os.environ[_name] = "None"
 
 from makilab.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-# No API throttling in the suite (one cache, the same user ids test after test);
-# tests/test_throttling.py turns it on with its own rates.
-REST_FRAMEWORK = {
-    **REST_FRAMEWORK,  # noqa: F405
-    "DEFAULT_THROTTLE_RATES": dict.fromkeys(REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]),  # noqa: F405
-}

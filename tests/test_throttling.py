@@ -9,6 +9,11 @@ database, rolled back after each test.
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import time_machine
@@ -17,13 +22,13 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-import makilab.settings as real_settings
 from makilab.exception_handlers import THROTTLED_MESSAGE
 from makilab.throttling import LOGIN_LOCKED_MESSAGE
 
 pytestmark = pytest.mark.django_db
 
 PASSWORD = "mot-de-passe-solide"  # the staff_user fixture's
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _logged_in(client: Client) -> bool:
@@ -93,11 +98,11 @@ def test_one_address_trying_many_usernames_is_locked(staff_user, settings):
     assert Client().post("/login/", {"username": "owner", "password": PASSWORD}).status_code == 302
 
 
-def test_login_lockout_settings_come_from_the_environment():
-    assert real_settings.AXES_FAILURE_LIMIT == 5
-    assert real_settings.AXES_COOLOFF_TIME.total_seconds() == 15 * 60
-    assert real_settings.AXES_LOCKOUT_PARAMETERS == ["username", "ip_address"]
-    assert real_settings.AUTHENTICATION_BACKENDS[0] == "axes.backends.AxesStandaloneBackend"
+def test_login_lockout_settings_are_on_by_default(settings):
+    assert settings.AXES_FAILURE_LIMIT == 5
+    assert settings.AXES_COOLOFF_TIME.total_seconds() == 15 * 60
+    assert settings.AXES_LOCKOUT_PARAMETERS == ["username", "ip_address"]
+    assert settings.AUTHENTICATION_BACKENDS[0] == "axes.backends.AxesStandaloneBackend"
 
 
 # --- API throttling ------------------------------------------------------------
@@ -159,10 +164,27 @@ def test_a_rate_of_none_turns_a_throttle_off(api_rates, token):
     assert {agent.get("/api/memory/facts").status_code for _ in range(20)} == {200}
 
 
-def test_api_rates_come_from_the_environment_and_the_tests_turn_them_off(settings):
-    assert real_settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] == {
-        "user": "600/minute",
-        "anon": "60/minute",
-        "chat": "30/minute",
-    }
+def test_api_rates_come_from_the_environment_and_the_tests_turn_them_off(settings, tmp_path):
     assert set(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].values()) == {None}
+    code = (
+        "import json; from django.conf import settings; "
+        "print(json.dumps(settings.REST_FRAMEWORK['DEFAULT_THROTTLE_RATES']))"
+    )
+
+    def rates(**env: str) -> dict:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("MAKILAB_")}
+        environ |= {"DJANGO_SETTINGS_MODULE": "makilab.settings", "MAKILAB_DATA_DIR": str(tmp_path)}
+        (tmp_path / "empty.env").touch()
+        environ |= {"MAKILAB_ENV_FILE": str(tmp_path / "empty.env"), **env}
+        result = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    assert rates() == {"user": "600/minute", "anon": "60/minute", "chat": "30/minute"}
+    assert rates(MAKILAB_API_RATE="100/hour", MAKILAB_API_CHAT_RATE="none") == {
+        "user": "100/hour",
+        "anon": "60/minute",
+        "chat": None,
+    }

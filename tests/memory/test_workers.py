@@ -57,6 +57,10 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": "makilab.settings",
         "MAKILAB_DATA_DIR": str(data_dir),
         "MAKILAB_LOG_LEVEL": "WARNING",
+        # The services the tests start run unthrottled (tests/test_throttling.py tests the rates).
+        "MAKILAB_API_RATE": "None",
+        "MAKILAB_API_ANON_RATE": "None",
+        "MAKILAB_API_CHAT_RATE": "None",
     }
     return env | extra
 
