@@ -4,14 +4,38 @@ import json
 
 from django.core.management.base import BaseCommand
 from django.core.serializers.json import DjangoJSONEncoder
+from django.utils import timezone
+
+from memory.models import IndexState, JobState
+
+# What the owner reads: French labels for the selector's keys (--json keeps the keys).
+TIERS = {"facts": "faits", "messages": "messages", "summaries": "résumés"}
+COUNTS = {
+    "total": "{n} au total",
+    "active": "{n} actif(s)",
+    "forgotten": "{n} oublié(s)",
+    "expired": "{n} expiré(s)",
+    "compacted": "{n} compacté(s)",
+}
+VECTOR_STATUS = {"ok": "disponible", "unavailable": "injoignable", "skipped": "non consulté"}
+STATE_LABELS = {**dict(IndexState.choices), **dict(JobState.choices)}
+
+
+def _states(counts: dict[str, int]) -> str:
+    return ", ".join(f"{STATE_LABELS.get(k, k).lower()} {v}" for k, v in counts.items())
 
 
 class Command(BaseCommand):
-    help = "Print counts per tier, collection and indexing state, and the last indexing time."
+    help = (
+        "Affiche les comptes par niveau, collection et état d'indexation, et la dernière "
+        "indexation."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("--json", action="store_true", help="Print JSON.")
-        parser.add_argument("--no-vectors", action="store_true", help="Do not open Qdrant.")
+        parser.add_argument(
+            "--json", action="store_true", help="Sortie JSON (clés en anglais, pour les scripts)."
+        )
+        parser.add_argument("--no-vectors", action="store_true", help="Ne pas ouvrir Qdrant.")
 
     def handle(self, *args, **options):
         from memory.selectors import memory_stats_get
@@ -22,20 +46,26 @@ class Command(BaseCommand):
                 json.dumps(stats, cls=DjangoJSONEncoder, indent=2, ensure_ascii=False)
             )
             return
-        for tier in ("facts", "messages", "summaries"):
+        for tier, label in TIERS.items():
             row = stats[tier]
-            counts = ", ".join(f"{k} {v}" for k, v in row.items() if k != "index")
-            states = ", ".join(f"{k} {v}" for k, v in row["index"].items())
-            self.stdout.write(f"{tier}: {counts} | indexation: {states}")
+            counts = ", ".join(
+                COUNTS[k].format(n=v) for k, v in row.items() if k != "index" and k in COUNTS
+            )
+            self.stdout.write(f"{label} : {counts} | indexation : {_states(row['index'])}")
         vectors = stats["vectors"]
         collections = ", ".join(
             f"{k} {v if v is not None else '?'}" for k, v in vectors["collections"].items()
         )
-        status = vectors["status"] + (f" ({vectors['error']})" if vectors.get("error") else "")
-        self.stdout.write(f"qdrant: {status} | {collections}")
-        self.stdout.write(f"retrievals: {stats['retrievals']['total']}")
-        self.stdout.write(f"dernière indexation: {stats['last_indexed_at'] or 'jamais'}")
-        self.stdout.write(f"tâches de fond: {stats['jobs']['states']}")
+        status = VECTOR_STATUS.get(vectors["status"], vectors["status"])
+        status += f" ({vectors['error']})" if vectors.get("error") else ""
+        self.stdout.write(f"qdrant : {status} | {collections}")
+        self.stdout.write(
+            f"auto-retrieval : {stats['retrievals']['total']} injection(s) journalisée(s)"
+        )
+        last = stats["last_indexed_at"]
+        last = timezone.localtime(last).strftime("%d/%m/%Y %H:%M") if last else "jamais"
+        self.stdout.write(f"dernière indexation : {last}")
+        self.stdout.write(f"tâches de fond : {_states(stats['jobs']['states'])}")
         for job in stats["jobs"]["failed"][:5]:
             self.stdout.write(f"  tâche en échec {job['key']} : {job['error']}")
         for failure in stats["index_failures"][:5]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from io import StringIO
 
@@ -107,10 +108,24 @@ def test_purge_expired_removes_the_fact_from_both_tiers(
     assert filled.retrieve(KNOWLEDGE, [point_id(KIND_FACT, fact.id)]) == []
 
 
-def test_memory_stats_prints_tiers_states_and_collections(filled):
+def test_memory_stats_prints_tiers_states_and_collections_in_french(filled):
     out = _run("memory_stats")
-    assert "facts:" in out and "messages:" in out and "qdrant:" in out
-    assert "conversations 7" in out
+    assert "faits : " in out and "messages : " in out and "résumés : " in out
+    assert "qdrant : disponible" in out and "conversations 7" in out
+    assert re.search(r"indexation : en attente \d+, indexé [1-9]", out)  # French states
+    assert re.search(r"dernière indexation : \d\d/\d\d/\d{4} \d\d:\d\d\n", out)
+    assert "tâches de fond : " in out and "dernière indexation : " in out
+    # No English word of the old output: keys and states are all translated.
+    for english in (
+        "facts",
+        "summaries",
+        "active",
+        "forgotten",
+        "pending",
+        "indexed",
+        "retrievals",
+    ):
+        assert english not in out, english
 
 
 def test_a_locked_or_unreachable_store_is_a_clear_command_error(settings, local_embedder):
