@@ -24,6 +24,7 @@ from memory.services.messages import (
     IdempotencyKeyReused,
     MessageDraft,
     channel_validate,
+    item_errors_text,
     message_role_source,
     message_timestamp_validate,
     messages_record,
@@ -143,12 +144,8 @@ class MessageBatchInputSerializer(StrictInputSerializer):
                     drafts.append(one.draft())
                     continue
                 errors = one.errors
-            detail = "; ".join(
-                f"{name} : {' '.join(map(str, msgs))}" for name, msgs in errors.items()
-            )
-            raise serializers.ValidationError(
-                {str(index): [ITEM_INVALID.format(index=index, detail=detail)]}
-            )
+            detail = ITEM_INVALID.format(index=index, detail=item_errors_text(errors))
+            raise serializers.ValidationError({str(index): [detail]})
         return drafts
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
@@ -256,7 +256,12 @@ def messages_record(*, drafts: Sequence[MessageDraft], idempotency_key: str = ""
     return Recording(message_ids=ids)
 
 
+def item_errors_text(errors: Mapping[str, Iterable]) -> str:
+    """A message's field errors as one French line: "content : Le message est vide."."""
+    return "; ".join(f"{name} : {' '.join(map(str, msgs))}" for name, msgs in errors.items())
+
+
 def _detail(exc: ValidationError) -> str:
     if hasattr(exc, "error_dict"):
-        return "; ".join(f"{name} : {' '.join(msgs)}" for name, msgs in exc.message_dict.items())
+        return item_errors_text(exc.message_dict)
     return " ".join(exc.messages)
