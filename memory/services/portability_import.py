@@ -335,8 +335,12 @@ class _Importer:
 NOT_UTF8 = "le texte n'est pas en UTF-8."
 
 
-def memory_import_lines(lines: Iterable[str | bytes]) -> ImportReport:
-    """Import the lines of an export; all or nothing (see the module docstring)."""
+def memory_import_lines(lines: Iterable[str | bytes], *, dry_run: bool = False) -> ImportReport:
+    """Import the lines of an export; all or nothing (see the module docstring).
+
+    ``dry_run``: the whole import runs (every check, every match) and is rolled
+    back: the report says what an import would do, and nothing changes.
+    """
     started = time.perf_counter()
     importer = _Importer()
     header_seen = False
@@ -361,11 +365,13 @@ def memory_import_lines(lines: Iterable[str | bytes]) -> ImportReport:
         if not header_seen:
             raise ImportLineError(1, EMPTY_FILE)
         importer.finish()
+        if dry_run:
+            transaction.set_rollback(True)
     importer.report.seconds = time.perf_counter() - started
     return importer.report
 
 
-def memory_import(*, path) -> ImportReport:
+def memory_import(*, path, dry_run: bool = False) -> ImportReport:
     """Import the export file at ``path`` (UTF-8 JSONL)."""
     with open(path, "rb") as handle:
-        return memory_import_lines(handle)
+        return memory_import_lines(handle, dry_run=dry_run)

@@ -19,14 +19,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path, help="The JSONL file to read.")
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="Check the whole file and report what an import would do; change nothing.",
+        )
 
-    def handle(self, *args, file: Path, **options):
+    def handle(self, *args, file: Path, dry_run: bool, **options):
         from memory.services.portability_import import memory_import
 
         if not file.is_file():
             raise CommandError(f"Fichier introuvable : {file}")
         try:
-            report = memory_import(path=file)
+            report = memory_import(path=file, dry_run=dry_run)
         except MemoryServiceError as exc:
             raise CommandError(f"Rien n'a été importé. {exc}") from exc
         for conflict in report.conflicts:
@@ -35,6 +40,12 @@ class Command(BaseCommand):
             self.stdout.write("réglages modifiés : " + ", ".join(report.settings_changed))
         created = ", ".join(f"{report.created.get(k, 0)} {v}" for k, v in LABELS.items())
         unchanged = sum(report.unchanged.values())
+        if dry_run:
+            self.stdout.write(
+                f"Simulation, rien n'a été modifié. Le fichier est valide ; l'import créerait "
+                f"{created} ; {unchanged} déjà présents, {len(report.conflicts)} conflits."
+            )
+            return
         self.stdout.write(
             f"Import terminé : {created} créés ; {unchanged} déjà présents, "
             f"{len(report.conflicts)} conflits ; {report.records} lignes en "

@@ -104,3 +104,20 @@ def test_benchmark_import_prints_the_rates_on_throwaway_memories():
     assert re.search(r"same file again \(all matched, nothing written\): 52 lines", text)
     # The owner's database is back, untouched.
     assert list(Fact.objects.values_list("key", flat=True)) == ["vrai_fait"]
+
+
+def test_dry_run_reports_what_an_import_would_do_and_changes_nothing(tmp_path):
+    question = message_save(channel="whatsapp", role="user", content="Le potager a soif")
+    fact_store(key="potager", value="Le potager est au fond du jardin")
+    path = tmp_path / "memoire.jsonl"
+    _run("memory_export", str(path))
+    Fact.all_objects.all().delete()
+    Message.all_objects.filter(pk=question.pk).delete()
+
+    out = _run("memory_import", "--dry-run", str(path))
+
+    assert out.strip() == (
+        "Simulation, rien n'a été modifié. Le fichier est valide ; l'import créerait "
+        "1 messages, 0 résumés, 1 faits, 1 révisions ; 0 déjà présents, 0 conflits."
+    )
+    assert not Fact.all_objects.exists() and not Message.all_objects.exists()
