@@ -38,7 +38,7 @@ from memory.models import Fact, FactRevision, MemorySettings, Message, Summary
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
 from memory.services.messages import BAD_CHANNEL, EMPTY_MESSAGE, channel_validate
 from memory.services.portability import MESSAGE_FIELDS, NOTES_FIELDS, SETTINGS_FIELDS
-from memory.services.portability_validate import (  # re-exported: the names callers know
+from memory.services.portability_validate import (
     BAD_JSON,
     BAD_TYPE,
     DUPLICATE_ID,
