@@ -11,12 +11,11 @@ from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 
 from memory.exceptions import InvalidTTL
-from memory.models import Fact, MemorySettings, MemoryType, validate_fact_key
+from memory.models import Fact, MemorySettings, MemoryType, validate_fact_key, validate_fact_value
 from memory.services.settings import model_field_range
 from memory.services.ttl import parse_ttl
 
 NOT_STAFF_MESSAGE = "Ce compte n'a pas accès au tableau de bord de Makilab."
-VALUE_MAX_CHARS = 10_000
 QUERY_MAX_CHARS = 500
 PREVIEW_MAX_CHARS = 2_000
 NOTE_PATH_MAX_CHARS = 500
@@ -57,8 +56,10 @@ class SubjectsField(forms.CharField):
 
 
 class _FactFieldsForm(forms.Form):
+    # No max_length: its maxlength attribute would let the browser cut a pasted text
+    # silently; the model's rule refuses it with a message instead.
     value = forms.CharField(
-        label="Valeur", max_length=VALUE_MAX_CHARS, widget=forms.Textarea(attrs={"rows": 2})
+        label="Valeur", validators=[validate_fact_value], widget=forms.Textarea(attrs={"rows": 2})
     )
     memory_type = forms.ChoiceField(
         label="Type", choices=MemoryType.choices, initial=MemoryType.FACT

@@ -289,6 +289,27 @@ def validate_fact_key(value: str) -> None:
         raise ValidationError(FACT_KEY_MESSAGE, code="invalid_key")
 
 
+FACT_VALUE_MAX_CHARS = 10_000
+FACT_VALUE_TOO_LONG_MESSAGE = (
+    "La valeur d'un fait est limitée à {limit} caractères (celle-ci en a {length}) : "
+    "raccourcissez-la ou découpez-la en plusieurs faits."
+)
+
+
+def _french_number(n: int) -> str:
+    return f"{n:,}".replace(",", "\u202f")  # 10 000, with a narrow no-break space
+
+
+def validate_fact_value(value: str) -> None:
+    """The one length rule of a fact's value (model, admin, forms, API, tools, MCP):
+    refused with a message, never cut."""
+    if len(value) > FACT_VALUE_MAX_CHARS:
+        message = FACT_VALUE_TOO_LONG_MESSAGE.format(
+            limit=_french_number(FACT_VALUE_MAX_CHARS), length=_french_number(len(value))
+        )
+        raise ValidationError(message, code="too_long")
+
+
 def _validate_subjects(value: object) -> None:
     if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
         raise ValidationError("Les sujets doivent être une liste de mots.")
@@ -298,9 +319,7 @@ class Fact(Indexable):
     """A durable fact about the owner or the people around them (table core_memory)."""
 
     key = models.CharField("clé", max_length=200, unique=True, validators=[validate_fact_key])
-    value = models.TextField(
-        "valeur",
-    )
+    value = models.TextField("valeur", validators=[validate_fact_value])
     memory_type = models.CharField(
         "type de mémoire",
         max_length=16,

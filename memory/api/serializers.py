@@ -13,6 +13,7 @@ from rest_framework import serializers
 
 from memory.exceptions import InvalidTTL
 from memory.models import (
+    FACT_VALUE_MAX_CHARS,
     Fact,
     FactRevision,
     FactSource,
@@ -27,7 +28,7 @@ from memory.services.settings import EDITABLE_FIELDS, model_field_range
 from memory.services.ttl import parse_ttl
 
 # Caps on what one request may carry (the body size itself is capped by the parsers).
-VALUE_MAX_CHARS = 10_000
+VALUE_MAX_CHARS = FACT_VALUE_MAX_CHARS
 SUBJECT_MAX_CHARS = 100
 SUBJECTS_MAX = 50
 TTL_MAX_CHARS = 20

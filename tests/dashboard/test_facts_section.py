@@ -230,3 +230,17 @@ def test_an_unknown_key_is_a_404(staff_client):
     for url in ("nope/", "nope/edit/", "nope/history/"):
         assert staff_client.get(f"{FACTS}{url}", **HTMX).status_code == 404
     assert staff_client.post(f"{FACTS}nope/forget/", **HTMX).status_code == 404
+
+
+def test_a_value_over_the_limit_is_refused_in_french_not_cut_by_the_browser(staff_client):
+    """A textarea with maxlength silently cuts a pasted text: the limit is the server's."""
+    from memory.models import FACT_VALUE_MAX_CHARS
+
+    page = staff_client.get(FACTS, **HTMX).content.decode()
+    assert 'name="value"' in page and "maxlength" not in page.split('name="value"')[1][:200]
+    too_long = "x" * (FACT_VALUE_MAX_CHARS + 1)
+    data = {"key": "long", "value": too_long, "memory_type": "fact"}
+    response = staff_client.post(FACTS, data, **HTMX)
+    assert response.status_code == 422
+    assert f"limitée à {FACT_VALUE_MAX_CHARS:_}".replace("_", "\u202f") in response.content.decode()
+    assert not Fact.objects.exists()

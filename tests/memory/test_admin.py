@@ -277,3 +277,16 @@ def test_the_admin_index_and_the_action_messages_are_in_french(staff_client, eve
     )
     assert [str(m) for m in response.context["messages"]] == ["1 fait(s) oublié(s)."]
     assert _english(response.content.decode()) == set()
+
+
+def test_django_s_own_admin_messages_are_french(staff_client, rows):
+    url = reverse("admin:memory_memorysettings_change", args=[1])
+    form = staff_client.get(url).context["adminform"].form
+    data = {name: ("" if v is None else v) for name, v in form.initial.items()}
+    data.update(obsidian_context_notes="[]", auto_retrieve_enabled="on", max_results="5")
+    response = staff_client.post(url, data, follow=True)
+    [message] = [str(m) for m in response.context["messages"]]
+    assert "a été modifié avec succès" in message, message
+    history = staff_client.get(reverse("admin:memory_memorysettings_history", args=[1]))
+    assert _english(history.content.decode()) == set()
+    assert "Modification de" in history.content.decode()  # "Changed max results." in French

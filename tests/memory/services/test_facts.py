@@ -148,3 +148,22 @@ def test_expired_facts_are_not_active():
     fact, _ = fact_store(key="mood", value="fatigué", ttl="1h")
     Fact.objects.filter(pk=fact.pk).update(expires_at=NOW - timedelta(days=1))
     assert not facts_active().filter(pk=fact.pk).exists()
+
+
+@pytest.mark.django_db
+def test_a_value_over_the_limit_is_refused_whoever_writes_it():
+    """The service, hence the API, the admin, the tools and MCP: a French error, never a cut."""
+    from memory.models import FACT_VALUE_MAX_CHARS, FACT_VALUE_TOO_LONG_MESSAGE
+
+    too_long = "é" * (FACT_VALUE_MAX_CHARS + 1)
+    with pytest.raises(ValidationError) as caught:
+        fact_store(key="long", value=too_long)
+    assert caught.value.messages == [
+        FACT_VALUE_TOO_LONG_MESSAGE.format(limit="10\u202f000", length="10\u202f001")
+    ]
+    assert not Fact.all_objects.exists()
+    fact, _ = fact_store(key="long", value="court")
+    with pytest.raises(ValidationError):
+        fact_update(fact=fact, actor=Actor.USER, value=too_long)
+    assert Fact.objects.get(key="long").value == "court"
+    fact_store(key="juste", value="x" * FACT_VALUE_MAX_CHARS)  # the limit itself is fine
