@@ -136,6 +136,8 @@ def serve_indexing_benchmark(*, n: int, out: Callable[[str], None]) -> dict[str,
             "MAKILAB_LOG_LEVEL": "WARNING",
             "DJANGO_SUPERUSER_USERNAME": OWNER,
             "DJANGO_SUPERUSER_PASSWORD": PASSWORD,
+            # A channel gateway replaying a burst: the per-account API rate is not measured here.
+            "MAKILAB_API_RATE": "None",
         }
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
