@@ -155,6 +155,10 @@ class ChatStreamApi(MemoryApi):
             except Exception:
                 logger.exception("chat stream failed")
                 yield sse_event("error", {"message": STREAM_FAILED_MESSAGE, "extra": {}})
+            finally:
+                # A client gone mid-answer: the loop closes the LLM stream at once, which
+                # records the usage it consumed (agent.client.llm_stream).
+                events.close()
 
         response = StreamingHttpResponse(stream(), content_type="text/event-stream; charset=utf-8")
         response["Cache-Control"] = "no-cache"

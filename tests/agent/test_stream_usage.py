@@ -60,9 +60,7 @@ def test_a_complete_stream_records_the_usage_of_its_events(fake_anthropic):
 
 
 @pytest.mark.parametrize("error_type", [None, "overloaded_error"])
-def test_a_stream_cut_midway_records_its_input_and_an_estimated_output(
-    fake_anthropic, error_type
-):
+def test_a_stream_cut_midway_records_its_input_and_an_estimated_output(fake_anthropic, error_type):
     fake_anthropic.script(cut_stream(_reply(), after_events=CUT_AFTER, error_type=error_type))
     received = []
     with pytest.raises(LlmUnavailable) as caught:
@@ -112,4 +110,37 @@ def test_a_chat_left_mid_answer_records_its_usage(fake_anthropic, vector_store, 
 
     row = LlmUsage.objects.get()
     assert (row.purpose, row.input_tokens, row.estimated) == ("chat", INPUT_TOKENS, True)
+    assert UsageDay.objects.get().input_tokens == INPUT_TOKENS
+
+
+def test_a_client_leaving_the_chat_stream_endpoint_has_its_usage_recorded(
+    fake_anthropic, vector_store, settings, staff_user
+):
+    """POST /api/agent/chat/stream, the client reads one piece of the answer and goes away:
+    the server closes the response, and the usage is on /costs before anything else runs."""
+    from django.core.signals import request_finished
+    from django.db import close_old_connections
+    from rest_framework.test import APIRequestFactory, force_authenticate
+
+    from agent.api.views import ChatStreamApi
+
+    settings.AGENT_COALESCE_SECONDS = 0
+    fake_anthropic.script(_reply())
+    request = APIRequestFactory().post(
+        "/api/agent/chat/stream", {"channel": "mission_control", "message": "Raconte"}, "json"
+    )
+    force_authenticate(request, user=staff_user)
+    response = ChatStreamApi.as_view()(request)
+    chunks = iter(response.streaming_content)
+    while b"event: text" not in next(chunks):
+        pass
+    # What the WSGI server does when the client is gone; the test keeps its connection.
+    request_finished.disconnect(close_old_connections)
+    try:
+        response.close()
+    finally:
+        request_finished.connect(close_old_connections)
+
+    row = LlmUsage.objects.get()
+    assert (row.input_tokens, row.estimated) == (INPUT_TOKENS, True)
     assert UsageDay.objects.get().input_tokens == INPUT_TOKENS
