@@ -57,9 +57,7 @@ class UsageDay(models.Model):
     retention window while the spend history stays whole.
     """
 
-    day = models.DateField(
-        "jour",
-    )
+    day = models.DateField("jour")
     purpose = models.CharField("usage", max_length=16, choices=Purpose.choices)
     model = models.CharField("modèle", max_length=100)
     calls = models.PositiveIntegerField("appels", default=0)
@@ -69,6 +67,8 @@ class UsageDay(models.Model):
     cost_usd = models.DecimalField(
         "coût (USD)", max_digits=14, decimal_places=6, default=Decimal("0")
     )
+    # Calls whose output tokens are an estimate (LlmUsage.estimated: a cut stream).
+    estimated_calls = models.PositiveIntegerField("appels estimés", default=0)
 
     class Meta:
         db_table = "llm_usage_daily"

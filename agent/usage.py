@@ -161,6 +161,7 @@ def _day_add(row: LlmUsage) -> None:
         "output_tokens": row.output_tokens,
         "retrieval_tokens": row.retrieval_tokens,
         "cost_usd": row.cost_usd,
+        "estimated_calls": int(row.estimated),
     }
     added = UsageDay.objects.filter(**key).update(
         **{name: F(name) + value for name, value in sums.items()}

@@ -74,6 +74,7 @@ def costs_summary_get(*, days: int = COSTS_DAYS, today: date | None = None) -> d
             output_tokens=Sum("output_tokens"),
             retrieval_tokens=Sum("retrieval_tokens"),
             cost_usd=Sum("cost_usd"),
+            estimated_calls=Sum("estimated_calls"),
         )
         .order_by("day", "purpose", "model")
     )
@@ -83,7 +84,13 @@ def costs_summary_get(*, days: int = COSTS_DAYS, today: date | None = None) -> d
     purposes: dict[str, dict[str, Any]] = defaultdict(
         lambda: {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": zero}
     )
-    totals = {"cost": zero, "retrieval_tokens": 0, "overhead_cost": zero, "input_tokens": 0}
+    totals = {
+        "cost": zero,
+        "retrieval_tokens": 0,
+        "overhead_cost": zero,
+        "input_tokens": 0,
+        "estimated_calls": 0,  # interrupted answers: their output tokens are estimated
+    }
     for row in rows:
         day = daily.setdefault(
             row["day"],
@@ -112,6 +119,7 @@ def costs_summary_get(*, days: int = COSTS_DAYS, today: date | None = None) -> d
         totals["retrieval_tokens"] += row["retrieval_tokens"] or 0
         totals["overhead_cost"] += overhead
         totals["input_tokens"] += row["input_tokens"] or 0
+        totals["estimated_calls"] += row["estimated_calls"] or 0
 
     labels = dict(Purpose.choices)
     purpose_rows = [

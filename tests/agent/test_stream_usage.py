@@ -144,3 +144,16 @@ def test_a_client_leaving_the_chat_stream_endpoint_has_its_usage_recorded(
     row = LlmUsage.objects.get()
     assert (row.input_tokens, row.estimated) == (INPUT_TOKENS, True)
     assert UsageDay.objects.get().input_tokens == INPUT_TOKENS
+
+
+def test_costs_counts_the_interrupted_answers_as_estimated(fake_anthropic, staff_client):
+    fake_anthropic.script(_reply(), cut_stream(_reply(), after_events=CUT_AFTER))
+    _drain(_stream())
+    with pytest.raises(LlmUnavailable):
+        _drain(_stream())
+
+    day = UsageDay.objects.get()
+    assert (day.calls, day.estimated_calls, day.input_tokens) == (2, 1, 2 * INPUT_TOKENS)
+    page = staff_client.get("/costs/")
+    assert page.context["totals"]["estimated_calls"] == 1
+    assert "dont 1 réponse(s) interrompue(s)" in page.content.decode()
