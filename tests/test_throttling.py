@@ -9,6 +9,7 @@ database, rolled back after each test.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 import time_machine
 from django.core.cache import cache
+from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
@@ -61,6 +63,14 @@ def test_the_lockout_ends_after_the_cool_off(client, staff_user, settings):
         response = client.post("/login/", {"username": "owner", "password": PASSWORD})
     assert response.status_code == 302
     assert response["Location"] == "/memory/"
+
+
+def test_the_owner_unlocks_early_with_the_command_readme_names(client, staff_user, settings):
+    for attempt in range(settings.AXES_FAILURE_LIMIT):
+        client.post("/login/", {"username": "owner", "password": f"faux-{attempt}"})
+    assert client.post("/login/", {"username": "owner", "password": PASSWORD}).status_code == 429
+    call_command("axes_reset_username", "owner", stdout=io.StringIO())
+    assert client.post("/login/", {"username": "owner", "password": PASSWORD}).status_code == 302
 
 
 def test_a_few_typos_then_the_right_password_get_in_and_reset_the_count(
