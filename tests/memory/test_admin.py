@@ -237,17 +237,27 @@ def test_every_field_of_the_admin_models_has_a_french_label(model):
 
 @pytest.fixture
 def every_row(rows, staff_user):
+    from rest_framework.authtoken.models import TokenProxy
+
     from memory.models import Forgetting, Job
     from memory.services.forgetting import topic_forget
 
     Message.objects.create(channel="whatsapp", role="user", content="Le vélo est au garage")
     topic_forget(topic="vélo garage", actor="user")
     Job.objects.create(kind="extraction", key="exchange:1")
-    return {**rows, Forgetting: Forgetting.objects.get(), Job: Job.objects.get()}
+    token = TokenProxy.objects.create(user=staff_user)
+    return {
+        **rows,
+        Forgetting: Forgetting.objects.get(),
+        Job: Job.objects.get(),
+        type(staff_user): staff_user,
+        TokenProxy: token,
+    }
 
 
-@pytest.mark.parametrize("model", _admin_models(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("model", list(admin.site._registry), ids=lambda m: m.__name__)
 def test_the_admin_pages_of_every_model_are_in_french(staff_client, every_row, model):
+    """Ours and the installed apps' (auth, authtoken, axes): Django's translations."""
     meta = model._meta
     base = f"admin:{meta.app_label}_{meta.model_name}"
     pages = [reverse(f"{base}_changelist")]
