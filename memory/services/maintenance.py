@@ -73,6 +73,9 @@ def reindex(
             reports[kind] = report
     # Rewritten points sit outside the search index until it is rebuilt.
     store.optimize()
+    from memory.stores.sqlite import planner_statistics_refresh
+
+    planner_statistics_refresh()
     return reports
 
 

@@ -72,3 +72,23 @@ def test_benchmark_history_times_the_side_table_operations_at_two_sizes():
             rf"{name}\s+p95\s+[\d.]+ ms at [\d,]+ \w+ → \s*[\d.]+ ms at [\d,]+: ratio", text
         )
     assert list(Message.objects.values_list("content", flat=True)) == ["le vrai message"]
+
+
+def test_benchmark_retrieval_prints_each_stage_and_its_ratio_to_the_floor_it_measured(
+    local_embedder,
+):
+    """The floor (bare query embedding, bare Qdrant search) is timed in the same run,
+    and the pre-hook's total is printed as a ratio of it."""
+    Message.objects.create(channel="whatsapp", role="user", content="le vrai message")
+    out = StringIO()
+    call_command("benchmark", "retrieval", "--memories", "60", "--queries", "6", stdout=out)
+    text = out.getvalue()
+    assert "6 queries over 60 memories" in text
+    for stage in ("t1", "keywords", "embed", "qdrant", "total"):
+        assert re.search(rf"^{stage}\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms.*\(n=6\)", text, re.M)
+    assert re.search(r"^search\s+p50 .*\(n=6\)\s+\(bare Qdrant search, floor\)", text, re.M)
+    assert re.search(r"^embedding\s+p50 .*\(n=6\)\s+\(bare query embedding, floor\)", text, re.M)
+    assert re.search(r"^floor\s+p50 .*\(n=6\)\s+\(embedding \+ search, floor\)", text, re.M)
+    assert re.search(r"ratio\s+total / embedding: p50 [\d.]+x  p95 [\d.]+x", text)
+    assert re.search(r"ratio\s+total / embed\+search: p50 [\d.]+x  p95 [\d.]+x", text)
+    assert list(Message.objects.values_list("content", flat=True)) == ["le vrai message"]

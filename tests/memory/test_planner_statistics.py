@@ -1,0 +1,56 @@
+"""With SQLite's planner statistics, T1's fact lookups read a selective index.
+
+Without statistics SQLite takes ``forgetting_id IS NULL`` (true of nearly every
+fact) for a selective equality and reads every fact through that index, then
+sorts them; the pre-hook runs these lookups on every message. `serve` refreshes
+the statistics when it starts (retrieval_warm), and so does reindex.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from memory.models import Fact, MemorySettings
+from memory.services.retrieval.sources import t1_context
+from memory.stores.sqlite import planner_statistics_refresh
+from tests.memory.test_side_table_indexes import _plans
+
+pytestmark = pytest.mark.django_db
+
+
+def test_after_the_statistics_refresh_t1_reads_facts_by_importance_and_date_not_by_forgetting():
+    old = timezone.now() - timedelta(days=30)
+    Fact.objects.bulk_create(
+        [
+            Fact(key=f"fait_{i}", value=f"valeur {i}", importance=0.5, created_at=old)
+            for i in range(300)
+        ]
+    )
+    Fact.objects.create(key="fait_important", value="le code du portail", importance=0.9)
+
+    assert planner_statistics_refresh()
+    with CaptureQueriesContext(connection) as queries:
+        _, _, ranked = t1_context("whatsapp", MemorySettings.load(), timezone.now())
+
+    important = Fact.objects.get(key="fait_important")
+    assert ranked.count((f"fact:{important.pk}", 0.9)) == 2  # recent and important
+    for plan in _plans(queries, "core_memory"):
+        assert "forgetting_id" not in plan, plan
+
+
+def test_warming_refreshes_the_planner_statistics():
+    from memory.services.retrieval import retrieval_warm
+
+    Fact.objects.create(key="fait", value="valeur")
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS sqlite_stat1")
+    timings = retrieval_warm()
+    assert "sqlite" in timings
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM sqlite_stat1 WHERE tbl = 'core_memory'")
+        assert cursor.fetchone()[0] > 0
