@@ -5,7 +5,8 @@ owner's token (a staff account's), a logged-in account that is not staff, the
 owner's staff session. Two scopes (memory.api.permissions): the agent's token
 reaches the API and MCP but not the owner's operations (OWNER_ONLY_API: settings
 changes, restores, hard deletes, the export), which answer it 403 and change
-nothing; the owner, by token or session, reaches everything. The patterns are read from the URLconf,
+nothing; the owner, by token or session, reaches everything but the maintenance channel,
+which only serve's local secret opens (no token, no session). The patterns are read from the URLconf,
 so a route added later (an app's API, an admin model) is checked without
 editing this file. Nobody but the agent and the owner ever sees data: a marker
 stored in a fact and in a retrieval log must not appear in their responses, and
@@ -55,6 +56,8 @@ class Route:
         path = self.url.lstrip("/")
         if path == "mcp":
             return "mcp"
+        if path.startswith("api/memory/maintenance/"):
+            return "local"  # serve's local secret only (memory.api.maintenance)
         if path.startswith("admin/"):
             return "admin"
         if path.startswith("api/docs/"):
@@ -75,6 +78,8 @@ def _examples(staff_id: int) -> dict[str, str]:
         "id": str(staff_id),
         "app_label": "memory",
         "url": "inexistant/",
+        "operation": "reindex",
+        "run_id": "inconnu",
     }
 
 
@@ -159,6 +164,8 @@ def _refused(identity: str, route: Route, method: str, response) -> str | None:
         if identity == "agent_token" and _owner_only(route, method):
             return None if status == 403 else f"owner's operation gave {status} to the agent"
         return None if status in (401, 403) else f"API gave {status} to {identity}"
+    if route.area == "local":  # no token, no session: only serve's local secret
+        return None if status == 403 else f"maintenance gave {status} to {identity}"
     if route.area == "mcp":  # the MCP endpoint takes a token, never a session
         return None if status == 401 else f"MCP gave {status} to {identity}"
     # dashboard and docs: the login page for a stranger, a French 403 for a non-staff account.
@@ -205,6 +212,8 @@ def _requests(identity: str, route: Route) -> list[tuple[str, bool]]:
     operations when it is the owner; who is not also tries to write (GET and POST, and
     the owner's operations for the agent)."""
     owner_methods = sorted(OWNER_ONLY_API.get(route.name, ()))
+    if route.area == "local":
+        return [("get", False), ("post", False)]
     if identity == "staff_session" and route.area != "mcp":
         return [("get", True)] + [(m, True) for m in owner_methods if m != "get"]
     if identity in ("agent_token", "owner_token") and route.area in ("api", "mcp"):
@@ -243,7 +252,7 @@ def test_every_url_pattern_answers_each_caller_as_the_matrix_says(identity, worl
 def test_the_walk_covers_the_whole_urlconf(world):
     found = routes(world["staff"].pk)
     areas = {route.area for route in found}
-    assert areas == {"admin", "api", "mcp", "docs", "dashboard", "public"}
+    assert areas == {"admin", "api", "mcp", "docs", "dashboard", "public", "local"}
     memory_api = [r for r in found if r.name.startswith("memory-api:")]
     dashboard = [r for r in found if r.name.startswith("dashboard:")]
     assert {

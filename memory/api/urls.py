@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memory.api import context, export, forgetting, messages, preview, views
+from memory.api import context, export, forgetting, maintenance, messages, preview, views
 
 app_name = "memory-api"
 
@@ -34,5 +34,16 @@ urlpatterns = [
         "forgettings/<int:forgetting_id>/erase",
         forgetting.ForgettingEraseApi.as_view(),
         name="forgetting-erase",
+    ),
+    # For the maintenance commands run beside serve (the local secret only).
+    path(
+        "maintenance/runs/<str:run_id>",
+        maintenance.MaintenanceRunApi.as_view(),
+        name="maintenance-run",
+    ),
+    path(
+        "maintenance/<str:operation>",
+        maintenance.MaintenanceStartApi.as_view(),
+        name="maintenance",
     ),
 ]

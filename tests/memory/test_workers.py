@@ -237,6 +237,18 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _start_serve(env: dict[str, str], port: int, *args: str) -> subprocess.Popen:
+    """`manage.py serve` on ``port`` in a subprocess, its output (stdout + stderr) piped."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(port), *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
 def _http(url: str, *, token: str | None = None, data: dict | None = None) -> tuple[int, dict]:
     headers = {"Accept": "application/json"}
     if token:
@@ -262,14 +274,7 @@ def test_the_embedded_serve_runs_web_worker_and_store_in_one_process(tmp_path):
         DJANGO_SUPERUSER_USERNAME="owner",
         DJANGO_SUPERUSER_PASSWORD="un-mot-de-passe-solide",
     )
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    server = _start_serve(env, port)
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60

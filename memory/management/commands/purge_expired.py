@@ -1,13 +1,22 @@
 """Purge facts past their TTL from both tiers."""
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+
+from memory.exceptions import MemoryServiceError
 
 
 class Command(BaseCommand):
-    help = "Forget expired facts (revision 'expired') and remove their points."
+    help = (
+        "Forget expired facts (revision 'expired') and remove their points. "
+        "While serve runs, serve does it."
+    )
 
     def handle(self, *args, **options):
-        from memory.services.expiry import expired_purge
+        from memory.services.serve_link import maintenance_dispatch
 
-        purged = expired_purge()
-        self.stdout.write(f"{purged} fait(s) expiré(s) purgé(s).")
+        try:
+            outcome = maintenance_dispatch("purge-expired", {})
+        except MemoryServiceError as exc:
+            raise CommandError(str(exc)) from exc
+        for line in outcome.lines:
+            self.stdout.write(line)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.exceptions import MemoryServiceError
+from memory.management.progress import ProgressBars
 
 
 class Command(BaseCommand):
-    help = "Rebuild Qdrant from SQLite; safe to interrupt and run again."
+    help = (
+        "Rebuild Qdrant from SQLite; safe to interrupt and run again. "
+        "While serve runs, serve does it."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument(
@@ -24,30 +26,20 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, collection, batch_size, recreate, **options):
-        from memory.services.maintenance import reindex
+        from memory.services.serve_link import maintenance_dispatch
 
         if batch_size < 1:
             raise CommandError("--batch-size doit être au moins 1.")
+        bars = ProgressBars()
         try:
-            reports = reindex(
-                collection=collection,
-                batch_size=batch_size,
-                recreate=recreate,
-                progress=self._progress,
+            outcome = maintenance_dispatch(
+                "reindex",
+                {"collection": collection, "batch_size": batch_size, "recreate": recreate},
+                bars,
             )
         except MemoryServiceError as exc:
             raise CommandError(str(exc)) from exc
-        indexed = sum(r.indexed for r in reports.values())
-        removed = sum(r.removed for r in reports.values())
-        failed = sum(r.failed for r in reports.values())
-        self.stdout.write(
-            f"Réindexation terminée : {indexed} points écrits, {removed} retirés, {failed} en échec."
-        )
-
-    def _progress(self, kind: str, done: int, total: int) -> None:
-        width = 30
-        filled = width * done // total if total else width
-        bar = "#" * filled + "-" * (width - filled)
-        end = "\n" if done >= total else ""
-        sys.stderr.write(f"\r{kind:<8} [{bar}] {done}/{total}{end}")
-        sys.stderr.flush()
+        finally:
+            bars.close()
+        for line in outcome.lines:
+            self.stdout.write(line)

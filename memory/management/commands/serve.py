@@ -17,7 +17,7 @@ import signal
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from memory.exceptions import StoreUnavailable
 
@@ -31,6 +31,22 @@ SHARED_FOLDER_WARNING = (
     "Avec des workers Celery séparés, définissez QDRANT_URL (un serveur Qdrant), "
     "sinon le web et les workers se disputeront le dossier."
 )
+
+
+PORT_IN_USE_MESSAGE = (
+    "Le port {port} est déjà utilisé sur {host} : arrêtez ce qui l'occupe, ou choisissez "
+    "un autre port (--port ou MAKILAB_PORT)."
+)
+BIND_ERROR_MESSAGE = "Impossible d'écouter sur {host}:{port} : {detail}"
+
+
+def bind_error_message(host: str, port: int, exc: OSError) -> str:
+    """One French line for a socket that cannot be bound (no traceback)."""
+    import errno
+
+    if exc.errno == errno.EADDRINUSE:
+        return PORT_IN_USE_MESSAGE.format(host=host, port=port)
+    return BIND_ERROR_MESSAGE.format(host=host, port=port, detail=exc.strerror or exc)
 
 
 def superuser_ensure() -> str | None:
@@ -82,6 +98,21 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        from memory.services.serve_link import ServeAlreadyRunning, ServeLock
+
+        # Before anything else: a second serve on this data folder would share the
+        # embedded Qdrant folder and the in-process queue's recovery with the first.
+        lock = ServeLock()
+        try:
+            lock.acquire()
+        except ServeAlreadyRunning as exc:
+            raise CommandError(str(exc)) from None
+        try:
+            self._serve(lock, options)
+        finally:
+            lock.release()
+
+    def _serve(self, lock, options) -> None:
         from waitress import create_server
 
         from makilab.celery import app as celery_app
@@ -102,14 +133,17 @@ class Command(BaseCommand):
         if not run_worker and not settings.QDRANT_URL:
             self.stderr.write(SHARED_FOLDER_WARNING)
 
-        server = create_server(
-            application,
-            host=options["host"],
-            port=options["port"],
-            threads=options["threads"],
-            ident="makilab",
-            **waitress_proxy_options(),
-        )
+        try:
+            server = create_server(
+                application,
+                host=options["host"],
+                port=options["port"],
+                threads=options["threads"],
+                ident="makilab",
+                **waitress_proxy_options(),
+            )
+        except OSError as exc:
+            raise CommandError(bind_error_message(options["host"], options["port"], exc)) from None
         # waitress stops cleanly on SystemExit; make SIGTERM (systemd, docker,
         # a test) mean the same as Ctrl-C.
         previous_handler = signal.signal(signal.SIGTERM, _raise_system_exit)
@@ -134,6 +168,7 @@ class Command(BaseCommand):
 
             retrieval_warm()
         url = f"http://{options['host']}:{server.effective_port}/"
+        lock.publish(url)
         mode = "avec le worker intégré" if run_worker else "sans worker (lancez celery à part)"
         self.stdout.write(f"Makilab Memory sur {url} {mode} (Ctrl-C pour arrêter)", ending="\n")
         self.stdout.flush()

@@ -1,0 +1,195 @@
+"""Maintenance operations and their French report: what reindex, memory_doctor and
+purge_expired do, wherever they run.
+
+A command runs an operation in its own process when it may open the vector
+store, or asks the running `serve` (the one owner of the embedded Qdrant
+folder) to run it (memory.services.serve_link). Either way the same function
+does the work and writes the same lines; in serve a run is a background thread
+whose progress the command follows (maintenance_start / maintenance_get).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from memory.exceptions import MemoryServiceError
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+
+OPERATIONS = ("reindex", "doctor", "purge-expired")
+COLLECTION_CHOICES = ("conversations", "knowledge", "all")
+MAX_KEPT_RUNS = 20
+
+RUN_BUSY_MESSAGE = "Une opération « {operation} » est déjà en cours dans le service."
+RUN_CRASHED_MESSAGE = "L'opération a échoué dans le service : {error}"
+
+
+class MaintenanceBusy(MemoryServiceError):
+    """The same operation is already running in this process."""
+
+
+@dataclass
+class Outcome:
+    lines: list[str]
+    ok: bool = True
+
+
+def reindex_run(
+    *,
+    collection: str = "all",
+    batch_size: int = 64,
+    recreate: bool = False,
+    progress: Progress | None = None,
+) -> Outcome:
+    from memory.services.maintenance import reindex
+
+    reports = reindex(
+        collection=collection, batch_size=batch_size, recreate=recreate, progress=progress
+    )
+    indexed = sum(r.indexed for r in reports.values())
+    removed = sum(r.removed for r in reports.values())
+    failed = sum(r.failed for r in reports.values())
+    return Outcome(
+        [f"Réindexation terminée : {indexed} points écrits, {removed} retirés, {failed} en échec."],
+        ok=not failed,
+    )
+
+
+def doctor_run(
+    *, collection: str = "all", fix: bool = False, progress: Progress | None = None
+) -> Outcome:
+    from memory.selectors import job_stats_get
+    from memory.services.maintenance import memory_doctor
+
+    reports = memory_doctor(collection=collection, fix=fix)
+    lines = []
+    for report in reports:
+        if not report.dimension_ok:
+            line = (
+                f"{report.collection}: dimension {report.found_dimension} au lieu de "
+                f"{report.expected_dimension} — lancez `python manage.py reindex --recreate`"
+            )
+        else:
+            line = (
+                f"{report.collection}: {len(report.missing)} sans point, "
+                f"{len(report.orphans)} points orphelins, {len(report.stale)} périmés"
+            )
+        failed = sum(len(rows) for rows in report.failed.values())
+        if failed:
+            line += f", {failed} en échec d'indexation"
+        if report.fixed:
+            line += " → réparé"
+        lines.append(line)
+        for kind, rows in report.failed.items():
+            for row_id, error in list(rows.items())[:5]:
+                lines.append(f"  échec {kind} {row_id} : {error}")
+    jobs = job_stats_get()
+    for job in jobs["failed"][:5]:
+        lines.append(f"tâche de fond en échec {job['key']} : {job['error']}")
+    healthy = all(r.healthy or r.fixed for r in reports) and not jobs["failed"]
+    lines.append(
+        "Tout est cohérent." if healthy else "Des différences restent : relancez avec --fix."
+    )
+    return Outcome(lines, ok=healthy)
+
+
+def purge_expired_run(*, progress: Progress | None = None) -> Outcome:
+    from memory.services.expiry import expired_purge
+
+    return Outcome([f"{expired_purge()} fait(s) expiré(s) purgé(s)."])
+
+
+RUNNERS: dict[str, Callable[..., Outcome]] = {
+    "reindex": reindex_run,
+    "doctor": doctor_run,
+    "purge-expired": purge_expired_run,
+}
+
+
+def operation_run(operation: str, options: dict, progress: Progress | None = None) -> Outcome:
+    """Run one operation here, in this process."""
+    return RUNNERS[operation](progress=progress, **options)
+
+
+# --- Runs inside serve -------------------------------------------------------------------
+
+
+@dataclass
+class MaintenanceRun:
+    operation: str
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    state: str = "running"  # running | done | failed
+    # Each step's latest progress, in order: {kind: [done, total]} (a follower polling
+    # now and then may miss a whole step; it replays them all).
+    steps: dict[str, list[int]] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    ok: bool = True
+    error: str = ""
+
+    def as_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "operation": self.operation,
+            "state": self.state,
+            "steps": [
+                {"kind": kind, "done": done, "total": total}
+                for kind, (done, total) in list(self.steps.items())
+            ],
+            "lines": self.lines,
+            "ok": self.ok,
+            "error": self.error,
+        }
+
+
+_runs: dict[str, MaintenanceRun] = {}
+_runs_lock = threading.Lock()
+
+
+def _execute(run: MaintenanceRun, options: dict) -> None:
+    from django.db import connections
+
+    def progress(kind: str, done: int, total: int) -> None:
+        run.steps[kind] = [done, total]
+
+    try:
+        outcome = operation_run(run.operation, options, progress)
+    except MemoryServiceError as exc:
+        run.error, run.ok, run.state = str(exc), False, "failed"
+    except Exception as exc:  # reported to the waiting command, not lost in a thread
+        logger.exception("maintenance run %s (%s) crashed", run.id, run.operation)
+        run.error = RUN_CRASHED_MESSAGE.format(error=f"{type(exc).__name__}: {exc}")
+        run.ok, run.state = False, "failed"
+    else:
+        run.lines, run.ok, run.state = outcome.lines, outcome.ok, "done"
+    finally:
+        connections.close_all()  # this thread's database connection
+
+
+def maintenance_start(*, operation: str, options: dict) -> MaintenanceRun:
+    """Start ``operation`` in a background thread of this process (the one store owner).
+
+    One run per operation at a time: two rebuilds side by side would be safe
+    (idempotent writes) but twice the work.
+    """
+    with _runs_lock:
+        if any(r.operation == operation and r.state == "running" for r in _runs.values()):
+            raise MaintenanceBusy(RUN_BUSY_MESSAGE.format(operation=operation))
+        run = MaintenanceRun(operation=operation)
+        _runs[run.id] = run
+        for old in list(_runs)[:-MAX_KEPT_RUNS]:
+            if _runs[old].state != "running":
+                del _runs[old]
+    threading.Thread(
+        target=_execute, args=(run, options), name=f"maintenance-{operation}", daemon=True
+    ).start()
+    return run
+
+
+def maintenance_get(run_id: str) -> MaintenanceRun | None:
+    return _runs.get(run_id)

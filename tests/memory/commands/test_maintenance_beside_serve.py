@@ -1,0 +1,122 @@
+"""reindex, memory_doctor and purge_expired work while the real `manage.py serve` runs.
+
+serve owns the embedded Qdrant folder; the commands, started in other processes,
+ask it to do the work (memory.services.serve_link) and print what it reports.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.memory.mcp.test_mcp_beside_serve import _wait_up
+from tests.memory.test_workers import (
+    MIGRATE,
+    ROOT,
+    SETUP,
+    _env,
+    _free_port,
+    _python,
+    _start_serve,
+)
+
+pytestmark = pytest.mark.slow
+
+SEED = (
+    SETUP
+    + """
+from memory.services.facts import fact_store
+from memory.services.messages import message_save
+for i in range(5):
+    q = message_save(channel="whatsapp", role="user", content=f"Question {i} sur le potager")
+    message_save(channel="whatsapp", role="assistant", content=f"Réponse {i}", reply_to_id=q.id)
+for i in range(3):
+    fact_store(key=f"fait_{i}", value=f"Le fait numéro {i} concerne le vélo")
+"""
+)
+EXPIRE = """
+from datetime import timedelta
+from django.utils import timezone
+from memory.models import Fact
+Fact.objects.filter(key="fait_2").update(expires_at=timezone.now() - timedelta(minutes=1))
+"""
+
+
+def _manage(env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def serving(tmp_path):
+    env = _env(tmp_path)
+    _python(MIGRATE, env)
+    _python(SEED, env)
+    port = _free_port()
+    server = _start_serve(env, port, "--no-migrate")
+    try:
+        _wait_up(f"http://127.0.0.1:{port}", server)
+        yield env, server
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=60)
+
+
+def test_doctor_reindex_and_purge_run_in_the_serving_process(serving):
+    env, server = serving
+    doctor = _manage(env, "memory_doctor")
+    assert doctor.returncode == 0, doctor.stderr[-3000:]
+    assert "conversations: " in doctor.stdout and "knowledge: " in doctor.stdout
+    assert "déjà ouvert" not in doctor.stdout + doctor.stderr
+
+    reindex = _manage(env, "reindex", "--batch-size", "2")
+    assert reindex.returncode == 0, reindex.stderr[-3000:]
+    assert "Réindexation terminée : 8 points écrits" in reindex.stdout
+    for step in ("échanges", "faits", "5/5", "3/3", "lignes/s"):  # tqdm's bars, rate
+        assert step in reindex.stderr, reindex.stderr
+
+    # serve purges expired facts itself at start, then every 10 minutes: expire one now.
+    _python(SETUP + EXPIRE, env)
+    purge = _manage(env, "purge_expired")
+    assert purge.returncode == 0, purge.stderr[-3000:]
+    assert "1 fait(s) expiré(s) purgé(s)." in purge.stdout
+
+    # The expired fact's point leaves Qdrant through serve's own worker: no --fix needed.
+    deadline = time.monotonic() + 60
+    healthy = _manage(env, "memory_doctor")
+    while "Tout est cohérent." not in healthy.stdout and time.monotonic() < deadline:
+        time.sleep(1)
+        healthy = _manage(env, "memory_doctor")
+    assert "Tout est cohérent." in healthy.stdout, healthy.stdout + healthy.stderr
+    fixed = _manage(env, "memory_doctor", "--fix", "--collection", "knowledge")
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    assert fixed.stdout.startswith("knowledge: 0 sans point, 0 points orphelins"), fixed.stdout
+    assert server.poll() is None  # serve kept running throughout
+    counts = _python(
+        SETUP
+        + "from memory.models import Fact; print(Fact.objects.filter(forgotten=True).count())",
+        env,
+    )
+    assert counts.strip() == "1"
+
+
+def test_without_a_running_serve_the_commands_work_on_their_own(tmp_path):
+    env = _env(tmp_path)
+    _python(MIGRATE, env)
+    _python(SEED, env)
+    reindex = _manage(env, "reindex")
+    assert reindex.returncode == 0, reindex.stderr[-3000:]
+    assert "Réindexation terminée : 8 points écrits" in reindex.stdout
+    doctor = _manage(env, "memory_doctor")
+    assert "Tout est cohérent." in doctor.stdout, doctor.stdout + doctor.stderr
