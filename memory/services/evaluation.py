@@ -134,7 +134,7 @@ def dataset_index(*, progress: Callable[[str], None] | None = None) -> None:
         for model in (Fact, Message, Summary)
     )
     if progress:
-        progress(f"indexed; {pending} rows not indexed")
+        progress(f"indexé ; {pending} ligne(s) non indexée(s)")
 
 
 def _reciprocal_rank(ranked: list[str], relevant: set[str]) -> float:
@@ -262,13 +262,16 @@ def evaluation_run(
             notes_cache_clear()
             ids = dataset_store(data, vault=vault)
             out(
-                f"{len(data['memories'])} memories, {len(data['questions'])} questions; "
-                f"embedder: {_embedder_name()}"
+                f"{len(data['memories'])} souvenirs, {len(data['questions'])} questions ; "
+                f"embedder : {_embedder_name()}"
             )
             dataset_index(progress=out)
             scores = evaluate(data, ids, modes=modes)
             found, total = notes_check(data)
-            out(f"notes: {found}/{total} note questions have their note injected (by path or tag)")
+            out(
+                f"notes : {found}/{total} questions sur une note reçoivent leur note "
+                "(par chemin ou par tag)"
+            )
             notes_cache_clear()
     return scores
 
@@ -280,7 +283,7 @@ def _embedder_name() -> str:
 
 
 def scores_table(scores: list[ModeScore]) -> str:
-    lines = ["mode       recall@5  recall@10  MRR    (questions)"]
+    lines = ["mode       recall@5  recall@10  MRR    (questions)"]  # the metrics' own names
     for s in scores:
         lines.append(
             f"{s.mode:<10} {s.recall_at_5:8.3f}  {s.recall_at_10:9.3f}  {s.mrr:5.3f}  ({s.questions})"
@@ -288,7 +291,7 @@ def scores_table(scores: list[ModeScore]) -> str:
     for s in scores:
         if s.negatives:
             lines.append(
-                f"negatives ({s.mode}): {s.negatives_silent}/{s.negatives} inject nothing, "
-                f"{s.negative_tokens:.0f} tokens added on average"
+                f"négatives ({s.mode}) : {s.negatives_silent}/{s.negatives} n'injectent rien, "
+                f"{s.negative_tokens:.0f} tokens ajoutés en moyenne"
             )
     return "\n".join(lines)

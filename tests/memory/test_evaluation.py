@@ -2,7 +2,13 @@
 
 import pytest
 
-from memory.services.evaluation import DATASET_PATH, MODES, dataset_load, evaluation_run
+from memory.services.evaluation import (
+    DATASET_PATH,
+    MODES,
+    dataset_load,
+    evaluation_run,
+    scores_table,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -34,3 +40,6 @@ def test_hybrid_beats_semantic_and_text_on_recall_and_mrr(local_embedder):
     assert hybrid.questions >= 60
     # Small talk and off-topic questions mostly inject nothing.
     assert hybrid.negatives_silent >= 0.8 * hybrid.negatives, lines
+    # What memory_eval prints for the owner is French.
+    assert lines[0].split(";")[0].endswith("questions ") and "souvenirs" in lines[0], lines
+    assert "n'injectent rien" in scores_table(list(scores.values()))

@@ -33,11 +33,11 @@ class Command(BaseCommand):
         self.stdout.write(scores_table(scores))
         for score in scores:
             if tags:
-                self.stdout.write(f"\n{score.mode} per tag:")
+                self.stdout.write(f"\n{score.mode} par tag :")
                 for tag, row in score.per_tag.items():
                     self.stdout.write(
                         f"  {tag:<14} n={row['n']:<3} recall@5 {row['recall@5']:.3f}  "
                         f"recall@10 {row['recall@10']:.3f}  MRR {row['mrr']:.3f}"
                     )
             if misses and score.misses:
-                self.stdout.write(f"{score.mode} missed at 10: {', '.join(score.misses)}")
+                self.stdout.write(f"{score.mode}, manqués à 10 : {', '.join(score.misses)}")
