@@ -313,9 +313,7 @@ def _answer(
         source=source,
         message_ids=message_ids,
     )
-    retrieval_id = getattr(retrieval, "retrieval_id", None)
     retrieval_tokens = int(getattr(retrieval, "tokens_added", 0) or 0)
-    yield "retrieval", retrieval
     system = system_prompt_build(
         channel=channel,
         memory_block=memory_block_build(retrieval=retrieval, summary=_latest_summary(channel)),
@@ -325,6 +323,10 @@ def _answer(
         turns[-1] = {"role": "user", "content": f"{turns[-1]['content']}\n\n{combined}"}
     else:
         turns.append({"role": "user", "content": combined})
+    # Read (and announced) only now: the retrieval's log row is written in the
+    # background while the prompt is built, and its id waits for it.
+    retrieval_id = getattr(retrieval, "retrieval_id", None)
+    yield "retrieval", retrieval
 
     tools = tool_definitions()
     context = ToolContext(channel=channel, message_ids=tuple(message_ids))

@@ -50,3 +50,18 @@ def eager_tasks():
     app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
     yield app
     app.conf.task_always_eager, app.conf.task_eager_propagates = previous
+
+
+@pytest.fixture(autouse=True)
+def _retrieval_logs_written():
+    """A test's retrieval log rows are written before its database is flushed.
+
+    auto_retrieve writes its row in a writer thread when no transaction is open
+    (transactional tests, live servers): the row must not land in the next test.
+    """
+    import sys
+
+    yield
+    log = sys.modules.get("memory.services.retrieval.log")
+    if log is not None:
+        log.retrieval_logs_wait()

@@ -85,6 +85,16 @@ def _plain_vector(vector: Any) -> list[float] | None:
     return [float(x) for x in vector]
 
 
+def _scored_hit(point: Any, *, with_vectors: bool) -> VectorHit:
+    """A search result of either engine (id, score, payload, vector) as a VectorHit."""
+    return VectorHit(
+        str(point.id),
+        float(point.score),
+        dict(point.payload or {}),
+        _plain_vector(point.vector) if with_vectors else None,
+    )
+
+
 def point_id(kind: str, row_id: int) -> str:
     """The Qdrant point id of a row: uuid5 of a fixed namespace and ``"kind:row_id"``."""
     return str(uuid.uuid5(POINT_ID_NAMESPACE, f"{kind}:{row_id}"))
@@ -102,7 +112,7 @@ class VectorHit:
     id: str
     score: float
     payload: dict = field(default_factory=dict)
-    # Only filled by retrieve(..., with_vectors=True).
+    # Only filled by search/retrieve(..., with_vectors=True).
     vector: list[float] | None = None
 
 
@@ -123,6 +133,8 @@ class VectorStore(Protocol):
         limit: int,
         score_threshold: float | None = None,
         filters: Filters | None = None,
+        payload_fields: list[str] | None = None,
+        with_vectors: bool = False,
     ) -> list[VectorHit]: ...
 
     def delete(self, name: str, ids: list[str]) -> None: ...
@@ -330,7 +342,14 @@ class EdgeVectorStore:
         limit: int,
         score_threshold: float | None = None,
         filters: Filters | None = None,
+        payload_fields: list[str] | None = None,
+        with_vectors: bool = False,
     ) -> list[VectorHit]:
+        """The nearest points; ``payload_fields`` (None: all) and their vectors on request.
+
+        Only the fields a caller reads are copied out of the engine, and vectors
+        asked with the hits spare a second read of the same points.
+        """
         import qdrant_edge as qe
 
         with self._lock:
@@ -349,14 +368,14 @@ class EdgeVectorStore:
                 query=qe.Query.Nearest(list(vector)),
                 filter=_edge_filter(filters),
                 score_threshold=score_threshold,
-                with_payload=True,
-                with_vector=False,
+                with_payload=True if payload_fields is None else list(payload_fields),
+                with_vector=with_vectors,
             )
             try:
                 points = shard.query(request)
             except Exception as exc:
                 raise self._error(exc) from exc
-        return [VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+        return [_scored_hit(p, with_vectors=with_vectors) for p in points]
 
     def delete(self, name: str, ids: list[str]) -> None:
         if not ids:
@@ -691,6 +710,8 @@ class ServerVectorStore:
         limit: int,
         score_threshold: float | None = None,
         filters: Filters | None = None,
+        payload_fields: list[str] | None = None,
+        with_vectors: bool = False,
     ) -> list[VectorHit]:
         dimension = self._dimension(name)
         if dimension is None:
@@ -709,14 +730,12 @@ class ServerVectorStore:
                     limit=limit,
                     score_threshold=score_threshold,
                     query_filter=_server_filter(filters),
-                    with_payload=True,
-                    with_vectors=False,
+                    with_payload=True if payload_fields is None else list(payload_fields),
+                    with_vectors=with_vectors,
                 )
         except _CollectionGone:
             return []
-        return [
-            VectorHit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points
-        ]
+        return [_scored_hit(p, with_vectors=with_vectors) for p in response.points]
 
     def delete(self, name: str, ids: list[str]) -> None:
         if not ids or self._dimension(name) is None:

@@ -139,6 +139,27 @@ def test_search_ranks_by_cosine_and_returns_payloads(store):
     assert hits[1].score == pytest.approx(math.sqrt(0.5), abs=1e-5)
 
 
+def test_search_returns_only_the_payload_fields_asked_and_the_stored_vectors(store):
+    """What auto-retrieval asks: its own few fields, and vectors without a second read."""
+    store.ensure_collection(KNOWLEDGE, DIM)
+    stored = {1: unit(1, 0), 2: unit(1, 1)}
+    store.upsert(
+        KNOWLEDGE, [fact_point(i, v, key=i, content=f"fait {i}") for i, v in stored.items()]
+    )
+
+    hits = store.search(
+        KNOWLEDGE, unit(1, 0), limit=2, payload_fields=["key", "type"], with_vectors=True
+    )
+
+    assert [set(h.payload) for h in hits] == [{"key", "type"}] * 2
+    assert [h.payload["key"] for h in hits] == [1, 2]
+    for hit in hits:
+        assert hit.vector == pytest.approx(stored[hit.payload["key"]], abs=1e-6)
+    # Without the options: the whole payload, no vectors (as before).
+    plain = store.search(KNOWLEDGE, unit(1, 0), limit=1)
+    assert plain[0].payload["content"] == "fait 1" and plain[0].vector is None
+
+
 def test_search_honours_limit_and_score_threshold(store):
     store.ensure_collection(KNOWLEDGE, DIM)
     store.upsert(KNOWLEDGE, [fact_point(i, unit(1, i)) for i in range(5)])

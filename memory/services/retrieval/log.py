@@ -1,10 +1,22 @@
-"""The memory_retrievals row of an auto-retrieval."""
+"""The memory_retrievals row of an auto-retrieval, written off the pre-hook's critical path.
+
+The row (and the access counts of the facts injected) is a commit: with
+``synchronous=FULL`` an fsync, 1 ms usually and tens of ms when the disk
+flushes. The prompt does not need it, so auto_retrieve hands the row to one
+writer thread and returns. What reads the log stays consistent:
+``recently_injected`` (the carried memories and the near-duplicate check of the
+next message) waits for the writes still pending, and ``retrieval_id`` waits
+for its own row. A caller inside a transaction gets its row written at once,
+in its transaction (rolled back with it).
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 
 from memory.models import MemoryRetrieval
 from memory.services.formatting import clean_text
@@ -13,39 +25,91 @@ from memory.services.retrieval.result import RetrievalResult
 logger = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 200
+# How long a reader waits for a pending log row before reading without it.
+LOG_WAIT_SECONDS = 10.0
+
+# One writer: rows are written in the order the retrievals finished.
+_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="retrieval-log")
+_last: Future | None = None
+_last_lock = threading.Lock()
 
 
-def retrieval_log(result: RetrievalResult) -> int | None:
+def retrieval_log_start(result: RetrievalResult) -> None:
+    """Log this retrieval; in the writer thread unless the caller holds a transaction.
+
+    The row's fields are taken now, so later changes to ``result`` do not leak
+    into the log; ``result.retrieval_id`` waits for the row when it is read.
+    """
+    global _last
+    fields, accessed = _row_fields(result), _accessed_ids(result)
+    if connection.in_atomic_block:
+        # The caller's transaction must own the row: another connection would not
+        # see its uncommitted data, nor be rolled back with it.
+        result.retrieval_id = _write(fields, accessed)
+        return
+    with _last_lock:
+        _last = _writer.submit(_write_and_close, fields, accessed)
+        result.log_future = _last
+
+
+def retrieval_logs_wait(timeout: float = LOG_WAIT_SECONDS) -> None:
+    """Wait until every log row started so far is written (or failed)."""
+    with _last_lock:
+        last = _last
+    if last is not None:
+        try:
+            last.result(timeout=timeout)
+        except Exception:  # a failed write is logged by the writer; a slow one is waited no more
+            logger.warning("a retrieval log row is still pending after %.0f s", timeout)
+
+
+def _accessed_ids(result: RetrievalResult) -> list[int]:
+    return [
+        int(m["id"].split(":")[1])
+        for m in result.memories
+        if m["kind"] == "fact" and not m.get("carried")
+    ]
+
+
+def _row_fields(result: RetrievalResult) -> dict:
+    return {
+        "channel": result.channel,
+        "message_preview": clean_text(result.message, max_chars=PREVIEW_CHARS),
+        "memories": [
+            {
+                "id": m["id"],
+                "kind": m["kind"],
+                "sources": m["sources"],
+                "rrf": m["rrf"],
+                "score": m["score"],
+                "text": m["text"][:PREVIEW_CHARS],
+                **({"carried": True} if m.get("carried") else {}),
+            }
+            for m in result.memories
+        ],
+        "notes": [{"path": n["path"], "chars": len(n["text"])} for n in result.notes],
+        "tokens_added": result.tokens_added,
+        "timings_ms": dict(result.timings_ms),
+        "total_ms": result.total_ms,
+        "failed_sources": dict(result.failed_sources),
+    }
+
+
+def _write(fields: dict, accessed: list[int]) -> int | None:
     from memory.services.facts import facts_accessed
 
     try:
-        facts_accessed(
-            int(m["id"].split(":")[1])
-            for m in result.memories
-            if m["kind"] == "fact" and not m.get("carried")
-        )
-        row = MemoryRetrieval.objects.create(
-            channel=result.channel,
-            message_preview=clean_text(result.message, max_chars=PREVIEW_CHARS),
-            memories=[
-                {
-                    "id": m["id"],
-                    "kind": m["kind"],
-                    "sources": m["sources"],
-                    "rrf": m["rrf"],
-                    "score": m["score"],
-                    "text": m["text"][:PREVIEW_CHARS],
-                    **({"carried": True} if m.get("carried") else {}),
-                }
-                for m in result.memories
-            ],
-            notes=[{"path": n["path"], "chars": len(n["text"])} for n in result.notes],
-            tokens_added=result.tokens_added,
-            timings_ms=result.timings_ms,
-            total_ms=result.total_ms,
-            failed_sources=result.failed_sources,
-        )
+        facts_accessed(accessed)
+        return MemoryRetrieval.objects.create(**fields).pk
     except DatabaseError:
         logger.exception("could not log the auto-retrieval")
         return None
-    return row.pk
+
+
+def _write_and_close(fields: dict, accessed: list[int]) -> int | None:
+    try:
+        return _write(fields, accessed)
+    finally:
+        # The writer thread outlives requests (and a benchmark's throw-away
+        # database): never keep a connection from one write to the next.
+        connection.close()

@@ -9,6 +9,7 @@ source is skipped and recorded.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,7 +22,7 @@ from django.utils import timezone
 from memory.models import Fact, MemorySettings, Message, MessageSource
 from memory.services.retrieval.block import block_fill
 from memory.services.retrieval.candidates import Seen, seen_get
-from memory.services.retrieval.log import retrieval_log
+from memory.services.retrieval.log import retrieval_log_start
 from memory.services.retrieval.ranking import fuse, prefetch
 from memory.services.retrieval.result import RetrievalResult, elapsed_ms, failure_text
 from memory.services.retrieval.selection import (
@@ -39,6 +40,7 @@ from memory.services.retrieval.sources import (
     notes_fetch,
     semantic_ids,
     semantic_search,
+    semantic_vectors,
     t1_context,
 )
 
@@ -48,6 +50,8 @@ logger = logging.getLogger(__name__)
 # notes, nor hanging notes the embedding.
 _semantic_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieval-semantic")
 _notes_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="retrieval-notes")
+# How long the caller waits for the embedding to start before reading SQLite.
+EMBEDDING_START_WAIT_S = 0.005
 
 
 def auto_retrieve(
@@ -103,12 +107,21 @@ def _retrieve(
         return _finish(result, started, log=log)
 
     # 1. Start the slow, database-free sources in worker threads.
+    embedding = threading.Event()
     semantic_future: Future = _semantic_pool.submit(
-        semantic_search, text, limit=limit, min_score=memory_settings.min_score
+        semantic_search,
+        text,
+        limit=limit,
+        min_score=memory_settings.min_score,
+        started=embedding.set,
     )
     notes_future: Future | None = None
     if memory_settings.obsidian_context_enabled:
         notes_future = _notes_pool.submit(notes_fetch, memory_settings)
+    # The ORM work below holds the GIL for up to a switch interval (5 ms) at a
+    # time: let the embedding thread reach the engine (which runs without the
+    # GIL) first, instead of queueing behind it.
+    embedding.wait(EMBEDDING_START_WAIT_S)
 
     # 2. Meanwhile, T1 and FTS5 in this thread (its connection sees this request's data).
     from memory.stores.fts import sql_deadline
@@ -150,8 +163,10 @@ def _retrieve(
     # 3. Collect the threads, each within what is left of its own time limit.
     semantic = _collect(semantic_future, SOURCE_SEMANTIC, timeouts["semantic"], started, result)
     embedder = None
+    known_vectors: dict[str, list[float]] = {}
     if semantic is not None:
         ranked[SOURCE_SEMANTIC] = semantic_ids(semantic["hits"])
+        known_vectors = semantic_vectors(semantic["hits"])
         result.timings_ms.update(semantic["timings"])
         embedder = semantic["embedder"]
     notes = None
@@ -187,6 +202,7 @@ def _retrieve(
             memory_settings=memory_settings,
             embedder=embedder,
             result=result,
+            known_vectors=known_vectors,
         )
     except _Gated:
         kept = []
@@ -214,13 +230,13 @@ def _retrieve(
 
 
 def _finish(result: RetrievalResult, started: float, *, log: bool) -> RetrievalResult:
-    """Time the run and log it (unless a preview)."""
+    """Time the run and log it (unless a preview), off the critical path (log.py)."""
     if log:
         start = time.perf_counter()
         result.timings_ms["log"] = 0.0
         result.total_ms = elapsed_ms(started)
         result.timings_ms["total"] = result.total_ms
-        result.retrieval_id = retrieval_log(result)
+        retrieval_log_start(result)
         result.timings_ms["log"] = elapsed_ms(start)
     result.total_ms = elapsed_ms(started)
     result.timings_ms["total"] = result.total_ms

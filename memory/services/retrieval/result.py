@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -27,10 +29,30 @@ class RetrievalResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     total_ms: float = 0.0
     failed_sources: dict[str, str] = field(default_factory=dict)
-    retrieval_id: int | None = None
     enabled: bool = True
     # Why nothing was injected, when the relevance gate said so: "small_talk" | "off_topic".
     gate: str = ""
+    # The memory_retrievals row being written by the log's writer thread (log.py).
+    log_future: Future | None = field(default=None, repr=False, compare=False)
+    _retrieval_id: int | None = field(default=None, repr=False)
+
+    @property
+    def retrieval_id(self) -> int | None:
+        """The id of this retrieval's log row (None: not logged); waits for a pending write."""
+        if self._retrieval_id is None and self.log_future is not None:
+            from memory.services.retrieval.log import LOG_WAIT_SECONDS
+
+            try:
+                self._retrieval_id = self.log_future.result(timeout=LOG_WAIT_SECONDS)
+            except FutureTimeout:
+                return None
+            self.log_future = None
+        return self._retrieval_id
+
+    @retrieval_id.setter
+    def retrieval_id(self, value: int | None) -> None:
+        self._retrieval_id = value
+        self.log_future = None
 
 
 @dataclass

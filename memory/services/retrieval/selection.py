@@ -15,12 +15,22 @@ CANDIDATES_MIN = 12
 
 
 def select_memories(
-    *, fused, candidates, recent_ids, seen, core, memory_settings, embedder, result
+    *,
+    fused,
+    candidates,
+    recent_ids,
+    seen,
+    core,
+    memory_settings,
+    embedder,
+    result,
+    known_vectors=None,
 ):
     """The fused entries to inject, hydrated, in order, at most max_results.
 
     Only the head of the fused list is hydrated and checked (a few times
-    max_results): the tail could never be injected anyway.
+    max_results): the tail could never be injected anyway. ``known_vectors``:
+    the stored vectors that came with the semantic hits.
     """
     wanted = memory_settings.max_results
     head = fused[: max(CANDIDATES_MIN, wanted * CANDIDATES_PER_RESULT)]
@@ -44,7 +54,9 @@ def select_memories(
         return selected[:wanted]
 
     try:
-        vectors = point_vectors([c.id for c, _ in selected] + sorted(recent_ids))
+        vectors = point_vectors(
+            [c.id for c, _ in selected] + sorted(recent_ids), known=known_vectors
+        )
     except Exception as exc:
         result.failed_sources["near_duplicates"] = failure_text(exc)
         return selected[:wanted]
@@ -86,6 +98,10 @@ def recently_injected(channel: str, turns: int) -> set[str]:
     """
     if turns <= 0:
         return set()
+    from memory.services.retrieval.log import retrieval_logs_wait
+
+    # The last turn's row may still be in the log's writer thread.
+    retrieval_logs_wait()
     rows = MemoryRetrieval.objects.filter(channel=channel).order_by("-created_at", "-id")[:turns]
     return {
         item["id"]

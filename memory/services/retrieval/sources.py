@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from memory.models import (
@@ -77,11 +77,18 @@ def retrieval_warm() -> dict[str, float]:
     return timings
 
 
-def semantic_search(text: str, *, limit: int, min_score: float | None) -> dict:
+def semantic_search(
+    text: str,
+    *,
+    limit: int,
+    min_score: float | None,
+    started: Callable[[], None] | None = None,
+) -> dict:
     """Runs in a worker thread: no database access here.
 
     Scores are on the common relevance scale (embedders.relevance_score), so
     ``min_score`` means the same with the local model and with Voyage.
+    ``started`` is called as the embedding begins (see auto_retrieve).
     """
     from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
@@ -89,6 +96,8 @@ def semantic_search(text: str, *, limit: int, min_score: float | None) -> dict:
     timings = {}
     start = time.perf_counter()
     embedder = get_embedder()
+    if started is not None:
+        started()
     vector = embedder.embed_query(text)
     timings["embed"] = elapsed_ms(start)
     start = time.perf_counter()
@@ -96,7 +105,15 @@ def semantic_search(text: str, *, limit: int, min_score: float | None) -> dict:
     threshold = None if min_score is None else cosine_threshold(embedder, min_score)
     hits = []
     for collection in (CONVERSATIONS, KNOWLEDGE):
-        for hit in store.search(collection, vector, limit=limit, score_threshold=threshold):
+        # Only what semantic_ids reads, and the vectors the near-duplicate checks need.
+        for hit in store.search(
+            collection,
+            vector,
+            limit=limit,
+            score_threshold=threshold,
+            payload_fields=HIT_PAYLOAD_FIELDS,
+            with_vectors=True,
+        ):
             hits.append((collection, hit, relevance_score(embedder, hit.score)))
     hits.sort(key=lambda triple: -triple[1].score)
     timings["qdrant"] = elapsed_ms(start)
@@ -121,22 +138,42 @@ def notes_fetch(memory_settings: MemorySettings):
     return context_notes_get(memory_settings=memory_settings)
 
 
-def semantic_ids(hits) -> list[tuple[str, float]]:
+# The payload fields a semantic hit is read by (hit_id).
+HIT_PAYLOAD_FIELDS = ["row_id", "message_id", "type"]
+
+
+def hit_id(collection: str, hit) -> str | None:
+    """The memory id of a Qdrant hit ("message:34", "fact:12", "summary:5"), None if unkeyed."""
     from memory.stores.vectors import CONVERSATIONS
 
+    payload = hit.payload or {}
+    row_id = payload.get("row_id") or payload.get("message_id")
+    if not row_id:
+        return None
+    if collection == CONVERSATIONS:
+        return f"message:{int(row_id)}"
+    if payload.get("type") == "summary":
+        return f"summary:{int(row_id)}"
+    return f"fact:{int(row_id)}"
+
+
+def semantic_ids(hits) -> list[tuple[str, float]]:
     ranked = []
     for collection, hit, score in hits:
-        payload = hit.payload or {}
-        row_id = payload.get("row_id") or payload.get("message_id")
-        if not row_id:
-            continue
-        if collection == CONVERSATIONS:
-            ranked.append((f"message:{int(row_id)}", score))
-        elif payload.get("type") == "summary":
-            ranked.append((f"summary:{int(row_id)}", score))
-        else:
-            ranked.append((f"fact:{int(row_id)}", score))
+        item_id = hit_id(collection, hit)
+        if item_id is not None:
+            ranked.append((item_id, score))
     return ranked
+
+
+def semantic_vectors(hits) -> dict[str, list[float]]:
+    """The stored vectors that came with the hits, by memory id (no second read)."""
+    vectors: dict[str, list[float]] = {}
+    for collection, hit, _ in hits:
+        item_id = hit_id(collection, hit)
+        if item_id is not None and hit.vector is not None:
+            vectors.setdefault(item_id, hit.vector)
+    return vectors
 
 
 def t1_context(

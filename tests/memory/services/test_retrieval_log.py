@@ -1,0 +1,71 @@
+"""The retrieval log row is written off the pre-hook's critical path, and still read right.
+
+Outside a transaction (serve, the API) auto_retrieve hands its memory_retrievals
+row to the log's writer thread and returns; the next message of the channel,
+the row's id and the access counts still see it. Inside a transaction the row
+is written at once, in it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import transaction
+
+from memory.models import Fact, MemoryRetrieval
+from memory.services.facts import fact_store
+from memory.services.retrieval import auto_retrieve
+from memory.services.retrieval import log as retrieval_log
+from tests.memory.services.test_retrieval import (  # noqa: F401 (world is a fixture)
+    _carried,
+    _ids,
+    _index_all,
+    _seed_other_channel_history,
+    world,
+)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("world")
+def test_outside_a_transaction_the_writer_thread_logs_and_the_next_turn_carries_it(monkeypatch):
+    fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
+    Fact.objects.update(created_at="2026-01-01T00:00:00Z")
+    _seed_other_channel_history()
+    _index_all()
+    writers: list[str] = []
+    write = retrieval_log._write
+
+    def spy(fields, accessed):
+        writers.append(threading.current_thread().name)
+        return write(fields, accessed)
+
+    monkeypatch.setattr(retrieval_log, "_write", spy)
+
+    first = auto_retrieve(message="quand est le dentiste ?", channel="mission_control")
+    assert f"fact:{fact.id}" in _ids(first)
+    row = MemoryRetrieval.objects.get(pk=first.retrieval_id)  # waits for its own row
+    assert row.channel == "mission_control"
+    assert [m["id"] for m in row.memories] == _ids(first)
+    assert row.total_ms > 0
+    assert writers == ["retrieval-log_0"]
+    assert Fact.objects.get(pk=fact.pk).access_count == 1
+
+    # The next turn reads the log at once: what the first turn found is carried.
+    second = auto_retrieve(message="et le dentiste, c'est quand ?", channel="mission_control")
+    assert _carried(second) == [f"fact:{fact.id}"]
+    retrieval_log.retrieval_logs_wait()
+    assert MemoryRetrieval.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("world")
+def test_inside_a_transaction_the_row_is_written_at_once_and_rolled_back_with_it():
+    fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")
+    _index_all()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        result = auto_retrieve(message="quand est le dentiste ?", channel="whatsapp")
+        assert result.log_future is None
+        assert MemoryRetrieval.objects.filter(pk=result.retrieval_id).exists()
+        raise RuntimeError("rollback")
+    assert MemoryRetrieval.objects.count() == 0
