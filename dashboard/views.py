@@ -261,6 +261,7 @@ def _notes_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
     if notes is None:
         context["notes_unavailable"] = NOTES_UNAVAILABLE_MESSAGE
     else:
+        context["notes_source"] = notes.notes_source_get()
         result = notes.context_notes_get()
         context["notes"] = [
             {"note": note, "source_label": NOTE_SOURCE_LABELS.get(note.source, note.source)}

@@ -5,7 +5,8 @@ skipped and named in `failures`; a source that is down (unreachable, 401,
 timeout, TLS refused) stops the collection at once, so one hung server costs
 one timeout, not one per note. Results are kept in a short in-process cache
 whose key holds the settings (fixed paths, tag, enabled flag, source), so any
-change of them is seen on the next call.
+change of them is seen on the next call; a vault folder's result also holds
+the folder's change marker, so a note that appears (or leaves) is seen at once.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class NotesResult:
     failures: dict[str, str] = field(default_factory=dict)
 
 
-_cache: dict[tuple, tuple[float, NotesResult]] = {}
+# key -> (expiry, the source's change marker when collected, result)
+_cache: dict[tuple, tuple[float, tuple | None, NotesResult]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -72,6 +74,16 @@ def _copy(result: NotesResult) -> NotesResult:
 
 def _path_key(path: str) -> str:
     return unicodedata.normalize("NFC", path)
+
+
+def _change_marker() -> tuple | None:
+    """The vault folder's change marker (None for the API: its cache only expires)."""
+    try:
+        provider = get_notes_provider()
+    except StoreUnavailable:
+        return None
+    marker = getattr(provider, "change_marker", None)
+    return marker() if marker is not None else None
 
 
 def _notes_collect(*, paths: tuple[str, ...], tag: str) -> NotesResult:
@@ -134,23 +146,47 @@ def context_notes_get(
             return NotesResult()
         key = (notes_source_key(), paths, tag, enabled)
         ttl = settings.OBSIDIAN_CACHE_SECONDS or 0
+        marker = _change_marker() if ttl else None
         if use_cache and ttl:
             with _cache_lock:
                 hit = _cache.get(key)
-            if hit is not None and hit[0] > time.monotonic():
-                return _copy(hit[1])
+            if hit is not None and hit[0] > time.monotonic() and hit[1] == marker:
+                return _copy(hit[2])
         result = _notes_collect(paths=paths, tag=tag)
         if ttl:
             with _cache_lock:
                 # One configuration at a time: an older key can never be hit again.
                 _cache.clear()
-                _cache[key] = (time.monotonic() + ttl, result)
+                _cache[key] = (time.monotonic() + ttl, marker, result)
         for name, reason in result.failures.items():
             logger.warning("Obsidian context notes: %s skipped: %s", name, reason)
         return _copy(result)
     except Exception:
         logger.exception("Obsidian context notes failed")
         return NotesResult(failures={FAILURE_SOURCE: MSG_UNEXPECTED})
+
+
+@dataclass(frozen=True)
+class NotesSource:
+    """Where notes are read from, as the owner reads it: "le dossier /…" or "l'API Obsidian https://…"."""
+
+    label: str
+    location: str
+
+    def __str__(self) -> str:
+        return f"{self.label} {self.location}"
+
+
+def notes_source_get() -> NotesSource:
+    if settings.OBSIDIAN_API_URL:
+        return NotesSource("l'API Obsidian", settings.OBSIDIAN_API_URL)
+    return NotesSource("le dossier", str(settings.OBSIDIAN_VAULT_PATH))
+
+
+def notes_source_prepare() -> NotesSource:
+    """At start: open the source (a vault folder is created if missing) and say where it is."""
+    get_notes_provider()
+    return notes_source_get()
 
 
 def note_preview(*, path: str) -> Note:

@@ -286,6 +286,25 @@ class VaultFolderProvider:
             raise StoreUnavailable(MSG_VAULT_MISSING.format(root=self.root))
         return root
 
+    def change_marker(self) -> tuple:
+        """What changes when a note appears or leaves: the vault's folders and their mtimes.
+
+        A file created, deleted or renamed changes its folder's mtime; listing
+        the folders (not the notes) keeps this cheap. The context-notes cache
+        holds a result only while the marker is the same, so a note that
+        appears is found at once, not after the cache's lifetime.
+        """
+        marker = []
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
+            try:
+                mtime = os.stat(dirpath).st_mtime_ns
+            except OSError:
+                continue
+            # The names too: an mtime is coarse (a few ms), a listing is exact.
+            marker.append((dirpath, mtime, hash(tuple(sorted(filenames)))))
+        return tuple(marker)
+
     def read(self, path: str) -> Note:
         rel = note_path_normalize(path)
         root = self._real_root()

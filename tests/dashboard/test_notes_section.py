@@ -89,3 +89,18 @@ def test_without_the_notes_module_the_section_says_unavailable(staff_client, mon
     response = staff_client.post("/memory/notes/add/", {"path": "Profil"}, **HTMX)
     assert response.status_code == 422
     assert "Notes Obsidian indisponibles" in response.content.decode()
+
+
+def test_the_section_says_which_folder_the_notes_are_read_from(staff_client, vault):
+    html = staff_client.get("/memory/notes/", **HTMX).content.decode()
+    assert f"Notes lues depuis le dossier <code>{vault}</code>" in html
+    page = staff_client.get("/memory/").content.decode()
+    assert f"<code>{vault}</code>" in page
+
+
+def test_the_section_names_the_obsidian_api_when_notes_come_from_it(staff_client, settings):
+    settings.OBSIDIAN_API_URL = "https://127.0.0.1:9/"
+    settings.OBSIDIAN_API_KEY = "cle"
+    settings.OBSIDIAN_TIMEOUT_S = 0.5
+    html = staff_client.get("/memory/notes/", **HTMX).content.decode()
+    assert "Notes lues depuis l&#x27;API Obsidian <code>https://127.0.0.1:9/</code>" in html

@@ -128,6 +128,9 @@ class Command(BaseCommand):
             self.stdout.write(
                 "Aucun compte administrateur : créez-en un avec `python manage.py createsuperuser`."
             )
+        from memory.services.notes import notes_source_prepare
+
+        self.stdout.write(f"Notes Obsidian lues depuis {notes_source_prepare()}.")
         embedded = settings.CELERY_BROKER_URL.startswith("memory://")
         run_worker = options["worker"] == "yes" or (options["worker"] == "auto" and embedded)
         if not run_worker and not settings.QDRANT_URL:

@@ -30,9 +30,12 @@ def test_a_second_serve_on_the_same_data_folder_refuses_to_start(tmp_path):
     env = _env(tmp_path)
     _python(MIGRATE, env)
     port = _free_port()
+    notes = tmp_path / "notes"
+    assert not notes.exists()
     first = _start_serve(env, port, "--no-migrate")
     try:
         _wait_up(f"http://127.0.0.1:{port}", first)
+        assert notes.is_dir()  # created on first start, for the owner's notes
         second = _start_serve(env, _free_port(), "--no-migrate")
         out = _finish(second)
         assert second.returncode != 0, out[-3000:]
@@ -44,6 +47,7 @@ def test_a_second_serve_on_the_same_data_folder_refuses_to_start(tmp_path):
         first.send_signal(signal.SIGTERM)
         first_out = _finish(first, timeout=60)
     assert first.returncode == 0, first_out[-3000:]
+    assert f"Notes Obsidian lues depuis le dossier {notes}." in first_out
     # Stopped cleanly: the lock is free again and the secret left the disk.
     assert (tmp_path / RUNTIME_FILE).read_text() == ""
     again = _start_serve(env, port, "--no-migrate")
