@@ -30,7 +30,8 @@ LOG_WAIT_SECONDS = 10.0
 
 # One writer: rows are written in the order the retrievals finished.
 _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="retrieval-log")
-_last: Future | None = None
+# The last row started per channel: a reader waits for its channel's rows only.
+_last: dict[str, Future] = {}
 _last_lock = threading.Lock()
 
 
@@ -40,7 +41,6 @@ def retrieval_log_start(result: RetrievalResult) -> None:
     The row's fields are taken now, so later changes to ``result`` do not leak
     into the log; ``result.retrieval_id`` waits for the row when it is read.
     """
-    global _last
     fields, accessed = _row_fields(result), _accessed_ids(result)
     if connection.in_atomic_block:
         # The caller's transaction must own the row: another connection would not
@@ -48,19 +48,31 @@ def retrieval_log_start(result: RetrievalResult) -> None:
         result.retrieval_id = _write(fields, accessed)
         return
     with _last_lock:
-        _last = _writer.submit(_write_and_close, fields, accessed)
-        result.log_future = _last
+        future = _writer.submit(_write_and_close, fields, accessed)
+        _last[result.channel] = future
+        result.log_future = future
 
 
-def retrieval_logs_wait(timeout: float = LOG_WAIT_SECONDS) -> None:
-    """Wait until every log row started so far is written (or failed)."""
+def retrieval_logs_wait(*, channel: str | None = None, timeout: float = LOG_WAIT_SECONDS) -> None:
+    """Wait until the log rows started so far (of ``channel``, or all) are written or failed.
+
+    One writer writes in order, so waiting for the last row started waits for
+    every row before it.
+    """
     with _last_lock:
-        last = _last
-    if last is not None:
+        if channel is None:
+            pending = list(_last.values())
+        else:
+            pending = [_last[channel]] if channel in _last else []
+    for future in pending:
         try:
-            last.result(timeout=timeout)
+            future.result(timeout=timeout)
         except Exception:  # a failed write is logged by the writer; a slow one is waited no more
             logger.warning("a retrieval log row is still pending after %.0f s", timeout)
+    with _last_lock:
+        for name, future in list(_last.items()):
+            if future.done():
+                del _last[name]
 
 
 def _accessed_ids(result: RetrievalResult) -> list[int]:

@@ -100,8 +100,8 @@ def recently_injected(channel: str, turns: int) -> set[str]:
         return set()
     from memory.services.retrieval.log import retrieval_logs_wait
 
-    # The last turn's row may still be in the log's writer thread.
-    retrieval_logs_wait()
+    # The channel's last turn's row may still be in the log's writer thread.
+    retrieval_logs_wait(channel=channel)
     rows = MemoryRetrieval.objects.filter(channel=channel).order_by("-created_at", "-id")[:turns]
     return {
         item["id"]
