@@ -13,9 +13,9 @@ record that something was erased: its counts, never its content
 - ``forgetting_erase``: what a forget took (exchanges, facts, summaries),
   without waiting for the end of its retention window.
 
-If Qdrant is unreachable at that moment, the points of the deleted rows stay
-until ``memory_doctor --fix`` (points without a live row); no read path returns
-them, since every hit is hydrated from T1.
+If Qdrant is unreachable at that moment, a durable job (``points_remove``)
+removes the points of the deleted rows once it answers; meanwhile no read path
+returns them, since every hit is hydrated from T1.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def fact_erase(*, fact: Fact, actor: str) -> Forgetting:
     current = Fact.all_objects.select_for_update().get(pk=fact.pk)
     chosen = Selection(selection=ERASE_SELECTION, facts=[current])
     forgetting = forgetting_take(
-        topic=current.key, chosen=chosen, actor=actor, retention=timedelta(0)
+        topic=current.key, chosen=chosen, actor=actor, retention=timedelta(0), points=False
     )
     forgetting_purge(forgetting)
     logger.info("erased fact id=%s (erasure n°%s)", current.pk, forgetting.pk)

@@ -38,7 +38,6 @@ from memory.models import (
     FactRevision,
     Forgetting,
     ForgettingState,
-    MemoryRetrieval,
     Message,
     RevisionReason,
     Summary,
@@ -53,6 +52,7 @@ from memory.services.forgetting_select import (  # re-exported
     topic_terms,
 )
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
+from memory.services.removal import redact_logs, remove_points
 from memory.services.search import excerpt
 
 __all__ = [
@@ -72,7 +72,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-REDACTED = "[oublié]"
 PURGED_TOPIC = "[sujet effacé]"
 FORGET_NOTE = "oubli d'un sujet (n° {id})"
 ALREADY_PURGED_MESSAGE = "Cet oubli a été effacé définitivement : il ne peut plus être annulé."
@@ -243,6 +242,7 @@ def forgetting_take(
     actor: str,
     retention: timedelta,
     terms: Iterable[str] = (),
+    points: bool = True,
 ) -> Forgetting:
     """Attach the chosen rows to a new ``Forgetting``: out of every read path from now on.
 
@@ -279,8 +279,9 @@ def forgetting_take(
         },
         terms=list(terms),
     )
-    roots = list(chosen.exchanges)
-    transaction.on_commit(lambda: remove_points(roots, fact_ids, summary_ids))
+    if points:  # (an erasure purges at once: its purge removes them)
+        roots = list(chosen.exchanges)
+        transaction.on_commit(lambda: remove_points(roots, fact_ids, summary_ids))
     return forgetting
 
 
@@ -297,44 +298,6 @@ def _revisions_add(facts: Iterable[Fact], *, actor: str, reason: str, note: str)
         )
         for fact in facts
     )
-
-
-def remove_points(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:
-    """Best effort, at once; the indexing machine does it anyway when Qdrant is back."""
-    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store, point_id
-
-    try:
-        store = get_vector_store()
-        store.delete(CONVERSATIONS, [point_id(KIND_MESSAGE, i) for i in root_ids])
-        store.delete(
-            KNOWLEDGE,
-            [point_id(KIND_FACT, i) for i in fact_ids]
-            + [point_id(KIND_SUMMARY, i) for i in summary_ids],
-        )
-    except Exception as exc:  # the machine (or memory_doctor) finishes the job
-        logger.warning("forget: points left to the indexing machine (%s)", exc)
-
-
-def redact_logs(*, items: set[str], terms: list[str] = (), message_texts: Iterable[str] = ()):
-    """Retrieval logs keep no forgotten text: their memories and message previews are redacted."""
-    from memory.services.forgetting_select import contains_all
-    from memory.services.formatting import clean_text
-
-    previews = {clean_text(t, max_chars=200) for t in message_texts}
-    for row in MemoryRetrieval.objects.all().iterator():
-        changed = False
-        for memory in row.memories:
-            if memory.get("id") in items and memory.get("text") != REDACTED:
-                memory["text"] = REDACTED
-                changed = True
-        preview_hit = row.message_preview in previews or (
-            terms and contains_all(row.message_preview, terms)
-        )
-        if preview_hit and row.message_preview != REDACTED:
-            row.message_preview = REDACTED
-            changed = True
-        if changed:
-            row.save(update_fields=["memories", "message_preview"])
 
 
 def forgetting_lock(forgetting_id: int) -> Forgetting:

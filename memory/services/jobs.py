@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 HANDLERS = {
     "extract": "agent.extraction:job_extract",
     "compact": "agent.compaction:job_compact",
+    "points_remove": "memory.services.removal:job_points_remove",
 }
 LEASE = timedelta(minutes=5)
 QUEUE_GRACE = timedelta(minutes=2)

@@ -142,3 +142,32 @@ def test_an_erased_forgotten_fact_goes_too(world):
     topic_forget(topic="vélo garage", actor="user")
     fact_erase(fact=Fact.all_objects.get(pk=fact.pk), actor="admin")
     assert not Fact.all_objects.filter(pk=fact.pk).exists()
+
+
+def test_an_erase_while_qdrant_is_down_leaves_a_durable_job_that_removes_the_points(
+    code_fact, world, settings, django_capture_on_commit_callbacks
+):
+    """The rows are gone for good, so the indexing machine has nothing left to act on:
+    the points' removal is a durable job, retried until Qdrant answers."""
+    from memory.models import Job, JobState
+    from memory.services.jobs import job_run
+    from memory.stores.vectors import vector_store_reset
+
+    assert _points_with_secret(world, CODE) == 1
+    vector_store_reset()
+    folder = settings.QDRANT_PATH
+    settings.QDRANT_URL, settings.QDRANT_TIMEOUT_S = "http://127.0.0.1:9", 1  # nothing there
+    with django_capture_on_commit_callbacks(execute=True):
+        fact_erase(fact=code_fact, actor="user")
+    assert not Fact.all_objects.filter(key=FACT_KEY).exists()
+    job = Job.objects.get(kind="points_remove")
+    assert CODE not in str(job.payload)  # ids only, never the erased content
+
+    vector_store_reset()
+    settings.QDRANT_URL, settings.QDRANT_PATH = "", folder  # Qdrant is back
+    Job.objects.filter(pk=job.pk).update(run_after=None)  # its backoff has passed
+    assert job_run(job.pk) == "done"
+    assert Job.objects.get(pk=job.pk).state == JobState.DONE
+    from memory.stores.vectors import get_vector_store
+
+    assert _points_with_secret(get_vector_store(), CODE) == 0
