@@ -356,8 +356,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # The periodic sweeps of an idle service are not logged (makilab.logfilters).
+    "filters": {"quiet_idle_sweeps": {"()": "makilab.logfilters.QuietIdleSweeps"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        "celery.worker.strategy": {"filters": ["quiet_idle_sweeps"]},
+        "celery.app.trace": {"filters": ["quiet_idle_sweeps"]},
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
         # Lockouts are warnings; its start-up banner and per-attempt notes are not news.
         "axes": {"level": "WARNING"},
