@@ -106,6 +106,12 @@ class ForgettingState(models.TextChoices):
     PURGED = "purged", "Effacé définitivement"
 
 
+class ForgetSelection(models.TextChoices):
+    WORDS = "words", "Tous les mots du sujet"
+    LLM = "llm", "Jugement du LLM"
+    ERASE = "erase", "Effacement direct"
+
+
 class Forgetting(models.Model):
     """One forget of a topic: what it took stays restorable until ``purge_after``.
 
@@ -116,8 +122,11 @@ class Forgetting(models.Model):
 
     topic = models.CharField("sujet", max_length=500)
     actor = models.CharField("par", max_length=16, choices=Actor.choices, default=Actor.AGENT)
-    # How the items were chosen: "words" (every meaningful word) or "llm".
-    selection = models.CharField("sélection", max_length=16, default="words")
+    # How the items were chosen: every meaningful word, the LLM's judgement, or the
+    # owner's hard delete of a fact (memory.services.erasing).
+    selection = models.CharField(
+        "sélection", max_length=16, choices=ForgetSelection.choices, default=ForgetSelection.WORDS
+    )
     state = models.CharField(
         "état", max_length=16, choices=ForgettingState.choices, default=ForgettingState.ACTIVE
     )

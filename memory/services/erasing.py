@@ -26,7 +26,7 @@ from datetime import timedelta
 from django.db import transaction
 
 from memory.exceptions import MemoryServiceError
-from memory.models import Fact, Forgetting, ForgettingState
+from memory.models import Fact, ForgetSelection, Forgetting, ForgettingState
 from memory.services.forgetting import (
     forgetting_lock,
     forgetting_purge,
@@ -36,7 +36,7 @@ from memory.services.forgetting_select import Selection
 
 logger = logging.getLogger(__name__)
 
-ERASE_SELECTION = "erase"
+ERASE_SELECTION = ForgetSelection.ERASE
 ALREADY_ERASED_MESSAGE = "Cet oubli est déjà effacé définitivement."
 RESTORED_MESSAGE = "Cet oubli a été annulé : ce qu'il avait pris est revenu dans la mémoire."
 

@@ -276,6 +276,11 @@ def test_the_admin_pages_of_every_model_are_in_french(staff_client, every_row, m
     assert found == {}
 
 
+def test_how_a_forget_chose_its_items_reads_in_french(staff_client, every_row):
+    page = staff_client.get(reverse("admin:memory_forgetting_changelist")).content.decode()
+    assert "Tous les mots du sujet" in page and ">words<" not in page
+
+
 def test_the_admin_index_and_the_action_messages_are_in_french(staff_client, every_row):
     # A browser asking for English still gets French (no LocaleMiddleware: settings.py).
     page = staff_client.get(reverse("admin:index"), HTTP_ACCEPT_LANGUAGE="en-US,en;q=0.9")
