@@ -550,6 +550,14 @@ class JobState(models.TextChoices):
     FAILED = "failed", "Échec"
 
 
+class JobKind(models.TextChoices):
+    """The kinds memory.services.jobs.HANDLERS runs (labels for the admin)."""
+
+    EXTRACT = "extract", "Extraction de faits"
+    COMPACT = "compact", "Compaction"
+    POINTS_REMOVE = "points_remove", "Retrait de points Qdrant"
+
+
 class Job(models.Model):
     """A durable background job (fact extraction, compaction, …): the outbox of Celery.
 
@@ -559,7 +567,7 @@ class Job(models.Model):
     ``key`` makes enqueueing idempotent (one extraction per exchange).
     """
 
-    kind = models.CharField("type", max_length=32, db_index=True)
+    kind = models.CharField("type", max_length=32, choices=JobKind.choices, db_index=True)
     key = models.CharField("clé", max_length=200, unique=True)
     payload = models.JSONField("données", default=dict, blank=True)
     state = models.CharField(

@@ -244,7 +244,7 @@ def every_row(rows, staff_user):
 
     Message.objects.create(channel="whatsapp", role="user", content="Le vélo est au garage")
     topic_forget(topic="vélo garage", actor="user")
-    Job.objects.create(kind="extraction", key="exchange:1")
+    Job.objects.create(kind="extract", key="extract:1")
     token = TokenProxy.objects.create(user=staff_user)
     return {
         **rows,
@@ -276,9 +276,15 @@ def test_the_admin_pages_of_every_model_are_in_french(staff_client, every_row, m
     assert found == {}
 
 
-def test_how_a_forget_chose_its_items_reads_in_french(staff_client, every_row):
+def test_how_a_forget_chose_its_items_and_the_kind_of_a_job_read_in_french(staff_client, every_row):
     page = staff_client.get(reverse("admin:memory_forgetting_changelist")).content.decode()
     assert "Tous les mots du sujet" in page and ">words<" not in page
+    jobs = staff_client.get(reverse("admin:memory_job_changelist")).content.decode()
+    assert "Extraction de faits" in jobs
+    from memory.models import JobKind
+    from memory.services.jobs import HANDLERS
+
+    assert set(HANDLERS) == set(JobKind.values)  # every kind a job can have has its label
 
 
 def test_the_admin_index_and_the_action_messages_are_in_french(staff_client, every_row):
