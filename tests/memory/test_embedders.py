@@ -516,24 +516,3 @@ def test_importing_the_project_loads_no_model_and_no_sdk():
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
-
-
-def test_a_single_query_embeds_on_one_thread_and_documents_on_every_core(local_embedder):
-    """The OpenMP team is sized per call in the calling thread; the vectors do not change."""
-    local_embedder.embed_query("préchauffage")
-    assert embedders._omp is not None  # the engine's OpenMP runtime was found
-    seen: dict[str, object] = {}
-
-    def run() -> None:
-        seen["query"] = local_embedder.embed_query("le code du portail")
-        seen["after_query"] = embedders._omp.omp_get_max_threads()
-        local_embedder.embed_documents(["le vélo est au garage", "la piscine du mardi"])
-        seen["after_documents"] = embedders._omp.omp_get_max_threads()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    assert seen["after_query"] == embedders.LOCAL_QUERY_THREADS == 1
-    assert seen["after_documents"] == embedders._omp_default_threads
-    [document] = local_embedder.embed_documents(["le code du portail"])
-    assert len(seen["query"]) == len(document) == local_embedder.dimension
