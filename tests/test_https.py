@@ -173,7 +173,17 @@ def _through_waitress(options: dict) -> dict:
     from waitress import create_server
 
     server = create_server(_echo_app, host="127.0.0.1", port=0, **options)
-    thread = threading.Thread(target=server.run, daemon=True)
+    stop = threading.Event()
+
+    def run() -> None:
+        # The loop in short turns, closed by its own thread: closing the sockets
+        # from the test's thread would break the poll under the loop's feet.
+        while not stop.is_set():
+            server.asyncore.loop(timeout=0.05, map=server._map, count=1)
+        server.task_dispatcher.shutdown()
+        server.asyncore.close_all(server._map)
+
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     try:
         request = urllib.request.Request(
@@ -183,7 +193,7 @@ def _through_waitress(options: dict) -> dict:
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
     finally:
-        server.close()
+        stop.set()
         thread.join(timeout=5)
 
 
