@@ -36,7 +36,6 @@ from memory.services.forgetting_select import Selection
 
 logger = logging.getLogger(__name__)
 
-ERASE_SELECTION = ForgetSelection.ERASE
 ALREADY_ERASED_MESSAGE = "Cet oubli est déjà effacé définitivement."
 RESTORED_MESSAGE = "Cet oubli a été annulé : ce qu'il avait pris est revenu dans la mémoire."
 
@@ -45,7 +44,7 @@ RESTORED_MESSAGE = "Cet oubli a été annulé : ce qu'il avait pris est revenu d
 def fact_erase(*, fact: Fact, actor: str) -> Forgetting:
     """Erase ``fact`` (forgotten or not) and its revisions from every tier and the logs."""
     current = Fact.all_objects.select_for_update().get(pk=fact.pk)
-    chosen = Selection(selection=ERASE_SELECTION, facts=[current])
+    chosen = Selection(selection=ForgetSelection.ERASE, facts=[current])
     forgetting = forgetting_take(
         topic=current.key, chosen=chosen, actor=actor, retention=timedelta(0), points=False
     )
