@@ -43,6 +43,10 @@ SERVE_ALREADY_RUNNING_MESSAGE = (
 SERVE_STARTING_MESSAGE = (
     "Le service démarre encore (aucune adresse dans {path}) : réessayez dans un instant."
 )
+SERVE_FILE_UNREADABLE_MESSAGE = (
+    "{path} est illisible pour ce compte ({detail}) : lancez la commande avec le compte "
+    "qui fait tourner « serve »."
+)
 SERVE_UNREACHABLE_MESSAGE = (
     "Le service qui détient la base vectorielle ({url}) ne répond pas : {detail}"
 )
@@ -123,6 +127,10 @@ def serve_running() -> bool:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return False
+    except OSError as exc:  # another account's serve.json (mode 0600)
+        raise ServeLinkError(
+            SERVE_FILE_UNREADABLE_MESSAGE.format(path=path, detail=exc.strerror)
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:

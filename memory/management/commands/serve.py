@@ -118,6 +118,7 @@ class Command(BaseCommand):
         from makilab.celery import app as celery_app
         from makilab.runtime import EmbeddedWorker, Scheduler
         from makilab.wsgi import application
+        from memory.services.notes import notes_source_prepare
 
         if not options["no_migrate"]:
             call_command("migrate", interactive=False, verbosity=0)
@@ -128,8 +129,6 @@ class Command(BaseCommand):
             self.stdout.write(
                 "Aucun compte administrateur : créez-en un avec `python manage.py createsuperuser`."
             )
-        from memory.services.notes import notes_source_prepare
-
         self.stdout.write(f"Notes Obsidian lues depuis {notes_source_prepare()}.")
         embedded = settings.CELERY_BROKER_URL.startswith("memory://")
         run_worker = options["worker"] == "yes" or (options["worker"] == "auto" and embedded)

@@ -1,0 +1,82 @@
+"""serve's hold on its data folder and what it tells the commands beside it (in process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from memory.services import serve_link
+from memory.services.serve_link import (
+    ServeAlreadyRunning,
+    ServeLock,
+    runtime_path,
+    secret_matches,
+    serve_owning_the_store,
+    serve_running,
+)
+
+
+@pytest.fixture
+def data_dir(tmp_path, settings):
+    settings.DATA_DIR = tmp_path
+    settings.QDRANT_URL = ""
+    settings.QDRANT_PATH = tmp_path / "qdrant"
+    return tmp_path
+
+
+@pytest.fixture
+def held(data_dir):
+    lock = ServeLock()
+    lock.acquire()
+    yield lock
+    lock.release()
+
+
+def test_nothing_runs_without_the_file_or_with_a_free_lock(data_dir):
+    assert not serve_running()
+    runtime_path().write_text('{"url": "http://127.0.0.1:1/"}')  # left by a crash
+    assert not serve_running()
+    assert serve_owning_the_store() is None
+
+
+def test_published_info_is_private_and_leaves_with_serve(held):
+    held.publish("http://127.0.0.1:8123/")
+    path = runtime_path()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    info = json.loads(path.read_text())
+    assert info["pid"] == os.getpid() and info["url"] == "http://127.0.0.1:8123/"
+    assert secret_matches(info["secret"]) and not secret_matches(info["secret"] + "x")
+    assert serve_running()
+    assert serve_owning_the_store() == info
+
+    held.release()
+    assert path.read_text() == ""
+    assert not serve_running()
+    assert not secret_matches(info["secret"])
+
+
+def test_a_second_lock_on_the_same_folder_is_refused_with_the_first_ones_address(held):
+    held.publish("http://127.0.0.1:8123/")
+    with pytest.raises(ServeAlreadyRunning, match=rf"pid {os.getpid()}, http://127.0.0.1:8123/"):
+        ServeLock().acquire()
+
+
+def test_with_a_qdrant_server_every_command_works_on_its_own(held, settings):
+    held.publish("http://127.0.0.1:8123/")
+    settings.QDRANT_URL = "http://127.0.0.1:6333"
+    assert serve_owning_the_store() is None
+
+
+def test_a_serve_on_another_qdrant_folder_does_not_own_ours(held, settings, tmp_path):
+    held.publish("http://127.0.0.1:8123/")
+    settings.QDRANT_PATH = tmp_path / "autre"
+    assert serve_owning_the_store() is None
+
+
+def test_a_serve_still_starting_is_waited_for_then_reported(held, monkeypatch):
+    monkeypatch.setattr(serve_link, "STARTING_WAIT_S", 0.2)
+    with pytest.raises(serve_link.ServeLinkError, match="Le service démarre encore"):
+        serve_owning_the_store()
