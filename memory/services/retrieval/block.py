@@ -31,6 +31,7 @@ def block_fill(
     recent_ids: set[str],
     seen: Seen,
     notes,
+    hydrated: dict[str, Candidate] | None = None,
     text: str,
     memory_settings: MemorySettings,
     now: datetime,
@@ -41,7 +42,7 @@ def block_fill(
     result.core = [fact_dict(f, now, tz) for f in core]
     result.memories = [memory_dict(c, entry, now, tz) for c, entry in kept]
     try:
-        carried = carried_memories(recent_ids, kept, seen, now)
+        carried = carried_memories(recent_ids, kept, seen, now, hydrated)
     except Exception as exc:  # never raise from the pre-hook
         result.failed_sources["carried"] = failure_text(exc)
         carried = []

@@ -24,30 +24,34 @@ def hydrate(ids: list[str], now: datetime) -> dict[str, Candidate]:
         kind, _, raw = item_id.partition(":")
         by_kind[kind].append(int(raw))
     found: dict[str, Candidate] = {}
-    # values() and no ordering: this runs on every message, and the ORM's
-    # per-query cost (compiling, instantiating models) is most of it.
-    facts = facts_active().filter(pk__in=by_kind["fact"]).order_by()
-    for row in facts.values("id", "key", "value", "channel", Fact.DATE_FIELD, "memory_type"):
-        found[f"fact:{row['id']}"] = Candidate(
-            id=f"fact:{row['id']}",
-            kind="fact",
-            text=fact_line(row["key"], row["value"]),
-            channel=row["channel"],
-            timestamp=row[Fact.DATE_FIELD],
-            memory_type=row["memory_type"],
-            row_ids=(row["id"],),
-        )
-    summaries = Summary.objects.filter(pk__in=by_kind["summary"]).order_by()
-    summaries = summaries.annotate(date=Summary.date_expression())
-    for row in summaries.values("id", "content", "channel", "date"):
-        found[f"summary:{row['id']}"] = Candidate(
-            id=f"summary:{row['id']}",
-            kind="summary",
-            text=row["content"],
-            channel=row["channel"],
-            timestamp=row["date"],
-            row_ids=(row["id"],),
-        )
+    # values() and no ordering, and no query for a kind without ids: this runs on
+    # every message, and the ORM's per-query cost (compiling, instantiating
+    # models) is most of it.
+    if by_kind["fact"]:
+        facts = facts_active().filter(pk__in=by_kind["fact"]).order_by()
+        values = ("id", "key", "value", "channel", Fact.DATE_FIELD, "memory_type")
+        for row in facts.values(*values):
+            found[f"fact:{row['id']}"] = Candidate(
+                id=f"fact:{row['id']}",
+                kind="fact",
+                text=fact_line(row["key"], row["value"]),
+                channel=row["channel"],
+                timestamp=row[Fact.DATE_FIELD],
+                memory_type=row["memory_type"],
+                row_ids=(row["id"],),
+            )
+    if by_kind["summary"]:
+        summaries = Summary.objects.filter(pk__in=by_kind["summary"]).order_by()
+        summaries = summaries.annotate(date=Summary.date_expression())
+        for row in summaries.values("id", "content", "channel", "date"):
+            found[f"summary:{row['id']}"] = Candidate(
+                id=f"summary:{row['id']}",
+                kind="summary",
+                text=row["content"],
+                channel=row["channel"],
+                timestamp=row["date"],
+                row_ids=(row["id"],),
+            )
     if by_kind["message"]:
         rows = Message.objects.filter(pk__in=by_kind["message"]).order_by()
         root_of = {

@@ -155,7 +155,7 @@ def _retrieve(
     recent_ids: set[str] = set()
     try:
         recent_ids = recently_injected(channel, memory_settings.reinjection_turns)
-        prefetched = prefetch(ranked, text=text, now=now, tz=tz)
+        prefetched = prefetch(ranked, text=text, now=now, tz=tz, also=recent_ids)
     except Exception as exc:  # never raise from the pre-hook; fuse hydrates what is missing
         result.failed_sources["prefetch"] = failure_text(exc)
     result.timings_ms["prefetch"] = elapsed_ms(start)
@@ -221,6 +221,7 @@ def _retrieve(
         recent_ids=recent_ids,
         seen=seen,
         notes=notes,
+        hydrated=prefetched[2] if prefetched is not None else None,
         text=text,
         memory_settings=memory_settings,
         now=now,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -33,18 +34,25 @@ NEWER_FIRST_HEAD = 6
 
 
 def prefetch(
-    ranked: dict[str, list[tuple[str, float]]], *, text: str, now: datetime, tz
+    ranked: dict[str, list[tuple[str, float]]],
+    *,
+    text: str,
+    now: datetime,
+    tz,
+    also: Iterable[str] = (),
 ) -> tuple[tuple[datetime, datetime] | None, list[str], dict[str, Candidate]]:
     """What fusion needs that does not depend on the semantic source.
 
     Run while the query embedding is still being computed: the time window,
-    its extra memories, and the T1 hydration of every id found so far.
+    its extra memories, and the T1 hydration of every id found so far, and of
+    ``also`` (the memories carried from the last turns, so the block does not
+    re-read them after the embedding).
     """
     from memory.services.timeframe import time_window
 
     window = time_window(text, now=now, tz=tz)
     extras = window_ids(*window) if window else []
-    ids = [item_id for items in ranked.values() for item_id, _ in items] + extras
+    ids = [item_id for items in ranked.values() for item_id, _ in items] + extras + sorted(also)
     return window, extras, hydrate(list(dict.fromkeys(ids)), now)
 
 

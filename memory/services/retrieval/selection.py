@@ -112,7 +112,11 @@ def recently_injected(channel: str, turns: int) -> set[str]:
 
 
 def carried_memories(
-    recent_ids: set[str], kept: list, seen: Seen, now: datetime
+    recent_ids: set[str],
+    kept: list,
+    seen: Seen,
+    now: datetime,
+    hydrated: dict[str, Candidate] | None = None,
 ) -> list[Candidate]:
     """The memories injected in the last turns, carried into this prompt.
 
@@ -120,11 +124,15 @@ def carried_memories(
     lives nowhere on turn 2 unless it is injected again. So what the last
     turns found stays in the block (after this turn's own finds, within the
     token budget), and the near-duplicate check against them is sound: the
-    LLM does see them. Re-read from T1: a memory forgotten since is not carried.
+    LLM does see them. Re-read from T1: a memory forgotten since is not carried
+    (``hydrated``: what this run already re-read, see ranking.prefetch).
     """
     new = {candidate.id for candidate, _ in kept}
     wanted = sorted(recent_ids - new)
     if not wanted:
         return []
-    hydrated = hydrate(wanted, now)
+    hydrated = hydrated or {}
+    missing = [i for i in wanted if i not in hydrated]
+    if missing:
+        hydrated = {**hydrated, **hydrate(missing, now)}
     return [c for c in (hydrated.get(i) for i in wanted) if c is not None and not seen.covers(c)]

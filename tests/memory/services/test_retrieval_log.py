@@ -69,3 +69,31 @@ def test_inside_a_transaction_the_row_is_written_at_once_and_rolled_back_with_it
         assert MemoryRetrieval.objects.filter(pk=result.retrieval_id).exists()
         raise RuntimeError("rollback")
     assert MemoryRetrieval.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("world")
+def test_carried_memories_are_read_while_the_embedding_runs_not_after(monkeypatch):
+    """The block (after the embedding) re-reads nothing: prefetch hydrated the carried ids."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.services.retrieval import pipeline
+
+    fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
+    Fact.objects.update(created_at="2026-01-01T00:00:00Z")
+    _seed_other_channel_history()
+    _index_all()
+    auto_retrieve(message="quand est le dentiste ?", channel="mission_control")
+    queries_in_block: list[int] = []
+    block_fill = pipeline.block_fill
+
+    def counting(*args, **kwargs):
+        with CaptureQueriesContext(connection) as queries:
+            block_fill(*args, **kwargs)
+        queries_in_block.append(len(queries))
+
+    monkeypatch.setattr(pipeline, "block_fill", counting)
+    second = auto_retrieve(message="et le dentiste, c'est quand ?", channel="mission_control")
+    assert _carried(second) == [f"fact:{fact.id}"]
+    assert queries_in_block == [0]
