@@ -54,11 +54,16 @@ class DoctorOptions(StrictInputSerializer):
     fix = serializers.BooleanField(default=False)
 
 
-class PurgeExpiredOptions(StrictInputSerializer):
+class NoOptions(StrictInputSerializer):
     pass
 
 
-OPTIONS = {"reindex": ReindexOptions, "doctor": DoctorOptions, "purge-expired": PurgeExpiredOptions}
+OPTIONS = {
+    "reindex": ReindexOptions,
+    "doctor": DoctorOptions,
+    "purge-expired": NoOptions,
+    "vector-counts": NoOptions,
+}
 
 
 class LocalMaintenanceApi(APIView):

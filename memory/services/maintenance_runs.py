@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
 
-OPERATIONS = ("reindex", "doctor", "purge-expired")
+OPERATIONS = ("reindex", "doctor", "purge-expired", "vector-counts")
 COLLECTION_CHOICES = ("conversations", "knowledge", "all")
 MAX_KEPT_RUNS = 20
 
@@ -38,6 +38,7 @@ class MaintenanceBusy(MemoryServiceError):
 class Outcome:
     lines: list[str]
     ok: bool = True
+    data: dict | None = None  # JSON-safe figures for a command that formats them itself
 
 
 def reindex_run(
@@ -105,10 +106,18 @@ def purge_expired_run(*, progress: Progress | None = None) -> Outcome:
     return Outcome([f"{expired_purge()} fait(s) expiré(s) purgé(s)."])
 
 
+def vector_counts_run(*, progress: Progress | None = None) -> Outcome:
+    """Points per collection, as memory_stats shows them (never raises)."""
+    from memory.selectors import vector_counts_get
+
+    return Outcome([], data=vector_counts_get())
+
+
 RUNNERS: dict[str, Callable[..., Outcome]] = {
     "reindex": reindex_run,
     "doctor": doctor_run,
     "purge-expired": purge_expired_run,
+    "vector-counts": vector_counts_run,
 }
 
 
@@ -131,6 +140,7 @@ class MaintenanceRun:
     lines: list[str] = field(default_factory=list)
     ok: bool = True
     error: str = ""
+    data: dict | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -144,6 +154,7 @@ class MaintenanceRun:
             "lines": self.lines,
             "ok": self.ok,
             "error": self.error,
+            "data": self.data,
         }
 
 
@@ -166,7 +177,8 @@ def _execute(run: MaintenanceRun, options: dict) -> None:
         run.error = RUN_CRASHED_MESSAGE.format(error=f"{type(exc).__name__}: {exc}")
         run.ok, run.state = False, "failed"
     else:
-        run.lines, run.ok, run.state = outcome.lines, outcome.ok, "done"
+        run.lines, run.ok, run.data = outcome.lines, outcome.ok, outcome.data
+        run.state = "done"
     finally:
         connections.close_all()  # this thread's database connection
 

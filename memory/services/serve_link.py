@@ -211,7 +211,7 @@ def maintenance_remote(
         run = _call(info, "GET", f"/api/memory/maintenance/runs/{run['id']}")
     if run["state"] == "failed":
         raise ServeLinkError(run["error"])
-    return Outcome(run["lines"], ok=run["ok"])
+    return Outcome(run["lines"], ok=run["ok"], data=run.get("data"))
 
 
 def maintenance_dispatch(

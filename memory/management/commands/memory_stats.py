@@ -25,6 +25,21 @@ def _states(counts: dict[str, int]) -> str:
     return ", ".join(f"{STATE_LABELS.get(k, k).lower()} {v}" for k, v in counts.items())
 
 
+def _vector_counts() -> dict:
+    """Points per collection, counted by the running serve when it owns the Qdrant folder."""
+    from memory.exceptions import MemoryServiceError
+    from memory.services.serve_link import maintenance_dispatch
+
+    try:
+        return maintenance_dispatch("vector-counts", {}).data
+    except MemoryServiceError as exc:  # serve unreachable: stats still show the rest
+        return {
+            "status": "unavailable",
+            "error": str(exc),
+            "collections": {"conversations": None, "knowledge": None},
+        }
+
+
 class Command(BaseCommand):
     help = (
         "Affiche les comptes par niveau, collection et état d'indexation, et la dernière "
@@ -40,7 +55,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         from memory.selectors import memory_stats_get
 
-        stats = memory_stats_get(include_vectors=not options["no_vectors"])
+        stats = memory_stats_get(include_vectors=False)
+        if not options["no_vectors"]:
+            stats["vectors"] = _vector_counts()
         if options["json"]:
             self.stdout.write(
                 json.dumps(stats, cls=DjangoJSONEncoder, indent=2, ensure_ascii=False)

@@ -102,6 +102,8 @@ def test_doctor_reindex_and_purge_run_in_the_serving_process(serving):
     fixed = _manage(env, "memory_doctor", "--fix", "--collection", "knowledge")
     assert fixed.returncode == 0, fixed.stderr[-3000:]
     assert fixed.stdout.startswith("knowledge: 0 sans point, 0 points orphelins"), fixed.stdout
+    stats = _manage(env, "memory_stats")
+    assert "qdrant : disponible | conversations 5, knowledge 2" in stats.stdout, stats.stdout
     assert server.poll() is None  # serve kept running throughout
     counts = _python(
         SETUP
