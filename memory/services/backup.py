@@ -43,6 +43,10 @@ TARGET_NOT_EMPTY = (
     "La mémoire de destination n'est pas vide ({what}) : la restauration l'écraserait. "
     "Relancez avec --force pour l'écraser, ou choisissez un MAKILAB_DATA_DIR vide."
 )
+SERVE_RUNNING = (
+    "« serve » tourne sur ce dossier de données : arrêtez-le avant de restaurer "
+    "(une restauration remplace la base sous ses pieds)."
+)
 
 
 @dataclass
@@ -178,6 +182,10 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
     The service must be stopped. Refuses a destination that holds a memory
     (rows, or an embedded Qdrant folder with content) unless ``force``.
     """
+    from memory.services.serve_link import serve_running
+
+    if serve_running():  # it would keep writing to the file being replaced
+        raise MemoryServiceError(SERVE_RUNNING)
     manifest = backup_read(directory)
     target = database_path()
     found = _target_content(target)

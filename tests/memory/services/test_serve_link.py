@@ -80,3 +80,14 @@ def test_a_serve_still_starting_is_waited_for_then_reported(held, monkeypatch):
     monkeypatch.setattr(serve_link, "STARTING_WAIT_S", 0.2)
     with pytest.raises(serve_link.ServeLinkError, match="Le service démarre encore"):
         serve_owning_the_store()
+
+
+def test_a_restore_is_refused_while_serve_runs_even_forced(held, tmp_path):
+    """A restore rewrites the database under the service: serve must be stopped first."""
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    held.publish("http://127.0.0.1:8123/")
+    with pytest.raises(CommandError, match="arrêtez-le avant de restaurer"):
+        call_command("memory_restore", str(tmp_path), "--force", stdout=StringIO())
