@@ -50,6 +50,9 @@ SERVE_FILE_UNREADABLE_MESSAGE = (
 SERVE_UNREACHABLE_MESSAGE = (
     "Le service qui détient la base vectorielle ({url}) ne répond pas : {detail}"
 )
+DETACHED_MESSAGE = (
+    "Interrompu : l'opération continue dans le service (elle est sans risque à relancer)."
+)
 SERVE_REFUSED_MESSAGE = "Le service a refusé l'opération ({status}) : {detail}"
 
 
@@ -201,14 +204,17 @@ def maintenance_remote(
 ) -> Outcome:
     """Have the running serve run ``operation``; follow its progress until it ends."""
     run = _call(info, "POST", f"/api/memory/maintenance/{operation}", options)
-    while True:
-        if progress:
-            for step in run["steps"]:
-                progress(step["kind"], step["done"], step["total"])
-        if run["state"] != "running":
-            break
-        time.sleep(POLL_INTERVAL_S)
-        run = _call(info, "GET", f"/api/memory/maintenance/runs/{run['id']}")
+    try:
+        while True:
+            if progress:
+                for step in run["steps"]:
+                    progress(step["kind"], step["done"], step["total"])
+            if run["state"] != "running":
+                break
+            time.sleep(POLL_INTERVAL_S)
+            run = _call(info, "GET", f"/api/memory/maintenance/runs/{run['id']}")
+    except KeyboardInterrupt:
+        raise ServeLinkError(DETACHED_MESSAGE) from None
     if run["state"] == "failed":
         raise ServeLinkError(run["error"])
     return Outcome(run["lines"], ok=run["ok"], data=run.get("data"))

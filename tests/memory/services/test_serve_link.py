@@ -91,3 +91,22 @@ def test_a_restore_is_refused_while_serve_runs_even_forced(held, tmp_path):
     held.publish("http://127.0.0.1:8123/")
     with pytest.raises(CommandError, match="arrêtez-le avant de restaurer"):
         call_command("memory_restore", str(tmp_path), "--force", stdout=StringIO())
+
+
+def test_ctrl_c_while_following_a_run_says_it_goes_on_in_serve(monkeypatch):
+    calls = []
+
+    def call(info, method, path, body=None):
+        calls.append((method, path))
+        if method == "GET":
+            raise KeyboardInterrupt
+        return {"id": "r1", "state": "running", "steps": []}
+
+    monkeypatch.setattr(serve_link, "_call", call)
+    monkeypatch.setattr(serve_link, "POLL_INTERVAL_S", 0)
+    with pytest.raises(serve_link.ServeLinkError, match="l'opération continue dans le service"):
+        serve_link.maintenance_remote({"url": "http://x/"}, "reindex", {})
+    assert calls == [
+        ("POST", "/api/memory/maintenance/reindex"),
+        ("GET", "/api/memory/maintenance/runs/r1"),
+    ]
