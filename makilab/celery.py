@@ -22,4 +22,6 @@ app.conf.beat_schedule = {
     "forgettings-purge": {"task": "memory.forgettings_purge", "schedule": 3600.0},
     # The retrieval log and per-call LLM usage past their retention (daily totals stay).
     "logs-purge": {"task": "memory.logs_purge", "schedule": 86400.0},
+    # SQLite's planner statistics follow the data as it grows (a sampled ANALYZE, ms).
+    "planner-statistics": {"task": "memory.planner_statistics_refresh", "schedule": 3600.0},
 }

@@ -91,3 +91,10 @@ def logs_purge_task() -> dict:
     from memory.services.retention import logs_purge
 
     return logs_purge()
+
+
+@shared_task(name="memory.planner_statistics_refresh", acks_late=True)
+def planner_statistics_refresh_task() -> bool:
+    from memory.stores.sqlite import planner_statistics_refresh
+
+    return planner_statistics_refresh()

@@ -54,3 +54,18 @@ def test_warming_refreshes_the_planner_statistics():
     with connection.cursor() as cursor:
         cursor.execute("SELECT COUNT(*) FROM sqlite_stat1 WHERE tbl = 'core_memory'")
         assert cursor.fetchone()[0] > 0
+
+
+def test_the_hourly_task_refreshes_them_as_the_data_grows():
+    from makilab.celery import app
+    from memory.tasks import planner_statistics_refresh_task
+
+    schedule = app.conf.beat_schedule["planner-statistics"]
+    assert schedule["task"] == planner_statistics_refresh_task.name
+    Fact.objects.bulk_create([Fact(key=f"fait_{i}", value="valeur") for i in range(50)])
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS sqlite_stat1")
+    assert planner_statistics_refresh_task() is True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT stat FROM sqlite_stat1 WHERE tbl = 'core_memory' LIMIT 1")
+        assert cursor.fetchone()[0].startswith("50")
