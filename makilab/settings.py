@@ -239,6 +239,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # /api/v1/ only: the unversioned paths are aliases of the same views (makilab/urls.py).
+    "PREPROCESSING_HOOKS": ["makilab.schema.v1_endpoints_only"],
     # Two "source" fields with different choices: name their enums apart.
     "ENUM_NAME_OVERRIDES": {
         "FactSourceEnum": "memory.models.FactSource",

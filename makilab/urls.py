@@ -1,4 +1,11 @@
-"""Root URLconf: admin, the APIs with their OpenAPI schema, the dashboard, login/logout."""
+"""Root URLconf: admin, the APIs with their OpenAPI schema, the dashboard, login/logout.
+
+API versioning: ``/api/v1/`` is the stable prefix. The same route lists are mounted
+twice: under ``/api/v1/`` in the ``v1`` namespace (``reverse("v1:memory-api:facts")``)
+and, as aliases kept for existing clients, at the unversioned ``/api/memory/`` and
+``/api/agent/`` (``reverse("memory-api:facts")``, unchanged). The schema describes the
+v1 paths only (makilab.schema.v1_endpoints_only).
+"""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -10,10 +17,16 @@ from dashboard.auth import staff_required
 from dashboard.forms import StaffAuthenticationForm
 from memory.mcp.http import mcp_endpoint
 
+API_V1 = [
+    path("memory/", include("memory.api.urls")),
+    path("agent/", include("agent.api.urls")),
+]
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="dashboard:memory", permanent=False)),
     path("admin/", admin.site.urls),
-    # --- APIs ---------------------------------------------------------------
+    # --- APIs: /api/v1/ is the stable prefix, the unversioned paths are aliases ---
+    path("api/v1/", include((API_V1, "v1"), namespace="v1")),
     path("api/memory/", include("memory.api.urls")),
     path("api/agent/", include("agent.api.urls")),
     # --- MCP (streamable HTTP, token required) --------------------------------

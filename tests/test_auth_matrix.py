@@ -8,7 +8,8 @@ changes, restores, hard deletes, the export), which answer it 403 and change
 nothing; the owner, by token or session, reaches everything but the maintenance channel,
 which only serve's local secret opens (no token, no session). The patterns are read from the URLconf,
 so a route added later (an app's API, an admin model) is checked without
-editing this file. Nobody but the agent and the owner ever sees data: a marker
+editing this file; the API is walked twice, under /api/v1/ (namespace ``v1:``) and
+at its unversioned aliases, and both must answer alike. Nobody but the agent and the owner ever sees data: a marker
 stored in a fact and in a retrieval log must not appear in their responses, and
 their writes (POST) change nothing.
 """
@@ -54,6 +55,8 @@ class Route:
     def area(self) -> str:
         """Which door guards it: admin, api (DRF), mcp (token only), docs, dashboard, or a public page."""
         path = self.url.lstrip("/")
+        if path.startswith("api/v1/"):  # the stable prefix; the same doors as its aliases
+            path = "api/" + path.removeprefix("api/v1/")
         if path == "mcp":
             return "mcp"
         if path.startswith("api/memory/maintenance/"):
@@ -141,8 +144,13 @@ def _login_redirect(response, login_path: str) -> bool:
     return response.status_code == 302 and response["Location"].startswith(login_path)
 
 
+def _unversioned(name: str) -> str:
+    """Drop the version namespace (v1:memory-api:export -> memory-api:export): same scopes."""
+    return name.removeprefix("v1:")
+
+
 def _owner_only(route: Route, method: str) -> bool:
-    return method in OWNER_ONLY_API.get(route.name, ())
+    return method in OWNER_ONLY_API.get(_unversioned(route.name), ())
 
 
 def _refused(identity: str, route: Route, method: str, response) -> str | None:
@@ -211,7 +219,7 @@ def _requests(identity: str, route: Route) -> list[tuple[str, bool]]:
     """(method, allowed in?) pairs to send: who is allowed in reads, and uses the owner's
     operations when it is the owner; who is not also tries to write (GET and POST, and
     the owner's operations for the agent)."""
-    owner_methods = sorted(OWNER_ONLY_API.get(route.name, ()))
+    owner_methods = sorted(OWNER_ONLY_API.get(_unversioned(route.name), ()))
     if route.area == "local":
         return [("get", False), ("post", False)]
     if identity == "staff_session" and route.area != "mcp":
@@ -276,6 +284,11 @@ def test_the_walk_covers_the_whole_urlconf(world):
     } <= {r.name for r in memory_api}
     assert len(dashboard) >= 16
     assert any(r.name == "schema" for r in found)
+    # Every API route also under the stable /api/v1/ prefix, with the same name.
+    api = {r.name for r in found if r.name.startswith(("memory-api:", "agent-api:"))}
+    v1 = {_unversioned(r.name) for r in found if r.name.startswith("v1:")}
+    assert api == v1
+    assert all(r.url.startswith("/api/v1/") for r in found if r.name.startswith("v1:"))
 
 
 def test_the_agent_token_reads_facts_but_a_bad_token_is_told_401(world):

@@ -145,7 +145,7 @@ def test_anthropic_down_is_a_503_and_the_message_stays_saved(
 def test_the_chat_route_is_in_the_openapi_schema(staff_client):
     response = staff_client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
-    chat = response.json()["paths"]["/api/agent/chat"]["post"]
+    chat = response.json()["paths"]["/api/v1/agent/chat"]["post"]
     assert {"200", "400", "503"} <= set(chat["responses"])
     assert chat["operationId"] == "agent_chat"
 

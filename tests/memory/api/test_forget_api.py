@@ -105,9 +105,9 @@ def test_a_forget_that_finds_nothing_answers_the_empty_plan_and_records_nothing(
 
 def test_the_forget_routes_are_in_the_schema(agent_api):
     schema = agent_api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
-    forget = schema["paths"]["/api/memory/forget"]["post"]
+    forget = schema["paths"]["/api/v1/memory/forget"]["post"]
     assert {"200", "201", "400"} <= set(forget["responses"])
     assert "dry_run" in schema["components"]["schemas"]["ForgetInput"]["properties"]
-    assert "get" in schema["paths"]["/api/memory/forgettings"]
-    restore = schema["paths"]["/api/memory/forgettings/{forgetting_id}/restore"]["post"]
+    assert "get" in schema["paths"]["/api/v1/memory/forgettings"]
+    restore = schema["paths"]["/api/v1/memory/forgettings/{forgetting_id}/restore"]["post"]
     assert "404" in restore["responses"]

@@ -312,7 +312,7 @@ def test_a_concurrent_retry_that_missed_the_first_commit_stores_nothing(world, m
 
 def test_the_schema_documents_one_message_or_a_batch_and_the_409(agent_api):
     schema = agent_api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
-    post = schema["paths"][URL]["post"]
+    post = schema["paths"]["/api/v1" + URL.removeprefix("/api")]["post"]
     body = post["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
     variants = [v["$ref"].split("/")[-1] for v in schema["components"]["schemas"][body]["oneOf"]]
     assert variants == ["SingleMessageInput", "MessageBatchInput"]

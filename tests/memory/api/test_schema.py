@@ -10,7 +10,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 pytestmark = pytest.mark.django_db
 
 
-def api_routes(prefix: str = "api/memory/") -> set[str]:
+def api_routes(prefix: str = "api/v1/memory/") -> set[str]:
     """Every route under ``prefix`` in the URLconf, in OpenAPI form (/facts/{key})."""
     routes: set[str] = set()
 
@@ -31,13 +31,13 @@ def test_every_memory_route_is_in_the_schema(agent_api):
     assert response.status_code == 200
     schema = response.json()
     # serve's maintenance channel is for its own commands (local secret), not an API.
-    routes = {r for r in api_routes() if not r.startswith("/api/memory/maintenance/")}
+    routes = {r for r in api_routes() if not r.startswith("/api/v1/memory/maintenance/")}
     assert len(routes) >= 8
     assert routes <= set(schema["paths"])
-    facts = schema["paths"]["/api/memory/facts/{key}"]
+    facts = schema["paths"]["/api/v1/memory/facts/{key}"]
     assert {"get", "patch", "delete"} <= set(facts)
     assert "restaur" in facts["delete"]["description"]
-    assert "503" in schema["paths"]["/api/memory/search"]["get"]["responses"]
+    assert "503" in schema["paths"]["/api/v1/memory/search"]["get"]["responses"]
 
 
 def test_the_schema_needs_authentication(anonymous_api):
@@ -54,3 +54,15 @@ def test_the_docs_page_loads_swagger_from_our_static_files(staff_client):
         "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js"
     )
     assert script.status_code == 200
+
+
+def test_the_schema_describes_the_v1_paths_and_the_unversioned_ones_are_aliases(agent_api):
+    schema = agent_api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    assert schema["paths"]
+    assert all(path.startswith("/api/v1/") for path in schema["paths"])
+    operation_ids = [op["operationId"] for item in schema["paths"].values() for op in item.values()]
+    assert len(operation_ids) == len(set(operation_ids))
+    stable = agent_api.get("/api/v1/memory/facts")
+    alias = agent_api.get("/api/memory/facts")
+    assert stable.status_code == alias.status_code == 200
+    assert stable.json() == alias.json()
