@@ -213,7 +213,8 @@ REST_FRAMEWORK = {
         "memory.api.parsers.LimitedJSONParser",
         "memory.api.parsers.LimitedFormParser",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's, plus what CharField refuses (NUL, blank): makilab/schema.py.
+    "DEFAULT_SCHEMA_CLASS": "makilab.schema.AutoSchema",
     "EXCEPTION_HANDLER": "makilab.exception_handlers.api_exception_handler",
     # Rates are read on every request (makilab/throttling.py); None: no limit.
     # The counts live in the process's cache: per process with several workers.

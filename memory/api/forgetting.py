@@ -12,8 +12,10 @@ from memory.api.views import (
     ERRORS,
     KEY_PARAMETER,
     NOT_FOUND,
+    PAGE_NOT_FOUND,
     ErrorSerializer,
     MemoryApi,
+    MemoryPagination,
     fact_or_404,
 )
 from memory.models import Forgetting
@@ -125,12 +127,13 @@ class ForgetApi(MemoryApi):
 
 class ForgettingListApi(MemoryApi):
     owner_methods = frozenset({"get"})
+    pagination_class = MemoryPagination
 
     @extend_schema(
         operation_id="forgettings_list",
         summary="Les oublis",
         description="Les oublis, du plus récent au plus ancien, avec leur état.",
-        responses={200: ForgettingSerializer(many=True), **ERRORS},
+        responses={200: ForgettingSerializer(many=True), **ERRORS, **PAGE_NOT_FOUND},
     )
     def get(self, request: Request) -> Response:
         return self.paginate(request, Forgetting.objects.all(), ForgettingSerializer)

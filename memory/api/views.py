@@ -78,10 +78,26 @@ KEY_PARAMETER = OpenApiParameter(
 )
 
 
+PAGE_NOT_FOUND = {
+    404: OpenApiResponse(
+        ErrorSerializer, description="Page au-delà de la dernière (ou fait inconnu)."
+    )
+}
+
+
 class MemoryPagination(PageNumberPagination):
     page_size = PAGE_SIZE
     page_size_query_param = "page_size"
     max_page_size = MAX_PAGE_SIZE
+
+    def get_schema_operation_parameters(self, view):
+        """DRF's page parameters with their bounds (page 0 is a 404, sizes are capped)."""
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"]["maximum"] = self.max_page_size
+        return parameters
 
 
 class MemoryApi(APIView):
@@ -90,6 +106,9 @@ class MemoryApi(APIView):
     parser_classes = [LimitedJSONParser, LimitedFormParser]
     # The methods of this view in the owner's scope (memory.api.permissions).
     owner_methods: frozenset[str] = frozenset()
+    # Set on the views whose list is paged (self.paginate): the schema then documents
+    # the paged object ({count, next, previous, results}) and the page parameters.
+    pagination_class: type[PageNumberPagination] | None = None
 
     def get_permissions(self):
         if self.request.method.lower() in self.owner_methods:
@@ -112,7 +131,7 @@ class MemoryApi(APIView):
         return Actor.USER
 
     def paginate(self, request: Request, queryset, serializer_class) -> Response:
-        paginator = MemoryPagination()
+        paginator = (self.pagination_class or MemoryPagination)()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
@@ -125,12 +144,14 @@ def fact_or_404(key: str) -> Fact:
 
 
 class FactListCreateApi(MemoryApi):
+    pagination_class = MemoryPagination
+
     @extend_schema(
         operation_id="facts_list",
         summary="Lister les faits",
         description="Les faits actifs (ni oubliés ni expirés) par défaut, paginés.",
         parameters=[FactListQuerySerializer],
-        responses={200: FactOutputSerializer(many=True), **ERRORS},
+        responses={200: FactOutputSerializer(many=True), **ERRORS, **PAGE_NOT_FOUND},
     )
     def get(self, request: Request) -> Response:
         query = FactListQuerySerializer(data=request.query_params)
@@ -221,12 +242,14 @@ class FactRestoreApi(MemoryApi):
 
 
 class FactRevisionListApi(MemoryApi):
+    pagination_class = MemoryPagination
+
     @extend_schema(
         operation_id="facts_history",
         summary="Historique d'un fait",
         description="Chaque changement du fait, le plus récent d'abord : qui, pourquoi, avant/après.",
         parameters=[KEY_PARAMETER],
-        responses={200: FactRevisionSerializer(many=True), **ERRORS, **NOT_FOUND},
+        responses={200: FactRevisionSerializer(many=True), **ERRORS, **PAGE_NOT_FOUND},
     )
     def get(self, request: Request, key: str) -> Response:
         fact = fact_or_404(key)
@@ -322,12 +345,14 @@ class MemoryStatsApi(MemoryApi):
 
 
 class RetrievalListApi(MemoryApi):
+    pagination_class = MemoryPagination
+
     @extend_schema(
         operation_id="retrievals_list",
         summary="Journal de l'auto-retrieval",
         description="Les dernières injections, la plus récente d'abord, paginées.",
         parameters=[RetrievalListQuerySerializer],
-        responses={200: MemoryRetrievalSerializer(many=True), **ERRORS},
+        responses={200: MemoryRetrievalSerializer(many=True), **ERRORS, **PAGE_NOT_FOUND},
     )
     def get(self, request: Request) -> Response:
         query = RetrievalListQuerySerializer(data=request.query_params)

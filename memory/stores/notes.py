@@ -249,7 +249,10 @@ def note_path_normalize(path: str) -> str:
         raise UnsafeNotePath(MSG_PATH_EMPTY)
     if not parts[-1].lower().endswith(NOTE_SUFFIX):
         parts[-1] += NOTE_SUFFIX
-    return "/".join(parts)
+    normalized = "/".join(parts)
+    if len(normalized) > MAX_PATH_CHARS:  # the suffix added may pass the limit
+        raise UnsafeNotePath(MSG_PATH_TOO_LONG)
+    return normalized
 
 
 def _read_limited(file_path: Path, shown_path: str) -> str:
