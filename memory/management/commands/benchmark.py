@@ -27,6 +27,14 @@ class Command(BaseCommand):
         retrieval = sub.add_parser("retrieval", help="auto_retrieve latency per stage.")
         retrieval.add_argument("--memories", type=int, default=10_000)
         retrieval.add_argument("--queries", type=int, default=500)
+        retrieval.add_argument(
+            "--concurrency",
+            default="",
+            help="Also run the pre-hook with this many callers at once, e.g. 1,2,4.",
+        )
+        retrieval.add_argument(
+            "--calls", type=int, default=200, help="Calls per concurrency level."
+        )
         context = sub.add_parser(
             "context", help="POST /api/memory/context latency over HTTP (p50/p95)."
         )
@@ -99,8 +107,22 @@ class Command(BaseCommand):
                     out=out,
                 )
             else:
+                from memory.services.bench_concurrency import (
+                    concurrency_levels_parse,
+                    concurrency_measure,
+                )
                 from memory.services.benchmarks import retrieval_benchmark
 
+                levels: list[int] = []
+                if options["concurrency"]:
+                    try:
+                        levels = concurrency_levels_parse(options["concurrency"])
+                    except ValueError as exc:
+                        raise CommandError(str(exc)) from exc
+                if options["calls"] < 1:
+                    raise CommandError("--calls doit être au moins 1.")
                 retrieval_benchmark(
                     memories=options["memories"], queries=options["queries"], out=out
                 )
+                if levels:
+                    concurrency_measure(levels=levels, calls=options["calls"], out=out)

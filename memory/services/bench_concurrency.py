@@ -1,0 +1,104 @@
+"""`benchmark retrieval --concurrency 1,2,4`: the pre-hook's throughput with several callers.
+
+Each level runs ``calls`` auto_retrieve calls spread over that many threads (as
+waitress's threads call it in `serve`), every text distinct so the query cache
+never helps, and prints calls per second with the p50/p95 latency of a call.
+Beside it, the ceiling: the bare query embedder alone, driven the same way
+(no pre-hook can serve more calls per second than it embeds queries); the best
+of its levels is the machine's ceiling the ratios are taken against.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from memory.services.benchmarks import Timing, _question
+
+
+def concurrency_levels_parse(text: str) -> list[int]:
+    """'1,2,4' -> [1, 2, 4]; ValueError with a French message on anything else."""
+    try:
+        levels = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        levels = []
+    if not levels or min(levels) < 1 or max(levels) > 64:
+        raise ValueError("--concurrency attend des entiers de 1 à 64 séparés par des virgules.")
+    return levels
+
+
+def run_parallel(
+    call: Callable[[int], object], *, calls: int, threads: int, first: int
+) -> tuple[float, list[float]]:
+    """Run call(first + i) for i < calls over ``threads`` threads: (seconds, latencies ms)."""
+    from django.db import connections
+
+    latencies: list[float] = []
+    lock = threading.Lock()
+    next_index = iter(range(calls))
+    barrier = threading.Barrier(threads + 1)
+
+    def worker() -> None:
+        barrier.wait()
+        try:
+            while True:
+                with lock:
+                    i = next(next_index, None)
+                if i is None:
+                    return
+                began = time.perf_counter()
+                call(first + i)
+                elapsed = (time.perf_counter() - began) * 1000
+                with lock:
+                    latencies.append(elapsed)
+        finally:
+            connections.close_all()
+
+    workers = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
+    for thread in workers:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in workers:
+        thread.join()
+    return time.perf_counter() - started, latencies
+
+
+def concurrency_measure(*, levels: list[int], calls: int, out: Callable[[str], None]) -> None:
+    from memory.services.retrieval import auto_retrieve, retrieval_warm
+    from memory.services.retrieval.log import retrieval_logs_wait
+    from memory.stores.embedders import get_embedder
+
+    retrieval_warm()
+    embedder = get_embedder()
+    channels = ("whatsapp", "mission_control")
+    rows: list[tuple[int, float, Timing, float, Timing]] = []
+    first = 1_000_000  # questions no earlier stage of the benchmark asked
+    for level in levels:
+        # Alternate the two sides per level so the machine's load weighs on both alike.
+        seconds, latencies = run_parallel(
+            lambda i: embedder.embed_query(_question(i)), calls=calls, threads=level, first=first
+        )
+        first += calls
+        bare = (calls / seconds, Timing("embedding", latencies))
+        seconds, latencies = run_parallel(
+            lambda i: auto_retrieve(message=_question(i), channel=channels[i % 2]),
+            calls=calls,
+            threads=level,
+            first=first,
+        )
+        first += calls
+        retrieval_logs_wait()
+        rows.append((level, calls / seconds, Timing("total", latencies), *bare))
+    ceiling = max(row[3] for row in rows)
+    out(
+        f"concurrency: {calls} calls per level; ceiling {ceiling:.1f} calls/s "
+        "(the bare query embedder, best level)"
+    )
+    for level, rate, timing, bare_rate, bare in rows:
+        out(
+            f"callers {level:>2}  pre-hook {rate:6.1f} calls/s  p50 {timing.percentile(50):6.1f} ms  "
+            f"p95 {timing.percentile(95):6.1f} ms  | bare embedder {bare_rate:6.1f} calls/s  "
+            f"p50 {bare.percentile(50):6.1f} ms  | ratio to ceiling {rate / ceiling:.2f}x"
+        )
