@@ -18,7 +18,10 @@ from memory.services.benchmarks import Timing, _question
 
 
 def concurrency_levels_parse(text: str) -> list[int]:
-    """'1,2,4' -> [1, 2, 4]; ValueError with a French message on anything else."""
+    """'1,2,4' -> [1, 2, 4], '' -> [] (no concurrency run); ValueError with a French
+    message on anything else."""
+    if text == "":
+        return []
     try:
         levels = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:

@@ -72,6 +72,18 @@ class Command(BaseCommand):
                 raise CommandError("--n doit être au moins 1.")
             import_benchmark(n=options["n"], out=out)
             return
+        if options["which"] == "retrieval":
+            from memory.services.bench_concurrency import (
+                concurrency_levels_parse,
+                concurrency_measure,
+            )
+
+            try:  # checked before the throw-away memory is built
+                concurrency_levels_parse(options["concurrency"])
+            except ValueError as exc:
+                raise CommandError(str(exc)) from exc
+            if options["calls"] < 1:
+                raise CommandError("--calls doit être au moins 1.")
         with throwaway_memory():
             if options["which"] == "indexing":
                 from memory.services.benchmarks import indexing_benchmark
@@ -107,20 +119,9 @@ class Command(BaseCommand):
                     out=out,
                 )
             else:
-                from memory.services.bench_concurrency import (
-                    concurrency_levels_parse,
-                    concurrency_measure,
-                )
                 from memory.services.benchmarks import retrieval_benchmark
 
-                levels: list[int] = []
-                if options["concurrency"]:
-                    try:
-                        levels = concurrency_levels_parse(options["concurrency"])
-                    except ValueError as exc:
-                        raise CommandError(str(exc)) from exc
-                if options["calls"] < 1:
-                    raise CommandError("--calls doit être au moins 1.")
+                levels = concurrency_levels_parse(options["concurrency"])
                 retrieval_benchmark(
                     memories=options["memories"], queries=options["queries"], out=out
                 )

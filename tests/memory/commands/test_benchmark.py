@@ -92,3 +92,37 @@ def test_benchmark_retrieval_prints_each_stage_and_its_ratio_to_the_floor_it_mea
     assert re.search(r"ratio\s+total / embedding: p50 [\d.]+x  p95 [\d.]+x", text)
     assert re.search(r"ratio\s+total / embed\+search: p50 [\d.]+x  p95 [\d.]+x", text)
     assert list(Message.objects.values_list("content", flat=True)) == ["le vrai message"]
+
+
+def test_benchmark_retrieval_with_concurrency_prints_each_level_beside_the_ceiling(
+    local_embedder,
+):
+    """--concurrency runs the pre-hook and the bare embedder with 1 and 2 callers, every
+    call counted, and prints throughput, latency and the ratio to the ceiling."""
+    out = StringIO()
+    call_command(
+        "benchmark", "retrieval", "--memories", "40", "--queries", "2",
+        "--concurrency", "1,2", "--calls", "6", stdout=out,
+    )  # fmt: skip
+    text = out.getvalue()
+    ceiling = re.search(r"^concurrency: 6 calls per level; ceiling ([\d.]+) calls/s", text, re.M)
+    assert ceiling and float(ceiling.group(1)) > 0
+    for level in (1, 2):
+        line = re.search(
+            rf"^callers\s+{level}\s+pre-hook\s+([\d.]+) calls/s\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms"
+            r"\s+\| bare embedder\s+([\d.]+) calls/s.*\| ratio to ceiling ([\d.]+)x$",
+            text,
+            re.M,
+        )
+        assert line, text
+        rate, bare, ratio = (float(g) for g in line.groups())
+        assert bare <= float(ceiling.group(1))
+        assert ratio == pytest.approx(rate / float(ceiling.group(1)), abs=0.01)
+
+
+@pytest.mark.parametrize("levels", ["0", "1,x", ",", "1,99"])
+def test_benchmark_retrieval_refuses_a_bad_concurrency_in_french(levels):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="entiers de 1 à 64"):
+        call_command("benchmark", "retrieval", "--memories", "10", "--concurrency", levels)
