@@ -4,6 +4,8 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory.services.formatting import (
     BlockLine,
@@ -110,3 +112,75 @@ def test_an_empty_block_adds_nothing():
 def test_the_token_estimate_grows_with_the_text():
     assert estimate_tokens("a" * 35) == 10
     assert estimate_tokens("a" * 36) == 11
+
+
+def _naive_block_within_budget(*, core, memories, notes, marker, max_tokens):
+    """The definition block_within_budget implements: render the whole block for every
+    item tried, keep the item when the block still fits."""
+    sections = (core, memories, notes)
+    kept = ([], [], [])
+
+    def render(indexes):
+        return prompt_block(
+            core=[core[i] for i in indexes[0]],
+            memories=[memories[i] for i in indexes[1]],
+            notes=[notes[i] for i in indexes[2]],
+            marker=marker,
+        )
+
+    for position, items in enumerate(sections):
+        for index in range(len(items)):
+            trial = tuple([*kept[p], index] if p == position else kept[p] for p in range(3))
+            if estimate_tokens(render(trial)) <= max_tokens:
+                kept = trial
+    return render(kept), kept
+
+
+_lines = st.lists(
+    st.builds(
+        BlockLine,
+        label=st.text(min_size=0, max_size=30),
+        text=st.text(min_size=0, max_size=400),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(core=_lines, memories=_lines, notes=_lines, max_tokens=st.integers(0, 700))
+def test_the_budgeted_block_keeps_what_rendering_every_trial_would(
+    core, memories, notes, max_tokens
+):
+    """The running-sum fill keeps exactly the items, and gives exactly the block, of the
+    render-every-trial definition, and the block fits the budget."""
+    from memory.services.formatting import block_within_budget
+
+    arguments = {
+        "core": core,
+        "memories": memories,
+        "notes": notes,
+        "marker": "AB12",
+        "max_tokens": max_tokens,
+    }
+    block, kept = block_within_budget(**arguments)
+    expected_block, expected_kept = _naive_block_within_budget(**arguments)
+    assert (block, tuple(map(list, kept))) == (expected_block, tuple(map(list, expected_kept)))
+    assert estimate_tokens(block) <= max_tokens
+
+
+def test_the_budgeted_block_agrees_with_the_definition_at_every_budget():
+    """Every budget from nothing to the whole block, with the lengths shifted through every
+    remainder of the token estimate: each boundary an item crosses is met."""
+    from memory.services.formatting import block_within_budget
+
+    for pad in range(8):
+        items = [
+            BlockLine(label=f"fait {i}", text="mot " * (3 + 5 * i) + "x" * ((pad + i) % 8))
+            for i in range(9)
+        ]
+        sections = {"core": items[:3], "memories": items[3:6], "notes": items[6:]}
+        whole = estimate_tokens(prompt_block(**sections, marker="CD34"))
+        for max_tokens in range(whole + 2):
+            block, kept = block_within_budget(**sections, marker="CD34", max_tokens=max_tokens)
+            expected = _naive_block_within_budget(**sections, marker="CD34", max_tokens=max_tokens)
+            assert (block, tuple(map(list, kept))) == (expected[0], tuple(map(list, expected[1])))
