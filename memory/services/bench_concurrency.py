@@ -1,8 +1,9 @@
 """`benchmark retrieval --concurrency 1,2,4`: the pre-hook's throughput with several callers.
 
 Each level runs ``calls`` auto_retrieve calls spread over that many threads (as
-waitress's threads call it in `serve`), every text distinct so the query cache
-never helps, and prints calls per second with the p50/p95 latency of a call.
+waitress's threads call it in `serve`), each caller on a channel of its own (up
+to the three channels of the seeded memory), every text distinct so the query
+cache never helps, and prints calls per second with the p50/p95 latency of a call.
 Beside it, the ceiling: the bare query embedder alone, driven the same way
 (no pre-hook can serve more calls per second than it embeds queries); the best
 of its levels is the machine's ceiling the ratios are taken against.
@@ -32,9 +33,10 @@ def concurrency_levels_parse(text: str) -> list[int]:
 
 
 def run_parallel(
-    call: Callable[[int], object], *, calls: int, threads: int, first: int
+    call: Callable[[int, int], object], *, calls: int, threads: int, first: int
 ) -> tuple[float, list[float]]:
-    """Run call(first + i) for i < calls over ``threads`` threads: (seconds, latencies ms)."""
+    """Run call(first + i, caller) for i < calls over ``threads`` callers (caller: the
+    thread's number): (seconds, latencies ms)."""
     from django.db import connections
 
     latencies: list[float] = []
@@ -42,7 +44,7 @@ def run_parallel(
     next_index = iter(range(calls))
     barrier = threading.Barrier(threads + 1)
 
-    def worker() -> None:
+    def worker(caller: int) -> None:
         barrier.wait()
         try:
             while True:
@@ -51,14 +53,14 @@ def run_parallel(
                 if i is None:
                     return
                 began = time.perf_counter()
-                call(first + i)
+                call(first + i, caller)
                 elapsed = (time.perf_counter() - began) * 1000
                 with lock:
                     latencies.append(elapsed)
         finally:
             connections.close_all()
 
-    workers = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
+    workers = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(threads)]
     for thread in workers:
         thread.start()
     barrier.wait()
@@ -75,18 +77,20 @@ def concurrency_measure(*, levels: list[int], calls: int, out: Callable[[str], N
 
     retrieval_warm()
     embedder = get_embedder()
-    channels = ("whatsapp", "mission_control")
+    # One channel per caller, as in `serve`: concurrent calls come from different
+    # conversations (one channel's messages arrive one after the other and are coalesced).
+    channels = ("whatsapp", "mission_control", "email")
     rows: list[tuple[int, float, Timing, float, Timing]] = []
     first = 1_000_000  # questions no earlier stage of the benchmark asked
     for level in levels:
         # Alternate the two sides per level so the machine's load weighs on both alike.
         seconds, latencies = run_parallel(
-            lambda i: embedder.embed_query(_question(i)), calls=calls, threads=level, first=first
+            lambda i, _: embedder.embed_query(_question(i)), calls=calls, threads=level, first=first
         )
         first += calls
         bare = (calls / seconds, Timing("embedding", latencies))
         seconds, latencies = run_parallel(
-            lambda i: auto_retrieve(message=_question(i), channel=channels[i % 2]),
+            lambda i, caller: auto_retrieve(message=_question(i), channel=channels[caller % 3]),
             calls=calls,
             threads=level,
             first=first,

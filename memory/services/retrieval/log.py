@@ -13,10 +13,11 @@ in its transaction (rolled back with it).
 from __future__ import annotations
 
 import logging
+import queue
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 
 from memory.models import MemoryRetrieval
 from memory.services.formatting import clean_text
@@ -28,8 +29,67 @@ PREVIEW_CHARS = 200
 # How long a reader waits for a pending log row before reading without it.
 LOG_WAIT_SECONDS = 10.0
 
-# One writer: rows are written in the order the retrievals finished.
-_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="retrieval-log")
+# Rows waiting for the writer when it wakes are written in one transaction, at most this many.
+LOG_BATCH_MAX = 64
+
+
+class _LogWriter:
+    """One thread writing the queued rows in the order the retrievals finished.
+
+    The rows that queued while it was busy go in one transaction (one commit,
+    one fsync), so a burst of retrievals from concurrent callers costs one
+    flush, not one each; each row still has its own savepoint, so a row that
+    fails is logged and dropped alone. Its connection is closed whenever the
+    queue runs empty: the thread outlives requests (and a benchmark's
+    throw-away database).
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    def submit(self, fields: dict, accessed: list[int]) -> Future:
+        future: Future = Future()
+        future.set_running_or_notify_cancel()
+        self._queue.put((future, fields, accessed))
+        with self._start_lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="retrieval-log_0", daemon=True
+                )
+                self._thread.start()
+        return future
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < LOG_BATCH_MAX:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            ids = self._write_batch(batch)
+            if self._queue.empty():
+                connection.close()  # before the waiters go on (and may drop the database)
+            for (future, _, _), row_id in zip(batch, ids, strict=True):
+                future.set_result(row_id)
+
+    @staticmethod
+    def _write_batch(batch: list[tuple[Future, dict, list[int]]]) -> list[int | None]:
+        ids: list[int | None] = []
+        try:
+            with transaction.atomic():
+                for _, fields, accessed in batch:
+                    ids.append(_write(fields, accessed))  # each in its own savepoint
+        except Exception:  # the commit itself failed: every row of the batch is lost
+            logger.exception("could not log %d auto-retrievals", len(batch))
+            connection.close()
+            return [None] * len(batch)
+        return ids
+
+
+_writer = _LogWriter()
 # The last row started per channel: a reader waits for its channel's rows only.
 _last: dict[str, Future] = {}
 _last_lock = threading.Lock()
@@ -48,7 +108,7 @@ def retrieval_log_start(result: RetrievalResult) -> None:
         result.retrieval_id = _write(fields, accessed)
         return
     with _last_lock:
-        future = _writer.submit(_write_and_close, fields, accessed)
+        future = _writer.submit(fields, accessed)
         _last[result.channel] = future
         result.log_future = future
 
@@ -111,17 +171,9 @@ def _write(fields: dict, accessed: list[int]) -> int | None:
     from memory.services.facts import facts_accessed
 
     try:
-        facts_accessed(accessed)
-        return MemoryRetrieval.objects.create(**fields).pk
+        with transaction.atomic():  # in a batch, its own savepoint
+            facts_accessed(accessed)
+            return MemoryRetrieval.objects.create(**fields).pk
     except DatabaseError:
         logger.exception("could not log the auto-retrieval")
         return None
-
-
-def _write_and_close(fields: dict, accessed: list[int]) -> int | None:
-    try:
-        return _write(fields, accessed)
-    finally:
-        # The writer thread outlives requests (and a benchmark's throw-away
-        # database): never keep a connection from one write to the next.
-        connection.close()

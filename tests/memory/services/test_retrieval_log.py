@@ -97,3 +97,81 @@ def test_carried_memories_are_read_while_the_embedding_runs_not_after(monkeypatc
     second = auto_retrieve(message="et le dentiste, c'est quand ?", channel="mission_control")
     assert _carried(second) == [f"fact:{fact.id}"]
     assert queries_in_block == [0]
+
+
+def _row(channel: str) -> dict:
+    return {
+        "channel": channel,
+        "message_preview": "bonjour",
+        "memories": [],
+        "notes": [],
+        "tokens_added": 0,
+        "timings_ms": {},
+        "total_ms": 1.0,
+        "failed_sources": {},
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_that_queue_while_the_writer_is_busy_are_written_in_one_transaction(monkeypatch):
+    """Concurrent callers' rows cost one commit together, not one each; each still gets
+    its own id, and a reader of any of their channels waits for them."""
+    release = threading.Event()
+    batches: list[int] = []
+    write_batch = retrieval_log._LogWriter._write_batch
+    write = retrieval_log._write
+
+    def slow_first(fields, accessed):
+        if fields["channel"] == "premier":
+            release.wait(5)
+        return write(fields, accessed)
+
+    def counting(batch):
+        batches.append(len(batch))
+        return write_batch(batch)
+
+    monkeypatch.setattr(retrieval_log, "_write", slow_first)
+    monkeypatch.setattr(retrieval_log._LogWriter, "_write_batch", staticmethod(counting))
+    writer = retrieval_log._LogWriter()
+    first = writer.submit(_row("premier"), [])
+    others = [writer.submit(_row(f"canal-{i}"), []) for i in range(5)]
+    release.set()
+    ids = [first.result(5)] + [f.result(5) for f in others]
+
+    assert batches == [1, 5]
+    assert None not in ids and len(set(ids)) == 6
+    assert MemoryRetrieval.objects.count() == 6
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_that_fails_in_a_batch_fails_alone(monkeypatch):
+    from django.db import DatabaseError
+
+    release = threading.Event()
+    write = retrieval_log._write
+    create = MemoryRetrieval.objects.create
+
+    def slow_first(fields, accessed):
+        if fields["channel"] == "premier":
+            release.wait(5)
+        return write(fields, accessed)
+
+    def failing(**fields):
+        if fields["channel"] == "casse":
+            raise DatabaseError("disk I/O error")
+        return create(**fields)
+
+    monkeypatch.setattr(retrieval_log, "_write", slow_first)
+    monkeypatch.setattr(MemoryRetrieval.objects, "create", failing)
+    writer = retrieval_log._LogWriter()
+    first = writer.submit(_row("premier"), [])
+    batch = [writer.submit(_row(name), []) for name in ("avant", "casse", "apres")]
+    release.set()
+    first.result(5)
+
+    assert [f.result(5) is None for f in batch] == [False, True, False]
+    assert sorted(MemoryRetrieval.objects.values_list("channel", flat=True)) == [
+        "apres",
+        "avant",
+        "premier",
+    ]
