@@ -32,6 +32,7 @@ ITEM_MAX_CHARS = 400
 NOTE_MAX_CHARS = 600
 SUMMARY_MAX_CHARS = 6000
 SUMMARY_TITLE = "Résumé des échanges plus anciens sur ce canal"
+LIVE_TITLE = "Extraits pertinents des salons observés (pas une conversation) :"
 
 
 def relative_time_fr(moment: datetime, *, now: datetime, tz: tzinfo) -> str:
@@ -109,13 +110,15 @@ def prompt_block(
     notes: list[BlockLine],
     marker: str,
     summary: str = "",
+    live: list[BlockLine] = (),
 ) -> str:
     """The fenced block of memory data added to the system prompt ("" when empty).
 
     ``summary``: the channel's last compaction summary, data like the rest.
+    ``live``: extracts of observed rooms, a section of their own (not a conversation).
     """
     summary = clean_text(summary, max_chars=SUMMARY_MAX_CHARS)
-    if not (core or memories or notes or summary):
+    if not (core or memories or notes or summary or live):
         return ""
     lines = [
         f"<<<MEMOIRE {marker}>>>",
@@ -129,6 +132,7 @@ def prompt_block(
     for title, items in (
         ("Faits essentiels", core),
         ("Souvenirs pertinents", memories),
+        (LIVE_TITLE, live),
         ("Notes Obsidian", notes),
     ):
         if items:
@@ -145,29 +149,39 @@ def block_within_budget(
     notes: list[BlockLine],
     marker: str,
     max_tokens: int,
-) -> tuple[str, tuple[list[int], list[int], list[int]]]:
+    live: list[BlockLine] = (),
+) -> tuple[str, tuple[list[int], list[int], list[int], list[int]]]:
     """The block holding the most useful items that fit in ``max_tokens``.
 
     Items are taken in order of usefulness: the core facts, then the memories
-    in rank order, then the notes in order; an item that does not fit is left
-    out and the next (shorter) ones are still tried. Returns the block and the
-    indexes kept in each list.
+    in rank order, then the extracts of observed rooms, then the notes in
+    order; an item that does not fit is left out and the next (shorter) ones
+    are still tried. Returns the block and the indexes kept in each list
+    (core, memories, notes, live).
     """
-    sections = (core, memories, notes)
-    kept: tuple[list[int], list[int], list[int]] = ([], [], [])
+    sections = (core, memories, live, notes)
+    kept: tuple[list[int], ...] = ([], [], [], [])
 
     def render(indexes) -> str:
-        core_i, memories_i, notes_i = indexes
+        core_i, memories_i, live_i, notes_i = indexes
         return prompt_block(
             core=[core[i] for i in core_i],
             memories=[memories[i] for i in memories_i],
+            live=[live[i] for i in live_i],
             notes=[notes[i] for i in notes_i],
             marker=marker,
         )
 
     for position, items in enumerate(sections):
         for index in range(len(items)):
-            trial = tuple([*kept[p], index] if p == position else kept[p] for p in range(3))
+            trial = tuple([*kept[p], index] if p == position else kept[p] for p in range(4))
             if estimate_tokens(render(trial)) <= max_tokens:
                 kept = trial
-    return render(kept), kept
+    core_i, memories_i, live_i, notes_i = kept
+    return render(kept), (core_i, memories_i, notes_i, live_i)
+
+
+def live_label(author: str, room: str, moment: datetime, tz: tzinfo) -> str:
+    """The label of an observed room's extract: who, where, when ("david · lobby · 17/01 10:23")."""
+    local = moment.astimezone(tz)
+    return " · ".join([author or "inconnu", room, local.strftime("%d/%m %H:%M")])

@@ -69,6 +69,11 @@ def message_save(
     )
     if message.role not in INDEXED_ROLES:
         message.index_state = IndexState.SKIPPED
+    elif message.role == MessageRole.USER and reply_to_id is None:
+        from memory.services.channels import channel_is_observed
+
+        # A room the agent observes: one live point per message, no exchange.
+        message.observed = channel_is_observed(message.channel) or None
     message.full_clean()
     message.save()
     if message.role in INDEXED_ROLES:
