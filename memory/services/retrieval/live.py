@@ -4,7 +4,8 @@ It shares the query embedding of the semantic source (handed over through a
 Future as soon as it is computed), searches the `live` collection in its own
 worker thread within its own time limit, and keeps only the hits above the
 relevance gate: a hit must stand clear of the query's background closeness
-(the gate margin of the embedder) or share a content word with the message.
+(the gate margin of the embedder) or share a content word with the message
+(its author's name included).
 Small talk never gets here (the message is stopped before any source runs,
 and a room's "ok" or "lol" has no live point at all: see index_documents).
 The hits are then checked against T1 in the caller's thread: a message
@@ -52,7 +53,9 @@ def live_search(
         payload = hit.payload or {}
         if payload.get("room") == exclude_room or not payload.get("message_id"):
             continue
-        shared = query_words & set(content_words(payload.get("content", "")))
+        # The author is part of the line ("david · lobby · …"): a name the message gives counts.
+        words = content_words(f"{payload.get('author', '')} {payload.get('content', '')}")
+        shared = query_words & set(words)
         if hit.score - background < embedder.gate_margin and not shared:
             continue
         kept.append((int(payload["message_id"]), relevance_score(embedder, hit.score)))
