@@ -158,6 +158,11 @@ class Command(BaseCommand):
 
             restart_recover()
             jobs_restart_recover()
+        if run_worker:
+            # The catch-up: a digest whose fixed hour passed while serve was stopped runs now.
+            from memory.services.digest import digest_schedule_check
+
+            digest_schedule_check()
             _search_index_build(self.stdout)
         if run_worker:
             worker = EmbeddedWorker(celery_app, concurrency=settings.MAKILAB_WORKER_THREADS)
