@@ -119,10 +119,10 @@ def digest_request() -> Job:
     )
 
 
-def live_undigested(*, limit: int = DIGEST_BATCH, after_id: int = 0) -> list[Message]:
+def live_undigested(*, limit: int | None = None) -> list[Message]:
     """The oldest messages of observed rooms the digest has not read (forgotten ones excluded)."""
-    rows = Message.objects.filter(observed=True, digested_at__isnull=True, id__gt=after_id)
-    return list(rows.order_by("id")[:limit])
+    rows = Message.objects.filter(observed=True, digested_at__isnull=True)
+    return list(rows.order_by("id")[: limit or DIGEST_BATCH])
 
 
 def digest_start(*, trigger: str) -> Digest:
