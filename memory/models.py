@@ -677,14 +677,16 @@ class Digest(models.Model):
     trigger = models.CharField("déclenchement", max_length=16, default="schedule")
     messages_digested = models.PositiveIntegerField("messages digérés", default=0)
     facts_stored = models.PositiveIntegerField("faits enregistrés", default=0)
-    cost_usd = models.DecimalField("coût (USD)", max_digits=12, decimal_places=6, default=Decimal("0"))
+    cost_usd = models.DecimalField(
+        "coût (USD)", max_digits=12, decimal_places=6, default=Decimal("0")
+    )
     note = models.TextField(blank=True, default="")
 
     class Meta:
         db_table = "memory_digests"
         ordering = ["-started_at", "-id"]
-        verbose_name = "digest"
-        verbose_name_plural = "digests"
+        verbose_name = "synthèse des salons observés"
+        verbose_name_plural = "synthèses des salons observés"
 
     def __str__(self) -> str:
         return f"digest {self.started_at:%Y-%m-%d %H:%M} ({self.state})"
