@@ -21,6 +21,10 @@ CHANNEL_PARAMETER = OpenApiParameter(
 
 
 class ChannelSettingsSerializer(serializers.ModelSerializer):
+    updated_at = serializers.DateTimeField(
+        read_only=True, allow_null=True, help_text="null : le canal n'a jamais eu de réglages."
+    )
+
     class Meta:
         model = ChannelSettings
         fields = ("channel", "observed", "updated_at")
