@@ -27,6 +27,9 @@ class Command(BaseCommand):
         retrieval = sub.add_parser("retrieval", help="auto_retrieve latency per stage.")
         retrieval.add_argument("--memories", type=int, default=10_000)
         retrieval.add_argument("--queries", type=int, default=500)
+        retrieval.add_argument(
+            "--live", type=int, default=0, help="Messages of an observed room seeded in live."
+        )
         context = sub.add_parser(
             "context", help="POST /api/memory/context latency over HTTP (p50/p95)."
         )
@@ -102,5 +105,8 @@ class Command(BaseCommand):
                 from memory.services.benchmarks import retrieval_benchmark
 
                 retrieval_benchmark(
-                    memories=options["memories"], queries=options["queries"], out=out
+                    memories=options["memories"],
+                    queries=options["queries"],
+                    live=options["live"],
+                    out=out,
                 )
