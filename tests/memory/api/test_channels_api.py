@@ -57,3 +57,21 @@ def test_forcing_a_digest_queues_one_durable_job_and_reports_the_state(owner_api
     assert body["last"] is None and body["next_at"]
     assert Job.objects.filter(kind="digest").count() == 1  # the waiting one is kept
     assert owner_api.get("/api/memory/digest").json()["pending"] is True
+
+
+def test_in_an_observed_room_a_recorded_assistant_message_is_no_exchange(owner_api):
+    ChannelSettings.objects.create(channel="lobby", observed=True)
+    owner_api.post(
+        "/api/memory/messages",
+        {
+            "messages": [
+                {"channel": "lobby", "content": "Qui vient samedi ?"},
+                {"channel": "lobby", "role": "assistant", "content": "Le bot de Paul : moi"},
+            ]
+        },
+        format="json",
+    )
+
+    question, other = Message.objects.filter(channel="lobby").order_by("id")
+    assert other.reply_to_id is None and other.observed and question.observed
+    assert not Job.objects.filter(kind="extract").exists()  # the digest reads them
