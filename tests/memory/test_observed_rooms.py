@@ -109,3 +109,30 @@ def test_the_room_being_answered_is_not_its_own_extract(world):
     assert result.live == []
     other = auto_retrieve_preview(message="Où part-il en Grèce ?", channel="mission_control")
     assert [i["id"] for i in other.live] == [f"message:{said.id}"]
+
+
+def test_doctor_and_reindex_know_the_live_collection(world):
+    from memory.services.maintenance import memory_doctor, reindex
+    from memory.stores.vectors import get_vector_store
+
+    said = message_save_in_room("Je pars en Grèce demain pour une semaine")
+    exchange = Message.objects.create(channel="whatsapp", role="user", content="Bonjour Paul")
+    index_rows(KIND_MESSAGE, [said.id, exchange.id])
+    reports = {r.collection: r for r in memory_doctor()}
+    assert all(r.healthy for r in reports.values()), reports
+
+    get_vector_store().delete(LIVE, [point_id(KIND_MESSAGE, said.id)])
+    report = {r.collection: r for r in memory_doctor(fix=True)}["live"]
+    assert report.missing == [said.id] and report.fixed
+    assert vector_store_points(LIVE, said.id)
+
+    get_vector_store().drop_collection(LIVE)
+    reindex(collection="live")
+    assert vector_store_points(LIVE, said.id) and vector_store_points(CONVERSATIONS, said.id) == []
+    assert all(r.healthy for r in memory_doctor())
+
+
+def message_save_in_room(text: str) -> Message:
+    from memory.services.messages import message_save
+
+    return message_save(channel=ROOM, role="user", author="david", content=text)
