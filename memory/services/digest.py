@@ -109,14 +109,26 @@ def digest_schedule_check(*, now: datetime | None = None) -> Job | None:
 
 @transaction.atomic
 def digest_request() -> Job:
-    """Force a digest now (command, /memory, API): the queued or running one if any."""
-    from memory.services.jobs import job_enqueue
+    """Force a digest now (command, /memory, API).
 
-    return _open_job() or job_enqueue(
-        kind=DIGEST_JOB,
-        key=f"digest:manual:{uuid.uuid4().hex}",
-        payload={"trigger": TRIGGER_MANUAL},
-    )
+    A digest already queued (waiting for its retry time, or for an LLM) is
+    made due now instead of queueing a second one; a running one is left to run.
+    """
+    from memory.services.jobs import _send, job_enqueue
+
+    job = _open_job()
+    if job is None:
+        return job_enqueue(
+            kind=DIGEST_JOB,
+            key=f"digest:manual:{uuid.uuid4().hex}",
+            payload={"trigger": TRIGGER_MANUAL},
+        )
+    if job.state == JobState.QUEUED:
+        Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
+            run_after=None, queued_at=timezone.now()
+        )
+        transaction.on_commit(lambda: _send(job.id))
+    return job
 
 
 def live_undigested(*, limit: int | None = None) -> list[Message]:

@@ -182,3 +182,24 @@ def test_the_schedule_enqueues_one_digest_per_fixed_hour_and_catches_up(db, sett
     # At 14:00 the next one.
     later = datetime(2026, 11, 24, 14, 0, 30, tzinfo=paris)
     assert digest_service.digest_schedule_check(now=later).key.startswith("digest:2026-11-24T14:00")
+
+
+def test_forcing_a_waiting_digest_runs_it_now_once_an_llm_is_configured(
+    world, django_capture_on_commit_callbacks, settings
+):
+    capture = django_capture_on_commit_callbacks
+    said = room(capture, "Paul a adopté un chien nommé Rex")
+    settings.ANTHROPIC_API_KEY = ""
+    with pytest.raises(CommandError, match="Aucun LLM"):
+        call_command("memory_digest")
+    with pytest.raises(CommandError, match="Aucun LLM"):  # still says why, not "in progress"
+        call_command("memory_digest")
+    settings.ANTHROPIC_API_KEY = world.api_key
+    world.script(text_message(facts_answer(("chien_paul", "Paul a un chien, Rex.", [1]))))
+
+    outcome, digest = run(capture)
+
+    assert outcome == "done" and digest["facts"] == 1
+    assert Job.objects.filter(kind="digest").count() == 1
+    said[0].refresh_from_db()
+    assert said[0].digested_at is not None and live_ids() == set()
