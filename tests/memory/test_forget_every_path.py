@@ -54,7 +54,10 @@ def world(vector_store, local_embedder, settings, tmp_path):
     # An observed room: its message has a live point, injected as an extract elsewhere.
     channel_settings_set(channel="lobby", observed=True)
     message_save(
-        channel="lobby", role="user", author="david", content=f"Sophie part en voyage à {SECRET} en août"
+        channel="lobby",
+        role="user",
+        author="david",
+        content=f"Sophie part en voyage à {SECRET} en août",
     )
     _index_everything()
     # A retrieval that injected the trip: its log must not keep it.
