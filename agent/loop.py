@@ -54,6 +54,8 @@ TURN_CAP_REPLY = (
 )
 EMPTY_REPLY = "Je n'ai pas de réponse à te donner."
 INTERRUPTED_MESSAGE = "La réponse a été interrompue avant la fin. Réessaie."
+# The stop reason of a message saved in an observed room: no answer by design.
+OBSERVED_STOP_REASON = "observed"
 
 
 @dataclass
@@ -208,6 +210,20 @@ def handle_message_events(
         author=author or "",
         source=source,
     )
+    if message.observed:
+        # An observed room: the message is kept (and goes to `live`); the agent
+        # does not answer there, LLM or not.
+        yield "saved", {"message_ids": [message.id]}
+        result = ChatResult(
+            reply="",
+            retrieval_id=None,
+            usage=UsageTotals(),
+            channel=message.channel,
+            message_ids=[message.id],
+            stop_reason=OBSERVED_STOP_REASON,
+        )
+        yield "done", result
+        return result
     if not llm_available():
         error = LlmNotConfigured(LLM_NOT_CONFIGURED_MESSAGE)
         error.message_ids = (message.id,)

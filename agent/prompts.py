@@ -69,6 +69,7 @@ def memory_block_build(*, retrieval=None, summary: str = "") -> str:
         core=core,
         memories=memories,
         notes=notes,
+        live=getattr(retrieval, "live_lines", None) or [],
         marker=getattr(retrieval, "marker", "") or new_marker(),
     )
 

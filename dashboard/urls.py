@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard import forgetting, views
+from dashboard import forgetting, rooms, views
 
 app_name = "dashboard"
 
@@ -39,5 +39,8 @@ urlpatterns = [
         name="forget-restore",
     ),
     path("memory/forget/<int:forgetting_id>/erase/", forgetting.forget_erase, name="forget-erase"),
+    path("memory/rooms/", rooms.rooms_section, name="rooms"),
+    path("memory/rooms/observe/", rooms.room_observe, name="room-observe"),
+    path("memory/rooms/digest/", rooms.digest_now, name="digest-now"),
     path("costs/", views.costs_page, name="costs"),
 ]

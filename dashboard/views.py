@@ -40,6 +40,7 @@ from dashboard.forms import (
     RetrievalSettingsForm,
     SearchForm,
 )
+from dashboard.rooms import rooms_context
 from dashboard.selectors import costs_summary_get
 from memory.exceptions import FactNotFound, MemoryServiceError, StoreUnavailable
 from memory.models import Actor, Fact
@@ -281,6 +282,7 @@ def _page(request: HttpRequest, *, status: int = 200, **overrides: Any) -> HttpR
         **_retrieval_context(request),
         **_notes_context(request),
         **forget_context(request),
+        **rooms_context(request),
         **overrides,
     }
     return render(request, PAGE_TEMPLATE, context, status=status)

@@ -24,4 +24,7 @@ app.conf.beat_schedule = {
     "logs-purge": {"task": "memory.logs_purge", "schedule": 86400.0},
     # SQLite's planner statistics follow the data as it grows (a sampled ANALYZE, ms).
     "planner-statistics": {"task": "memory.planner_statistics_refresh", "schedule": 3600.0},
+    # The digest of the observed rooms at its fixed hours (MAKILAB_DIGEST_HOURS): the
+    # check is cheap; it enqueues a durable job when the last fixed hour has no digest.
+    "digest-schedule": {"task": "memory.digest_schedule", "schedule": 60.0},
 }

@@ -67,6 +67,20 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_hours(name: str, default: list[int]) -> list[int]:
+    """Hours of the day, comma-separated ("2,6,10"): sorted, distinct, each 0-23, at least one."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return sorted(set(default))
+    try:
+        hours = sorted({int(item) for item in raw.split(",") if item.strip()})
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be hours such as 2,6,10, not {raw!r}.") from None
+    if not hours or not all(0 <= h <= 23 for h in hours):
+        raise ImproperlyConfigured(f"{name} must be hours from 0 to 23, not {raw!r}.")
+    return hours
+
+
 def env_secret(name: str, default: str = "") -> str:
     """Read NAME, or the content of the file NAME_FILE points at (Docker/systemd secrets)."""
     file_path = os.environ.get(f"{name}_FILE", "").strip()

@@ -17,6 +17,7 @@ from makilab.env import (
     env_bool,
     env_file_load,
     env_float,
+    env_hours,
     env_int,
     env_list,
     env_rate,
@@ -301,7 +302,11 @@ RETRIEVAL_TIMEOUTS_MS = {
     "semantic": env_int("MAKILAB_RETRIEVAL_SEMANTIC_TIMEOUT_MS", 1000, minimum=1),
     "keywords": env_int("MAKILAB_RETRIEVAL_KEYWORDS_TIMEOUT_MS", 300, minimum=1),
     "notes": env_int("MAKILAB_RETRIEVAL_NOTES_TIMEOUT_MS", 500, minimum=1),
+    "live": env_int("MAKILAB_RETRIEVAL_LIVE_TIMEOUT_MS", 1000, minimum=1),
 }
+
+# --- Observed rooms: the digest's fixed hours (in TIME_ZONE) ------------------
+DIGEST_HOURS = env_hours("MAKILAB_DIGEST_HOURS", [2, 6, 10, 14, 18, 22])
 
 # --- Celery: an in-process broker unless CELERY_BROKER_URL is set -----------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://localhost/")

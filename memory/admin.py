@@ -11,6 +11,8 @@ from django.utils import timezone
 from memory.exceptions import MemoryServiceError
 from memory.models import (
     Actor,
+    ChannelSettings,
+    Digest,
     Fact,
     FactRevision,
     Forgetting,
@@ -191,10 +193,12 @@ class MessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "source",
         "content",
         "compacted",
+        "observed",
+        "digested_at",
         "index_state",
         "index_error",
     )
-    list_filter = ("channel", "role", "source", "compacted", "index_state")
+    list_filter = ("channel", "role", "source", "compacted", "observed", "index_state")
     search_fields = ("content", "author")
     date_hierarchy = "created_at"
 
@@ -247,6 +251,40 @@ class JobAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "kind", "key", "state", "attempts", "error", "finished_at")
     list_filter = ("kind", "state")
     search_fields = ("key", "error")
+
+
+@admin.register(ChannelSettings)
+class ChannelSettingsAdmin(admin.ModelAdmin):
+    """Which channels are observed rooms (saved through the service, as the API and /memory)."""
+
+    list_display = ("channel", "observed", "updated_at")
+    list_filter = ("observed",)
+    search_fields = ("channel",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return ("channel", "updated_at") if obj is not None else ("updated_at",)
+
+    def save_model(self, request, obj, form, change) -> None:
+        from memory.services.channels import channel_settings_set
+
+        saved = channel_settings_set(channel=obj.channel, observed=obj.observed)
+        obj.pk, obj.updated_at = saved.pk, saved.updated_at
+
+
+@admin.register(Digest)
+class DigestAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The digests of the observed rooms: what each read, stored and cost."""
+
+    list_display = (
+        "started_at",
+        "state",
+        "trigger",
+        "messages_digested",
+        "facts_stored",
+        "cost_usd",
+        "note",
+    )
+    list_filter = ("state", "trigger")
 
 
 admin.site.site_header = "Makilab — mémoire"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -209,6 +211,13 @@ class Message(Indexable):
     # Part of an exchange that asked to forget: never feeds retrieval, search,
     # extraction or compaction (it names what was forgotten).
     memory_excluded = models.BooleanField("exclu de la mémoire", default=False)
+    # A user message of an observed room (ChannelSettings.observed when it was
+    # saved): its point is in the `live` collection, not an exchange in
+    # `conversations`. Null for every other message (a nullable column: adding it
+    # does not make SQLite remake the table and its FTS triggers).
+    observed = models.BooleanField("salon observé", null=True, blank=True)
+    # When the digest read it: its live point goes (a version bump), T1 keeps it.
+    digested_at = models.DateTimeField("digéré le", null=True, blank=True)
 
     all_objects = Manager()
     objects = MessageManager()
@@ -228,6 +237,12 @@ class Message(Indexable):
                 fields=["channel", "id"],
                 condition=models.Q(compacted=False),
                 name="messages_uncompacted",
+            ),
+            # The live messages waiting for the digest, whatever the size of T1.
+            models.Index(
+                fields=["id"],
+                condition=models.Q(observed=True, digested_at__isnull=True),
+                name="messages_live",
             ),
         ]
 
@@ -486,6 +501,11 @@ class MemorySettings(models.Model):
         default=3,
         validators=[MinValueValidator(0), MaxValueValidator(50)],
     )
+    live_max_results = models.PositiveSmallIntegerField(
+        "extraits maximum des salons observés",
+        default=10,
+        validators=[MinValueValidator(0), MaxValueValidator(20)],
+    )
     updated_at = models.DateTimeField("modifié le", auto_now=True)
 
     class Meta:
@@ -556,6 +576,7 @@ class JobKind(models.TextChoices):
     EXTRACT = "extract", "Extraction de faits"
     COMPACT = "compact", "Compaction"
     POINTS_REMOVE = "points_remove", "Retrait de points Qdrant"
+    DIGEST = "digest", "Digest des salons observés"
 
 
 class Job(models.Model):
@@ -612,3 +633,60 @@ class MessageRecording(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+CHANNEL_OBSERVED_HELP = (
+    "Les messages d'un salon observé sont gardés et cherchés par l'auto-retrieval "
+    "(collection live) ; l'agent n'y répond pas. Le digest en tire les faits durables."
+)
+
+
+class ChannelSettings(models.Model):
+    """Per-channel settings (table memory_channels): whether the channel is observed."""
+
+    channel = models.CharField("canal", max_length=64, unique=True)
+    observed = models.BooleanField("observé", default=False, help_text=CHANNEL_OBSERVED_HELP)
+    updated_at = models.DateTimeField("modifié le", auto_now=True)
+
+    class Meta:
+        db_table = "memory_channels"
+        ordering = ["channel"]
+        verbose_name = "réglages d'un canal"
+        verbose_name_plural = "réglages des canaux"
+
+    def __str__(self) -> str:
+        return f"{self.channel} ({'observé' if self.observed else 'normal'})"
+
+
+class DigestState(models.TextChoices):
+    RUNNING = "running", "En cours"
+    DONE = "done", "Terminé"
+    WAITING = "waiting", "En attente (pas de LLM)"
+    FAILED = "failed", "Échec"
+
+
+class Digest(models.Model):
+    """One run of the digest of the observed rooms (table memory_digests): what it read and stored."""
+
+    started_at = models.DateTimeField("commencé le", default=timezone.now, db_index=True)
+    finished_at = models.DateTimeField("terminé le", null=True, blank=True)
+    state = models.CharField(
+        "état", max_length=8, choices=DigestState.choices, default=DigestState.RUNNING
+    )
+    # "schedule" (a fixed hour or the catch-up at start) or "manual" (forced).
+    trigger = models.CharField("déclenchement", max_length=16, default="schedule")
+    messages_digested = models.PositiveIntegerField("messages digérés", default=0)
+    facts_stored = models.PositiveIntegerField("faits enregistrés", default=0)
+    cost_usd = models.DecimalField(
+        "coût (USD)", max_digits=12, decimal_places=6, default=Decimal("0")
+    )
+    note = models.TextField(blank=True, default="")
+
+    class Meta:
+        db_table = "memory_digests"
+        ordering = ["-started_at", "-id"]
+        verbose_name = "synthèse des salons observés"
+        verbose_name_plural = "synthèses des salons observés"
+
+    def __str__(self) -> str:
+        return f"digest {self.started_at:%Y-%m-%d %H:%M} ({self.state})"

@@ -109,15 +109,15 @@ def vector_counts_get() -> dict[str, object]:
     Never raises: stats must load while Qdrant or its module is missing.
     """
     try:
-        from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
+        from memory.stores.vectors import COLLECTIONS, get_vector_store
 
         store = get_vector_store()
-        collections = {name: store.count(name) for name in (CONVERSATIONS, KNOWLEDGE)}
+        collections = {name: store.count(name) for name in COLLECTIONS}
     except Exception as exc:  # ImportError, StoreUnavailable, a client error
         return {
             "status": VECTORS_UNAVAILABLE,
             "error": str(exc) or type(exc).__name__,
-            "collections": {"conversations": None, "knowledge": None},
+            "collections": {"conversations": None, "knowledge": None, "live": None},
         }
     return {"status": VECTORS_OK, "error": "", "collections": collections}
 
@@ -146,7 +146,7 @@ def memory_stats_get(*, include_vectors: bool = True) -> dict[str, object]:
         else {
             "status": "skipped",
             "error": "",
-            "collections": {"conversations": None, "knowledge": None},
+            "collections": {"conversations": None, "knowledge": None, "live": None},
         }
     )
     return {

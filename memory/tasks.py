@@ -98,3 +98,12 @@ def planner_statistics_refresh_task() -> bool:
     from memory.stores.sqlite import planner_statistics_refresh
 
     return planner_statistics_refresh()
+
+
+@shared_task(name="memory.digest_schedule", acks_late=True)
+def digest_schedule_task() -> int | None:
+    """Enqueue the digest of the last fixed hour if it has not run (the catch-up too)."""
+    from memory.services.digest import digest_schedule_check
+
+    job = digest_schedule_check()
+    return job.id if job is not None else None

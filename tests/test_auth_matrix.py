@@ -41,6 +41,8 @@ OWNER_ONLY_API = {
     "memory-api:forgettings": {"get"},
     "memory-api:forgetting-restore": {"post"},
     "memory-api:forgetting-erase": {"post"},
+    "memory-api:channel": {"put"},
+    "memory-api:digest": {"post"},
 }
 OWNER_IDENTITIES = ("owner_token", "staff_session")
 
@@ -83,6 +85,7 @@ def _examples(staff_id: int) -> dict[str, str]:
         "url": "inexistant/",
         "operation": "reindex",
         "run_id": "inconnu",
+        "channel": "lobby",
     }
 
 

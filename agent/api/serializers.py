@@ -63,14 +63,17 @@ class ToolCallSerializer(serializers.Serializer):
 
 
 class ChatOutputSerializer(serializers.Serializer):
-    reply = serializers.CharField()
+    reply = serializers.CharField(
+        allow_blank=True,
+        help_text="Vide quand le canal est un salon observé : l'agent n'y répond pas.",
+    )
     channel = serializers.CharField()
     message_ids = serializers.ListField(
         child=serializers.IntegerField(),
         help_text="Les messages de l'utilisateur auxquels répond cette réponse (plusieurs s'ils "
         "sont arrivés ensemble).",
     )
-    reply_id = serializers.IntegerField()
+    reply_id = serializers.IntegerField(allow_null=True)
     coalesced = serializers.BooleanField()
     retrieval = RetrievalSummarySerializer(allow_null=True)
     usage = UsageSerializer()

@@ -14,6 +14,7 @@ LABELS: dict[str, str] = {
     "exchange": "Échange",
     "message": "Message",
     "summary": "Résumé",
+    "live": "Salon observé",
     "semantic": "sémantique",
     "fts": "mots-clés",
     "t1": "T1",

@@ -330,6 +330,7 @@ class RetrievalStatsSerializer(serializers.Serializer):
 class CollectionCountsSerializer(serializers.Serializer):
     conversations = serializers.IntegerField(allow_null=True)
     knowledge = serializers.IntegerField(allow_null=True)
+    live = serializers.IntegerField(allow_null=True)
 
 
 class VectorStatsSerializer(serializers.Serializer):

@@ -2,7 +2,16 @@
 
 from django.urls import path
 
-from memory.api import context, export, forgetting, maintenance, messages, preview, views
+from memory.api import (
+    channels,
+    context,
+    export,
+    forgetting,
+    maintenance,
+    messages,
+    preview,
+    views,
+)
 
 app_name = "memory-api"
 
@@ -24,6 +33,10 @@ urlpatterns = [
     path("messages", messages.MessagesRecordApi.as_view(), name="messages"),
     path("context", context.MemoryContextApi.as_view(), name="context"),
     path("forget", forgetting.ForgetApi.as_view(), name="forget"),
+    # Observed rooms: which channels are observed, and their digest.
+    path("channels", channels.ChannelListApi.as_view(), name="channels"),
+    path("channels/<str:channel>", channels.ChannelDetailApi.as_view(), name="channel"),
+    path("digest", channels.DigestApi.as_view(), name="digest"),
     path("forgettings", forgetting.ForgettingListApi.as_view(), name="forgettings"),
     path(
         "forgettings/<int:forgetting_id>/restore",

@@ -279,6 +279,54 @@ def retrieval_seed(memories: int, *, templates: int = 300) -> None:
                 store.upsert(collection, points)
 
 
+def live_seed(count: int, *, templates: int = 100) -> None:
+    """``count`` messages of an observed room with their live points (template vectors + noise,
+    as retrieval_seed), so the live source searches a full collection."""
+    import numpy as np
+
+    from memory.models import ChannelSettings, IndexState
+    from memory.services.index_documents import KIND_MESSAGE, desired
+    from memory.stores.embedders import get_embedder
+    from memory.stores.vectors import VectorPoint, get_vector_store
+
+    if count <= 0:
+        return
+    embedder = get_embedder()
+    base = np.asarray(embedder.embed_documents([_sentence(i * 41) for i in range(templates)]))
+    rng = np.random.default_rng(11)
+    store = get_vector_store()
+    now = timezone.now()
+    ChannelSettings.objects.update_or_create(channel="lobby", defaults={"observed": True})
+    Message.objects.bulk_create(
+        [
+            Message(
+                channel="lobby",
+                role=MessageRole.USER,
+                author=("david", "sophie", "paul")[i % 3],
+                content=_sentence(i + 700_000),
+                created_at=now - timedelta(minutes=count - i),
+                observed=True,
+                index_state=IndexState.INDEXED,
+            )
+            for i in range(count)
+        ],
+        batch_size=1000,
+    )
+    ids = list(Message.objects.filter(observed=True).order_by("id").values_list("id", flat=True))
+    for start in range(0, len(ids), 2000):
+        documents, _, _ = desired(KIND_MESSAGE, ids[start : start + 2000])
+        noise = rng.normal(0, 0.02, size=(len(documents), base.shape[1]))
+        vectors = base[rng.integers(0, templates, size=len(documents))] + noise
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        points = [
+            VectorPoint(id=d.point_id, vector=v.tolist(), payload=d.payload)
+            for d, v in zip(documents, vectors, strict=True)
+        ]
+        if points:
+            store.ensure_collection(documents[0].collection, embedder.dimension)
+            store.upsert(documents[0].collection, points)
+
+
 def _question(i: int) -> str:
     """The i-th benchmark question; a distinct text each time, so the query-embedding cache never helps."""
     question = QUESTIONS[i % len(QUESTIONS)].format(
@@ -315,13 +363,17 @@ def search_index_build(*, out: Callable[[str], None], sample: int = 100, limit: 
         )
 
 
-def retrieval_benchmark(*, memories: int, queries: int, out: Callable[[str], None]) -> None:
+def retrieval_benchmark(
+    *, memories: int, queries: int, out: Callable[[str], None], live: int = 0
+) -> None:
     from memory.stores.embedders import get_embedder
 
     start = time.perf_counter()
     retrieval_seed(memories, templates=min(300, memories))
+    live_seed(live)
     out(
-        f"seeded {memories} memories in {time.perf_counter() - start:.1f} s; embedder {get_embedder().name}"
+        f"seeded {memories} memories and {live} live messages in "
+        f"{time.perf_counter() - start:.1f} s; embedder {get_embedder().name}"
     )
     search_index_build(out=out)
     retrieval_measure(queries=queries, memories=memories, out=out)
@@ -372,7 +424,17 @@ def retrieval_measure(*, queries: int, memories: int, out: Callable[[str], None]
         for stage, ms in result.timings_ms.items():
             stages.setdefault(stage, []).append(ms)
     out(f"{queries} queries over {memories} memories ({failures} with a failed source)")
-    for stage in ("t1", "keywords", "prefetch", "embed", "qdrant", "notes", "fusion", "log"):
+    for stage in (
+        "t1",
+        "keywords",
+        "prefetch",
+        "embed",
+        "qdrant",
+        "live",
+        "notes",
+        "fusion",
+        "log",
+    ):
         if stage in stages:
             out(Timing(stage, stages[stage]).line())
     total = Timing("total", stages.get("total", []))

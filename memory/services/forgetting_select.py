@@ -112,14 +112,15 @@ def restricted(selection: Selection, only: Iterable[str]) -> Selection:
 
 def _semantic_candidates(topic: str) -> dict[str, float]:
     from memory.stores.embedders import cosine_threshold, get_embedder
-    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, LIVE, get_vector_store
 
     embedder = get_embedder()
     threshold = cosine_threshold(embedder, embedder.forget_candidate_score)
     vector = embedder.embed_query(topic)
     store = get_vector_store()
     found: dict[str, float] = {}
-    for collection in (CONVERSATIONS, KNOWLEDGE):
+    # A live point is a message of an observed room, keyed like an exchange.
+    for collection in (CONVERSATIONS, LIVE, KNOWLEDGE):
         for hit in store.search(
             collection, vector, limit=FORGET_MAX_POINTS, score_threshold=threshold
         ):
@@ -127,7 +128,7 @@ def _semantic_candidates(topic: str) -> dict[str, float]:
             row = payload.get("row_id") or payload.get("message_id")
             if not row:
                 continue
-            kind = "message" if collection == CONVERSATIONS else payload.get("type", "fact")
+            kind = "message" if collection != KNOWLEDGE else payload.get("type", "fact")
             found[f"{kind}:{int(row)}"] = float(hit.score)
     return found
 

@@ -32,6 +32,7 @@ ITEM_MAX_CHARS = 400
 NOTE_MAX_CHARS = 600
 SUMMARY_MAX_CHARS = 6000
 SUMMARY_TITLE = "Résumé des échanges plus anciens sur ce canal"
+LIVE_TITLE = "Extraits pertinents des salons observés (pas une conversation) :"
 
 
 def relative_time_fr(moment: datetime, *, now: datetime, tz: tzinfo) -> str:
@@ -102,7 +103,8 @@ def new_marker() -> str:
     return secrets.token_hex(8).upper()
 
 
-BLOCK_SECTIONS = ("Faits essentiels", "Souvenirs pertinents", "Notes Obsidian")
+# The block's sections, in the order they are shown and filled within the budget.
+BLOCK_SECTIONS = ("Faits essentiels", "Souvenirs pertinents", LIVE_TITLE, "Notes Obsidian")
 
 
 def _block_head(marker: str) -> list[str]:
@@ -130,19 +132,22 @@ def prompt_block(
     notes: list[BlockLine],
     marker: str,
     summary: str = "",
+    live: list[BlockLine] = (),
 ) -> str:
     """The fenced block of memory data added to the system prompt ("" when empty).
 
     ``summary``: the channel's last compaction summary, data like the rest.
+    ``live``: extracts of observed rooms, a section of their own (not a conversation).
     """
     return _block_render(
-        [[_item_line(i) for i in items] for items in (core, memories, notes)],
+        [[_item_line(i) for i in items] for items in (core, memories, live, notes)],
         marker=marker,
         summary=summary,
     )
 
 
 def _block_render(sections: list[list[str]], *, marker: str, summary: str = "") -> str:
+    """The block from its rendered item lines, one list per BLOCK_SECTIONS entry."""
     summary = clean_text(summary, max_chars=SUMMARY_MAX_CHARS)
     if not (any(sections) or summary):
         return ""
@@ -164,20 +169,22 @@ def block_within_budget(
     notes: list[BlockLine],
     marker: str,
     max_tokens: int,
-) -> tuple[str, tuple[list[int], list[int], list[int]]]:
+    live: list[BlockLine] = (),
+) -> tuple[str, tuple[list[int], list[int], list[int], list[int]]]:
     """The block holding the most useful items that fit in ``max_tokens``.
 
     Items are taken in order of usefulness: the core facts, then the memories
-    in rank order, then the notes in order; an item that does not fit is left
-    out and the next (shorter) ones are still tried. Returns the block and the
-    indexes kept in each list.
+    in rank order, then the extracts of observed rooms, then the notes in
+    order; an item that does not fit is left out and the next (shorter) ones
+    are still tried. Returns the block and the indexes kept in each list
+    (core, memories, notes, live).
 
     Each line is rendered once and the block's length is kept as a running sum
     (a line is its characters plus a line break), so trying an item costs an
     addition, not a render of the whole block.
     """
-    lines = [[_item_line(i) for i in items] for items in (core, memories, notes)]
-    kept: tuple[list[int], list[int], list[int]] = ([], [], [])
+    lines = [[_item_line(i) for i in items] for items in (core, memories, live, notes)]
+    kept: tuple[list[int], ...] = tuple([] for _ in lines)
     # The characters of the block's lines, without the breaks between them, and their count.
     frame = [*_block_head(marker), _block_foot(marker)]
     chars, count = 0, 0
@@ -198,4 +205,11 @@ def block_within_budget(
         [[section[i] for i in indexes] for section, indexes in zip(lines, kept, strict=True)],
         marker=marker,
     )
-    return block, kept
+    core_i, memories_i, live_i, notes_i = kept
+    return block, (core_i, memories_i, notes_i, live_i)
+
+
+def live_label(author: str, room: str, moment: datetime, tz: tzinfo) -> str:
+    """The label of an observed room's extract: who, where, when ("david · lobby · 17/01 10:23")."""
+    local = moment.astimezone(tz)
+    return " · ".join([author or "inconnu", room, local.strftime("%d/%m %H:%M")])

@@ -58,10 +58,13 @@ def model_for(kind: str):
         raise MemoryServiceError(f"Type d'élément inconnu : {kind!r}.") from None
 
 
-def collection_for(kind: str) -> str:
-    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE
+def collection_for(kind: str, row=None) -> str:
+    """The collection of a kind's points; a message of an observed room has its point in live."""
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, LIVE
 
-    return CONVERSATIONS if kind == KIND_MESSAGE else KNOWLEDGE
+    if kind != KIND_MESSAGE:
+        return KNOWLEDGE
+    return LIVE if row is not None and row.observed else CONVERSATIONS
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -109,6 +112,42 @@ def exchange_document(root: Message, reply: Message | None) -> Document:
             "version": root.version,
         },
         version=root.version,
+    )
+
+
+def live_document(message: Message) -> Document:
+    """A message of an observed room: one point in ``live`` (author, room, timestamp)."""
+    from memory.stores.vectors import LIVE, point_id
+
+    return Document(
+        kind=KIND_MESSAGE,
+        row_id=message.id,
+        collection=LIVE,
+        point_id=point_id(KIND_MESSAGE, message.id),
+        text=message.content,
+        payload={
+            "content": message.content,
+            "author": message.author,
+            "room": message.channel,
+            "timestamp": _iso(message.created_at),
+            "message_id": message.id,
+            "row_id": message.id,
+            "version": message.version,
+        },
+        version=message.version,
+    )
+
+
+def live_wanted(message: Message) -> bool:
+    """Whether an observed message has a live point: not yet digested, not forgotten or
+    excluded, and not small talk ("ok", "lol", "👍" would only ever be noise)."""
+    from memory.services.relevance import is_small_talk
+
+    return (
+        message.digested_at is None
+        and message.forgetting_id is None
+        and not message.memory_excluded
+        and not is_small_talk(message.content)
     )
 
 
@@ -168,7 +207,7 @@ def summary_document(summary: Summary) -> Document:
 def _removal(kind: str, row) -> Removal:
     from memory.stores.vectors import point_id
 
-    return Removal(kind, row.id, collection_for(kind), point_id(kind, row.id), row.version)
+    return Removal(kind, row.id, collection_for(kind, row), point_id(kind, row.id), row.version)
 
 
 def message_is_root(message: Message) -> bool:
@@ -190,6 +229,8 @@ def desired(kind: str, row_ids: Sequence[int]) -> tuple[list[Document], list[Rem
 
     A row that is forgotten, expired, excluded from memory, or an exchange root
     that is no longer indexable must have no point: a Removal at its version.
+    A message of an observed room targets ``live`` instead of ``conversations``
+    (its own point, no exchange), and has none once digested.
     """
     documents: list[Document] = []
     removals: list[Removal] = []
@@ -203,9 +244,14 @@ def desired(kind: str, row_ids: Sequence[int]) -> tuple[list[Document], list[Rem
             if message_is_root(r) and r.forgetting_id is None and not r.memory_excluded
         ]
         replies = _reply_for([r.id for r in live])
-        live_ids = {r.id for r in live}
+        indexable_ids = {r.id for r in live}
         for row in rows.values():
-            if row.id in live_ids:
+            if row.observed and row.id in indexable_ids:
+                if live_wanted(row):
+                    documents.append(live_document(row))
+                else:  # digested, or small talk: no point (a removal at its version)
+                    removals.append(_removal(kind, row))
+            elif row.id in indexable_ids:
                 documents.append(exchange_document(row, replies.get(row.id)))
             else:
                 removals.append(_removal(kind, row))

@@ -43,6 +43,7 @@ HANDLERS = {
     "extract": "agent.extraction:job_extract",
     "compact": "agent.compaction:job_compact",
     "points_remove": "memory.services.removal:job_points_remove",
+    "digest": "agent.digest:job_digest",
 }
 LEASE = timedelta(minutes=5)
 QUEUE_GRACE = timedelta(minutes=2)

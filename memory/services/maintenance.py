@@ -16,17 +16,30 @@ from memory.services.indexing import (
     index_rows,
 )
 
-COLLECTION_KINDS = {"conversations": (KIND_MESSAGE,), "knowledge": (KIND_FACT, KIND_SUMMARY)}
+# A message row has its point in conversations (an exchange) or in live (observed room).
+COLLECTION_KINDS = {
+    "conversations": (KIND_MESSAGE,),
+    "knowledge": (KIND_FACT, KIND_SUMMARY),
+    "live": (KIND_MESSAGE,),
+}
 
 
 def collections_for(choice: str) -> list[str]:
     return list(COLLECTION_KINDS) if choice == "all" else [choice]
 
 
-def source_ids(kind: str) -> list[int]:
-    """The rows of T1 that make the points of a kind (exchange roots, facts, summaries)."""
+def source_ids(kind: str, collection: str | None = None) -> list[int]:
+    """The rows of T1 that make the points of a kind (exchange roots, facts, summaries).
+
+    For messages, ``collection`` keeps the rows of one collection: the observed
+    ones for live, the others for conversations.
+    """
     if kind == KIND_MESSAGE:
         rows = Message.all_objects.filter(reply_to__isnull=True, role__in=INDEXED_ROLES)
+        if collection == "live":
+            rows = rows.filter(observed=True)
+        elif collection == "conversations":
+            rows = rows.exclude(observed=True)
     elif kind == KIND_FACT:
         rows = Fact.all_objects.all()
     else:
@@ -59,7 +72,7 @@ def reindex(
         if recreate:
             store.drop_collection(name)
         for kind in COLLECTION_KINDS[name]:
-            ids = source_ids(kind)
+            ids = source_ids(kind, name)
             report = IndexReport()
             done = 0
             for batch in _batches(ids, batch_size):
@@ -70,6 +83,9 @@ def reindex(
                 done += len(batch)
                 if progress:
                     progress(kind, done, len(ids))
+            if kind in reports:  # messages: conversations, then live
+                for attr in vars(report):
+                    setattr(report, attr, getattr(report, attr) + getattr(reports[kind], attr))
             reports[kind] = report
     # Rewritten points sit outside the search index until it is rebuilt.
     store.optimize()
@@ -103,20 +119,24 @@ class DoctorReport:
 TEXT_FIELDS = ("version", "content", "user_message", "assistant_message")
 
 
-def _expected(kind: str) -> dict[str, tuple[int, dict]]:
-    """point id -> (row id, the payload fields that must match) for rows that should have a point."""
-    documents, _, _ = desired(kind, source_ids(kind))
+def _expected(kind: str, collection: str) -> dict[str, tuple[int, dict]]:
+    """point id -> (row id, the payload fields that must match) for rows that should have a
+    point in ``collection``."""
+    documents, _, _ = desired(kind, source_ids(kind, collection))
     return {
         d.point_id: (d.row_id, {k: d.payload[k] for k in TEXT_FIELDS if k in d.payload})
         for d in documents
+        if d.collection == collection
     }
 
 
-def _failed_rows(kind: str) -> dict[int, str]:
+def _failed_rows(kind: str, collection: str) -> dict[int, str]:
     from memory.models import IndexState
     from memory.services.index_documents import model_for
 
     rows = model_for(kind).all_objects.filter(index_state=IndexState.FAILED)
+    if kind == KIND_MESSAGE:
+        rows = rows.filter(pk__in=source_ids(kind, collection))
     return dict(rows.values_list("id", "index_error")[:100])
 
 
@@ -135,7 +155,7 @@ def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorR
     for name in collections_for(collection):
         report = DoctorReport(collection=name, expected_dimension=dimension)
         report.found_dimension = store.collection_dimension(name)
-        report.failed = {kind: _failed_rows(kind) for kind in COLLECTION_KINDS[name]}
+        report.failed = {kind: _failed_rows(kind, name) for kind in COLLECTION_KINDS[name]}
         if report.found_dimension is not None and report.found_dimension != dimension:
             report.dimension_ok = False
             if fix:
@@ -145,7 +165,7 @@ def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorR
             continue
         expected: dict[str, tuple[str, int, dict]] = {}
         for kind in COLLECTION_KINDS[name]:
-            expected |= {pid: (kind, rid, f) for pid, (rid, f) in _expected(kind).items()}
+            expected |= {pid: (kind, rid, f) for pid, (rid, f) in _expected(kind, name).items()}
         present = set(store.iter_ids(name)) if report.found_dimension is not None else set()
         report.orphans = sorted(present - set(expected))
         to_index: dict[str, list[int]] = {}

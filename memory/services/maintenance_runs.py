@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 Progress = Callable[[str, int, int], None]
 
 OPERATIONS = ("reindex", "doctor", "purge-expired", "vector-counts")
-COLLECTION_CHOICES = ("conversations", "knowledge", "all")
+COLLECTION_CHOICES = ("conversations", "knowledge", "live", "all")
 MAX_KEPT_RUNS = 20
 
 RUN_BUSY_MESSAGE = "Une opération « {operation} » est déjà en cours dans le service."

@@ -69,6 +69,11 @@ def message_save(
     )
     if message.role not in INDEXED_ROLES:
         message.index_state = IndexState.SKIPPED
+    elif reply_to_id is None:
+        from memory.services.channels import channel_is_observed
+
+        # A room the agent observes: one live point per message, no exchange.
+        message.observed = channel_is_observed(message.channel) or None
     message.full_clean()
     message.save()
     if message.role in INDEXED_ROLES:
@@ -196,7 +201,11 @@ def _record_one(draft: MessageDraft) -> Message:
         "source": source,
         "created_at": draft.created_at,
     }
-    if role != MessageRole.ASSISTANT:
+    from memory.services.channels import channel_is_observed
+
+    if role != MessageRole.ASSISTANT or channel_is_observed(fields["channel"]):
+        # In an observed room nobody answers the owner: every message stands alone
+        # (live), and the digest, not an exchange's extraction, reads it.
         message = message_save(**fields)
         if draft.memory_excluded:
             forget_exchange_exclude(message_ids=[message.id])

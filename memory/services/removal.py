@@ -45,10 +45,13 @@ def job_points_remove(payload: dict, *, checkpoint=None) -> dict:
 
 
 def _points_delete(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:
-    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store, point_id
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, LIVE, get_vector_store, point_id
 
     store = get_vector_store()
-    store.delete(CONVERSATIONS, [point_id(KIND_MESSAGE, i) for i in root_ids])
+    message_points = [point_id(KIND_MESSAGE, i) for i in root_ids]
+    # A message's point is an exchange, or a live point when its room is observed.
+    store.delete(CONVERSATIONS, message_points)
+    store.delete(LIVE, message_points)
     store.delete(
         KNOWLEDGE,
         [point_id(KIND_FACT, i) for i in fact_ids]

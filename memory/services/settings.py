@@ -29,6 +29,7 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "reinjection_turns",
     "block_max_tokens",
     "forget_retention_days",
+    "live_max_results",
 )
 UNKNOWN_FIELDS_MESSAGE = "Réglages inconnus : {names}."
 

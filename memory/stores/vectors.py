@@ -37,7 +37,9 @@ logger = logging.getLogger(__name__)
 
 CONVERSATIONS = "conversations"
 KNOWLEDGE = "knowledge"
-COLLECTIONS = (CONVERSATIONS, KNOWLEDGE)
+# One point per message of an observed room, until the digest reads it.
+LIVE = "live"
+COLLECTIONS = (CONVERSATIONS, KNOWLEDGE, LIVE)
 # Segments above this size (KB) get a search index when optimized; None: Qdrant's
 # default (about 6,000 vectors of 384 dimensions). Tests lower it.
 EDGE_INDEXING_THRESHOLD_KB: int | None = None

@@ -13,6 +13,7 @@ from agent.loop import history_build
 from agent.tools import ToolContext, tool_run
 from memory.exceptions import MemoryServiceError
 from memory.models import Fact, Message, Summary
+from memory.services.channels import channel_settings_set
 from memory.services.facts import fact_store
 from memory.services.forgetting import forgetting_restore, forgettings_purge, topic_forget
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, index_rows
@@ -50,6 +51,14 @@ def world(vector_store, local_embedder, settings, tmp_path):
     fact_store(key="voyage_ete", value=f"Voyage à {SECRET} en août avec Sophie")
     fact_store(key="velo", value="Le vélo de route est au garage")
     Summary.objects.create(channel="whatsapp", content=f"Préparation du voyage à {SECRET}.")
+    # An observed room: its message has a live point, injected as an extract elsewhere.
+    channel_settings_set(channel="lobby", observed=True)
+    message_save(
+        channel="lobby",
+        role="user",
+        author="david",
+        content=f"Sophie part en voyage à {SECRET} en août",
+    )
     _index_everything()
     # A retrieval that injected the trip: its log must not keep it.
     auto_retrieve(message=f"Quand part le voyage à {SECRET} ?", channel="whatsapp")
@@ -76,6 +85,7 @@ def _every_path(staff_client, agent_api, *, query=QUERY, secret=SECRET) -> dict[
         seen[f"tool {tool}"] = outcome.content
     result = auto_retrieve(message=f"Parle-moi de mon {query}", channel="mission_control")
     seen["auto-retrieval"] = result.prompt_block + json.dumps(result.memories, ensure_ascii=False)
+    seen["auto-retrieval live"] = json.dumps(result.live, ensure_ascii=False, default=str)
     preview = agent_api.post(
         "/api/memory/preview", {"message": f"Et ce {query} ?", "channel": "x"}, format="json"
     )
@@ -103,10 +113,10 @@ def _leaks(seen: dict[str, str], secret: str = SECRET) -> list[str]:
 
 
 def _points_with_secret(store, secret: str = SECRET) -> int:
-    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, LIVE
 
     found = 0
-    for collection in (CONVERSATIONS, KNOWLEDGE):
+    for collection in (CONVERSATIONS, KNOWLEDGE, LIVE):
         hits = store.retrieve(collection, list(store.iter_ids(collection)))
         found += sum(secret in json.dumps(h.payload, ensure_ascii=False) for h in hits)
     return found
@@ -117,6 +127,8 @@ def test_no_path_returns_forgotten_content_after_the_forget_nor_after_the_purge(
 ):
     before = _every_path(staff_client, agent_api)
     assert len(_leaks(before)) >= 8, "the walk must see the content before the forget"
+    assert "auto-retrieval live" in _leaks(before)
+    assert _points_with_secret(world) == 4  # the exchange, the live message, the fact, the summary
 
     with django_capture_on_commit_callbacks(execute=True):
         result = topic_forget(topic=TOPIC, actor="user")
@@ -153,16 +165,16 @@ def test_a_restore_brings_back_the_rows_their_fts_entries_and_their_points(
     with django_capture_on_commit_callbacks(execute=True):
         result = topic_forget(topic=TOPIC, actor="user")
     _index_everything()
-    assert _points_with_secret(world) == 0 and Message.objects.count() == messages_before - 2
+    assert _points_with_secret(world) == 0 and Message.objects.count() == messages_before - 3
 
     with django_capture_on_commit_callbacks(execute=True):
         forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
     _index_everything()  # the tasks the restore sent
 
-    assert Message.objects.count() == messages_before  # the question and its reply
+    assert Message.objects.count() == messages_before  # the question, its reply, the room's
     assert Fact.objects.filter(value__contains=SECRET, forgotten=False).count() == 1
     assert Summary.objects.filter(content__contains=SECRET).count() == 1
     seen = _every_path(staff_client, agent_api)
     assert seen["fts messages_fts"] == SECRET and seen["fts facts_fts"] == SECRET
-    assert _points_with_secret(world) == 3  # the exchange, the fact, the summary
+    assert _points_with_secret(world) == 4  # the exchange, the live message, the fact, the summary
     assert {"api search text", "api search semantic", "tool memory__search"} <= set(_leaks(seen))

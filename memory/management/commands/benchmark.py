@@ -28,6 +28,9 @@ class Command(BaseCommand):
         retrieval.add_argument("--memories", type=int, default=10_000)
         retrieval.add_argument("--queries", type=int, default=500)
         retrieval.add_argument(
+            "--live", type=int, default=0, help="Messages of an observed room seeded in live."
+        )
+        retrieval.add_argument(
             "--concurrency",
             default="",
             help="Also run the pre-hook with this many callers at once, e.g. 1,2,4.",
@@ -123,7 +126,10 @@ class Command(BaseCommand):
 
                 levels = concurrency_levels_parse(options["concurrency"])
                 retrieval_benchmark(
-                    memories=options["memories"], queries=options["queries"], out=out
+                    memories=options["memories"],
+                    queries=options["queries"],
+                    live=options["live"],
+                    out=out,
                 )
                 if levels:
                     concurrency_measure(levels=levels, calls=options["calls"], out=out)

@@ -15,7 +15,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--collection", choices=["conversations", "knowledge", "all"], default="all"
+            "--collection", choices=["conversations", "knowledge", "live", "all"], default="all"
         )
         parser.add_argument("--fix", action="store_true", help="Repair what is found.")
 

@@ -36,7 +36,7 @@ def _vector_counts() -> dict:
         return {
             "status": "unavailable",
             "error": str(exc),
-            "collections": {"conversations": None, "knowledge": None},
+            "collections": {"conversations": None, "knowledge": None, "live": None},
         }
 
 

@@ -16,7 +16,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--collection", choices=["conversations", "knowledge", "all"], default="all"
+            "--collection", choices=["conversations", "knowledge", "live", "all"], default="all"
         )
         parser.add_argument("--batch-size", type=int, default=64)
         parser.add_argument(

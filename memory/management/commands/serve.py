@@ -160,6 +160,10 @@ class Command(BaseCommand):
             jobs_restart_recover()
             _search_index_build(self.stdout)
         if run_worker:
+            # The catch-up: a digest whose fixed hour passed while serve was stopped runs now.
+            from memory.services.digest import digest_schedule_check
+
+            digest_schedule_check()
             worker = EmbeddedWorker(celery_app, concurrency=settings.MAKILAB_WORKER_THREADS)
             scheduler = Scheduler(celery_app)
             worker.start()

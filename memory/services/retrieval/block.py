@@ -32,6 +32,7 @@ def block_fill(
     seen: Seen,
     notes,
     hydrated: dict[str, Candidate] | None = None,
+    live: list[dict] = (),
     text: str,
     memory_settings: MemorySettings,
     now: datetime,
@@ -75,11 +76,13 @@ def block_fill(
         for m in result.memories
     ]
     note_lines = [BlockLine(f"note · {n['path']}", n["text"]) for n in result.notes]
+    live_lines = [BlockLine(item["label"], item["text"]) for item in live]
     marker = new_marker()
-    block, (core_i, memories_i, notes_i) = block_within_budget(
+    block, (core_i, memories_i, notes_i, live_i) = block_within_budget(
         core=core_lines,
         memories=memory_lines,
         notes=note_lines,
+        live=live_lines,
         marker=marker,
         max_tokens=memory_settings.block_max_tokens,
     )
@@ -93,6 +96,8 @@ def block_fill(
     result.core = [result.core[i] for i in core_i]
     result.memories = [result.memories[i] for i in memories_i]
     result.notes = [result.notes[i] for i in notes_i]
+    result.live = [live[i] for i in live_i]
+    result.live_lines = [live_lines[i] for i in live_i]
     result.tokens_added = estimate_tokens(result.prompt_block)
 
 

@@ -157,7 +157,7 @@ def _row_fields(result: RetrievalResult) -> dict:
                 "text": m["text"][:PREVIEW_CHARS],
                 **({"carried": True} if m.get("carried") else {}),
             }
-            for m in result.memories
+            for m in [*result.memories, *result.live]
         ],
         "notes": [{"path": n["path"], "chars": len(n["text"])} for n in result.notes],
         "tokens_added": result.tokens_added,

@@ -22,6 +22,7 @@ from django.utils import timezone
 from memory.models import Fact, MemorySettings, Message, MessageSource
 from memory.services.retrieval.block import block_fill
 from memory.services.retrieval.candidates import Seen, seen_get
+from memory.services.retrieval.live import SOURCE_LIVE, live_hydrate, live_search
 from memory.services.retrieval.log import retrieval_log_start
 from memory.services.retrieval.ranking import fuse, prefetch
 from memory.services.retrieval.result import RetrievalResult, elapsed_ms, failure_text
@@ -50,6 +51,7 @@ logger = logging.getLogger(__name__)
 # notes, nor hanging notes the embedding.
 _semantic_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieval-semantic")
 _notes_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="retrieval-notes")
+_live_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="retrieval-live")
 # How long the caller waits for the embedding to start before reading SQLite.
 EMBEDDING_START_WAIT_S = 0.005
 
@@ -99,7 +101,7 @@ def _retrieve(
     result = RetrievalResult(channel=channel, message=message)
     limit = max(CANDIDATES_MIN, memory_settings.max_results * CANDIDATES_PER_RESULT)
     text = message[:4000]
-    from memory.services.relevance import gate_passes, is_small_talk
+    from memory.services.relevance import content_words, gate_passes, is_small_talk
 
     if is_small_talk(text):
         # "ok", "merci", "👍": the relevance gate injects nothing at all.
@@ -108,13 +110,26 @@ def _retrieve(
 
     # 1. Start the slow, database-free sources in worker threads.
     embedding = threading.Event()
+    vector_ready: Future = Future()
     semantic_future: Future = _semantic_pool.submit(
         semantic_search,
         text,
         limit=limit,
         min_score=memory_settings.min_score,
         started=embedding.set,
+        embedded=vector_ready,
     )
+    live_future: Future | None = None
+    if memory_settings.live_max_results:
+        live_future = _live_pool.submit(
+            live_search,
+            vector_ready,
+            query_words=set(content_words(text)),
+            exclude_room=channel,
+            limit=memory_settings.live_max_results,
+            min_score=memory_settings.min_score,
+            wait_s=timeouts[SOURCE_LIVE],
+        )
     notes_future: Future | None = None
     if memory_settings.obsidian_context_enabled:
         notes_future = _notes_pool.submit(notes_fetch, memory_settings)
@@ -176,6 +191,18 @@ def _retrieve(
             for name, reason in notes.failures.items():
                 result.failed_sources[f"{SOURCE_NOTES}:{name}"] = reason
 
+    # The observed rooms: their own gate per hit (a new fact there is not in the memory yet).
+    live = None
+    if live_future is not None:
+        live = _collect(live_future, SOURCE_LIVE, timeouts[SOURCE_LIVE], started, result)
+    live_items: list[dict] = []
+    if live is not None:
+        result.timings_ms.update(live["timings"])
+        try:
+            live_items = live_hydrate(live["hits"], now=now, tz=tz)
+        except Exception as exc:  # never raise from the pre-hook
+            result.failed_sources[SOURCE_LIVE] = failure_text(exc)
+
     # The relevance gate: does any source's evidence say the memory holds this topic?
     if (embedder is not None or semantic is None) and not gate_passes(
         margin=semantic["margin"] if semantic is not None else None,
@@ -222,6 +249,7 @@ def _retrieve(
         seen=seen,
         notes=notes,
         hydrated=prefetched[2] if prefetched is not None else None,
+        live=live_items,
         text=text,
         memory_settings=memory_settings,
         now=now,

@@ -25,6 +25,9 @@ class RetrievalResult:
     # rebuilds the same block with the channel's summary inside it.
     marker: str = ""
     block_lines: tuple[list[BlockLine], list[BlockLine], list[BlockLine]] | None = None
+    # Extracts of observed rooms (the `live` collection) and their block lines.
+    live: list[dict] = field(default_factory=list)
+    live_lines: list[BlockLine] = field(default_factory=list)
     tokens_added: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
     total_ms: float = 0.0

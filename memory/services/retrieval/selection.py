@@ -107,7 +107,8 @@ def recently_injected(channel: str, turns: int) -> set[str]:
         item["id"]
         for row in rows
         for item in row.memories
-        if "id" in item and not item.get("carried")
+        # Extracts of observed rooms are searched again every turn, never carried.
+        if "id" in item and not item.get("carried") and item.get("kind") != "live"
     }
 
 

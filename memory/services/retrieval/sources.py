@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from datetime import datetime, timedelta
 
 from memory.models import (
@@ -83,22 +84,32 @@ def semantic_search(
     limit: int,
     min_score: float | None,
     started: Callable[[], None] | None = None,
+    embedded: Future | None = None,
 ) -> dict:
     """Runs in a worker thread: no database access here.
 
     Scores are on the common relevance scale (embedders.relevance_score), so
     ``min_score`` means the same with the local model and with Voyage.
-    ``started`` is called as the embedding begins (see auto_retrieve).
+    ``started`` is called as the embedding begins (see auto_retrieve);
+    ``embedded`` receives (query vector, embedder) as soon as they exist.
     """
     from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
 
     timings = {}
     start = time.perf_counter()
-    embedder = get_embedder()
-    if started is not None:
-        started()
-    vector = embedder.embed_query(text)
+    try:
+        embedder = get_embedder()
+        if started is not None:
+            started()
+        vector = embedder.embed_query(text)
+    except BaseException as exc:
+        if embedded is not None:
+            embedded.set_exception(exc)
+        raise
+    if embedded is not None:
+        # The live source searches with the same query vector (retrieval.live).
+        embedded.set_result((vector, embedder))
     timings["embed"] = elapsed_ms(start)
     start = time.perf_counter()
     store = get_vector_store()
@@ -233,11 +244,10 @@ def keyword_search(text: str, *, limit: int) -> list[tuple[str, float]]:
     facts = strong_hits(fts_search_facts(terms, limit=limit))
     # A hit on a reply is a hit on its exchange (keyed by the user message), so
     # it fuses with the semantic hit of the same exchange; the best one counts.
-    roots = dict(
-        Message.objects.filter(pk__in=[m.message_id for m in messages])
-        .order_by()
-        .values_list("id", "reply_to_id")
-    )
+    # Messages of observed rooms are no exchanges: they reach the block as live extracts.
+    rows = Message.objects.filter(pk__in=[m.message_id for m in messages]).exclude(observed=True)
+    roots = dict(rows.order_by().values_list("id", "reply_to_id"))
+    messages = [hit for hit in messages if hit.message_id in roots]
     message_ids: list[tuple[int, float]] = []
     seen: set[int] = set()
     for hit in messages:
@@ -277,6 +287,7 @@ def window_ids(start: datetime, end: datetime) -> list[str]:
             created_at__gte=start, created_at__lt=end, reply_to__isnull=True, role=MessageRole.USER
         )
         .exclude(source=MessageSource.SYSTEM)
+        .exclude(observed=True)
         .order_by("-created_at")
         .values_list("id", flat=True)[:TIME_EXTRA_MAX]
     )

@@ -114,26 +114,27 @@ def test_the_token_estimate_grows_with_the_text():
     assert estimate_tokens("a" * 36) == 11
 
 
-def _naive_block_within_budget(*, core, memories, notes, marker, max_tokens):
+def _naive_block_within_budget(*, core, memories, notes, marker, max_tokens, live=()):
     """The definition block_within_budget implements: render the whole block for every
     item tried, keep the item when the block still fits."""
-    sections = (core, memories, notes)
-    kept = ([], [], [])
+    sections = (core, memories, live, notes)
+    kept = ([], [], [], [])
 
     def render(indexes):
         return prompt_block(
             core=[core[i] for i in indexes[0]],
             memories=[memories[i] for i in indexes[1]],
-            notes=[notes[i] for i in indexes[2]],
+            live=[live[i] for i in indexes[2]],
+            notes=[notes[i] for i in indexes[3]],
             marker=marker,
         )
 
     for position, items in enumerate(sections):
         for index in range(len(items)):
-            trial = tuple([*kept[p], index] if p == position else kept[p] for p in range(3))
+            trial = tuple([*kept[p], index] if p == position else kept[p] for p in range(4))
             if estimate_tokens(render(trial)) <= max_tokens:
                 kept = trial
-    return render(kept), kept
+    return render(kept), (kept[0], kept[1], kept[3], kept[2])
 
 
 _lines = st.lists(
@@ -147,9 +148,9 @@ _lines = st.lists(
 
 
 @settings(max_examples=200, deadline=None)
-@given(core=_lines, memories=_lines, notes=_lines, max_tokens=st.integers(0, 700))
+@given(core=_lines, memories=_lines, notes=_lines, live=_lines, max_tokens=st.integers(0, 700))
 def test_the_budgeted_block_keeps_what_rendering_every_trial_would(
-    core, memories, notes, max_tokens
+    core, memories, notes, live, max_tokens
 ):
     """The running-sum fill keeps exactly the items, and gives exactly the block, of the
     render-every-trial definition, and the block fits the budget."""
@@ -159,6 +160,7 @@ def test_the_budgeted_block_keeps_what_rendering_every_trial_would(
         "core": core,
         "memories": memories,
         "notes": notes,
+        "live": live,
         "marker": "AB12",
         "max_tokens": max_tokens,
     }
@@ -176,9 +178,14 @@ def test_the_budgeted_block_agrees_with_the_definition_at_every_budget():
     for pad in range(8):
         items = [
             BlockLine(label=f"fait {i}", text="mot " * (3 + 5 * i) + "x" * ((pad + i) % 8))
-            for i in range(9)
+            for i in range(11)
         ]
-        sections = {"core": items[:3], "memories": items[3:6], "notes": items[6:]}
+        sections = {
+            "core": items[:3],
+            "memories": items[3:6],
+            "notes": items[6:9],
+            "live": items[9:],
+        }
         whole = estimate_tokens(prompt_block(**sections, marker="CD34"))
         for max_tokens in range(whole + 2):
             block, kept = block_within_budget(**sections, marker="CD34", max_tokens=max_tokens)

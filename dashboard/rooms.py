@@ -1,0 +1,71 @@
+"""The "Salons observés" section of /memory: which channels are observed, the live
+memory, the last and next digest, and the button that forces one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+
+from dashboard.auth import staff_required
+from memory.services.channels import channel_settings_set
+from memory.services.digest import digest_request, digest_status_get
+
+PARTIAL = "dashboard/memory/_rooms.html"
+DIGEST_REQUESTED = "Digest demandé : il tourne en tâche de fond."
+ROOM_OBSERVED = "Le salon « {channel} » est observé."
+ROOM_RELEASED = "Le salon « {channel} » n'est plus observé."
+
+
+class RoomForm(forms.Form):
+    channel = forms.CharField(label="Salon à observer", max_length=64)
+
+
+def rooms_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
+    return {
+        "rooms_form": RoomForm(),
+        "rooms_status": digest_status_get(),
+        "rooms_message": "",
+        **overrides,
+    }
+
+
+def _render(request: HttpRequest, *, status: int = 200, **overrides: Any) -> HttpResponse:
+    if getattr(request, "htmx", False):
+        return render(request, PARTIAL, rooms_context(request, **overrides), status=status)
+    from dashboard.views import _page
+
+    return _page(request, status=status, **rooms_context(request, **overrides))
+
+
+@staff_required
+@require_GET
+def rooms_section(request: HttpRequest) -> HttpResponse:
+    return _render(request)
+
+
+@staff_required
+@require_POST
+def room_observe(request: HttpRequest) -> HttpResponse:
+    form = RoomForm(request.POST)
+    observed = request.POST.get("observed", "true") != "false"
+    if form.is_valid():
+        try:
+            room = channel_settings_set(channel=form.cleaned_data["channel"], observed=observed)
+        except ValidationError as exc:
+            form.add_error("channel", " ".join(exc.messages))
+        else:
+            template = ROOM_OBSERVED if observed else ROOM_RELEASED
+            return _render(request, rooms_message=template.format(channel=room.channel))
+    return _render(request, status=422, rooms_form=form)
+
+
+@staff_required
+@require_POST
+def digest_now(request: HttpRequest) -> HttpResponse:
+    digest_request()
+    return _render(request, rooms_message=DIGEST_REQUESTED)

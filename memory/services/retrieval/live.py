@@ -1,0 +1,96 @@
+"""The `live` source of auto-retrieval: extracts of the observed rooms.
+
+It shares the query embedding of the semantic source (handed over through a
+Future as soon as it is computed), searches the `live` collection in its own
+worker thread within its own time limit, and keeps only the hits above the
+relevance gate: a hit must stand clear of the query's background closeness
+(the gate margin of the embedder) or share a content word with the message
+(its author's name included).
+Small talk never gets here (the message is stopped before any source runs,
+and a room's "ok" or "lol" has no live point at all: see index_documents).
+The hits are then checked against T1 in the caller's thread: a message
+forgotten or digested since its point was written is never injected.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from datetime import datetime
+
+from memory.services.retrieval.result import elapsed_ms
+
+SOURCE_LIVE = "live"
+# Hits read beyond the limit, for those of the room being answered and the gate.
+LIVE_EXTRA = 10
+
+
+def live_search(
+    vector_ready: Future,
+    *,
+    query_words: set[str],
+    exclude_room: str,
+    limit: int,
+    min_score: float,
+    wait_s: float,
+) -> dict:
+    """Runs in a worker thread: no database access here. The gated hits, best first."""
+    from memory.services.relevance import content_words, query_background
+    from memory.stores.embedders import cosine_threshold, relevance_score
+    from memory.stores.vectors import LIVE, get_vector_store
+
+    vector, embedder = vector_ready.result(timeout=wait_s)
+    start = time.perf_counter()
+    hits = get_vector_store().search(
+        LIVE,
+        vector,
+        limit=limit + LIVE_EXTRA,
+        score_threshold=cosine_threshold(embedder, min_score),
+    )
+    background = query_background(embedder, vector)
+    kept = []
+    for hit in hits:
+        payload = hit.payload or {}
+        if payload.get("room") == exclude_room or not payload.get("message_id"):
+            continue
+        # The author is part of the line ("david · lobby · …"): a name the message gives counts.
+        words = content_words(f"{payload.get('author', '')} {payload.get('content', '')}")
+        shared = query_words & set(words)
+        if hit.score - background < embedder.gate_margin and not shared:
+            continue
+        kept.append((int(payload["message_id"]), relevance_score(embedder, hit.score)))
+        if len(kept) >= limit:
+            break
+    return {"hits": kept, "timings": {SOURCE_LIVE: elapsed_ms(start)}}
+
+
+def live_hydrate(hits: list[tuple[int, float]], *, now: datetime, tz) -> list[dict]:
+    """The hits as block items, read from T1: forgotten or digested messages are dropped."""
+    from memory.models import Message
+    from memory.services.formatting import clean_text, live_label, relative_time_fr
+
+    rows = Message.objects.filter(
+        pk__in=[mid for mid, _ in hits], observed=True, digested_at__isnull=True
+    ).in_bulk()
+    items = []
+    for rank, (mid, score) in enumerate(hits, start=1):
+        row = rows.get(mid)
+        if row is None:
+            continue
+        items.append(
+            {
+                "id": f"message:{row.id}",
+                "kind": "live",
+                "text": clean_text(row.content),
+                "author": row.author,
+                "room": row.channel,
+                "channel": row.channel,
+                "timestamp": row.created_at.isoformat(),
+                "label": live_label(row.author, row.channel, row.created_at, tz),
+                "relative_time": relative_time_fr(row.created_at, now=now, tz=tz),
+                "sources": {SOURCE_LIVE: {"rank": rank, "score": round(score, 4)}},
+                "rrf": 0.0,
+                "score": round(score, 4),
+            }
+        )
+    return items

@@ -1,0 +1,46 @@
+"""The "Salons observés" section of /memory."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import ChannelSettings, Digest, DigestState, Job, Message
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_page_shows_the_observed_rooms_the_live_count_and_the_digests(staff_client):
+    ChannelSettings.objects.create(channel="lobby", observed=True)
+    Message.objects.create(channel="lobby", role="user", content="Salut", observed=True)
+    Digest.objects.create(state=DigestState.DONE, messages_digested=3, facts_stored=2)
+
+    page = staff_client.get("/memory/").content.decode()
+
+    assert "Salons observés" in page and "<code>lobby</code>" in page
+    assert "Messages en mémoire live</dt><dd>1</dd>" in page
+    assert "3 messages digérés" in page and "2 faits enregistrés" in page
+    assert "Prochain digest" in page and "Lancer le digest maintenant" in page
+
+
+def test_observing_a_room_and_forcing_a_digest_from_the_page(staff_client):
+    response = staff_client.post(
+        "/memory/rooms/observe/", {"channel": "lobby"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200
+    assert "Le salon « lobby » est observé." in response.content.decode()
+    assert ChannelSettings.objects.get(channel="lobby").observed
+
+    response = staff_client.post("/memory/rooms/digest/", headers={"HX-Request": "true"})
+    assert "Digest demandé" in response.content.decode()
+    assert Job.objects.filter(kind="digest", state="queued").count() == 1
+
+    staff_client.post("/memory/rooms/observe/", {"channel": "lobby", "observed": "false"})
+    assert not ChannelSettings.objects.get(channel="lobby").observed
+
+
+def test_a_bad_room_name_is_refused_in_french(staff_client):
+    response = staff_client.post(
+        "/memory/rooms/observe/", {"channel": "deux mots"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 422
+    assert "Le canal doit être un nom court" in response.content.decode()

@@ -1,0 +1,138 @@
+"""Observed rooms: what a room says is kept, embedded in `live`, and injected elsewhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.loop import handle_message
+from memory.models import IndexState, MemoryRetrieval, Message
+from memory.services.channels import channel_settings_set
+from memory.services.formatting import LIVE_TITLE
+from memory.services.indexing import KIND_MESSAGE, index_rows
+from memory.stores.vectors import CONVERSATIONS, LIVE, point_id
+from tests.fakes.anthropic import text_message
+
+pytestmark = pytest.mark.django_db
+
+ROOM = "lobby"
+
+
+@pytest.fixture
+def world(vector_store, local_embedder, fake_anthropic, settings):
+    from memory.services.retrieval.sources import retrieval_warm
+
+    settings.AGENT_COALESCE_SECONDS = 0
+    retrieval_warm()  # as serve does at start: the first message is not lost to a cold model
+    channel_settings_set(channel=ROOM, observed=True)
+    return fake_anthropic
+
+
+def room_says(text: str, author: str = "david") -> Message:
+    """A message of the observed room, through the agent loop, indexed by the eager worker."""
+    result = handle_message(channel=ROOM, text=text, author=author)
+    assert result.reply == "" and result.reply_id is None
+    return Message.objects.get(pk=result.message_ids[0])
+
+
+def test_a_room_message_is_stored_unanswered_and_gets_one_live_point(
+    world, eager_tasks, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        message = room_says("Je pars en Grèce demain pour une semaine")
+
+    message.refresh_from_db()
+    assert message.observed is True
+    assert message.index_state == IndexState.INDEXED
+    assert world.message_requests == []  # the agent does not answer in an observed room
+    [point] = vector_store_points(LIVE, message.id)
+    assert point.payload["author"] == "david"
+    assert point.payload["room"] == ROOM
+    assert point.payload["timestamp"] == message.created_at.isoformat()
+    assert point.payload["version"] == message.version
+    assert vector_store_points(CONVERSATIONS, message.id) == []
+
+
+def vector_store_points(collection, message_id):
+    from memory.stores.vectors import get_vector_store
+
+    return get_vector_store().retrieve(collection, [point_id(KIND_MESSAGE, message_id)])
+
+
+def test_a_fact_said_in_a_room_is_injected_on_another_channel_within_the_minute(
+    world, eager_tasks, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        said = room_says("Je pars en Grèce demain pour une semaine")
+        room_says("ok")
+        room_says("lol")
+    world.script(text_message("David part en Grèce demain."))
+
+    result = handle_message(channel="whatsapp", text="Où part David en vacances ?")
+
+    system = world.last.system
+    assert LIVE_TITLE in system
+    assert "david · lobby · " in system
+    assert "Je pars en Grèce demain pour une semaine" in system
+    [extract] = result.retrieval.live
+    assert extract["id"] == f"message:{said.id}"
+    row = MemoryRetrieval.objects.get(pk=result.retrieval_id)
+    assert [m["kind"] for m in row.memories if m["id"] == f"message:{said.id}"] == ["live"]
+
+
+def test_small_talk_of_a_room_is_never_injected(
+    world, eager_tasks, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        chatter = [room_says(t) for t in ("ok", "lol", "👍", "mdr")]
+    world.script(text_message("Je ne sais pas."), text_message("Rien."))
+
+    result = handle_message(channel="whatsapp", text="Quoi de neuf dans le salon ?")
+    again = handle_message(channel="whatsapp", text="ok")
+
+    for message in chatter:
+        message.refresh_from_db()
+        assert message.index_state == IndexState.INDEXED  # indexed as "no point"
+        assert vector_store_points(LIVE, message.id) == []
+    assert result.retrieval.live == [] and LIVE_TITLE not in world.message_requests[0].system
+    assert again.retrieval is None or again.retrieval.live == []
+
+
+def test_the_room_being_answered_is_not_its_own_extract(world):
+    message = Message.objects.create(channel="whatsapp", role="user", content="x")
+    said = Message.objects.create(
+        channel="whatsapp", role="user", observed=True, content="Je pars en Grèce demain"
+    )
+    index_rows(KIND_MESSAGE, [said.id, message.id])
+    from memory.services.retrieval import auto_retrieve_preview
+
+    result = auto_retrieve_preview(message="Où part-il en Grèce ?", channel="whatsapp")
+    assert result.live == []
+    other = auto_retrieve_preview(message="Où part-il en Grèce ?", channel="mission_control")
+    assert [i["id"] for i in other.live] == [f"message:{said.id}"]
+
+
+def test_doctor_and_reindex_know_the_live_collection(world):
+    from memory.services.maintenance import memory_doctor, reindex
+    from memory.stores.vectors import get_vector_store
+
+    said = message_save_in_room("Je pars en Grèce demain pour une semaine")
+    exchange = Message.objects.create(channel="whatsapp", role="user", content="Bonjour Paul")
+    index_rows(KIND_MESSAGE, [said.id, exchange.id])
+    reports = {r.collection: r for r in memory_doctor()}
+    assert all(r.healthy for r in reports.values()), reports
+
+    get_vector_store().delete(LIVE, [point_id(KIND_MESSAGE, said.id)])
+    report = {r.collection: r for r in memory_doctor(fix=True)}["live"]
+    assert report.missing == [said.id] and report.fixed
+    assert vector_store_points(LIVE, said.id)
+
+    get_vector_store().drop_collection(LIVE)
+    reindex(collection="live")
+    assert vector_store_points(LIVE, said.id) and vector_store_points(CONVERSATIONS, said.id) == []
+    assert all(r.healthy for r in memory_doctor())
+
+
+def message_save_in_room(text: str) -> Message:
+    from memory.services.messages import message_save
+
+    return message_save(channel=ROOM, role="user", author="david", content=text)
