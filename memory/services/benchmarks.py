@@ -324,6 +324,9 @@ def retrieval_benchmark(*, memories: int, queries: int, out: Callable[[str], Non
         f"seeded {memories} memories in {time.perf_counter() - start:.1f} s; embedder {get_embedder().name}"
     )
     search_index_build(out=out)
+    from memory.services.bench_keywords import keyword_bound_report
+
+    keyword_bound_report(out=out)
     retrieval_measure(queries=queries, memories=memories, out=out)
 
 

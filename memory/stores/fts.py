@@ -19,6 +19,12 @@ from django.utils.dateparse import parse_datetime
 
 # Long pastes would make huge queries for no gain: only the first words count.
 MAX_QUERY_TERMS = 64
+# Rows an OR query may have FTS5 rank (the sum of its words' document counts). Past
+# it the most frequent words are left out, the rarest always kept: a word found in
+# thousands of rows weighs least in bm25 and costs most (every row it matches is
+# scored and sorted). A personal memory stays far below it; at 100,000 memories a
+# question's common words reached 15,000 rows (18 ms for one query).
+OR_MATCH_BUDGET = 5000
 SNIPPET_OPEN = "["
 SNIPPET_CLOSE = "]"
 SNIPPET_ELLIPSIS = "…"
@@ -59,6 +65,30 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+def terms_within_budget(table: str, terms: list[str], *, budget: int | None = None) -> list[str]:
+    """The words of an OR query on ``table`` (messages_fts or facts_fts), without its most
+    frequent ones while their rows together pass ``budget``; the rarest is always kept,
+    the order is (``budget``: OR_MATCH_BUDGET by default). ``table`` is one of our
+    constant names, never user text."""
+    if len(terms) <= 1:
+        return terms
+    budget = OR_MATCH_BUDGET if budget is None else budget
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT term, doc FROM {table}_vocab WHERE term IN ({', '.join(['%s'] * len(terms))})",
+            terms,
+        )
+        frequency = dict(cursor.fetchall())
+    total = sum(frequency.get(term, 0) for term in terms)
+    dropped: set[str] = set()
+    for term in sorted(terms, key=lambda t: frequency.get(t, 0), reverse=True)[:-1]:
+        if total <= budget:
+            break
+        dropped.add(term)
+        total -= frequency.get(term, 0)
+    return [term for term in terms if term not in dropped]
+
+
 def match_expression(terms: list[str], *, any_term: bool = False) -> str:
     """An FTS5 MATCH expression: every term quoted, joined by AND (default) or OR."""
     quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
@@ -75,6 +105,7 @@ def fts_search(
     since: datetime | None = None,
     until: datetime | None = None,
     exclude_ids: list[int] | None = None,
+    bounded: bool = True,
 ) -> list[FtsHit]:
     """Messages matching the words of ``text``, best bm25 first.
 
@@ -82,10 +113,14 @@ def fts_search(
     retrieval pre-hook's OR query, ranked by bm25 so the rarest words weigh
     most). ``terms`` lets a caller pass words it already filtered. ``since`` /
     ``until`` bound the message date ([since, until)); ``exclude_ids`` skips rows.
+    ``bounded``: an OR query leaves out its most frequent words past OR_MATCH_BUDGET
+    rows (forgetting does not: it must see every candidate).
     """
     words = query_terms(text) if terms is None else terms
     if not words or limit <= 0:
         return []
+    if any_term and bounded:
+        words = terms_within_budget("messages_fts", words)
     expression = match_expression(words, any_term=any_term)
     filters: list[str] = []
     filter_params: list[object] = []
@@ -185,15 +220,20 @@ class MessageFtsHit:
     score: float  # -bm25(): higher is better
 
 
-def _rank_rowids(table: str, terms: list[str], *, limit: int, any_term: bool) -> list[tuple]:
+def _rank_rowids(
+    table: str, terms: list[str], *, limit: int, any_term: bool, bounded: bool = True
+) -> list[tuple]:
     """(rowid, -bm25) of an FTS table's rows matching the folded terms, best first.
 
     Selects only what it ranks: on a large index a common word matches
     thousands of rows, and every selected column is computed for each of them
-    before the sort. ``table`` is one of our two constant names, never user text.
+    before the sort; an OR query leaves out its most frequent words past
+    OR_MATCH_BUDGET rows. ``table`` is one of our two constant names, never user text.
     """
     if not terms or limit <= 0:
         return []
+    if any_term and bounded:
+        terms = terms_within_budget(table, terms)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH %s"
@@ -212,10 +252,13 @@ def fts_rank_messages(
 
 
 def fts_search_facts(
-    terms: list[str], *, limit: int = 20, any_term: bool = True
+    terms: list[str], *, limit: int = 20, any_term: bool = True, bounded: bool = True
 ) -> list[FactFtsHit]:
-    """Facts whose key words or value match the (already folded) terms, best bm25 first."""
-    rows = _rank_rowids("facts_fts", terms, limit=limit, any_term=any_term)
+    """Facts whose key words or value match the (already folded) terms, best bm25 first.
+
+    ``bounded``: an OR query leaves out its most frequent words past OR_MATCH_BUDGET
+    rows (forgetting does not: it must see every candidate)."""
+    rows = _rank_rowids("facts_fts", terms, limit=limit, any_term=any_term, bounded=bounded)
     return [FactFtsHit(fact_id=rowid, score=float(score)) for rowid, score in rows]
 
 

@@ -215,3 +215,45 @@ def test_facts_are_searchable_by_key_words_and_value_and_follow_edits():
     fact_forget(fact=fact, actor="user")  # a soft delete: the row stays, readers filter it
     with connection.cursor() as cursor:
         cursor.execute("INSERT INTO facts_fts(facts_fts, rank) VALUES ('integrity-check', 1)")
+
+
+# --- The OR query's budget: its most frequent words are left out past it ----------------
+
+
+def test_an_or_query_past_its_budget_leaves_out_its_most_frequent_words():
+    """Document counts come from the index; the rarest word is always kept and the
+    order of the words is; under the budget nothing changes."""
+    from memory.stores import fts
+
+    for i in range(6):
+        _say(f"Mickael arrose les tomates du potager, jour {i}")
+    _say("Mickael a vu le kiné pour son épaule")
+    terms = query_terms("Mickael tomates épaule inconnu")
+
+    assert fts.terms_within_budget("messages_fts", terms, budget=100) == terms
+    # mickael 7 + tomates 6 + epaule 1 = 14 rows; dropping mickael leaves 7.
+    assert fts.terms_within_budget("messages_fts", terms, budget=10) == [
+        "tomates",
+        "epaule",
+        "inconnu",
+    ]
+    assert fts.terms_within_budget("messages_fts", terms, budget=1) == ["epaule", "inconnu"]
+    assert fts.terms_within_budget("messages_fts", terms, budget=0) == ["inconnu"]
+    assert fts.terms_within_budget("messages_fts", ["mickael"], budget=0) == ["mickael"]
+
+
+def test_the_bounded_or_query_still_finds_what_the_rare_word_points_to(monkeypatch):
+    """The keyword source and text search rank fewer rows, the rare word's row first;
+    forgetting's candidates are not bounded (it must see every candidate)."""
+    from memory.stores import fts
+
+    common = [_say(f"Mickael arrose les tomates, jour {i}") for i in range(8)]
+    rare = _say("Mickael a vu le kiné pour son épaule")
+    terms = query_terms("Mickael épaule")
+    monkeypatch.setattr(fts, "OR_MATCH_BUDGET", 3)
+    bounded = fts.fts_rank_messages(terms, limit=20)
+    assert [h.message_id for h in bounded] == [rare.id]
+    assert _ids(fts_search("Mickael épaule", any_term=True)) == [rare.id]
+    unbounded = fts_search("Mickael épaule", any_term=True, bounded=False)
+    assert _ids(unbounded)[0] == rare.id
+    assert set(_ids(unbounded)) == {rare.id, *(m.id for m in common)}
