@@ -1,7 +1,7 @@
 """What bounding the keyword OR query costs in results and saves in time, on the benchmark's data.
 
 For sample questions, the keyword source's message ranking with the budget
-(memory.stores.fts.OR_MATCH_BUDGET: the most frequent words left out) and
+(memory.stores.fts.OR_MATCH_BUDGET: the most frequent words counted in pairs only) and
 without it: the share of the unbounded top ``limit`` the bounded query keeps,
 and the time of each.
 """
