@@ -376,6 +376,9 @@ def retrieval_benchmark(
         f"{time.perf_counter() - start:.1f} s; embedder {get_embedder().name}"
     )
     search_index_build(out=out)
+    from memory.services.bench_keywords import keyword_bound_report
+
+    keyword_bound_report(out=out)
     retrieval_measure(queries=queries, memories=memories, out=out)
 
 

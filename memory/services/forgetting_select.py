@@ -154,9 +154,9 @@ def candidates_gather(
         # T1 is the truth: the words still find what is stored; the machine removes points.
         logger.warning("forget %r: semantic candidates unavailable (%s)", topic, exc)
     ids = set(scores)
-    for hit in fts_search("", terms=terms, any_term=True, limit=FORGET_MAX_MESSAGES):
+    for hit in fts_search("", terms=terms, any_term=True, limit=FORGET_MAX_MESSAGES, bounded=False):
         ids.add(f"message:{hit.message_id}")
-    for hit in fts_search_facts(terms, limit=FORGET_MAX_POINTS, any_term=True):
+    for hit in fts_search_facts(terms, limit=FORGET_MAX_POINTS, any_term=True, bounded=False):
         ids.add(f"fact:{hit.fact_id}")
     for summary in Summary.objects.only("id", "content").iterator():
         if any(_stem(t) in {_stem(w) for w in query_terms(summary.content)} for t in terms):

@@ -19,6 +19,14 @@ from django.utils.dateparse import parse_datetime
 
 # Long pastes would make huge queries for no gain: only the first words count.
 MAX_QUERY_TERMS = 64
+# Rows an OR query may have FTS5 rank (the sum of its words' document counts). Past
+# it the most frequent words count only where two of them meet (or_expression_within_budget):
+# a word found in thousands of rows weighs least in bm25 and costs most (every row
+# it matches is scored and sorted). A personal memory stays far below it; at
+# 100,000 memories a question's common words reached 15,000 rows (18 ms a query).
+OR_MATCH_BUDGET = 5000
+# Frequent words paired in a bounded OR query (4 words: 6 pairs).
+MAX_PAIRED_WORDS = 4
 SNIPPET_OPEN = "["
 SNIPPET_CLOSE = "]"
 SNIPPET_ELLIPSIS = "…"
@@ -59,10 +67,60 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+def _quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def or_expression_within_budget(table: str, terms: list[str], *, budget: int | None = None) -> str:
+    """The MATCH expression of an OR query on ``table`` that ranks about ``budget`` rows
+    at most (OR_MATCH_BUDGET by default). ``table`` is one of our constant names.
+
+    While the words' rows (document counts from the index) add up to the budget,
+    it is the plain OR. Past it, the most frequent words, those whose rows bring
+    the total past the budget, count only where two of them meet:
+    ``"rare" OR ("f1" AND "f2") OR ("f1" AND "f3")…``. A row holding one frequent
+    word and nothing else is what made the query cost, and it scores least of all
+    (a frequent word's idf is low); every row found scores exactly as in the plain
+    OR (bm25 scores each word alike in either form). A lone frequent word is left
+    out (its rows holding a rarer word are found by that word) unless it is the
+    only word the memory knows.
+    """
+    if len(terms) <= 1:
+        return match_expression(terms, any_term=True)
+    budget = OR_MATCH_BUDGET if budget is None else budget
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT term, doc FROM {table}_vocab WHERE term IN ({', '.join(['%s'] * len(terms))})",
+            terms,
+        )
+        frequency = dict(cursor.fetchall())
+    total = sum(frequency.get(term, 0) for term in terms)
+    frequent: list[str] = []
+    for term in sorted(terms, key=lambda t: frequency.get(t, 0), reverse=True):
+        if total <= budget:
+            break
+        frequent.append(term)
+        total -= frequency.get(term, 0)
+    if not frequent:
+        return match_expression(terms, any_term=True)
+    rare = [term for term in terms if term not in frequent]
+    parts = [_quoted(term) for term in rare]
+    if len(frequent) == 1:
+        if total == 0:  # no other word is in the index: the frequent one is all there is
+            parts.append(_quoted(frequent[0]))
+    else:
+        paired = frequent[-MAX_PAIRED_WORDS:]  # the least frequent of them
+        parts.extend(
+            f"({_quoted(a)} AND {_quoted(b)})"
+            for i, a in enumerate(paired)
+            for b in paired[i + 1 :]
+        )
+    return " OR ".join(parts) if parts else match_expression(terms, any_term=True)
+
+
 def match_expression(terms: list[str], *, any_term: bool = False) -> str:
     """An FTS5 MATCH expression: every term quoted, joined by AND (default) or OR."""
-    quoted = ['"' + term.replace('"', '""') + '"' for term in terms]
-    return (" OR " if any_term else " AND ").join(quoted)
+    return (" OR " if any_term else " AND ").join(_quoted(term) for term in terms)
 
 
 def fts_search(
@@ -75,6 +133,7 @@ def fts_search(
     since: datetime | None = None,
     until: datetime | None = None,
     exclude_ids: list[int] | None = None,
+    bounded: bool = True,
 ) -> list[FtsHit]:
     """Messages matching the words of ``text``, best bm25 first.
 
@@ -82,11 +141,16 @@ def fts_search(
     retrieval pre-hook's OR query, ranked by bm25 so the rarest words weigh
     most). ``terms`` lets a caller pass words it already filtered. ``since`` /
     ``until`` bound the message date ([since, until)); ``exclude_ids`` skips rows.
+    ``bounded``: an OR query counts its most frequent words only in pairs past OR_MATCH_BUDGET
+    rows (forgetting does not: it must see every candidate).
     """
     words = query_terms(text) if terms is None else terms
     if not words or limit <= 0:
         return []
-    expression = match_expression(words, any_term=any_term)
+    if any_term and bounded:
+        expression = or_expression_within_budget("messages_fts", words)
+    else:
+        expression = match_expression(words, any_term=any_term)
     filters: list[str] = []
     filter_params: list[object] = []
     if channel:
@@ -185,37 +249,47 @@ class MessageFtsHit:
     score: float  # -bm25(): higher is better
 
 
-def _rank_rowids(table: str, terms: list[str], *, limit: int, any_term: bool) -> list[tuple]:
+def _rank_rowids(
+    table: str, terms: list[str], *, limit: int, any_term: bool, bounded: bool = True
+) -> list[tuple]:
     """(rowid, -bm25) of an FTS table's rows matching the folded terms, best first.
 
     Selects only what it ranks: on a large index a common word matches
     thousands of rows, and every selected column is computed for each of them
-    before the sort. ``table`` is one of our two constant names, never user text.
+    before the sort; an OR query counts its most frequent words only in pairs
+    past OR_MATCH_BUDGET rows. ``table`` is one of our two constant names, never user text.
     """
     if not terms or limit <= 0:
         return []
+    if any_term and bounded:
+        expression = or_expression_within_budget(table, terms)
+    else:
+        expression = match_expression(terms, any_term=any_term)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH %s"
             f" ORDER BY bm25({table}), rowid DESC LIMIT %s",
-            [match_expression(terms, any_term=any_term), int(limit)],
+            [expression, int(limit)],
         )
         return cursor.fetchall()
 
 
 def fts_rank_messages(
-    terms: list[str], *, limit: int = 20, any_term: bool = True
+    terms: list[str], *, limit: int = 20, any_term: bool = True, bounded: bool = True
 ) -> list[MessageFtsHit]:
     """Message ids matching the (already folded) terms, best bm25 first: no join, no snippet."""
-    rows = _rank_rowids("messages_fts", terms, limit=limit, any_term=any_term)
+    rows = _rank_rowids("messages_fts", terms, limit=limit, any_term=any_term, bounded=bounded)
     return [MessageFtsHit(message_id=rowid, score=float(score)) for rowid, score in rows]
 
 
 def fts_search_facts(
-    terms: list[str], *, limit: int = 20, any_term: bool = True
+    terms: list[str], *, limit: int = 20, any_term: bool = True, bounded: bool = True
 ) -> list[FactFtsHit]:
-    """Facts whose key words or value match the (already folded) terms, best bm25 first."""
-    rows = _rank_rowids("facts_fts", terms, limit=limit, any_term=any_term)
+    """Facts whose key words or value match the (already folded) terms, best bm25 first.
+
+    ``bounded``: an OR query counts its most frequent words only in pairs past OR_MATCH_BUDGET
+    rows (forgetting does not: it must see every candidate)."""
+    rows = _rank_rowids("facts_fts", terms, limit=limit, any_term=any_term, bounded=bounded)
     return [FactFtsHit(fact_id=rowid, score=float(score)) for rowid, score in rows]
 
 

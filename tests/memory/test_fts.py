@@ -215,3 +215,56 @@ def test_facts_are_searchable_by_key_words_and_value_and_follow_edits():
     fact_forget(fact=fact, actor="user")  # a soft delete: the row stays, readers filter it
     with connection.cursor() as cursor:
         cursor.execute("INSERT INTO facts_fts(facts_fts, rank) VALUES ('integrity-check', 1)")
+
+
+# --- The OR query's budget: its most frequent words are left out past it ----------------
+
+
+def test_an_or_query_past_its_budget_counts_its_most_frequent_words_only_in_pairs():
+    """Document counts come from the index; under the budget it is the plain OR; past
+    it the most frequent words must meet two by two; a lone frequent word is left out
+    unless no other word is in the index."""
+    from memory.stores import fts
+
+    for i in range(6):
+        _say(f"Mickael arrose les tomates du potager, jour {i}")
+    _say("Mickael a vu le kiné pour son épaule")
+    terms = query_terms("Mickael tomates épaule inconnu")
+    within = fts.or_expression_within_budget
+
+    assert (
+        within("messages_fts", terms, budget=100)
+        == '"mickael" OR "tomates" OR "epaule" OR "inconnu"'
+    )
+    # mickael 7 + tomates 6 + epaule 1 = 14 rows; without mickael, 7.
+    assert within("messages_fts", terms, budget=10) == '"tomates" OR "epaule" OR "inconnu"'
+    assert within("messages_fts", terms, budget=1) == (
+        '"epaule" OR "inconnu" OR ("mickael" AND "tomates")'
+    )
+    assert within("messages_fts", ["mickael", "inconnu"], budget=1) == '"inconnu" OR "mickael"'
+    assert within("messages_fts", ["mickael"], budget=0) == '"mickael"'
+
+
+def test_the_bounded_or_query_ranks_fewer_rows_with_the_same_scores(monkeypatch):
+    """The keyword source and text search rank fewer rows: the rare word's row and the
+    rows where two frequent words meet, scored as in the plain OR; a row with one
+    frequent word alone is not ranked. Forgetting's candidates are not bounded."""
+    from memory.stores import fts
+
+    lone = [_say(f"Mickael arrose le jardin, jour {i}") for i in range(6)]
+    both = [_say(f"Mickael arrose les tomates, jour {i}") for i in range(3)]
+    rare = _say("Mickael a vu le kiné pour son épaule")
+    terms = query_terms("Mickael tomates épaule")
+    plain = {h.message_id: h.score for h in fts.fts_rank_messages(terms, limit=50, bounded=False)}
+    monkeypatch.setattr(fts, "OR_MATCH_BUDGET", 3)
+    bounded = fts.fts_rank_messages(terms, limit=50)
+
+    assert {h.message_id for h in bounded} == {rare.id, *(m.id for m in both)}
+    for hit in bounded:
+        assert hit.score == pytest.approx(plain[hit.message_id])
+    assert set(_ids(fts_search("Mickael tomates épaule", any_term=True))) == {
+        rare.id,
+        *(m.id for m in both),
+    }
+    unbounded = fts_search("Mickael tomates épaule", any_term=True, bounded=False, limit=50)
+    assert set(_ids(unbounded)) == {rare.id, *(m.id for m in both + lone)}

@@ -43,6 +43,32 @@ def test_after_the_statistics_refresh_t1_reads_facts_by_importance_and_date_not_
         assert "forgetting_id" not in plan, plan
 
 
+def test_past_the_sample_size_t1_still_avoids_the_forgetting_index():
+    """Far past ANALYSIS_LIMIT facts a sampled ANALYZE saw only the first rows of each
+    index and rated every index alike ("28304 1001" at 30,000 facts), so T1 went back to
+    reading every fact through forgetting_id and sorting them (7.6 ms at 100,000
+    memories against 0.03 ms). The facts table is analysed whole."""
+    from memory.stores.sqlite import ANALYSIS_LIMIT
+
+    old = timezone.now() - timedelta(days=30)
+    Fact.objects.bulk_create(
+        [
+            Fact(key=f"fait_{i}", value=f"valeur {i}", importance=0.6, created_at=old)
+            for i in range(30 * ANALYSIS_LIMIT)
+        ],
+        batch_size=1000,
+    )
+
+    assert planner_statistics_refresh()
+    with CaptureQueriesContext(connection) as queries:
+        t1_context("whatsapp", MemorySettings.load(), timezone.now())
+
+    plans = _plans(queries, "core_memory")
+    assert plans
+    for plan in plans:
+        assert "forgetting_id" not in plan, plan
+
+
 def test_warming_refreshes_the_planner_statistics():
     from memory.services.retrieval import retrieval_warm
 

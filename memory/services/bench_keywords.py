@@ -1,0 +1,44 @@
+"""What bounding the keyword OR query costs in results and saves in time, on the benchmark's data.
+
+For sample questions, the keyword source's message ranking with the budget
+(memory.stores.fts.OR_MATCH_BUDGET: the most frequent words counted in pairs only) and
+without it: the share of the unbounded top ``limit`` the bounded query keeps,
+and the time of each.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+from memory.services.benchmarks import Timing, _question
+
+
+def keyword_bound_report(*, out: Callable[[str], None], sample: int = 100, limit: int = 16) -> None:
+    from memory.services.keywords import keyword_terms
+    from memory.stores.fts import OR_MATCH_BUDGET, _rank_rowids
+
+    overlaps: list[float] = []
+    bounded_ms: list[float] = []
+    unbounded_ms: list[float] = []
+    for i in range(sample):
+        terms = keyword_terms(_question(200_000 + i))
+        if not terms:
+            continue
+        started = time.perf_counter()
+        exact = _rank_rowids("messages_fts", terms, limit=limit, any_term=True, bounded=False)
+        unbounded_ms.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        kept = _rank_rowids("messages_fts", terms, limit=limit, any_term=True)
+        bounded_ms.append((time.perf_counter() - started) * 1000)
+        want = {row[0] for row in exact}
+        overlaps.append(len(want & {row[0] for row in kept}) / len(want) if want else 1.0)
+    if not overlaps:
+        return
+    out(
+        f"keywords  OR budget {OR_MATCH_BUDGET} rows: top-{limit} kept {statistics.fmean(overlaps):.3f} "
+        f"of the unbounded query's ({len(overlaps)} questions)"
+    )
+    out(Timing("bounded", bounded_ms).line() + "  (keyword OR query, within the budget)")
+    out(Timing("unbounded", unbounded_ms).line() + "  (keyword OR query, every word)")
