@@ -6,15 +6,16 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from memory.exceptions import FactNotFound
-from memory.models import Fact, MemorySettings, Message, MessageRole, Summary
+from memory.models import Fact, FactKind, MemorySettings, Message, MessageRole, Summary
 
 FACT_NOT_FOUND_MESSAGE = "Aucun fait avec la clé « {key} »."
 
 
-def facts_active() -> QuerySet[Fact]:
-    """Facts that count: neither forgotten nor expired."""
+def facts_active(*, kind: str = FactKind.OWNER) -> QuerySet[Fact]:
+    """Facts that count: neither forgotten nor expired. The owner's, unless ``kind``
+    asks for the agent's self or goals (memory.services.self_memory)."""
     now = timezone.now()
-    return Fact.objects.filter(forgotten=False).filter(
+    return Fact.all_objects.filter(forgetting__isnull=True, kind=kind, forgotten=False).filter(
         Q(expires_at__isnull=True) | Q(expires_at__gt=now)
     )
 

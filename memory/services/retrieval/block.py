@@ -76,10 +76,13 @@ def block_fill(
     ]
     note_lines = [BlockLine(f"note · {n['path']}", n["text"]) for n in result.notes]
     marker = new_marker()
-    block, (core_i, memories_i, notes_i) = block_within_budget(
+    self_lines, goal_lines = agent_summary_lines(result)
+    block, (core_i, memories_i, notes_i, selves_i, goals_i) = block_within_budget(
         core=core_lines,
         memories=memory_lines,
         notes=note_lines,
+        selves=self_lines,
+        goals=goal_lines,
         marker=marker,
         max_tokens=memory_settings.block_max_tokens,
     )
@@ -90,10 +93,53 @@ def block_fill(
         [memory_lines[i] for i in memories_i],
         [note_lines[i] for i in notes_i],
     )
+    result.self_lines = ([self_lines[i] for i in selves_i], [goal_lines[i] for i in goals_i])
     result.core = [result.core[i] for i in core_i]
     result.memories = [result.memories[i] for i in memories_i]
     result.notes = [result.notes[i] for i in notes_i]
     result.tokens_added = estimate_tokens(result.prompt_block)
+
+
+def agent_summary_lines(result: RetrievalResult | None = None):
+    """The agent's self and goals as block lines ("capacité", "objectif · comprendre").
+
+    Read on every message, whatever the relevance gate says: the prompt itself no
+    longer says who the agent is. Never raises (a failure is recorded in ``result``).
+    """
+    from memory.services.self_memory import agent_summary_items, category_label
+
+    try:
+        selves, goals = agent_summary_items()
+    except Exception as exc:  # never raise from the pre-hook
+        if result is not None:
+            result.failed_sources["self"] = failure_text(exc)
+        return [], []
+    return (
+        [BlockLine(category_label(i.category), clean_text(i.value)) for i in selves],
+        [BlockLine(f"objectif · {category_label(i.category)}", clean_text(i.value)) for i in goals],
+    )
+
+
+def self_block_fill(result: RetrievalResult, *, memory_settings: MemorySettings) -> None:
+    """The block of a message that injects no memory (small talk): the self and goals only."""
+    self_lines, goal_lines = agent_summary_lines(result)
+    if not (self_lines or goal_lines):
+        return
+    marker = new_marker()
+    block, (_, _, _, selves_i, goals_i) = block_within_budget(
+        core=[],
+        memories=[],
+        notes=[],
+        selves=self_lines,
+        goals=goal_lines,
+        marker=marker,
+        max_tokens=memory_settings.block_max_tokens,
+    )
+    result.prompt_block = block
+    result.marker = marker
+    result.block_lines = ([], [], [])
+    result.self_lines = ([self_lines[i] for i in selves_i], [goal_lines[i] for i in goals_i])
+    result.tokens_added = estimate_tokens(block)
 
 
 def block_label(kind: str, memory_type: str, channel: str, relative: str) -> str:

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory.models import Fact, MemorySettings, Message, MessageSource
-from memory.services.retrieval.block import block_fill
+from memory.services.retrieval.block import block_fill, self_block_fill
 from memory.services.retrieval.candidates import Seen, seen_get
 from memory.services.retrieval.log import retrieval_log_start
 from memory.services.retrieval.ranking import fuse, prefetch
@@ -104,6 +104,8 @@ def _retrieve(
     if is_small_talk(text):
         # "ok", "merci", "👍": the relevance gate injects nothing at all.
         result.gate = "small_talk"
+        # Who the agent is still goes in (the prompt no longer says it).
+        self_block_fill(result, memory_settings=memory_settings)
         return _finish(result, started, log=log)
 
     # 1. Start the slow, database-free sources in worker threads.

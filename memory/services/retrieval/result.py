@@ -25,6 +25,8 @@ class RetrievalResult:
     # rebuilds the same block with the channel's summary inside it.
     marker: str = ""
     block_lines: tuple[list[BlockLine], list[BlockLine], list[BlockLine]] | None = None
+    # The agent's self and goals kept in the block (memory.services.self_memory).
+    self_lines: tuple[list[BlockLine], list[BlockLine]] = ([], [])
     tokens_added: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
     total_ms: float = 0.0
