@@ -274,8 +274,12 @@ def agent_item_store(
     actor: str = Actor.AGENT,
     channel: str = "",
     source_message_id: int | None = None,
+    use_llm: bool = True,
 ) -> AgentItemResult:
-    """Remember something about the agent itself or one of its goals, without duplicates."""
+    """Remember something about the agent itself or one of its goals, without duplicates.
+
+    ``use_llm`` False: the rules decide even when an LLM is configured (a seed).
+    """
     from memory.services.facts import fact_store
 
     content = agent_item_validate(kind=kind, category=category, content=content)
@@ -292,12 +296,21 @@ def agent_item_store(
     }
     existing = Fact.all_objects.filter(key=key, forgetting__isnull=True).first()
     if existing is not None:
-        # The same words: a restatement (nothing written when nothing changed).
+        # The same words: a restatement. Case, accents or punctuation alone change
+        # nothing; a new category, or an item deleted and learnt again, is written.
+        if (
+            not existing.forgotten
+            and existing.category == category
+            and _folded_words(existing.value) == _folded_words(content)
+        ):
+            return AgentItemResult(existing, "noop")
         before = existing.version
         item, _ = fact_store(**store_kwargs)
         return AgentItemResult(item, "noop" if item.version == before else "updated")
 
-    action, target, decided_by = _decide(kind=kind, category=category, key=key, content=content)
+    action, target, decided_by = _decide(
+        kind=kind, category=category, key=key, content=content, use_llm=use_llm
+    )
     if action == "ADD" or target is None:
         importance = DEFAULT_IMPORTANCE.get(category, GOAL_IMPORTANCE)
         item, _ = fact_store(**store_kwargs, importance=importance)
@@ -307,12 +320,12 @@ def agent_item_store(
     return _replace(target, action, category, content, actor, key, decided_by)
 
 
-def _decide(*, kind: str, category: str, key: str, content: str):
+def _decide(*, kind: str, category: str, key: str, content: str, use_llm: bool):
     """(ADD | UPDATE | NOOP | SUPERSEDE, target, "llm" | "rule")."""
     from agent.client import llm_available
     from memory.services.dedup import fact_candidates, llm_decide, rule_decide
 
-    llm = llm_available()
+    llm = use_llm and llm_available()
     if not llm:
         contradicted = _contradicted(kind=kind, category=category, content=content)
         if contradicted is not None:

@@ -1,0 +1,231 @@
+"""The agent's self and goals: kept apart from the owner's facts, deduplicated, seeded."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from memory.models import Fact, FactKind, FactRevision, MemorySettings, RevisionReason
+from memory.selectors import fact_list, facts_active, facts_recent, memory_stats_get
+from memory.services.facts import fact_store
+from memory.services.indexing import KIND_FACT, index_rows
+from memory.services.portability import exportable_facts
+from memory.services.retrieval.sources import t1_context
+from memory.services.search import memory_search
+from memory.services.self_memory import agent_item_search, agent_item_store
+from tests.fakes.anthropic import text_message
+
+pytestmark = pytest.mark.django_db
+
+SELF_TEXT = "Je peux lire le Lobby et les messages de Mickael"
+GOAL_TEXT = "J'aimerais comprendre le Lobby de Mickael"
+
+
+@pytest.fixture
+def no_llm(settings):
+    settings.ANTHROPIC_API_KEY = ""
+
+
+@pytest.fixture
+def mixed(vector_store, local_embedder, no_llm):
+    """One owner fact and one self item and one goal about the same words, all indexed."""
+    owner, _ = fact_store(
+        key="lobby_mickael", value="Mickael lit le Lobby tous les matins", memory_type="identity"
+    )
+    selves = agent_item_store(kind=FactKind.SELF, category="capability", content=SELF_TEXT).item
+    goal = agent_item_store(kind=FactKind.GOAL, category="understanding", content=GOAL_TEXT).item
+    index_rows(KIND_FACT, [owner.id, selves.id, goal.id])
+    return owner, selves, goal
+
+
+def test_owner_facing_reads_show_owner_facts_only(mixed, staff_client, owner_api):
+    owner, selves, goal = mixed
+    now = timezone.now()
+
+    assert list(Fact.objects.all()) == [owner]
+    assert list(facts_active()) == [owner]
+    assert list(fact_list(include_forgotten=True, include_expired=True)) == [owner]
+    assert list(facts_recent(limit=10)) == [owner]
+    assert list(exportable_facts()) == [owner]
+    assert memory_stats_get(include_vectors=False)["facts"]["total"] == 1
+    _, core, ranked = t1_context("whatsapp", MemorySettings.load(), now - timedelta(seconds=1))
+    assert core == [owner]
+    assert {item for item, _ in ranked} <= {f"fact:{owner.id}"}
+    for mode in ("semantic", "text", "hybrid"):
+        hits = memory_search(query="le Lobby de Mickael", mode=mode, limit=10)
+        facts = {int(h.id) for h in hits if h.kind == "fact"}
+        assert facts <= {owner.id}, mode
+        assert mode == "hybrid" or facts == {owner.id}, mode
+
+    listed = owner_api.get("/api/v1/memory/facts").json()
+    assert [f["key"] for f in listed["results"]] == [owner.key]
+    recent = owner_api.get("/api/v1/memory/recent-facts").json()
+    assert [f["key"] for f in recent] == [owner.key]
+    page = staff_client.get("/memory/facts/").content.decode()
+    assert owner.value in page
+    assert SELF_TEXT not in page and GOAL_TEXT not in page
+    assert owner_api.get(f"/api/v1/memory/facts/{selves.key}").status_code == 404
+
+
+def test_the_self_tools_search_only_their_own_kind(mixed):
+    owner, selves, goal = mixed
+
+    hits, how = agent_item_search(kind=FactKind.SELF, query="le Lobby de Mickael")
+    assert how == "semantic"
+    assert [h.item for h in hits] == [selves]
+    hits, _ = agent_item_search(kind=FactKind.GOAL, query="le Lobby de Mickael")
+    assert [h.item for h in hits] == [goal]
+    hits, _ = agent_item_search(kind=FactKind.SELF, query="le Lobby", category="limitation")
+    assert hits == []
+
+
+def test_restating_a_capability_stores_nothing_new(vector_store, local_embedder, no_llm):
+    first = agent_item_store(
+        kind="self", category="capability", content="Je peux stocker des mémoires"
+    )
+    version = Fact.all_objects.get().version
+    again = agent_item_store(
+        kind="self", category="capability", content="  je peux stocker des Mémoires !"
+    )
+
+    assert (first.action, again.action) == ("added", "noop")
+    assert again.item.pk == first.item.pk
+    assert Fact.all_objects.filter(kind="self").count() == 1
+    assert FactRevision.objects.count() == 1
+    assert Fact.all_objects.get().version == version  # not even re-embedded
+
+
+def test_without_an_llm_a_capability_supersedes_the_opposite_limitation(
+    vector_store, local_embedder, no_llm
+):
+    limitation = agent_item_store(
+        kind="self", category="limitation", content="Je ne peux pas chercher sur le web"
+    ).item
+    other = agent_item_store(
+        kind="self", category="limitation", content="Je n'ai pas de corps"
+    ).item
+
+    result = agent_item_store(
+        kind="self", category="capability", content="Je peux chercher sur le web"
+    )
+
+    assert result.action == "superseded"
+    assert result.item.pk == limitation.pk
+    limitation.refresh_from_db()
+    assert (limitation.value, limitation.category) == ("Je peux chercher sur le web", "capability")
+    revision = limitation.revisions.first()
+    assert revision.reason == RevisionReason.SUPERSEDED
+    assert revision.old_value == "Je ne peux pas chercher sur le web"
+    assert revision.changes["category"] == ["limitation", "capability"]
+    assert Fact.all_objects.filter(kind="self").count() == 2
+    other.refresh_from_db()
+    assert other.category == "limitation"
+
+
+def test_with_an_llm_the_decision_supersedes_and_sees_only_items_of_its_kind(
+    vector_store, local_embedder, fake_anthropic, settings
+):
+    settings.ANTHROPIC_API_KEY, key = "", settings.ANTHROPIC_API_KEY
+    fact_store(key="web_owner", value="Il ne peut pas chercher sur le web au bureau")
+    limitation = agent_item_store(
+        kind="self", category="limitation", content="Je ne peux pas chercher sur le web"
+    ).item
+    index_rows(KIND_FACT, list(Fact.all_objects.values_list("id", flat=True)))
+    settings.ANTHROPIC_API_KEY = key
+    seen = []
+
+    def decide(body):
+        prompt = json.loads(body["messages"][0]["content"])
+        seen.append(prompt)
+        return text_message(json.dumps({"action": "SUPERSEDE", "id": limitation.id}))
+
+    fake_anthropic.handler = decide
+
+    result = agent_item_store(
+        kind="self", category="capability", content="Désormais je sais chercher des pages web"
+    )
+
+    assert (result.action, result.decided_by, result.item.pk) == (
+        "superseded",
+        "llm",
+        limitation.pk,
+    )
+    [prompt] = seen
+    assert [c["id"] for c in prompt["faits_memorises"]] == [limitation.id]
+    assert "capacités" in fake_anthropic.last.system
+
+
+def test_a_bad_category_is_refused_in_french(no_llm):
+    from memory.exceptions import MemoryServiceError
+
+    with pytest.raises(MemoryServiceError, match="Catégorie inconnue pour goal : « limitation »"):
+        agent_item_store(kind="goal", category="limitation", content="Voler")
+
+
+def _write(path, lines):
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_seed_command_is_idempotent(tmp_path, no_llm, capsys):
+    seed = _write(
+        tmp_path / "seed.jsonl",
+        [
+            json.dumps({"kind": "self", "category": "context", "content": "Je vis dans Organizer"}),
+            "",
+            json.dumps({"kind": "goal", "category": "connection", "content": "Parler à David"}),
+        ],
+    )
+
+    call_command("memory_seed_self", str(seed))
+    assert "2 ajoutés, 0 déjà présents" in capsys.readouterr().out
+    first = {(f.kind, f.category, f.value) for f in Fact.all_objects.all()}
+    assert first == {
+        ("self", "context", "Je vis dans Organizer"),
+        ("goal", "connection", "Parler à David"),
+    }
+    revisions = FactRevision.objects.count()
+
+    call_command("memory_seed_self", str(seed))
+    assert "0 ajoutés, 2 déjà présents" in capsys.readouterr().out
+    assert {(f.kind, f.category, f.value) for f in Fact.all_objects.all()} == first
+    assert FactRevision.objects.count() == revisions
+    assert not Fact.objects.exists()  # the owner's facts: none
+
+
+def test_the_seed_command_names_the_bad_line_and_stores_nothing(tmp_path, no_llm):
+    seed = _write(
+        tmp_path / "seed.jsonl",
+        [
+            json.dumps({"kind": "self", "category": "context", "content": "Je vis dans Organizer"}),
+            json.dumps({"kind": "self", "category": "superpouvoir", "content": "Je vole"}),
+        ],
+    )
+    with pytest.raises(CommandError) as error:
+        call_command("memory_seed_self", str(seed))
+    assert str(error.value) == (
+        "Rien n'a été chargé. ligne 2 : Catégorie inconnue pour self : « superpouvoir » "
+        "(attendu : context, capability, limitation, preference, relation)."
+    )
+    assert not Fact.all_objects.exists()
+
+    _write(
+        seed, ['{"kind": "goal", "category": "connection", "content": "Parler à David"}', "{oups"]
+    )
+    with pytest.raises(CommandError, match="ligne 2 : JSON invalide"):
+        call_command("memory_seed_self", str(seed))
+    assert not Fact.all_objects.exists()
+
+
+def test_the_example_seed_file_loads(no_llm):
+    from django.conf import settings
+
+    call_command(
+        "memory_seed_self", str(settings.BASE_DIR / "memory/seeds/agent_self.example.jsonl")
+    )
+    assert Fact.all_objects.filter(kind="self").count() == 5
+    assert Fact.all_objects.filter(kind="goal").count() == 2
