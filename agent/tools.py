@@ -444,6 +444,7 @@ def tool_run(*, name: str, tool_input: Any, context: ToolContext) -> ToolOutcome
         data=data,
     )
 
+
 # The agent's tools about itself and its goals (agent/tools_self.py).
 from agent.tools_self import SELF_TOOLS  # noqa: E402
 
