@@ -35,9 +35,14 @@ def facts_recent(*, limit: int = 10) -> QuerySet[Fact]:
 
 
 def fact_list(
-    *, search: str = "", include_forgotten: bool = False, include_expired: bool = False
+    *,
+    search: str = "",
+    include_forgotten: bool = False,
+    include_expired: bool = False,
+    kind: str = FactKind.OWNER,
 ) -> QuerySet[Fact]:
-    facts = Fact.objects.all()
+    """The owner's facts; ``kind`` self / goal: the agent's memories about itself / its goals."""
+    facts = Fact.all_objects.filter(forgetting__isnull=True, kind=kind)
     if not include_forgotten:
         facts = facts.filter(forgotten=False)
     if not include_expired:
@@ -47,9 +52,11 @@ def fact_list(
     return facts.select_related("source_message")
 
 
-def fact_get(*, key: str) -> Fact:
+def fact_get(*, key: str, any_kind: bool = False) -> Fact:
+    """The owner's fact ``key``; ``any_kind``: also the agent's self and goal items."""
+    facts = Fact.all_objects.filter(forgetting__isnull=True) if any_kind else Fact.objects
     try:
-        return Fact.objects.get(key=key)
+        return facts.get(key=key)
     except Fact.DoesNotExist:
         raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=key)) from None
 

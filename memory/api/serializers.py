@@ -14,12 +14,16 @@ from rest_framework import serializers
 from memory.exceptions import InvalidTTL
 from memory.models import (
     FACT_VALUE_MAX_CHARS,
+    KIND_CATEGORIES,
     Fact,
+    FactKind,
     FactRevision,
     FactSource,
+    GoalCategory,
     MemoryRetrieval,
     MemorySettings,
     MemoryType,
+    SelfCategory,
     validate_fact_key,
 )
 from memory.selectors import FACTS_RECENT_MAX
@@ -100,6 +104,8 @@ class FactOutputSerializer(serializers.ModelSerializer):
             "forgotten_at",
             "index_state",
             "indexed_at",
+            "kind",
+            "category",
         )
         read_only_fields = fields
 
@@ -139,11 +145,59 @@ class _FactFieldsSerializer(StrictInputSerializer):
         return _validate_ttl(value) or ""
 
 
-class FactInputSerializer(_FactFieldsSerializer):
-    """Body of POST /facts: a new fact, or a new value for an existing key."""
+AGENT_ITEM_FIELDS = {"kind", "category", "value"}
+KEY_REQUIRED_MESSAGE = "Ce champ est obligatoire pour un fait du propriétaire."
+CATEGORY_REQUIRED_MESSAGE = "Ce champ est obligatoire pour un souvenir de l'agent (self, goal)."
+CATEGORY_OWNER_MESSAGE = "Un fait du propriétaire n'a pas de catégorie."
+NOT_FOR_AGENT_MESSAGE = (
+    "Ce champ ne s'applique pas aux souvenirs de l'agent (self, goal) : "
+    "seuls kind, category et value."
+)
 
-    key = serializers.CharField(max_length=_KEY_MAX)
+
+class FactInputSerializer(_FactFieldsSerializer):
+    """Body of POST /facts: a new fact, or a new value for an existing key.
+
+    With ``kind`` self or goal: one of the agent's memories about itself or its
+    goals (``category`` and ``value`` only; its key is derived, dedup applies).
+    """
+
+    key = serializers.CharField(
+        max_length=_KEY_MAX, required=False, help_text="Obligatoire pour kind=owner (défaut)."
+    )
     source = serializers.ChoiceField(choices=FactSource.choices, required=False)
+    kind = serializers.ChoiceField(
+        choices=FactKind.choices,
+        required=False,
+        default=FactKind.OWNER,
+        help_text="owner (défaut) : un fait du propriétaire ; self / goal : l'agent lui-même.",
+    )
+    category = serializers.ChoiceField(
+        choices=[*SelfCategory.choices, *GoalCategory.choices],
+        required=False,
+        help_text="Pour kind=self : context, capability, limitation, preference, relation ; "
+        "pour kind=goal : capability_request, understanding, connection.",
+    )
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        kind = attrs.get("kind", FactKind.OWNER)
+        if kind == FactKind.OWNER:
+            if "key" not in attrs:
+                raise serializers.ValidationError({"key": [KEY_REQUIRED_MESSAGE]})
+            if "category" in attrs:
+                raise serializers.ValidationError({"category": [CATEGORY_OWNER_MESSAGE]})
+            return attrs
+        extra = sorted(set(self.initial_data) - AGENT_ITEM_FIELDS)
+        if extra:
+            raise serializers.ValidationError({name: [NOT_FOR_AGENT_MESSAGE] for name in extra})
+        if "category" not in attrs:
+            raise serializers.ValidationError({"category": [CATEGORY_REQUIRED_MESSAGE]})
+        if attrs["category"] not in KIND_CATEGORIES[kind]:
+            raise serializers.ValidationError(
+                {"category": [f"Catégorie invalide pour kind={kind}."]}
+            )
+        return attrs
 
     def validate_key(self, value: str) -> str:
         value = value.strip()
@@ -177,6 +231,13 @@ class FactRevisionSerializer(serializers.ModelSerializer):
 
 class FactListQuerySerializer(serializers.Serializer):
     search = serializers.CharField(max_length=QUERY_MAX_CHARS, required=False, default="")
+    kind = serializers.ChoiceField(
+        choices=FactKind.choices,
+        required=False,
+        default=FactKind.OWNER,
+        help_text="owner (défaut) : les faits du propriétaire ; self / goal : les souvenirs "
+        "de l'agent sur lui-même / ses objectifs.",
+    )
     include_forgotten = serializers.BooleanField(required=False, default=False)
     include_expired = serializers.BooleanField(required=False, default=False)
 

@@ -117,9 +117,10 @@ STATED_FIELDS = (
     "source",
     "channel",
     "expires_at",
-    "category",
 )
-UPDATABLE_FIELDS = {*STATED_FIELDS, "ttl", "key", "source_message_id"}
+# ``category`` (the agent's self and goal items) changes with what the agent learns
+# (a limitation superseded by a capability): never locked as the owner's.
+UPDATABLE_FIELDS = {*STATED_FIELDS, "ttl", "key", "source_message_id", "category"}
 
 
 def _stated(

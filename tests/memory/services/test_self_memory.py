@@ -68,7 +68,12 @@ def test_owner_facing_reads_show_owner_facts_only(mixed, staff_client, owner_api
     page = staff_client.get("/memory/facts/").content.decode()
     assert owner.value in page
     assert SELF_TEXT not in page and GOAL_TEXT not in page
-    assert owner_api.get(f"/api/v1/memory/facts/{selves.key}").status_code == 404
+    # By its own filter, or its key, the agent's item is there.
+    listed = owner_api.get("/api/v1/memory/facts?kind=self").json()
+    assert [(f["key"], f["kind"], f["category"]) for f in listed["results"]] == [
+        (selves.key, "self", "capability")
+    ]
+    assert owner_api.get(f"/api/v1/memory/facts/{selves.key}").json()["value"] == SELF_TEXT
 
 
 def test_the_self_tools_search_only_their_own_kind(mixed):
@@ -229,3 +234,41 @@ def test_the_example_seed_file_loads(no_llm):
     )
     assert Fact.all_objects.filter(kind="self").count() == 5
     assert Fact.all_objects.filter(kind="goal").count() == 2
+
+
+def test_the_facts_api_stores_the_agents_items_with_dedup(agent_api, no_llm):
+    body = {"kind": "goal", "category": "connection", "value": "J'aimerais parler à David"}
+
+    created = agent_api.post("/api/v1/memory/facts", body, format="json")
+    again = agent_api.post("/api/v1/memory/facts", body, format="json")
+
+    assert created.status_code == 201, created.json()
+    assert again.status_code == 200
+    assert created.json()["key"] == again.json()["key"]
+    assert (created.json()["kind"], created.json()["category"]) == ("goal", "connection")
+    assert Fact.all_objects.filter(kind="goal").count() == 1
+    assert not Fact.objects.exists()
+    listed = agent_api.get("/api/v1/memory/facts?kind=goal").json()["results"]
+    assert [f["value"] for f in listed] == ["J'aimerais parler à David"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "message"),
+    [
+        ({"kind": "self", "value": "Je vole"}, "category", "Ce champ est obligatoire pour un"),
+        (
+            {"kind": "goal", "category": "limitation", "value": "x"},
+            "category",
+            "Catégorie invalide",
+        ),
+        ({"kind": "self", "category": "context", "value": "x", "key": "k"}, "key", "ne s'applique"),
+        ({"key": "ville", "value": "Paris", "category": "context"}, "category", "pas de catégorie"),
+        ({"value": "Paris"}, "key", "obligatoire pour un fait du propriétaire"),
+    ],
+)
+def test_the_facts_api_refuses_a_bad_agent_item_in_french(agent_api, body, field, message):
+    response = agent_api.post("/api/v1/memory/facts", body, format="json")
+    assert response.status_code == 400
+    assert message in json.dumps(response.json(), ensure_ascii=False)
+    assert field in json.dumps(response.json())
+    assert not Fact.all_objects.exists()
