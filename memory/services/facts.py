@@ -400,6 +400,7 @@ def facts_accessed(fact_ids: Iterable[int]) -> int:
     ids = {int(i) for i in fact_ids}
     if not ids:
         return 0
-    return Fact.objects.filter(pk__in=ids).update(
+    # Every kind: the agent's self and goal items found by its tools count too.
+    return Fact.all_objects.filter(pk__in=ids, forgetting__isnull=True).update(
         access_count=F("access_count") + 1, last_accessed_at=timezone.now()
     )

@@ -272,3 +272,24 @@ def test_the_facts_api_refuses_a_bad_agent_item_in_french(agent_api, body, field
     assert message in json.dumps(response.json(), ensure_ascii=False)
     assert field in json.dumps(response.json())
     assert not Fact.all_objects.exists()
+
+
+def test_forgetting_a_topic_takes_the_agents_items_about_it(vector_store, local_embedder, no_llm):
+    from memory.services.forgetting import topic_forget
+    from memory.services.retrieval.block import agent_summary_lines
+
+    relation = agent_item_store(
+        kind="self", category="relation", content="David me taquine souvent"
+    )
+    other = agent_item_store(kind="self", category="context", content="Je vis dans Organizer")
+    index_rows(KIND_FACT, [relation.item.id, other.item.id])
+
+    result = topic_forget(topic="David", actor="user")
+
+    assert result.as_dict()["counts"]["facts"] == 1
+    relation.item.refresh_from_db()
+    assert relation.item.forgetting_id is not None
+    hits, _ = agent_item_search(kind="self", query="David me taquine")
+    assert [h.item.pk for h in hits] == [other.item.pk]
+    selves, _ = agent_summary_lines()
+    assert [line.text for line in selves] == ["Je vis dans Organizer"]
