@@ -16,7 +16,12 @@ from memory.services.indexing import KIND_FACT, index_rows
 from memory.services.portability import exportable_facts
 from memory.services.retrieval.sources import t1_context
 from memory.services.search import memory_search
-from memory.services.self_memory import agent_item_search, agent_item_store
+from memory.services.self_memory import (
+    agent_item_delete,
+    agent_item_key,
+    agent_item_search,
+    agent_item_store,
+)
 from tests.fakes.anthropic import text_message
 
 pytestmark = pytest.mark.django_db
@@ -65,7 +70,7 @@ def test_owner_facing_reads_show_owner_facts_only(mixed, staff_client, owner_api
     assert [f["key"] for f in listed["results"]] == [owner.key]
     recent = owner_api.get("/api/v1/memory/recent-facts").json()
     assert [f["key"] for f in recent] == [owner.key]
-    page = staff_client.get("/memory/facts/").content.decode()
+    page = staff_client.get("/memory/facts/", HTTP_HX_REQUEST="true").content.decode()
     assert owner.value in page
     assert SELF_TEXT not in page and GOAL_TEXT not in page
     # By its own filter, or its key, the agent's item is there.
@@ -293,3 +298,27 @@ def test_forgetting_a_topic_takes_the_agents_items_about_it(vector_store, local_
     assert [h.item.pk for h in hits] == [other.item.pk]
     selves, _ = agent_summary_lines()
     assert [line.text for line in selves] == ["Je vis dans Organizer"]
+
+
+def test_the_export_carries_the_agents_items_and_the_import_brings_them_back(no_llm):
+    from memory.services.portability import export_lines
+    from memory.services.portability_import import memory_import_lines
+
+    fact_store(key="ville", value="Il habite à Lyon")
+    item = agent_item_store(kind="goal", category="connection", content="Parler à David").item
+    agent_item_delete(kind="goal", item_id=item.pk, reason="fait", actor="user")
+    agent_item_store(kind="self", category="context", content="Je vis dans Organizer")
+    lines = list(export_lines())
+    records = [json.loads(line) for line in lines if '"type":"fact"' in line]
+    assert [(r["key"], r.get("kind"), r.get("category")) for r in records] == [
+        ("ville", None, None),
+        (agent_item_key(kind="self", content="Je vis dans Organizer"), "self", "context"),
+    ]
+    Fact.all_objects.all().delete()
+
+    report = memory_import_lines(lines)
+
+    assert report.created["fact"] == 2
+    assert list(Fact.objects.values_list("key", flat=True)) == ["ville"]
+    [imported] = Fact.all_objects.filter(kind="self")
+    assert (imported.category, imported.value) == ("context", "Je vis dans Organizer")
