@@ -166,10 +166,11 @@ class FactInputSerializer(_FactFieldsSerializer):
         max_length=_KEY_MAX, required=False, help_text="Obligatoire pour kind=owner (défaut)."
     )
     source = serializers.ChoiceField(choices=FactSource.choices, required=False)
+    # No default: absent, it is not in validated_data (the MCP ``remember`` tool reuses
+    # this serializer for owner facts only).
     kind = serializers.ChoiceField(
         choices=FactKind.choices,
         required=False,
-        default=FactKind.OWNER,
         help_text="owner (défaut) : un fait du propriétaire ; self / goal : l'agent lui-même.",
     )
     category = serializers.ChoiceField(

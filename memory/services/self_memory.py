@@ -311,6 +311,10 @@ def agent_item_store(
     action, target, decided_by = _decide(
         kind=kind, category=category, key=key, content=content, use_llm=use_llm
     )
+    if target is not None and actor == Actor.AGENT and "value" in (target.owner_fields or []):
+        # The owner wrote that item's text: the agent never rewrites it (nor half of
+        # it, its category alone); what it learnt is kept beside it.
+        action = "ADD"
     if action == "ADD" or target is None:
         importance = DEFAULT_IMPORTANCE.get(category, GOAL_IMPORTANCE)
         item, _ = fact_store(**store_kwargs, importance=importance)

@@ -322,3 +322,26 @@ def test_the_export_carries_the_agents_items_and_the_import_brings_them_back(no_
     assert list(Fact.objects.values_list("key", flat=True)) == ["ville"]
     [imported] = Fact.all_objects.filter(kind="self")
     assert (imported.category, imported.value) == ("context", "Je vis dans Organizer")
+
+
+def test_the_agent_never_rewrites_an_item_whose_text_the_owner_wrote(
+    vector_store, local_embedder, no_llm
+):
+    owner_wrote = agent_item_store(
+        kind="self",
+        category="limitation",
+        content="Je ne peux pas chercher sur le web",
+        actor="user",
+    ).item
+
+    result = agent_item_store(
+        kind="self", category="capability", content="Je peux chercher sur le web"
+    )
+
+    assert result.action == "added"
+    owner_wrote.refresh_from_db()
+    assert (owner_wrote.category, owner_wrote.value) == (
+        "limitation",
+        "Je ne peux pas chercher sur le web",
+    )
+    assert Fact.all_objects.filter(kind="self").count() == 2
