@@ -36,8 +36,13 @@ def block_fill(
     memory_settings: MemorySettings,
     now: datetime,
     tz,
+    agent_lines: tuple[list[BlockLine], list[BlockLine]] = ([], []),
 ) -> None:
-    """Fill ``result`` with the memories, the carried ones and the notes, and the block."""
+    """Fill ``result`` with the memories, the carried ones and the notes, and the block.
+
+    ``agent_lines``: the agent's self and goals (agent_summary_lines), read with T1
+    while the embedding runs: nothing here reads the database.
+    """
     result.history = history
     result.core = [fact_dict(f, now, tz) for f in core]
     result.memories = [memory_dict(c, entry, now, tz) for c, entry in kept]
@@ -76,7 +81,7 @@ def block_fill(
     ]
     note_lines = [BlockLine(f"note · {n['path']}", n["text"]) for n in result.notes]
     marker = new_marker()
-    self_lines, goal_lines = agent_summary_lines(result)
+    self_lines, goal_lines = agent_lines
     block, (core_i, memories_i, notes_i, selves_i, goals_i) = block_within_budget(
         core=core_lines,
         memories=memory_lines,

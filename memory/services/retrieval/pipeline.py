@@ -20,7 +20,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory.models import Fact, MemorySettings, Message, MessageSource
-from memory.services.retrieval.block import block_fill, self_block_fill
+from memory.services.retrieval.block import agent_summary_lines, block_fill, self_block_fill
 from memory.services.retrieval.candidates import Seen, seen_get
 from memory.services.retrieval.log import retrieval_log_start
 from memory.services.retrieval.ranking import fuse, prefetch
@@ -141,6 +141,8 @@ def _retrieve(
             seen = seen_get(channel, history)
     except Exception as exc:  # never raise from the pre-hook
         result.failed_sources[SOURCE_T1] = failure_text(exc)
+    # Who the agent is: in every block, whatever the gate says (the prompt no longer says it).
+    agent_lines = agent_summary_lines(result)
     result.timings_ms[SOURCE_T1] = elapsed_ms(start)
 
     start = time.perf_counter()
@@ -228,6 +230,7 @@ def _retrieve(
         memory_settings=memory_settings,
         now=now,
         tz=tz,
+        agent_lines=agent_lines,
     )
     return _finish(result, started, log=log)
 
