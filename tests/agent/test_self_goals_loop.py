@@ -152,6 +152,8 @@ def test_the_self_summary_is_in_the_system_prompt_even_for_small_talk(world, set
         # Inside the fenced data block, never as instructions.
         start, end = system.index("<<<MEMOIRE "), system.rindex("<<<FIN MEMOIRE ")
         assert start < system.index("## Qui je suis") < end
+        # The base prompt itself says nothing of who the agent is.
+        assert "Organizer" not in system[:start] and "Makilab" not in system[:start]
 
 
 def test_a_bad_self_tool_call_is_a_french_tool_error(world):
