@@ -254,6 +254,3 @@ def fact_remember(
         "superseded" if action == SUPERSEDE else ("updated" if decided_by == "llm" else "merged")
     )
     return RememberResult(fact, label, candidates, decided_by)
-
-
-_rule_decide = rule_decide  # the name the older tests import
