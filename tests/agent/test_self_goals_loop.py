@@ -174,3 +174,39 @@ def test_a_bad_self_tool_call_is_a_french_tool_error(world):
     assert unknown_id["is_error"] is True
     assert json.loads(unknown_id["content"])["error"] == "Aucun souvenir d'objectif avec l'id 999."
     assert not Fact.all_objects.exists()
+
+
+def test_a_capability_restated_in_other_words_is_not_stored_twice_when_the_llm_says_so(world):
+    known = agent_item_store(
+        kind=FactKind.SELF, category="capability", content="Je peux lire le Lobby", use_llm=False
+    ).item
+    _index_agent_items()
+    chat = iter(
+        [
+            tool_use_message(
+                (
+                    "memory__store_self",
+                    {"content": "Je suis capable de lire le Lobby", "category": "capability"},
+                )
+            ),
+            text_message("Je le savais déjà."),
+        ]
+    )
+    decisions = []
+
+    def server(body):
+        if body["system"].startswith("Tu maintiens ce qu'un agent sait de lui-même"):
+            decisions.append(json.loads(body["messages"][0]["content"]))
+            return text_message(json.dumps({"action": "NOOP", "id": known.id}))
+        return next(chat)
+
+    world.handler = server
+    result = handle_message(channel="whatsapp", text="Tu sais que tu peux lire le Lobby ?")
+
+    [decision] = decisions
+    assert [c["id"] for c in decision["faits_memorises"]] == [known.id]
+    outcome = json.loads(result.tool_calls[0].content)
+    assert outcome["action"] == "noop"
+    assert outcome["message"] == "Déjà connu : rien de nouveau n'est enregistré."
+    assert Fact.all_objects.filter(kind=FactKind.SELF).count() == 1
+    assert known.revisions.count() == 1
