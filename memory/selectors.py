@@ -166,6 +166,9 @@ def memory_stats_get(*, include_vectors: bool = True) -> dict[str, object]:
             # Only active facts belong in Qdrant: their indexing states.
             "index": _index_counts(active),
         },
+        # The agent's memories about itself and its goals: not facts of the owner, but
+        # points of ``knowledge`` too (their active rows are indexed).
+        "agent_items": _agent_item_counts(),
         "messages": {
             "total": Message.objects.count(),
             "compacted": Message.objects.filter(compacted=True).count(),
@@ -184,6 +187,17 @@ def memory_stats_get(*, include_vectors: bool = True) -> dict[str, object]:
         "index_failures": index_failures_get(),
         "jobs": job_stats_get(),
     }
+
+
+def _agent_item_counts() -> dict[str, object]:
+    active = Fact.all_objects.none()
+    counts: dict[str, object] = {}
+    for kind, name in ((FactKind.SELF, "self_items"), (FactKind.GOAL, "goals")):
+        rows = facts_active(kind=kind)
+        counts[name] = rows.count()
+        active = active | rows
+    counts["index"] = _index_counts(active)
+    return counts
 
 
 def job_stats_get(*, failed_limit: int = 20) -> dict[str, object]:

@@ -373,6 +373,12 @@ class FactStatsSerializer(serializers.Serializer):
     index = IndexCountsSerializer(help_text="États d'indexation des faits actifs.")
 
 
+class AgentItemStatsSerializer(serializers.Serializer):
+    self_items = serializers.IntegerField(help_text="Souvenirs actifs de l'agent sur lui-même.")
+    goals = serializers.IntegerField(help_text="Objectifs actifs de l'agent.")
+    index = IndexCountsSerializer(help_text="États d'indexation de ces éléments actifs.")
+
+
 class MessageStatsSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     compacted = serializers.IntegerField()
@@ -402,6 +408,7 @@ class VectorStatsSerializer(serializers.Serializer):
 
 class MemoryStatsSerializer(serializers.Serializer):
     facts = FactStatsSerializer()
+    agent_items = AgentItemStatsSerializer()
     messages = MessageStatsSerializer()
     summaries = SummaryStatsSerializer()
     retrievals = RetrievalStatsSerializer()

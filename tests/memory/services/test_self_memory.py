@@ -56,7 +56,13 @@ def test_owner_facing_reads_show_owner_facts_only(mixed, staff_client, owner_api
     assert list(fact_list(include_forgotten=True, include_expired=True)) == [owner]
     assert list(facts_recent(limit=10)) == [owner]
     assert list(exportable_facts()) == [owner]
-    assert memory_stats_get(include_vectors=False)["facts"]["total"] == 1
+    stats = memory_stats_get(include_vectors=False)
+    assert stats["facts"]["total"] == 1
+    assert stats["agent_items"] == {
+        "self_items": 1,
+        "goals": 1,
+        "index": {"pending": 0, "indexed": 2, "failed": 0, "skipped": 0},
+    }
     _, core, ranked = t1_context("whatsapp", MemorySettings.load(), now - timedelta(seconds=1))
     assert core == [owner]
     assert {item for item, _ in ranked} <= {f"fact:{owner.id}"}
