@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agent.loop import handle_message
-from memory.models import Fact, FactKind, FactRevision, RevisionReason
+from memory.models import Fact, FactKind, FactRevision, MemorySettings, RevisionReason
 from memory.services.indexing import KIND_FACT, index_rows
 from memory.services.self_memory import agent_item_store
 from tests.fakes.anthropic import text_message, tool_use_message
@@ -137,10 +137,20 @@ def test_the_self_summary_is_in_the_system_prompt_even_for_small_talk(world, set
         content="Je veux comprendre pourquoi David voyage autant",
     )
     settings.ANTHROPIC_API_KEY = key
-    world.script(text_message("Je suis une petite créature d'Organizer."), text_message("Ok !"))
+    world.script(
+        text_message("Je suis une petite créature d'Organizer."),
+        text_message("Comprendre pourquoi David voyage autant !"),
+        text_message("Ok !"),
+        text_message("Toujours moi."),
+    )
 
     handle_message(channel="whatsapp", text="tu es qui ?")
+    handle_message(channel="whatsapp", text="tu aimerais apprendre quoi ?")
     handle_message(channel="whatsapp", text="ok")
+    MemorySettings.objects.filter(pk=1).update(auto_retrieve_enabled=False)
+    handle_message(channel="whatsapp", text="Et sans auto-retrieval, tu es qui ?")
+
+    assert len(world.message_requests) == 4
 
     for request in world.message_requests:
         system = request.system
