@@ -351,3 +351,19 @@ def test_the_agent_never_rewrites_an_item_whose_text_the_owner_wrote(
         "Je ne peux pas chercher sur le web",
     )
     assert Fact.all_objects.filter(kind="self").count() == 2
+
+
+def test_reindex_and_doctor_cover_the_agents_items(vector_store, local_embedder, no_llm):
+    from io import StringIO
+
+    from memory.stores.vectors import KNOWLEDGE, point_id
+
+    fact_store(key="ville", value="Il habite à Lyon")
+    item = agent_item_store(kind="self", category="context", content="Je vis dans Organizer").item
+    call_command("reindex", stdout=StringIO(), stderr=StringIO())
+
+    [point] = vector_store.retrieve(KNOWLEDGE, [point_id(KIND_FACT, item.id)])
+    assert (point.payload["type"], point.payload["category"]) == ("self", "context")
+    out = StringIO()
+    call_command("memory_doctor", stdout=out, stderr=StringIO())
+    assert "Tout est cohérent." in out.getvalue()
