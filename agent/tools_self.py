@@ -38,12 +38,10 @@ HOW_MESSAGES = {
 
 
 def _item(item, score=None) -> dict:
-    from memory.services.self_memory import category_label
-
     data = {
         "id": item.pk,
         "category": item.category,
-        "category_label": category_label(item.category),
+        "category_label": item.category_label.lower(),
         "content": item.value,
         "updated": relative_time(item.updated_at),
     }

@@ -37,7 +37,6 @@ from django.db.models import QuerySet
 
 from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
 from memory.models import (
-    CATEGORY_LABELS,
     KIND_CATEGORIES,
     Actor,
     Fact,
@@ -52,9 +51,6 @@ logger = logging.getLogger(__name__)
 AGENT_KINDS = (FactKind.SELF, FactKind.GOAL)
 CONTENT_MAX_CHARS = 1000
 SEARCH_LIMIT = 5
-# The summary injected in every prompt: the most important items, a few lines.
-SUMMARY_SELF_MAX = 8
-SUMMARY_GOALS_MAX = 4
 DEFAULT_IMPORTANCE = {
     SelfCategory.CONTEXT: 0.9,
     SelfCategory.CAPABILITY: 0.8,
@@ -390,25 +386,3 @@ def agent_item_delete(*, kind: str | None, item_id: int, reason: str, actor: str
         raise MemoryServiceError(REASON_MISSING_MESSAGE)
     item = agent_item_get(kind=kind, item_id=item_id)
     return fact_forget(fact=item, actor=actor, note=reason)
-
-
-# --- The summary in the prompt ---------------------------------------------------------------
-
-
-def agent_summary_items() -> tuple[list[Fact], list[Fact]]:
-    """The most important self items and goals: what the prompt says the agent is."""
-    selves = list(
-        agent_items_active(kind=FactKind.SELF).order_by("-importance", "-updated_at", "-id")[
-            :SUMMARY_SELF_MAX
-        ]
-    )
-    goals = list(
-        agent_items_active(kind=FactKind.GOAL).order_by("-importance", "-updated_at", "-id")[
-            :SUMMARY_GOALS_MAX
-        ]
-    )
-    return selves, goals
-
-
-def category_label(category: str) -> str:
-    return CATEGORY_LABELS.get(category, category).lower()
