@@ -11,10 +11,10 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from memory.api.fact_kinds import fact_kind_check
 from memory.exceptions import InvalidTTL
 from memory.models import (
     FACT_VALUE_MAX_CHARS,
-    KIND_CATEGORIES,
     Fact,
     FactKind,
     FactRevision,
@@ -145,16 +145,6 @@ class _FactFieldsSerializer(StrictInputSerializer):
         return _validate_ttl(value) or ""
 
 
-AGENT_ITEM_FIELDS = {"kind", "category", "value"}
-KEY_REQUIRED_MESSAGE = "Ce champ est obligatoire pour un fait du propriétaire."
-CATEGORY_REQUIRED_MESSAGE = "Ce champ est obligatoire pour un souvenir de l'agent (self, goal)."
-CATEGORY_OWNER_MESSAGE = "Un fait du propriétaire n'a pas de catégorie."
-NOT_FOR_AGENT_MESSAGE = (
-    "Ce champ ne s'applique pas aux souvenirs de l'agent (self, goal) : "
-    "seuls kind, category et value."
-)
-
-
 class FactInputSerializer(_FactFieldsSerializer):
     """Body of POST /facts: a new fact, or a new value for an existing key.
 
@@ -181,24 +171,7 @@ class FactInputSerializer(_FactFieldsSerializer):
     )
 
     def validate(self, attrs):
-        attrs = super().validate(attrs)
-        kind = attrs.get("kind", FactKind.OWNER)
-        if kind == FactKind.OWNER:
-            if "key" not in attrs:
-                raise serializers.ValidationError({"key": [KEY_REQUIRED_MESSAGE]})
-            if "category" in attrs:
-                raise serializers.ValidationError({"category": [CATEGORY_OWNER_MESSAGE]})
-            return attrs
-        extra = sorted(set(self.initial_data) - AGENT_ITEM_FIELDS)
-        if extra:
-            raise serializers.ValidationError({name: [NOT_FOR_AGENT_MESSAGE] for name in extra})
-        if "category" not in attrs:
-            raise serializers.ValidationError({"category": [CATEGORY_REQUIRED_MESSAGE]})
-        if attrs["category"] not in KIND_CATEGORIES[kind]:
-            raise serializers.ValidationError(
-                {"category": [f"Catégorie invalide pour kind={kind}."]}
-            )
-        return attrs
+        return fact_kind_check(super().validate(attrs), self.initial_data)
 
     def validate_key(self, value: str) -> str:
         value = value.strip()
