@@ -367,3 +367,28 @@ def test_reindex_and_doctor_cover_the_agents_items(vector_store, local_embedder,
     out = StringIO()
     call_command("memory_doctor", stdout=out, stderr=StringIO())
     assert "Tout est cohérent." in out.getvalue()
+
+
+@pytest.mark.parametrize("message", ["ok", "Qu'est-ce que tu sais faire avec le potager ?"])
+def test_the_self_summary_keeps_to_the_block_budget_most_important_first(
+    vector_store, local_embedder, no_llm, message
+):
+    from memory.services.formatting import estimate_tokens
+    from memory.services.retrieval import auto_retrieve_preview
+
+    MemorySettings.objects.update_or_create(pk=1, defaults={"block_max_tokens": 150})
+    context = agent_item_store(kind="self", category="context", content="Je vis dans Organizer")
+    for i in range(6):
+        agent_item_store(
+            kind="self",
+            category="preference",
+            content=f"J'aime le sujet numéro {i} " + "et j'en parle longuement " * 8,
+        )
+
+    result = auto_retrieve_preview(message=message, channel="whatsapp")
+
+    assert 0 < estimate_tokens(result.prompt_block) <= 150
+    assert "- [contexte] Je vis dans Organizer" in result.prompt_block
+    selves, goals = result.self_lines
+    assert selves[0].text == context.item.value
+    assert len(selves) < 7
