@@ -392,3 +392,17 @@ def test_the_self_summary_keeps_to_the_block_budget_most_important_first(
     selves, goals = result.self_lines
     assert selves[0].text == context.item.value
     assert len(selves) < 7
+
+
+def test_an_agent_item_with_a_ttl_expires_like_a_fact(no_llm):
+    from memory.services.expiry import expired_purge
+    from memory.services.facts import fact_update
+
+    goal = agent_item_store(kind="goal", category="connection", content="Parler à David").item
+    fact_update(fact=goal, actor="user", ttl="1h")
+    Fact.all_objects.filter(pk=goal.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+
+    assert expired_purge() == 1
+    goal.refresh_from_db()
+    assert goal.forgotten
+    assert goal.revisions.first().reason == RevisionReason.EXPIRED
