@@ -443,3 +443,9 @@ def tool_run(*, name: str, tool_input: Any, context: ToolContext) -> ToolOutcome
         feeds_extraction=tool.feeds_extraction,
         data=data,
     )
+
+
+# The agent's tools about itself and its goals (agent/tools_self.py).
+from agent.tools_self import SELF_TOOLS  # noqa: E402
+
+TOOLS.update({tool.name: tool for tool in SELF_TOOLS})

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard import forgetting, rooms, views
+from dashboard import agent_self, forgetting, rooms, views
 
 app_name = "dashboard"
 
@@ -16,6 +16,13 @@ urlpatterns = [
     path("memory/facts/<str:key>/restore/", views.fact_restore_view, name="fact-restore"),
     path("memory/facts/<str:key>/erase/", forgetting.fact_erase_view, name="fact-erase"),
     path("memory/facts/<str:key>/history/", views.fact_history, name="fact-history"),
+    # Moi & objectifs (the agent's self and goals)
+    path("memory/self/", agent_self.self_section, name="self"),
+    path("memory/self/<int:item_id>/", agent_self.self_item_card, name="self-card"),
+    path("memory/self/<int:item_id>/edit/", agent_self.self_item_edit, name="self-edit"),
+    path("memory/self/<int:item_id>/delete/", agent_self.self_item_delete, name="self-delete"),
+    path("memory/self/<int:item_id>/restore/", agent_self.self_item_restore, name="self-restore"),
+    path("memory/self/<int:item_id>/history/", agent_self.self_item_history, name="self-history"),
     # Recherche
     path("memory/search/", views.search_section, name="search"),
     # Auto-retrieval

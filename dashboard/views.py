@@ -27,6 +27,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
+from dashboard.agent_self import self_context
 from dashboard.auth import staff_required
 from dashboard.forgetting import forget_context
 from dashboard.forms import (
@@ -278,6 +279,7 @@ def _page(request: HttpRequest, *, status: int = 200, **overrides: Any) -> HttpR
     context = {
         "nav": "memory",
         **_facts_context(request),
+        **self_context(request),
         **_search_context(request),
         **_retrieval_context(request),
         **_notes_context(request),

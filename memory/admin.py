@@ -11,6 +11,7 @@ from django.utils import timezone
 from memory.exceptions import MemoryServiceError
 from memory.models import (
     Actor,
+    AgentItem,
     ChannelSettings,
     Digest,
     Fact,
@@ -107,6 +108,8 @@ class FactAdmin(admin.ModelAdmin):
         "index_lease_token",
         "index_lease_until",
     )
+    # The owner's facts only (Fact.objects); the agent's self and goals: AgentItemAdmin.
+    exclude = ("kind", "category")
     inlines = [FactRevisionInline]
     actions = ["restore_facts", "forget_facts", "erase_facts"]
 
@@ -164,6 +167,36 @@ class FactAdmin(admin.ModelAdmin):
             f"{len(erased)} fait(s) effacé(s) définitivement, avec leur historique.",
             messages.SUCCESS,
         )
+
+
+@admin.register(AgentItem)
+class AgentItemAdmin(FactAdmin):
+    """The agent's memories about itself and its goals (Fact rows of kind self / goal)."""
+
+    list_display = ("value", "kind", "category", "importance", "forgotten", "updated_at")
+    list_display_links = ("value",)
+    list_editable = ()
+    list_filter = ("kind", "category", "forgotten", "index_state")
+    search_fields = ("value",)
+    exclude = ("key", "memory_type", "subjects", "source", "expires_at", "channel")
+
+    def get_readonly_fields(self, request, obj=None):
+        # The kind of an existing item never changes (its key says it).
+        return (*super().get_readonly_fields(request, obj), *(("kind",) if obj else ()))
+
+    def save_model(self, request, obj: Fact, form, change: bool) -> None:
+        from memory.services.self_memory import agent_item_store
+
+        if not change:
+            item = agent_item_store(
+                kind=obj.kind, category=obj.category, content=obj.value, actor=Actor.ADMIN
+            ).item
+            obj.pk = item.pk
+            return
+        changed = {name: getattr(obj, name) for name in form.changed_data}
+        if changed:
+            stored = Fact.all_objects.get(pk=obj.pk)
+            fact_update(fact=stored, actor=Actor.ADMIN, reason=RevisionReason.EDITED, **changed)
 
 
 @admin.register(MemorySettings)

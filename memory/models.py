@@ -35,6 +35,40 @@ DEFAULT_IMPORTANCE: dict[str, float] = {
 }
 
 
+class FactKind(models.TextChoices):
+    """Whose memory a Fact row is: the owner's world, or the agent's own self and goals."""
+
+    OWNER = "owner", "Propriétaire"
+    SELF = "self", "Moi (l'agent)"
+    GOAL = "goal", "Objectif de l'agent"
+
+
+class SelfCategory(models.TextChoices):
+    CONTEXT = "context", "Contexte"
+    CAPABILITY = "capability", "Capacité"
+    LIMITATION = "limitation", "Limite"
+    PREFERENCE = "preference", "Préférence"
+    RELATION = "relation", "Relation"
+
+
+class GoalCategory(models.TextChoices):
+    CAPABILITY_REQUEST = "capability_request", "Capacité souhaitée"
+    UNDERSTANDING = "understanding", "Comprendre"
+    CONNECTION = "connection", "Lien"
+
+
+# The categories each kind accepts (an owner fact has none).
+KIND_CATEGORIES: dict[str, tuple[str, ...]] = {
+    FactKind.OWNER: ("",),
+    FactKind.SELF: tuple(SelfCategory.values),
+    FactKind.GOAL: tuple(GoalCategory.values),
+}
+CATEGORY_LABELS: dict[str, str] = {
+    **dict(SelfCategory.choices),
+    **dict(GoalCategory.choices),
+}
+
+
 class FactSource(models.TextChoices):
     CONVERSATION = "conversation", "Conversation"
     NOTE = "note", "Note"
@@ -153,6 +187,18 @@ class InMemoryManager(models.Manager):
 
     def get_queryset(self):
         return super().get_queryset().filter(forgetting__isnull=True)
+
+
+class OwnerFactManager(InMemoryManager):
+    """The owner's facts in memory: never the agent's self and goals (``Fact.kind``).
+
+    The default manager of Fact, so every list, search, export and count that
+    reads ``Fact.objects`` shows the owner's facts only unless it asks for the
+    agent's items (memory.services.self_memory reads ``Fact.all_objects``).
+    """
+
+    def get_queryset(self):
+        return super().get_queryset().filter(kind=FactKind.OWNER)
 
 
 class MessageManager(InMemoryManager):
@@ -334,6 +380,9 @@ def validate_fact_value(value: str) -> None:
         raise ValidationError(message, code="too_long")
 
 
+CATEGORY_INVALID_MESSAGE = "Catégorie invalide pour le genre « {kind} »."
+
+
 def _validate_subjects(value: object) -> None:
     if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
         raise ValidationError("Les sujets doivent être une liste de mots.")
@@ -387,9 +436,16 @@ class Fact(Indexable):
     )
     # Fields the owner set (user or admin): the agent never overwrites them.
     owner_fields = models.JSONField("champs fixés par le propriétaire", default=list, blank=True)
+    # Whose memory it is: the owner's (default) or the agent's self / goals, with
+    # their category (memory.services.self_memory). Same table, same revisions,
+    # dedup, indexing and forgetting; the default manager shows owner facts only.
+    kind = models.CharField(
+        "genre", max_length=8, choices=FactKind.choices, default=FactKind.OWNER, db_index=True
+    )
+    category = models.CharField("catégorie", max_length=24, blank=True, default="")
 
     all_objects = Manager()
-    objects = InMemoryManager()
+    objects = OwnerFactManager()
 
     class Meta:
         base_manager_name = "all_objects"
@@ -401,6 +457,14 @@ class Fact(Indexable):
 
     def __str__(self) -> str:
         return f"{self.key} = {self.value[:60]}"
+
+    def clean(self) -> None:
+        if self.category not in KIND_CATEGORIES.get(self.kind, ()):
+            raise ValidationError({"category": CATEGORY_INVALID_MESSAGE.format(kind=self.kind)})
+
+    @property
+    def category_label(self) -> str:
+        return CATEGORY_LABELS.get(self.category, self.category)
 
     # The one date of a fact (the time the retrieval's "when" filter reads, the
     # date shown beside it, the order of "newest first"): when it was last stated.
@@ -422,6 +486,25 @@ class Fact(Indexable):
         except ValidationError:
             return False
         return True
+
+
+class AgentItemManager(InMemoryManager):
+    def get_queryset(self):
+        return super().get_queryset().exclude(kind=FactKind.OWNER)
+
+
+class AgentItem(Fact):
+    """The agent's self and goals: Fact rows of kind self / goal (the admin lists them apart)."""
+
+    objects = AgentItemManager()
+
+    class Meta:
+        proxy = True
+        base_manager_name = "all_objects"
+        default_manager_name = "objects"
+        ordering = ["kind", "category", "-importance", "key"]
+        verbose_name = "souvenir de l'agent sur lui-même"
+        verbose_name_plural = "moi & objectifs de l'agent"
 
 
 class FactRevision(models.Model):

@@ -6,15 +6,16 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from memory.exceptions import FactNotFound
-from memory.models import Fact, MemorySettings, Message, MessageRole, Summary
+from memory.models import Fact, FactKind, MemorySettings, Message, MessageRole, Summary
 
 FACT_NOT_FOUND_MESSAGE = "Aucun fait avec la clé « {key} »."
 
 
-def facts_active() -> QuerySet[Fact]:
-    """Facts that count: neither forgotten nor expired."""
+def facts_active(*, kind: str = FactKind.OWNER) -> QuerySet[Fact]:
+    """Facts that count: neither forgotten nor expired. The owner's, unless ``kind``
+    asks for the agent's self or goals (memory.services.self_memory)."""
     now = timezone.now()
-    return Fact.objects.filter(forgotten=False).filter(
+    return Fact.all_objects.filter(forgetting__isnull=True, kind=kind, forgotten=False).filter(
         Q(expires_at__isnull=True) | Q(expires_at__gt=now)
     )
 
@@ -34,9 +35,14 @@ def facts_recent(*, limit: int = 10) -> QuerySet[Fact]:
 
 
 def fact_list(
-    *, search: str = "", include_forgotten: bool = False, include_expired: bool = False
+    *,
+    search: str = "",
+    include_forgotten: bool = False,
+    include_expired: bool = False,
+    kind: str = FactKind.OWNER,
 ) -> QuerySet[Fact]:
-    facts = Fact.objects.all()
+    """The owner's facts; ``kind`` self / goal: the agent's memories about itself / its goals."""
+    facts = Fact.all_objects.filter(forgetting__isnull=True, kind=kind)
     if not include_forgotten:
         facts = facts.filter(forgotten=False)
     if not include_expired:
@@ -46,9 +52,11 @@ def fact_list(
     return facts.select_related("source_message")
 
 
-def fact_get(*, key: str) -> Fact:
+def fact_get(*, key: str, any_kind: bool = False) -> Fact:
+    """The owner's fact ``key``; ``any_kind``: also the agent's self and goal items."""
+    facts = Fact.all_objects.filter(forgetting__isnull=True) if any_kind else Fact.objects
     try:
-        return Fact.objects.get(key=key)
+        return facts.get(key=key)
     except Fact.DoesNotExist:
         raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=key)) from None
 
@@ -158,6 +166,9 @@ def memory_stats_get(*, include_vectors: bool = True) -> dict[str, object]:
             # Only active facts belong in Qdrant: their indexing states.
             "index": _index_counts(active),
         },
+        # The agent's memories about itself and its goals: not facts of the owner, but
+        # points of ``knowledge`` too (their active rows are indexed).
+        "agent_items": _agent_item_counts(),
         "messages": {
             "total": Message.objects.count(),
             "compacted": Message.objects.filter(compacted=True).count(),
@@ -176,6 +187,17 @@ def memory_stats_get(*, include_vectors: bool = True) -> dict[str, object]:
         "index_failures": index_failures_get(),
         "jobs": job_stats_get(),
     }
+
+
+def _agent_item_counts() -> dict[str, object]:
+    active = Fact.all_objects.none()
+    counts: dict[str, object] = {}
+    for kind, name in ((FactKind.SELF, "self_items"), (FactKind.GOAL, "goals")):
+        rows = facts_active(kind=kind)
+        counts[name] = rows.count()
+        active = active | rows
+    counts["index"] = _index_counts(active)
+    return counts
 
 
 def job_stats_get(*, failed_limit: int = 20) -> dict[str, object]:

@@ -11,15 +11,19 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from memory.api.fact_kinds import fact_kind_check
 from memory.exceptions import InvalidTTL
 from memory.models import (
     FACT_VALUE_MAX_CHARS,
     Fact,
+    FactKind,
     FactRevision,
     FactSource,
+    GoalCategory,
     MemoryRetrieval,
     MemorySettings,
     MemoryType,
+    SelfCategory,
     validate_fact_key,
 )
 from memory.selectors import FACTS_RECENT_MAX
@@ -100,6 +104,8 @@ class FactOutputSerializer(serializers.ModelSerializer):
             "forgotten_at",
             "index_state",
             "indexed_at",
+            "kind",
+            "category",
         )
         read_only_fields = fields
 
@@ -140,10 +146,32 @@ class _FactFieldsSerializer(StrictInputSerializer):
 
 
 class FactInputSerializer(_FactFieldsSerializer):
-    """Body of POST /facts: a new fact, or a new value for an existing key."""
+    """Body of POST /facts: a new fact, or a new value for an existing key.
 
-    key = serializers.CharField(max_length=_KEY_MAX)
+    With ``kind`` self or goal: one of the agent's memories about itself or its
+    goals (``category`` and ``value`` only; its key is derived, dedup applies).
+    """
+
+    key = serializers.CharField(
+        max_length=_KEY_MAX, required=False, help_text="Obligatoire pour kind=owner (défaut)."
+    )
     source = serializers.ChoiceField(choices=FactSource.choices, required=False)
+    # No default: absent, it is not in validated_data (the MCP ``remember`` tool reuses
+    # this serializer for owner facts only).
+    kind = serializers.ChoiceField(
+        choices=FactKind.choices,
+        required=False,
+        help_text="owner (défaut) : un fait du propriétaire ; self / goal : l'agent lui-même.",
+    )
+    category = serializers.ChoiceField(
+        choices=[*SelfCategory.choices, *GoalCategory.choices],
+        required=False,
+        help_text="Pour kind=self : context, capability, limitation, preference, relation ; "
+        "pour kind=goal : capability_request, understanding, connection.",
+    )
+
+    def validate(self, attrs):
+        return fact_kind_check(super().validate(attrs), self.initial_data)
 
     def validate_key(self, value: str) -> str:
         value = value.strip()
@@ -177,6 +205,13 @@ class FactRevisionSerializer(serializers.ModelSerializer):
 
 class FactListQuerySerializer(serializers.Serializer):
     search = serializers.CharField(max_length=QUERY_MAX_CHARS, required=False, default="")
+    kind = serializers.ChoiceField(
+        choices=FactKind.choices,
+        required=False,
+        default=FactKind.OWNER,
+        help_text="owner (défaut) : les faits du propriétaire ; self / goal : les souvenirs "
+        "de l'agent sur lui-même / ses objectifs.",
+    )
     include_forgotten = serializers.BooleanField(required=False, default=False)
     include_expired = serializers.BooleanField(required=False, default=False)
 
@@ -311,6 +346,12 @@ class FactStatsSerializer(serializers.Serializer):
     index = IndexCountsSerializer(help_text="États d'indexation des faits actifs.")
 
 
+class AgentItemStatsSerializer(serializers.Serializer):
+    self_items = serializers.IntegerField(help_text="Souvenirs actifs de l'agent sur lui-même.")
+    goals = serializers.IntegerField(help_text="Objectifs actifs de l'agent.")
+    index = IndexCountsSerializer(help_text="États d'indexation de ces éléments actifs.")
+
+
 class MessageStatsSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     compacted = serializers.IntegerField()
@@ -341,6 +382,7 @@ class VectorStatsSerializer(serializers.Serializer):
 
 class MemoryStatsSerializer(serializers.Serializer):
     facts = FactStatsSerializer()
+    agent_items = AgentItemStatsSerializer()
     messages = MessageStatsSerializer()
     summaries = SummaryStatsSerializer()
     retrievals = RetrievalStatsSerializer()

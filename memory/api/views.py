@@ -40,7 +40,7 @@ from memory.api.serializers import (
     SearchResultSerializer,
 )
 from memory.exceptions import FactNotFound
-from memory.models import Actor, Fact
+from memory.models import Actor, Fact, FactKind
 from memory.selectors import (
     fact_get,
     fact_list,
@@ -51,6 +51,7 @@ from memory.selectors import (
 )
 from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
 from memory.services.search import memory_search
+from memory.services.self_memory import agent_item_store
 from memory.services.settings import memory_settings_update
 
 EMPTY_PATCH_MESSAGE = "Aucun champ à modifier."
@@ -137,8 +138,9 @@ class MemoryApi(APIView):
 
 
 def fact_or_404(key: str) -> Fact:
+    # By key, any kind: the agent's self and goal items are read and written here too.
     try:
-        return fact_get(key=key)
+        return fact_get(key=key, any_kind=True)
     except FactNotFound as exc:
         raise NotFound(str(exc)) from None
 
@@ -149,7 +151,11 @@ class FactListCreateApi(MemoryApi):
     @extend_schema(
         operation_id="facts_list",
         summary="Lister les faits",
-        description="Les faits actifs (ni oubliés ni expirés) par défaut, paginés.",
+        description=(
+            "Les faits actifs (ni oubliés ni expirés) par défaut, paginés. ``kind=self`` ou "
+            "``kind=goal`` : les souvenirs de l'agent sur lui-même ou ses objectifs (jamais "
+            "mêlés aux faits du propriétaire)."
+        ),
         parameters=[FactListQuerySerializer],
         responses={200: FactOutputSerializer(many=True), **ERRORS, **PAGE_NOT_FOUND},
     )
@@ -163,7 +169,10 @@ class FactListCreateApi(MemoryApi):
         summary="Ajouter un fait",
         description=(
             "Crée le fait ``key``; si la clé existe, met à jour sa valeur (l'ancienne est "
-            "gardée dans l'historique) et fait revenir un fait oublié. 201 si créé, 200 sinon."
+            "gardée dans l'historique) et fait revenir un fait oublié. 201 si créé, 200 sinon. "
+            "Avec ``kind`` self ou goal (et ``category``, ``value`` seulement) : un souvenir de "
+            "l'agent sur lui-même ou un objectif, dédoublonné (une chose déjà connue n'est pas "
+            "enregistrée deux fois : 200) ; sa clé est dérivée du texte."
         ),
         request=FactInputSerializer,
         responses={201: FactOutputSerializer, 200: FactOutputSerializer, **ERRORS},
@@ -171,7 +180,18 @@ class FactListCreateApi(MemoryApi):
     def post(self, request: Request) -> Response:
         body = FactInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        fact, created = fact_store(**body.validated_data, actor=self.actor(request))
+        data = dict(body.validated_data)
+        kind = data.pop("kind", FactKind.OWNER)
+        if kind == FactKind.OWNER:
+            fact, created = fact_store(**data, actor=self.actor(request))
+        else:
+            result = agent_item_store(
+                kind=kind,
+                category=data["category"],
+                content=data["value"],
+                actor=self.actor(request),
+            )
+            fact, created = result.item, result.action == "added"
         return Response(
             FactOutputSerializer(fact).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,

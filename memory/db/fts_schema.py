@@ -114,7 +114,18 @@ FACTS_FTS_V2 = _indexed_fts(
     "key, value, forgotten, forgetting_id",
 )
 
-CURRENT = (MESSAGES_FTS_V2, FACTS_FTS_V2)
+# Version 3 (0015): the agent's self and goals (Fact.kind) are out of the owner's facts index;
+# the self tools search them by meaning (memory.services.self_memory).
+FACTS_FTS_V3 = _indexed_fts(
+    "facts_fts",
+    "core_memory",
+    "replace({p}key, '_', ' ') || ' ' || {p}value",
+    "{p}forgotten = 0 AND {p}forgetting_id IS NULL AND {p}kind = 'owner'",
+    "key, value, forgotten, forgetting_id, kind",
+)
+
+CURRENT = (MESSAGES_FTS_V2, FACTS_FTS_V3)
+
 
 # Version 1 (migrations 0002 and 0004): every row indexed. Kept to reverse 0006.
 MESSAGES_FTS_V1 = _indexed_fts("messages_fts", "messages", "{p}content", "1", "content")

@@ -157,7 +157,7 @@ class Migration(migrations.Migration):
             ],
         ),
         RebuildFts(
-            fts=fts_schema.CURRENT,
+            fts=(fts_schema.MESSAGES_FTS_V2, fts_schema.FACTS_FTS_V2),
             previous_fts=(fts_schema.MESSAGES_FTS_V1, fts_schema.FACTS_FTS_V1),
             operations=[
                 migrations.RemoveField(

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
-from memory.models import Actor, Fact, FactSource, RevisionReason
+from memory.models import Actor, Fact, FactKind, FactSource, RevisionReason
 from memory.services.facts import fact_store, fact_update
 from memory.services.ttl import parse_ttl
 
@@ -59,7 +59,9 @@ class RememberResult:
 PENDING_CANDIDATES_MAX = 50
 
 
-def fact_candidates(*, key: str, value: str, exclude_id: int | None = None) -> list[Candidate]:
+def fact_candidates(
+    *, key: str, value: str, exclude_id: int | None = None, kind: str = FactKind.OWNER
+) -> list[Candidate]:
     """Active facts close to this fact's text, best first: indexed ones and pending ones.
 
     Qdrant only holds facts already indexed; two restatements arriving close
@@ -67,12 +69,14 @@ def fact_candidates(*, key: str, value: str, exclude_id: int | None = None) -> l
     current yet (pending, or failed) are embedded here and compared with the
     same threshold. Raises StoreUnavailable when the embedder cannot answer;
     a Qdrant dimension mismatch (an embedder change before `reindex`) leaves
-    only the pending comparison.
+    only the pending comparison. Only facts of the same ``kind`` compete (the
+    owner's facts, or the agent's self, or its goals).
     """
     import numpy as np
 
     from memory.models import IndexState
     from memory.selectors import facts_active
+    from memory.services.index_documents import fact_point_type
     from memory.services.indexing import fact_text
     from memory.stores.embedders import get_embedder
     from memory.stores.vectors import KNOWLEDGE, get_vector_store
@@ -88,13 +92,13 @@ def fact_candidates(*, key: str, value: str, exclude_id: int | None = None) -> l
                 vector,
                 limit=CANDIDATE_LIMIT,
                 score_threshold=embedder.candidate_threshold,
-                filters={"type": "fact"},
+                filters={"type": fact_point_type(kind)},
             )
             scores = {int(h.payload["row_id"]): h.score for h in hits if h.payload.get("row_id")}
     except DimensionMismatch as exc:
         logger.warning("dedup: Qdrant cannot be searched (%s); pending facts only", exc)
     pending = list(
-        facts_active()
+        facts_active(kind=kind)
         .exclude(index_state=IndexState.INDEXED)
         .exclude(pk=exclude_id)
         .order_by("-updated_at")[:PENDING_CANDIDATES_MAX]
@@ -104,12 +108,15 @@ def fact_candidates(*, key: str, value: str, exclude_id: int | None = None) -> l
         for fact, score in zip(pending, matrix @ np.asarray(vector), strict=True):
             if float(score) >= embedder.candidate_threshold:
                 scores[fact.pk] = max(scores.get(fact.pk, 0.0), float(score))
-    facts = facts_active().filter(pk__in=scores).exclude(pk=exclude_id)
+    facts = facts_active(kind=kind).filter(pk__in=scores).exclude(pk=exclude_id)
     ranked = sorted((Candidate(fact=f, score=scores[f.pk]) for f in facts), key=lambda c: -c.score)
     return ranked[:CANDIDATE_LIMIT]
 
 
-def _llm_decide(*, key: str, value: str, candidates: list[Candidate]) -> tuple[str, Fact | None]:
+def llm_decide(
+    *, key: str, value: str, candidates: list[Candidate], system: str = DEDUP_SYSTEM_PROMPT
+) -> tuple[str, Fact | None]:
+    """One LLM call: ADD, or UPDATE / NOOP / SUPERSEDE one of the candidates."""
     from agent.client import llm_json
 
     prompt = json.dumps(
@@ -121,7 +128,7 @@ def _llm_decide(*, key: str, value: str, candidates: list[Candidate]) -> tuple[s
         },
         ensure_ascii=False,
     )
-    answer = llm_json(system=DEDUP_SYSTEM_PROMPT, prompt=prompt, purpose="dedup", max_tokens=100)
+    answer = llm_json(system=system, prompt=prompt, purpose="dedup", max_tokens=100)
     if not isinstance(answer, dict):
         raise MemoryServiceError(f"réponse de déduplication inattendue : {answer!r}")
     action = str(answer.get("action", "")).upper()
@@ -141,7 +148,7 @@ def _numbers(text: str) -> set[str]:
     return set(re.findall(r"\d+", text))
 
 
-def _rule_decide(value: str, candidates: list[Candidate]) -> tuple[str, Fact | None]:
+def rule_decide(value: str, candidates: list[Candidate]) -> tuple[str, Fact | None]:
     """Without an LLM: merge only a near-identical text that also says the same numbers.
 
     The local model gives "4512" vs "4513" or "7h40" vs "7h45" a cosine above
@@ -208,13 +215,13 @@ def fact_remember(
 
         if llm_available():
             try:
-                action, target = _llm_decide(key=key, value=value, candidates=candidates)
+                action, target = llm_decide(key=key, value=value, candidates=candidates)
                 decided_by = "llm"
             except MemoryServiceError as exc:
                 logger.warning("dedup LLM decision failed (%s): falling back to the rule", exc)
-                action, target = _rule_decide(value, candidates)
+                action, target = rule_decide(value, candidates)
         else:
-            action, target = _rule_decide(value, candidates)
+            action, target = rule_decide(value, candidates)
 
     if action == ADD or target is None:
         fact, _ = fact_store(**store_kwargs)

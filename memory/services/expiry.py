@@ -21,7 +21,8 @@ def expired_purge(*, now: datetime | None = None) -> int:
     """
     now = now or timezone.now()
     purged = 0
-    expired = Fact.objects.filter(forgotten=False, expires_at__lte=now)
+    # Every kind: an item of the agent's self or goals given a TTL expires too.
+    expired = Fact.all_objects.filter(forgetting__isnull=True, forgotten=False, expires_at__lte=now)
     for fact in expired.iterator():
         with transaction.atomic():
             fact.forgotten = True

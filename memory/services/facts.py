@@ -9,10 +9,12 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from memory.exceptions import MemoryServiceError
 from memory.models import (
     DEFAULT_IMPORTANCE,
     Actor,
     Fact,
+    FactKind,
     FactRevision,
     FactSource,
     MemoryType,
@@ -22,6 +24,11 @@ from memory.services.indexing import KIND_FACT, index_enqueue
 from memory.services.ttl import parse_ttl
 
 logger = logging.getLogger(__name__)
+
+KEY_OF_OTHER_KIND_MESSAGE = (
+    "La clé « {key} » est déjà prise par un autre genre de mémoire (propriétaire, "
+    "moi ou objectif) : choisissez-en une autre."
+)
 
 # Fields a revision records as {"field": [old, new]} (the value also has old_value/new_value).
 TRACKED_FIELDS = (
@@ -33,6 +40,7 @@ TRACKED_FIELDS = (
     "channel",
     "source",
     "forgotten",
+    "category",
 )
 # A forget or an expiry changes one thing; their callers do not pass a snapshot.
 _IMPLIED_CHANGES = {
@@ -110,7 +118,9 @@ STATED_FIELDS = (
     "channel",
     "expires_at",
 )
-UPDATABLE_FIELDS = {*STATED_FIELDS, "ttl", "key", "source_message_id"}
+# ``category`` (the agent's self and goal items) changes with what the agent learns
+# (a limitation superseded by a capability): never locked as the owner's.
+UPDATABLE_FIELDS = {*STATED_FIELDS, "ttl", "key", "source_message_id", "category"}
 
 
 def _stated(
@@ -152,6 +162,8 @@ def fact_store(
     ttl: str | None = None,
     source_message_id: int | None = None,
     actor: str = Actor.USER,
+    kind: str = FactKind.OWNER,
+    category: str | None = None,
 ) -> tuple[Fact, bool]:
     """Create the fact ``key``, or restate it when the key exists. Returns (fact, created).
 
@@ -160,7 +172,9 @@ def fact_store(
     writes nothing (no revision, no re-embedding), and the agent never
     overwrites what the owner set (see fact_update). A fact forgotten by the
     owner and stated again comes back, with its history; a fact taken by a topic
-    forget comes back as a new fact, without the forgotten history.
+    forget comes back as a new fact, without the forgotten history. ``kind``
+    (owner, or the agent's self / goal with its ``category``) never changes: a
+    key of another kind is refused.
     """
     key = key.strip()
     stated = _stated(
@@ -177,19 +191,25 @@ def fact_store(
         existing.revisions.all().delete()
         existing.delete()
         existing = None
+    if existing is not None and existing.kind != kind:
+        raise MemoryServiceError(KEY_OF_OTHER_KIND_MESSAGE.format(key=key))
+    if category is not None:
+        stated["category"] = category
     if existing is None:
-        kind = stated.get("memory_type", MemoryType.FACT)
+        memory_type = stated.get("memory_type", MemoryType.FACT)
         fact = Fact(
             key=key,
             value=value.strip(),
-            memory_type=kind,
-            importance=stated.get("importance", default_importance(kind)),
+            memory_type=memory_type,
+            importance=stated.get("importance", default_importance(memory_type)),
             subjects=stated.get("subjects", []),
             source=stated.get("source", FactSource.MANUAL),
             channel=stated.get("channel", ""),
             expires_at=stated.get("expires_at"),
             source_message_id=source_message_id,
             owner_fields=_owned([], actor, ["value", *stated]),
+            kind=kind,
+            category=stated.get("category", ""),
         )
         fact.full_clean()
         fact.save()
@@ -380,6 +400,7 @@ def facts_accessed(fact_ids: Iterable[int]) -> int:
     ids = {int(i) for i in fact_ids}
     if not ids:
         return 0
-    return Fact.objects.filter(pk__in=ids).update(
+    # Every kind: the agent's self and goal items found by its tools count too.
+    return Fact.all_objects.filter(pk__in=ids, forgetting__isnull=True).update(
         access_count=F("access_count") + 1, last_accessed_at=timezone.now()
     )

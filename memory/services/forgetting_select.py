@@ -129,6 +129,8 @@ def _semantic_candidates(topic: str) -> dict[str, float]:
             if not row:
                 continue
             kind = "message" if collection != KNOWLEDGE else payload.get("type", "fact")
+            # The agent's self and goals are Fact rows too: a topic forget takes them.
+            kind = "fact" if kind in ("self", "goal") else kind
             found[f"{kind}:{int(row)}"] = float(hit.score)
     return found
 
@@ -172,7 +174,10 @@ def candidates_gather(
     }
     exchanges = _exchanges(roots, keep)
     rows: dict[str, Fact | Summary] = {}
-    for fact in Fact.objects.filter(pk__in=by_kind["fact"], forgotten=False):
+    # Every kind of Fact row (the owner's, the agent's self and goals).
+    for fact in Fact.all_objects.filter(
+        pk__in=by_kind["fact"], forgotten=False, forgetting__isnull=True
+    ):
         rows[f"fact:{fact.id}"] = fact
     for summary in Summary.objects.filter(pk__in=by_kind["summary"]):
         rows[f"summary:{summary.id}"] = summary

@@ -6,6 +6,7 @@ import math
 import re
 import secrets
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 
@@ -33,6 +34,8 @@ NOTE_MAX_CHARS = 600
 SUMMARY_MAX_CHARS = 6000
 SUMMARY_TITLE = "Résumé des échanges plus anciens sur ce canal"
 LIVE_TITLE = "Extraits pertinents des salons observés (pas une conversation) :"
+SELF_TITLE = "Qui je suis (mes souvenirs sur moi-même)"
+GOALS_TITLE = "Ce que j'aimerais (mes objectifs)"
 
 
 def relative_time_fr(moment: datetime, *, now: datetime, tz: tzinfo) -> str:
@@ -103,8 +106,19 @@ def new_marker() -> str:
     return secrets.token_hex(8).upper()
 
 
-# The block's sections, in the order they are shown and filled within the budget.
-BLOCK_SECTIONS = ("Faits essentiels", "Souvenirs pertinents", LIVE_TITLE, "Notes Obsidian")
+# The block's sections, in the order they are shown and filled within the budget
+# (the agent's self and goals first: the prompt says nothing else of who it is).
+BLOCK_SECTIONS = ("selves", "goals", "core", "memories", "live", "notes")
+SECTION_TITLES = {
+    "selves": SELF_TITLE,
+    "goals": GOALS_TITLE,
+    "core": "Faits essentiels",
+    "memories": "Souvenirs pertinents",
+    "live": LIVE_TITLE,
+    "notes": "Notes Obsidian",
+}
+# The channel's summary is shown after these sections and before the others.
+SUMMARY_AFTER = "goals"
 
 
 def _block_head(marker: str) -> list[str]:
@@ -127,86 +141,106 @@ def _item_line(item: BlockLine) -> str:
 
 def prompt_block(
     *,
-    core: list[BlockLine],
-    memories: list[BlockLine],
-    notes: list[BlockLine],
+    core: Sequence[BlockLine],
+    memories: Sequence[BlockLine],
+    notes: Sequence[BlockLine],
     marker: str,
     summary: str = "",
-    live: list[BlockLine] = (),
+    live: Sequence[BlockLine] = (),
+    selves: Sequence[BlockLine] = (),
+    goals: Sequence[BlockLine] = (),
 ) -> str:
     """The fenced block of memory data added to the system prompt ("" when empty).
 
     ``summary``: the channel's last compaction summary, data like the rest.
     ``live``: extracts of observed rooms, a section of their own (not a conversation).
+    ``selves`` and ``goals``: the agent's memories about itself and its goals
+    (memory.services.self_memory), first: the prompt says nothing else of who it is.
     """
+    items = {
+        "selves": selves,
+        "goals": goals,
+        "core": core,
+        "memories": memories,
+        "live": live,
+        "notes": notes,
+    }
     return _block_render(
-        [[_item_line(i) for i in items] for items in (core, memories, live, notes)],
+        {name: [_item_line(i) for i in items[name]] for name in BLOCK_SECTIONS},
         marker=marker,
         summary=summary,
     )
 
 
-def _block_render(sections: list[list[str]], *, marker: str, summary: str = "") -> str:
-    """The block from its rendered item lines, one list per BLOCK_SECTIONS entry."""
+def _block_render(sections: dict[str, list[str]], *, marker: str, summary: str = "") -> str:
+    """The block from its rendered item lines, by BLOCK_SECTIONS name."""
     summary = clean_text(summary, max_chars=SUMMARY_MAX_CHARS)
-    if not (any(sections) or summary):
+    if not (any(sections.values()) or summary):
         return ""
     lines = _block_head(marker)
-    if summary:
-        lines.extend([f"## {SUMMARY_TITLE}", summary])
-    for title, items in zip(BLOCK_SECTIONS, sections, strict=True):
-        if items:
-            lines.append(f"## {title}")
-            lines.extend(items)
+    for name in BLOCK_SECTIONS:
+        if sections.get(name):
+            lines.append(f"## {SECTION_TITLES[name]}")
+            lines.extend(sections[name])
+        if name == SUMMARY_AFTER and summary:
+            lines.extend([f"## {SUMMARY_TITLE}", summary])
     lines.append(_block_foot(marker))
     return "\n".join(lines)
 
 
 def block_within_budget(
     *,
-    core: list[BlockLine],
-    memories: list[BlockLine],
-    notes: list[BlockLine],
+    core: Sequence[BlockLine],
+    memories: Sequence[BlockLine],
+    notes: Sequence[BlockLine],
     marker: str,
     max_tokens: int,
-    live: list[BlockLine] = (),
-) -> tuple[str, tuple[list[int], list[int], list[int], list[int]]]:
+    live: Sequence[BlockLine] = (),
+    selves: Sequence[BlockLine] = (),
+    goals: Sequence[BlockLine] = (),
+) -> tuple[str, dict[str, list[int]]]:
     """The block holding the most useful items that fit in ``max_tokens``.
 
-    Items are taken in order of usefulness: the core facts, then the memories
-    in rank order, then the extracts of observed rooms, then the notes in
-    order; an item that does not fit is left out and the next (shorter) ones
-    are still tried. Returns the block and the indexes kept in each list
-    (core, memories, notes, live).
+    Items are taken in order of usefulness: the agent's self and goals (who it
+    is), the core facts, then the memories in rank order, then the extracts of
+    observed rooms, then the notes in order; an item that does not fit is left
+    out and the next (shorter) ones are still tried. Returns the block and the
+    indexes kept in each list, by section name (BLOCK_SECTIONS).
 
     Each line is rendered once and the block's length is kept as a running sum
     (a line is its characters plus a line break), so trying an item costs an
     addition, not a render of the whole block.
     """
-    lines = [[_item_line(i) for i in items] for items in (core, memories, live, notes)]
-    kept: tuple[list[int], ...] = tuple([] for _ in lines)
+    items = {
+        "selves": selves,
+        "goals": goals,
+        "core": core,
+        "memories": memories,
+        "live": live,
+        "notes": notes,
+    }
+    lines = {name: [_item_line(i) for i in items[name]] for name in BLOCK_SECTIONS}
+    kept: dict[str, list[int]] = {name: [] for name in BLOCK_SECTIONS}
     # The characters of the block's lines, without the breaks between them, and their count.
     frame = [*_block_head(marker), _block_foot(marker)]
     chars, count = 0, 0
-    for position, section in enumerate(lines):
-        for index, line in enumerate(section):
+    for name in BLOCK_SECTIONS:
+        for index, line in enumerate(lines[name]):
             add_chars, add_count = len(line), 1
-            if not kept[position]:
-                add_chars += len(f"## {BLOCK_SECTIONS[position]}")
+            if not kept[name]:
+                add_chars += len(f"## {SECTION_TITLES[name]}")
                 add_count += 1
             if count == 0:  # the first item brings the block's frame
                 add_chars += sum(len(f) for f in frame)
                 add_count += len(frame)
             total = chars + add_chars + count + add_count - 1
             if math.ceil(total / CHARS_PER_TOKEN) <= max_tokens:
-                kept[position].append(index)
+                kept[name].append(index)
                 chars, count = chars + add_chars, count + add_count
     block = _block_render(
-        [[section[i] for i in indexes] for section, indexes in zip(lines, kept, strict=True)],
-        marker=marker,
+        {name: [lines[name][i] for i in kept[name]] for name in BLOCK_SECTIONS}, marker=marker
     )
-    core_i, memories_i, live_i, notes_i = kept
-    return block, (core_i, memories_i, notes_i, live_i)
+    return block, kept
 
 
 def live_label(author: str, room: str, moment: datetime, tz: tzinfo) -> str:

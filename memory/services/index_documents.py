@@ -151,6 +151,18 @@ def live_wanted(message: Message) -> bool:
     )
 
 
+def fact_point_type(kind: str) -> str:
+    """The payload ``type`` of a Fact row's point: "fact" for the owner's, "self" / "goal".
+
+    The agent's self and goals live in ``knowledge`` beside the owner's facts (same
+    rows, same state machine, point ids, reindex and doctor); their own ``type``
+    keeps them out of every search that asks for facts (a keyword index filters it).
+    """
+    from memory.models import FactKind
+
+    return "fact" if kind == FactKind.OWNER else str(kind)
+
+
 def fact_document(fact: Fact) -> Document:
     from memory.stores.vectors import KNOWLEDGE, point_id
 
@@ -161,7 +173,8 @@ def fact_document(fact: Fact) -> Document:
         point_id=point_id(KIND_FACT, fact.id),
         text=fact_text(fact),
         payload={
-            "type": "fact",
+            "type": fact_point_type(fact.kind),
+            "category": fact.category,
             "channel": fact.channel,
             "key": fact.key,
             "content": fact.value,

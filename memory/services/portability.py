@@ -61,6 +61,9 @@ FACT_FIELDS = (
     "access_count",
     "owner_fields",
 )
+# Only on the agent's self and goal items (Fact.kind), absent from the owner's facts:
+# files written before them, and owner facts, read as kind "owner" without category.
+FACT_AGENT_FIELDS = ("kind", "category")
 REVISION_FIELDS = ("actor", "reason", "old_value", "new_value", "changes", "note", "created_at")
 CHUNK = 500
 
@@ -83,6 +86,16 @@ def exportable_facts(since: datetime | None = None):
     if since is not None:
         facts = facts.filter(updated_at__gte=since)
     return facts.order_by("id")
+
+
+def exportable_agent_items(since: datetime | None = None):
+    """The agent's self and goal items in the memory (see exportable_facts)."""
+    from memory.services.self_memory import AGENT_KINDS
+
+    items = Fact.all_objects.filter(forgetting__isnull=True, forgotten=False, kind__in=AGENT_KINDS)
+    if since is not None:
+        items = items.filter(updated_at__gte=since)
+    return items.order_by("id")
 
 
 def _messages(since: datetime | None) -> Iterator[Message]:
@@ -143,17 +156,20 @@ def export_records(*, since: datetime | None = None) -> Iterator[dict]:
         summaries = summaries.filter(created_at__gte=since)
     for summary in summaries.order_by("id").iterator(chunk_size=CHUNK):
         yield {"type": "summary", **_fields(summary, SUMMARY_FIELDS)}
-    facts = exportable_facts(since).prefetch_related("revisions")
-    for fact in facts.iterator(chunk_size=CHUNK):
-        revisions = sorted(fact.revisions.all(), key=lambda r: (r.created_at, r.id))
-        yield {
-            "type": "fact",
-            **_fields(fact, FACT_FIELDS),
-            "source_message": (
-                fact.source_message_id if fact.source_message_id in exported else None
-            ),
-            "revisions": [_fields(r, REVISION_FIELDS) for r in revisions],
-        }
+    owner = exportable_facts(since).prefetch_related("revisions")
+    agent = exportable_agent_items(since).prefetch_related("revisions")
+    for names, facts in (((), owner), (FACT_AGENT_FIELDS, agent)):
+        for fact in facts.iterator(chunk_size=CHUNK):
+            revisions = sorted(fact.revisions.all(), key=lambda r: (r.created_at, r.id))
+            yield {
+                "type": "fact",
+                **_fields(fact, FACT_FIELDS),
+                **_fields(fact, names),
+                "source_message": (
+                    fact.source_message_id if fact.source_message_id in exported else None
+                ),
+                "revisions": [_fields(r, REVISION_FIELDS) for r in revisions],
+            }
 
 
 def export_lines(*, since: datetime | None = None) -> Iterator[str]:

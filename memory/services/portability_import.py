@@ -44,6 +44,7 @@ from memory.services.portability_validate import (
     DUPLICATE_ID,
     DUPLICATE_KEY,
     EMPTY_FILE,
+    FACT_AGENT_SPEC,
     MISSING_FIELD,
     NOT_OBJECT,
     RECORD_TYPES,
@@ -266,7 +267,12 @@ class _Importer:
         return self._facts
 
     def _fact(self, line: int, record: dict) -> None:
+        agent = {k: record[k] for k in FACT_AGENT_SPEC if k in record}
+        record = {k: v for k, v in record.items() if k not in FACT_AGENT_SPEC}
         values = record_check(line, record, SPECS["fact"])
+        values.update(
+            record_check(line, agent, {k: FACT_AGENT_SPEC[k] for k in agent}) if agent else {}
+        )
         revisions = values.pop("revisions")
         source_message = values.pop("source_message")
         if not isinstance(revisions, list):

@@ -28,6 +28,7 @@ from memory.exceptions import DimensionMismatch, StoreUnavailable
 from memory.models import Fact, MemoryType, Message, Summary
 from memory.selectors import facts_active, memory_settings_get
 from memory.stores.fts import fold, fts_search, query_terms
+from memory.stores.vectors import OWNER_KNOWLEDGE
 
 logger = logging.getLogger(__name__)
 
@@ -404,7 +405,13 @@ def _semantic_search(query: str, limit: int) -> list[SearchHit]:
             store.search(CONVERSATIONS, vector, limit=limit * 2, score_threshold=threshold)
         )
         knowledge = rescored(
-            store.search(KNOWLEDGE, vector, limit=limit * 2, score_threshold=threshold)
+            store.search(
+                KNOWLEDGE,
+                vector,
+                limit=limit * 2,
+                score_threshold=threshold,
+                filters=OWNER_KNOWLEDGE,
+            )
         )
     except StoreUnavailable as exc:
         raise StoreUnavailable(SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=exc)) from exc

@@ -40,6 +40,9 @@ KNOWLEDGE = "knowledge"
 # One point per message of an observed room, until the digest reads it.
 LIVE = "live"
 COLLECTIONS = (CONVERSATIONS, KNOWLEDGE, LIVE)
+# The owner's points of ``knowledge``: the agent's self and goals (types "self" and
+# "goal") share the collection and are searched by their own tools only.
+OWNER_KNOWLEDGE = {"type": ["fact", "summary"]}
 # Segments above this size (KB) get a search index when optimized; None: Qdrant's
 # default (about 6,000 vectors of 384 dimensions). Tests lower it.
 EDGE_INDEXING_THRESHOLD_KB: int | None = None

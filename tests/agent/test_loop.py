@@ -28,6 +28,12 @@ TOOL_NAMES = {
     "memory__store_fact",
     "memory__delete_fact",
     "memory__recent",
+    "memory__search_self",
+    "memory__store_self",
+    "memory__delete_self",
+    "memory__search_goals",
+    "memory__store_goal",
+    "memory__delete_goal",
 }
 
 

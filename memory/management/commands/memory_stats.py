@@ -69,6 +69,11 @@ class Command(BaseCommand):
                 COUNTS[k].format(n=v) for k, v in row.items() if k != "index" and k in COUNTS
             )
             self.stdout.write(f"{label} : {counts} | indexation : {_states(row['index'])}")
+        agent = stats["agent_items"]
+        self.stdout.write(
+            f"moi & objectifs de l'agent : {agent['self_items']} sur lui-même, "
+            f"{agent['goals']} objectif(s) | indexation : {_states(agent['index'])}"
+        )
         vectors = stats["vectors"]
         collections = ", ".join(
             f"{k} {v if v is not None else '?'}" for k, v in vectors["collections"].items()

@@ -20,6 +20,9 @@ from memory.services.retrieval.selection import carried_memories
 from memory.services.retrieval.sources import SOURCE_SEMANTIC
 
 KIND_LABELS = {"exchange": "conversation", "fact": "fait", "summary": "résumé"}
+# The agent's self and goals in every block: the most important ones, a few lines.
+SUMMARY_SELF_MAX = 8
+SUMMARY_GOALS_MAX = 4
 
 
 def block_fill(
@@ -37,8 +40,13 @@ def block_fill(
     memory_settings: MemorySettings,
     now: datetime,
     tz,
+    agent_lines: tuple[list[BlockLine], list[BlockLine]] = ([], []),
 ) -> None:
-    """Fill ``result`` with the memories, the carried ones and the notes, and the block."""
+    """Fill ``result`` with the memories, the carried ones and the notes, and the block.
+
+    ``agent_lines``: the agent's self and goals (agent_summary_lines), read with T1
+    while the embedding runs: nothing here reads the database.
+    """
     result.history = history
     result.core = [fact_dict(f, now, tz) for f in core]
     result.memories = [memory_dict(c, entry, now, tz) for c, entry in kept]
@@ -78,14 +86,19 @@ def block_fill(
     note_lines = [BlockLine(f"note · {n['path']}", n["text"]) for n in result.notes]
     live_lines = [BlockLine(item["label"], item["text"]) for item in live]
     marker = new_marker()
-    block, (core_i, memories_i, notes_i, live_i) = block_within_budget(
+    self_lines, goal_lines = agent_lines
+    block, kept = block_within_budget(
         core=core_lines,
         memories=memory_lines,
         notes=note_lines,
         live=live_lines,
+        selves=self_lines,
+        goals=goal_lines,
         marker=marker,
         max_tokens=memory_settings.block_max_tokens,
     )
+    core_i, memories_i, notes_i = kept["core"], kept["memories"], kept["notes"]
+    live_i, selves_i, goals_i = kept["live"], kept["selves"], kept["goals"]
     result.prompt_block = block
     result.marker = marker
     result.block_lines = (
@@ -93,12 +106,61 @@ def block_fill(
         [memory_lines[i] for i in memories_i],
         [note_lines[i] for i in notes_i],
     )
+    result.self_lines = ([self_lines[i] for i in selves_i], [goal_lines[i] for i in goals_i])
     result.core = [result.core[i] for i in core_i]
     result.memories = [result.memories[i] for i in memories_i]
     result.notes = [result.notes[i] for i in notes_i]
     result.live = [live[i] for i in live_i]
     result.live_lines = [live_lines[i] for i in live_i]
     result.tokens_added = estimate_tokens(result.prompt_block)
+
+
+def agent_summary_lines(result: RetrievalResult | None = None):
+    """The agent's self and goals as block lines ("capacité", "objectif · comprendre").
+
+    Read on every message, whatever the relevance gate says: the prompt itself no
+    longer says who the agent is. Never raises (a failure is recorded in ``result``).
+    """
+    from memory.models import FactKind
+    from memory.services.self_memory import agent_items_active
+
+    order = ("-importance", "-updated_at", "-id")
+    try:
+        selves = list(agent_items_active(kind=FactKind.SELF).order_by(*order)[:SUMMARY_SELF_MAX])
+        goals = list(agent_items_active(kind=FactKind.GOAL).order_by(*order)[:SUMMARY_GOALS_MAX])
+    except Exception as exc:  # never raise from the pre-hook
+        if result is not None:
+            result.failed_sources["self"] = failure_text(exc)
+        return [], []
+    return (
+        [BlockLine(i.category_label.lower(), clean_text(i.value)) for i in selves],
+        [BlockLine(f"objectif · {i.category_label.lower()}", clean_text(i.value)) for i in goals],
+    )
+
+
+def self_block_fill(result: RetrievalResult, *, memory_settings: MemorySettings) -> None:
+    """The block of a message that injects no memory (small talk): the self and goals only."""
+    self_lines, goal_lines = agent_summary_lines(result)
+    if not (self_lines or goal_lines):
+        return
+    marker = new_marker()
+    block, kept = block_within_budget(
+        core=[],
+        memories=[],
+        notes=[],
+        selves=self_lines,
+        goals=goal_lines,
+        marker=marker,
+        max_tokens=memory_settings.block_max_tokens,
+    )
+    result.prompt_block = block
+    result.marker = marker
+    result.block_lines = ([], [], [])
+    result.self_lines = (
+        [self_lines[i] for i in kept["selves"]],
+        [goal_lines[i] for i in kept["goals"]],
+    )
+    result.tokens_added = estimate_tokens(block)
 
 
 def block_label(kind: str, memory_type: str, channel: str, relative: str) -> str:

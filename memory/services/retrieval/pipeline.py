@@ -20,7 +20,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory.models import Fact, MemorySettings, Message, MessageSource
-from memory.services.retrieval.block import block_fill
+from memory.services.retrieval.block import agent_summary_lines, block_fill, self_block_fill
 from memory.services.retrieval.candidates import Seen, seen_get
 from memory.services.retrieval.live import SOURCE_LIVE, live_hydrate, live_search
 from memory.services.retrieval.log import retrieval_log_start
@@ -106,6 +106,8 @@ def _retrieve(
     if is_small_talk(text):
         # "ok", "merci", "👍": the relevance gate injects nothing at all.
         result.gate = "small_talk"
+        # Who the agent is still goes in (the prompt no longer says it).
+        self_block_fill(result, memory_settings=memory_settings)
         return _finish(result, started, log=log)
 
     # 1. Start the slow, database-free sources in worker threads.
@@ -154,6 +156,8 @@ def _retrieve(
             seen = seen_get(channel, history)
     except Exception as exc:  # never raise from the pre-hook
         result.failed_sources[SOURCE_T1] = failure_text(exc)
+    # Who the agent is: in every block, whatever the gate says (the prompt no longer says it).
+    agent_lines = agent_summary_lines(result)
     result.timings_ms[SOURCE_T1] = elapsed_ms(start)
 
     start = time.perf_counter()
@@ -254,6 +258,7 @@ def _retrieve(
         memory_settings=memory_settings,
         now=now,
         tz=tz,
+        agent_lines=agent_lines,
     )
     return _finish(result, started, log=log)
 

@@ -28,6 +28,8 @@ class RetrievalResult:
     # Extracts of observed rooms (the `live` collection) and their block lines.
     live: list[dict] = field(default_factory=list)
     live_lines: list[BlockLine] = field(default_factory=list)
+    # The agent's self and goals kept in the block (memory.services.self_memory).
+    self_lines: tuple[list[BlockLine], list[BlockLine]] = ([], [])
     tokens_added: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
     total_ms: float = 0.0

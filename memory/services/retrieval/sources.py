@@ -94,7 +94,7 @@ def semantic_search(
     ``embedded`` receives (query vector, embedder) as soon as they exist.
     """
     from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
-    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, OWNER_KNOWLEDGE, get_vector_store
 
     timings = {}
     start = time.perf_counter()
@@ -124,6 +124,7 @@ def semantic_search(
             score_threshold=threshold,
             payload_fields=HIT_PAYLOAD_FIELDS,
             with_vectors=True,
+            filters=OWNER_KNOWLEDGE if collection == KNOWLEDGE else None,
         ):
             hits.append((collection, hit, relevance_score(embedder, hit.score)))
     hits.sort(key=lambda triple: -triple[1].score)

@@ -93,9 +93,9 @@ def test_without_an_llm_a_changed_number_is_never_merged(world):
 
 
 def test_the_rule_refuses_a_near_identical_candidate_whose_numbers_differ(world):
-    from memory.services.dedup import ADD, UPDATE, Candidate, _rule_decide
+    from memory.services.dedup import ADD, UPDATE, Candidate, rule_decide
 
     stored = _remember("gate_code", "Le code du portail est 4512").fact
     near = [Candidate(fact=stored, score=0.999)]
-    assert _rule_decide("Le code du portail est 4513", near) == (ADD, None)
-    assert _rule_decide("Le code du portail est 4512 !", near) == (UPDATE, stored)
+    assert rule_decide("Le code du portail est 4513", near) == (ADD, None)
+    assert rule_decide("Le code du portail est 4512 !", near) == (UPDATE, stored)

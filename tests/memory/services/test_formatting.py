@@ -114,27 +114,26 @@ def test_the_token_estimate_grows_with_the_text():
     assert estimate_tokens("a" * 36) == 11
 
 
-def _naive_block_within_budget(*, core, memories, notes, marker, max_tokens, live=()):
+SECTIONS = ("selves", "goals", "core", "memories", "live", "notes")
+
+
+def _naive_block_within_budget(*, marker, max_tokens, **items):
     """The definition block_within_budget implements: render the whole block for every
     item tried, keep the item when the block still fits."""
-    sections = (core, memories, live, notes)
-    kept = ([], [], [], [])
+    kept = {name: [] for name in SECTIONS}
 
     def render(indexes):
         return prompt_block(
-            core=[core[i] for i in indexes[0]],
-            memories=[memories[i] for i in indexes[1]],
-            live=[live[i] for i in indexes[2]],
-            notes=[notes[i] for i in indexes[3]],
             marker=marker,
+            **{name: [items.get(name, [])[i] for i in indexes[name]] for name in SECTIONS},
         )
 
-    for position, items in enumerate(sections):
-        for index in range(len(items)):
-            trial = tuple([*kept[p], index] if p == position else kept[p] for p in range(4))
+    for name in SECTIONS:
+        for index in range(len(items.get(name, []))):
+            trial = {**kept, name: [*kept[name], index]}
             if estimate_tokens(render(trial)) <= max_tokens:
                 kept = trial
-    return render(kept), (kept[0], kept[1], kept[3], kept[2])
+    return render(kept), kept
 
 
 _lines = st.lists(
@@ -148,9 +147,17 @@ _lines = st.lists(
 
 
 @settings(max_examples=200, deadline=None)
-@given(core=_lines, memories=_lines, notes=_lines, live=_lines, max_tokens=st.integers(0, 700))
+@given(
+    core=_lines,
+    memories=_lines,
+    notes=_lines,
+    live=_lines,
+    selves=_lines,
+    goals=_lines,
+    max_tokens=st.integers(0, 900),
+)
 def test_the_budgeted_block_keeps_what_rendering_every_trial_would(
-    core, memories, notes, live, max_tokens
+    core, memories, notes, live, selves, goals, max_tokens
 ):
     """The running-sum fill keeps exactly the items, and gives exactly the block, of the
     render-every-trial definition, and the block fits the budget."""
@@ -161,12 +168,14 @@ def test_the_budgeted_block_keeps_what_rendering_every_trial_would(
         "memories": memories,
         "notes": notes,
         "live": live,
+        "selves": selves,
+        "goals": goals,
         "marker": "AB12",
         "max_tokens": max_tokens,
     }
     block, kept = block_within_budget(**arguments)
     expected_block, expected_kept = _naive_block_within_budget(**arguments)
-    assert (block, tuple(map(list, kept))) == (expected_block, tuple(map(list, expected_kept)))
+    assert (block, kept) == (expected_block, expected_kept)
     assert estimate_tokens(block) <= max_tokens
 
 
@@ -181,13 +190,15 @@ def test_the_budgeted_block_agrees_with_the_definition_at_every_budget():
             for i in range(11)
         ]
         sections = {
-            "core": items[:3],
-            "memories": items[3:6],
-            "notes": items[6:9],
+            "selves": items[:2],
+            "goals": items[2:3],
+            "core": items[3:5],
+            "memories": items[5:7],
+            "notes": items[7:9],
             "live": items[9:],
         }
         whole = estimate_tokens(prompt_block(**sections, marker="CD34"))
         for max_tokens in range(whole + 2):
             block, kept = block_within_budget(**sections, marker="CD34", max_tokens=max_tokens)
             expected = _naive_block_within_budget(**sections, marker="CD34", max_tokens=max_tokens)
-            assert (block, tuple(map(list, kept))) == (expected[0], tuple(map(list, expected[1])))
+            assert (block, kept) == expected

@@ -21,6 +21,6 @@ BACKWARD = [
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory", "0014_job_kind_choices")]
+    dependencies = [("memory", "0016_self_and_goals")]
 
     operations = [migrations.RunSQL(sql=FORWARD, reverse_sql=BACKWARD)]

@@ -1,0 +1,197 @@
+"""The "Moi & objectifs" section of /memory: what the agent knows about itself, and its goals.
+
+Listed by kind and category; each item can be edited, deleted (with a reason,
+kept in its history) or restored, and its history shown. Adding one goes
+through the same dedup as the agent's own tool. Same htmx shape as the other
+sections: the partial to htmx, the whole page otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from dashboard.auth import staff_required
+from memory.exceptions import MemoryServiceError
+from memory.models import (
+    CATEGORY_LABELS,
+    KIND_CATEGORIES,
+    Actor,
+    Fact,
+    FactKind,
+    GoalCategory,
+    RevisionReason,
+    SelfCategory,
+)
+from memory.services.facts import fact_restore, fact_update
+from memory.services.self_memory import (
+    CONTENT_MAX_CHARS,
+    agent_item_delete,
+    agent_item_get,
+    agent_item_store,
+    agent_items_list,
+)
+
+PARTIAL = "dashboard/memory/_self.html"
+ITEM = "dashboard/memory/_self_item.html"
+KIND_TITLES = {FactKind.SELF: "Moi", FactKind.GOAL: "Mes objectifs"}
+CATEGORY_CHOICES = [
+    ("Moi", list(SelfCategory.choices)),
+    ("Objectifs", list(GoalCategory.choices)),
+]
+CATEGORY_KIND = {
+    **dict.fromkeys(SelfCategory.values, FactKind.SELF),
+    **dict.fromkeys(GoalCategory.values, FactKind.GOAL),
+}
+
+
+class AgentItemForm(forms.Form):
+    """An item's category (its kind follows: a self category or a goal category) and text."""
+
+    category = forms.ChoiceField(label="Catégorie", choices=CATEGORY_CHOICES)
+    content = forms.CharField(
+        label="Contenu", max_length=CONTENT_MAX_CHARS, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+
+class AgentItemDeleteForm(forms.Form):
+    reason = forms.CharField(label="Raison", max_length=500)
+
+
+def self_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
+    show_forgotten = request.GET.get("self_forgotten") == "on"
+    items = list(agent_items_list(include_forgotten=show_forgotten))
+    groups = []
+    for kind in (FactKind.SELF, FactKind.GOAL):
+        categories = [
+            {
+                "label": CATEGORY_LABELS[category],
+                "items": [i for i in items if i.kind == kind and i.category == category],
+            }
+            for category in KIND_CATEGORIES[kind]
+        ]
+        groups.append({"kind": kind, "title": KIND_TITLES[kind], "categories": categories})
+    return {
+        "self_groups": groups,
+        "self_total": len(items),
+        "self_show_forgotten": show_forgotten,
+        "self_form": AgentItemForm(),
+        "self_message": "",
+        **overrides,
+    }
+
+
+def _render(request: HttpRequest, *, status: int = 200, **overrides: Any) -> HttpResponse:
+    from django.shortcuts import render
+
+    if getattr(request, "htmx", False):
+        return render(request, PARTIAL, self_context(request, **overrides), status=status)
+    from dashboard.views import _page
+
+    return _page(request, status=status, **self_context(request, **overrides))
+
+
+def _item_or_404(item_id: int) -> Fact:
+    try:
+        return agent_item_get(kind=None, item_id=item_id)
+    except MemoryServiceError as exc:
+        raise Http404(str(exc)) from None
+
+
+def _item(request: HttpRequest, item: Fact, *, status: int = 200, **extra: Any) -> HttpResponse:
+    from dashboard.views import _fragment
+
+    return _fragment(request, ITEM, {"item": item, **extra}, status=status)
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def self_section(request: HttpRequest) -> HttpResponse:
+    """GET: the section. POST: add an item (deduplicated like the agent's own)."""
+    if request.method == "GET":
+        return _render(request)
+    form = AgentItemForm(request.POST)
+    if not form.is_valid():
+        return _render(request, status=422, self_form=form)
+    category = form.cleaned_data["category"]
+    try:
+        result = agent_item_store(
+            kind=CATEGORY_KIND[category],
+            category=category,
+            content=form.cleaned_data["content"],
+            actor=Actor.USER,
+        )
+    except MemoryServiceError as exc:
+        form.add_error("content", str(exc))
+        return _render(request, status=422, self_form=form)
+    message = "Déjà connu : rien de nouveau." if result.action == "noop" else "Enregistré."
+    return _render(request, self_message=message)
+
+
+@staff_required
+@require_GET
+def self_item_card(request: HttpRequest, item_id: int) -> HttpResponse:
+    return _item(request, _item_or_404(item_id))
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def self_item_edit(request: HttpRequest, item_id: int) -> HttpResponse:
+    item = _item_or_404(item_id)
+    if request.method == "GET":
+        form = AgentItemForm(initial={"category": item.category, "content": item.value})
+        return _item(request, item, form=form, editing=True)
+    form = AgentItemForm(request.POST)
+    if form.is_valid() and CATEGORY_KIND[form.cleaned_data["category"]] != item.kind:
+        form.add_error("category", "Cette catégorie est d'un autre genre (moi / objectif).")
+    if not form.is_valid():
+        return _item(request, item, status=422, form=form, editing=True)
+    try:
+        item = fact_update(
+            fact=item,
+            actor=Actor.USER,
+            reason=RevisionReason.EDITED,
+            value=form.cleaned_data["content"],
+            category=form.cleaned_data["category"],
+        )
+    except ValidationError as exc:
+        form.add_error("content", exc.messages)
+        return _item(request, item, status=422, form=form, editing=True)
+    return _item(request, item, item_message="Modifié.")
+
+
+@staff_required
+@require_POST
+def self_item_delete(request: HttpRequest, item_id: int) -> HttpResponse:
+    item = _item_or_404(item_id)
+    form = AgentItemDeleteForm(request.POST)
+    if not form.is_valid():
+        return _item(request, item, status=422, delete_form=form)
+    item = agent_item_delete(
+        kind=item.kind, item_id=item.pk, reason=form.cleaned_data["reason"], actor=Actor.USER
+    )
+    return _item(request, item, item_message="Supprimé (restaurable).")
+
+
+@staff_required
+@require_POST
+def self_item_restore(request: HttpRequest, item_id: int) -> HttpResponse:
+    item = fact_restore(fact=_item_or_404(item_id), actor=Actor.USER)
+    return _item(request, item, item_message="Restauré.")
+
+
+@staff_required
+@require_GET
+def self_item_history(request: HttpRequest, item_id: int) -> HttpResponse:
+    from dashboard.views import _fragment
+
+    item = _item_or_404(item_id)
+    return _fragment(
+        request,
+        "dashboard/memory/_fact_history.html",
+        {"fact": item, "revisions": item.revisions.all()[:100]},
+    )

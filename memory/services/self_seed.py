@@ -1,0 +1,129 @@
+"""Loading starting self and goal items from a file (``manage.py memory_seed_self FILE``).
+
+The file is JSON (a list of objects) or JSONL (one object a line), each
+``{"kind": "self" | "goal", "category": ..., "content": ...}``. The whole file
+is checked first: the first bad line stops everything with a French error
+naming it, and nothing is stored. Loading is idempotent: an item already there
+(the same words, even if the agent has since changed or deleted it) is left as
+it is, so a seed run again never undoes what the agent learned.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+
+from memory.exceptions import MemoryServiceError
+from memory.models import Actor, Fact
+
+FIELDS = ("kind", "category", "content")
+LINE_ERROR = "{where} : {detail}"
+NOT_OBJECT = 'un objet JSON {{"kind", "category", "content"}} est attendu'
+BAD_JSON = "JSON invalide ({detail})"
+MISSING = "champ « {name} » manquant"
+UNKNOWN = "champ inconnu « {name} » (attendus : kind, category, content)"
+NOT_TEXT = "le champ « {name} » doit être un texte"
+EMPTY_FILE = "Le fichier ne contient aucun élément."
+# A JSON list names its items by position; JSONL by line.
+
+
+@dataclass
+class SeedItem:
+    where: str  # "ligne 3" (JSONL) or "élément 2" (JSON list)
+    kind: str
+    category: str
+    content: str
+
+
+@dataclass
+class SeedReport:
+    added: list[SeedItem] = field(default_factory=list)
+    present: list[SeedItem] = field(default_factory=list)
+    merged: list[SeedItem] = field(default_factory=list)
+
+
+def _records(text: str) -> list[tuple[str, object]]:
+    """(where, decoded value) of each item: "ligne 3" in JSONL, "élément 2" in a JSON list."""
+    if text.lstrip().startswith("["):
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise MemoryServiceError(
+                LINE_ERROR.format(
+                    where=f"ligne {exc.lineno}", detail=BAD_JSON.format(detail=exc.msg)
+                )
+            ) from None
+        return [(f"élément {n}", value) for n, value in enumerate(values, start=1)]
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((f"ligne {number}", json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise MemoryServiceError(
+                LINE_ERROR.format(where=f"ligne {number}", detail=BAD_JSON.format(detail=exc.msg))
+            ) from None
+    return records
+
+
+def seed_items_parse(text: str) -> list[SeedItem]:
+    """The items of a seed file, every one checked, or MemoryServiceError naming the line."""
+    from memory.services.self_memory import agent_item_validate
+
+    items = []
+    for where, record in _records(text):
+
+        def fail(detail: str, where: str = where) -> MemoryServiceError:
+            return MemoryServiceError(LINE_ERROR.format(where=where, detail=detail))
+
+        if not isinstance(record, dict):
+            raise fail(NOT_OBJECT)
+        for name in record:
+            if name not in FIELDS:
+                raise fail(UNKNOWN.format(name=name))
+        for name in FIELDS:
+            if name not in record:
+                raise fail(MISSING.format(name=name))
+            if not isinstance(record[name], str):
+                raise fail(NOT_TEXT.format(name=name))
+        try:
+            content = agent_item_validate(
+                kind=record["kind"], category=record["category"], content=record["content"]
+            )
+        except MemoryServiceError as exc:
+            raise fail(str(exc)) from None
+        items.append(SeedItem(where, record["kind"], record["category"], content))
+    if not items:
+        raise MemoryServiceError(EMPTY_FILE)
+    return items
+
+
+@transaction.atomic
+def self_seed(*, path: Path) -> SeedReport:
+    """Store the file's items that are not there yet (all or nothing)."""
+    from memory.services.self_memory import agent_item_key, agent_item_store
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise MemoryServiceError("Le fichier n'est pas en UTF-8.") from None
+    items = seed_items_parse(text)
+    report = SeedReport()
+    for item in items:
+        key = agent_item_key(kind=item.kind, content=item.content)
+        if Fact.all_objects.filter(key=key).exists():
+            report.present.append(item)
+            continue
+        result = agent_item_store(
+            kind=item.kind,
+            category=item.category,
+            content=item.content,
+            actor=Actor.SYSTEM,
+            use_llm=False,
+        )
+        (report.added if result.action == "added" else report.merged).append(item)
+    return report
