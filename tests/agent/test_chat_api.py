@@ -235,3 +235,30 @@ def test_the_stream_without_a_key_is_a_503_before_any_event(world, staff_client,
     assert response.content.decode().startswith("event: error\ndata: ")
     assert "Aucun LLM" in response.content.decode()
     assert Message.objects.filter(content="Allô ?").count() == 1
+
+
+def test_in_an_observed_room_the_chat_keeps_the_message_and_does_not_answer(
+    world, staff_client, settings
+):
+    """No LLM is needed there: the reply is empty, reply_id null, nothing was asked."""
+    from memory.services.channels import channel_settings_set
+
+    settings.ANTHROPIC_API_KEY = ""
+    channel_settings_set(channel="lobby", observed=True)
+
+    response = _post(staff_client, {"channel": "lobby", "message": "Je pars en Grèce demain"})
+    streamed = _post(
+        staff_client,
+        {"channel": "lobby", "message": "Une semaine"},
+        path=STREAM_URL,
+        HTTP_ACCEPT="text/event-stream",
+    )
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["reply"] == "" and body["reply_id"] is None and body["usage"]["calls"] == 0
+    events = _events(streamed)
+    assert [name for name, _ in events][-1] == "done"
+    assert events[-1][1]["reply"] == ""
+    assert Message.objects.filter(channel="lobby", observed=True).count() == 2
+    assert not Message.objects.filter(channel="lobby", role="assistant").exists()

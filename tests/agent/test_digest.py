@@ -138,6 +138,18 @@ def test_a_digest_whose_store_raises_marks_nothing_of_the_batch(
     assert said[0].digested_at is None
     assert live_ids() == {point_id("message", said[0].id)}
 
+    # The retry stores the LLM's saved answer: no second call, the fact once.
+    monkeypatch.undo()
+    job = Job.objects.get(kind="digest")
+    Job.objects.filter(pk=job.pk).update(run_after=None)
+    from memory.services.jobs import job_run
+
+    with capture(execute=True):
+        assert job_run(job.id) == "done"
+    assert len(world.message_requests) == 1
+    assert Fact.objects.get(key="demenagement").source_message_id == said[0].id
+    assert live_ids() == set()
+
 
 def test_without_an_llm_the_digest_waits_says_why_and_clears_nothing(
     world, django_capture_on_commit_callbacks, settings

@@ -136,3 +136,28 @@ def message_save_in_room(text: str) -> Message:
     from memory.services.messages import message_save
 
     return message_save(channel=ROOM, role="user", author="david", content=text)
+
+
+def test_live_down_is_skipped_and_recorded_and_the_agent_still_answers(world, monkeypatch):
+    from memory.exceptions import StoreUnavailable
+    from memory.stores import vectors
+
+    said = message_save_in_room("Je pars en Grèce demain pour une semaine")
+    index_rows(KIND_MESSAGE, [said.id])
+
+    class Down:
+        def __getattr__(self, name):
+            def down(*args, **kwargs):
+                raise StoreUnavailable("Qdrant est injoignable.")
+
+            return down
+
+    monkeypatch.setattr(vectors, "get_vector_store", lambda: Down())
+    world.script(text_message("Je ne sais pas."))
+
+    result = handle_message(channel="whatsapp", text="Où part David en vacances ?")
+
+    assert result.reply == "Je ne sais pas."
+    assert "StoreUnavailable" in result.retrieval.failed_sources["live"]
+    row = MemoryRetrieval.objects.get(pk=result.retrieval_id)
+    assert "live" in row.failed_sources and LIVE_TITLE not in world.last.system

@@ -28,7 +28,13 @@ pytestmark = pytest.mark.django_db
 WRITE_METHODS = ("post", "put", "patch")
 # "[" * 1000 + "]" * 1000: 2 KB that made json.loads raise RecursionError (a 500).
 DEEP_BODY = "[" * 1000 + "]" * 1000
-EXAMPLES = {"key": "nick", "forgetting_id": "1", "operation": "reindex", "run_id": "inconnu"}
+EXAMPLES = {
+    "key": "nick",
+    "forgetting_id": "1",
+    "operation": "reindex",
+    "run_id": "inconnu",
+    "channel": "lobby",
+}
 
 
 def _json_write_routes() -> list[tuple[str, str]]:

@@ -57,7 +57,7 @@ def test_stats_count_each_tier_and_state(agent_api, memory_rows, vector_store):
     assert body["summaries"] == {"total": 1, "index": {**body["summaries"]["index"], "pending": 1}}
     assert body["retrievals"]["total"] == 1
     assert body["vectors"]["status"] == "ok"
-    assert body["vectors"]["collections"] == {"conversations": 0, "knowledge": 0}
+    assert body["vectors"]["collections"] == {"conversations": 0, "knowledge": 0, "live": 0}
     assert body["last_indexed_at"].startswith(
         memory_rows.astimezone(timezone.get_current_timezone()).strftime("%Y-%m-%dT%H:%M")
     )
@@ -77,7 +77,7 @@ def test_stats_say_unavailable_when_qdrant_is_unreachable(agent_api, settings, m
     vectors = response.json()["vectors"]
     assert vectors["status"] == "unavailable"
     assert vectors["error"]
-    assert vectors["collections"] == {"conversations": None, "knowledge": None}
+    assert vectors["collections"] == {"conversations": None, "knowledge": None, "live": None}
     assert response.json()["facts"]["total"] == 3
 
 
