@@ -247,6 +247,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "FactSourceEnum": "memory.models.FactSource",
         "MessageSourceEnum": "memory.models.MessageSource",
+        "FactKindEnum": "memory.models.FactKind",
+        "MemoryKindEnum": ["message", "exchange", "fact", "summary"],
     },
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAKILAB_MAX_BODY_BYTES", 1_000_000, minimum=1024)

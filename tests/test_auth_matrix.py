@@ -86,6 +86,7 @@ def _examples(staff_id: int) -> dict[str, str]:
         "operation": "reindex",
         "run_id": "inconnu",
         "channel": "lobby",
+        "item_id": "1",
     }
 
 
