@@ -454,6 +454,13 @@ class Fact(Indexable):
         verbose_name = "fait"
         verbose_name_plural = "faits"
         ordering = ["-importance", "key"]
+        indexes = [
+            # The agent's self and goals summary, read on every message: its most
+            # important items of one kind, read in order (no scan of the owner's facts).
+            models.Index(
+                fields=["kind", "-importance", "-updated_at", "-id"], name="core_memory_kind_rank"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.key} = {self.value[:60]}"

@@ -95,3 +95,28 @@ def test_the_hourly_task_refreshes_them_as_the_data_grows():
     with connection.cursor() as cursor:
         cursor.execute("SELECT stat FROM sqlite_stat1 WHERE tbl = 'core_memory' LIMIT 1")
         assert cursor.fetchone()[0].startswith("50")
+
+
+def test_the_agents_summary_reads_its_items_by_index_not_by_scanning_the_owners_facts():
+    """The self and goals summary runs on every message. With 30,000 owner facts and the
+    statistics refreshed, it scanned core_memory and sorted it (13 and 17 ms at 100,000
+    memories) though the agent has a handful of items: the kind+rank index serves it."""
+    from memory.services.retrieval.block import agent_summary_lines
+
+    old = timezone.now() - timedelta(days=30)
+    Fact.objects.bulk_create(
+        [
+            Fact(key=f"fait_{i}", value=f"valeur {i}", importance=0.6, created_at=old)
+            for i in range(30_000)
+        ],
+        batch_size=1000,
+    )
+    assert planner_statistics_refresh()
+    with CaptureQueriesContext(connection) as queries:
+        selves, goals = agent_summary_lines()
+
+    assert selves == [] and goals == []
+    plans = _plans(queries, "core_memory")
+    assert len(plans) == 2
+    for plan in plans:
+        assert "core_memory_kind_rank" in plan and "TEMP B-TREE" not in plan, plan
