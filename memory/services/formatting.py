@@ -157,19 +157,15 @@ def prompt_block(
     ``selves`` and ``goals``: the agent's memories about itself and its goals
     (memory.services.self_memory), first: the prompt says nothing else of who it is.
     """
-    items = {
-        "selves": selves,
-        "goals": goals,
-        "core": core,
-        "memories": memories,
-        "live": live,
-        "notes": notes,
-    }
-    return _block_render(
-        {name: [_item_line(i) for i in items[name]] for name in BLOCK_SECTIONS},
-        marker=marker,
-        summary=summary,
+    lines = _section_lines(
+        selves=selves, goals=goals, core=core, memories=memories, live=live, notes=notes
     )
+    return _block_render(lines, marker=marker, summary=summary)
+
+
+def _section_lines(**items: Sequence[BlockLine]) -> dict[str, list[str]]:
+    """Each section's items rendered as block lines, by BLOCK_SECTIONS name."""
+    return {name: [_item_line(i) for i in items[name]] for name in BLOCK_SECTIONS}
 
 
 def _block_render(sections: dict[str, list[str]], *, marker: str, summary: str = "") -> str:
@@ -211,15 +207,9 @@ def block_within_budget(
     (a line is its characters plus a line break), so trying an item costs an
     addition, not a render of the whole block.
     """
-    items = {
-        "selves": selves,
-        "goals": goals,
-        "core": core,
-        "memories": memories,
-        "live": live,
-        "notes": notes,
-    }
-    lines = {name: [_item_line(i) for i in items[name]] for name in BLOCK_SECTIONS}
+    lines = _section_lines(
+        selves=selves, goals=goals, core=core, memories=memories, live=live, notes=notes
+    )
     kept: dict[str, list[int]] = {name: [] for name in BLOCK_SECTIONS}
     # The characters of the block's lines, without the breaks between them, and their count.
     frame = [*_block_head(marker), _block_foot(marker)]
