@@ -46,6 +46,27 @@ Fact.objects.filter(key="fait_2").update(expires_at=timezone.now() - timedelta(m
 """
 
 
+def _wait_indexed(data_dir, timeout: float = 60.0) -> None:
+    """Until serve's own worker has indexed the seeded rows: a row it still holds (a lease)
+    is left to it by reindex, which would then report fewer points written."""
+    import sqlite3
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with sqlite3.connect(data_dir / "makilab.sqlite3", timeout=20) as db:
+            busy = sum(
+                db.execute(
+                    f"SELECT COUNT(*) FROM {table} WHERE index_state = 'pending'"
+                    " OR index_lease_token != ''"
+                ).fetchone()[0]
+                for table in ("messages", "core_memory")
+            )
+        if busy == 0:
+            return
+        assert time.monotonic() < deadline, f"{busy} rows still being indexed by serve"
+        time.sleep(0.2)
+
+
 def _manage(env, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "manage.py", *args],
@@ -66,6 +87,7 @@ def serving(tmp_path):
     server = _start_serve(env, port, "--no-migrate")
     try:
         _wait_up(f"http://127.0.0.1:{port}", server)
+        _wait_indexed(tmp_path)
         yield env, server
     finally:
         if server.poll() is None:
