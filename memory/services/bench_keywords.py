@@ -17,7 +17,7 @@ from memory.services.benchmarks import Timing, _question
 
 def keyword_bound_report(*, out: Callable[[str], None], sample: int = 100, limit: int = 16) -> None:
     from memory.services.keywords import keyword_terms
-    from memory.stores.fts import OR_MATCH_BUDGET, _rank_rowids
+    from memory.stores.fts import OR_MATCH_BUDGET, fts_rank_messages
 
     overlaps: list[float] = []
     bounded_ms: list[float] = []
@@ -27,13 +27,13 @@ def keyword_bound_report(*, out: Callable[[str], None], sample: int = 100, limit
         if not terms:
             continue
         started = time.perf_counter()
-        exact = _rank_rowids("messages_fts", terms, limit=limit, any_term=True, bounded=False)
+        exact = fts_rank_messages(terms, limit=limit, bounded=False)
         unbounded_ms.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
-        kept = _rank_rowids("messages_fts", terms, limit=limit, any_term=True)
+        kept = fts_rank_messages(terms, limit=limit)
         bounded_ms.append((time.perf_counter() - started) * 1000)
-        want = {row[0] for row in exact}
-        overlaps.append(len(want & {row[0] for row in kept}) / len(want) if want else 1.0)
+        want = {hit.message_id for hit in exact}
+        overlaps.append(len(want & {hit.message_id for hit in kept}) / len(want) if want else 1.0)
     if not overlaps:
         return
     out(

@@ -82,7 +82,7 @@ class Command(BaseCommand):
             )
 
             try:  # checked before the throw-away memory is built
-                concurrency_levels_parse(options["concurrency"])
+                levels = concurrency_levels_parse(options["concurrency"])
             except ValueError as exc:
                 raise CommandError(str(exc)) from exc
             if options["calls"] < 1:
@@ -124,7 +124,6 @@ class Command(BaseCommand):
             else:
                 from memory.services.benchmarks import retrieval_benchmark
 
-                levels = concurrency_levels_parse(options["concurrency"])
                 retrieval_benchmark(
                     memories=options["memories"],
                     queries=options["queries"],
