@@ -47,8 +47,10 @@ def live_search(
         limit=limit + LIVE_EXTRA,
         score_threshold=cosine_threshold(embedder, min_score),
     )
+    kept: list[tuple[int, float]] = []
+    if not hits:  # no room observed, or nothing near: no background to compute
+        return {"hits": kept, "timings": {SOURCE_LIVE: elapsed_ms(start)}}
     background = query_background(embedder, vector)
-    kept = []
     for hit in hits:
         payload = hit.payload or {}
         if payload.get("room") == exclude_room or not payload.get("message_id"):
