@@ -268,3 +268,27 @@ def test_the_bounded_or_query_ranks_fewer_rows_with_the_same_scores(monkeypatch)
     }
     unbounded = fts_search("Mickael tomates épaule", any_term=True, bounded=False, limit=50)
     assert set(_ids(unbounded)) == {rare.id, *(m.id for m in both + lone)}
+
+
+def test_a_statement_past_its_deadline_is_interrupted():
+    """The keyword and T1 sources' real timeout: SQLite stops the statement itself."""
+    import time
+
+    from django.db import OperationalError
+
+    from memory.stores.fts import sql_deadline
+
+    started = time.monotonic()
+    with pytest.raises(OperationalError, match="interrupted"):
+        with sql_deadline(0.05), connection.cursor() as cursor:
+            cursor.execute(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
+                "SELECT count(*) FROM n"
+            )
+    assert time.monotonic() - started < 2
+    with connection.cursor() as cursor:  # the handler is gone: the connection works on
+        cursor.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+            "WHERE i < 300000) SELECT count(*) FROM n"
+        )
+        assert cursor.fetchone()[0] == 300000

@@ -20,9 +20,6 @@ from memory.services.retrieval.selection import carried_memories
 from memory.services.retrieval.sources import SOURCE_SEMANTIC
 
 KIND_LABELS = {"exchange": "conversation", "fact": "fait", "summary": "résumé"}
-# The agent's self and goals in every block: the most important ones, a few lines.
-SUMMARY_SELF_MAX = 8
-SUMMARY_GOALS_MAX = 4
 
 
 def block_fill(
@@ -121,21 +118,15 @@ def agent_summary_lines(result: RetrievalResult | None = None):
     Read on every message, whatever the relevance gate says: the prompt itself no
     longer says who the agent is. Never raises (a failure is recorded in ``result``).
     """
-    from memory.models import FactKind
-    from memory.services.self_memory import agent_items_active
+    from memory.services.retrieval.facts_view import facts_view
 
-    order = ("-importance", "-updated_at", "-id")
     try:
-        selves = list(agent_items_active(kind=FactKind.SELF).order_by(*order)[:SUMMARY_SELF_MAX])
-        goals = list(agent_items_active(kind=FactKind.GOAL).order_by(*order)[:SUMMARY_GOALS_MAX])
+        view = facts_view()
     except Exception as exc:  # never raise from the pre-hook
         if result is not None:
             result.failed_sources["self"] = failure_text(exc)
         return [], []
-    return (
-        [BlockLine(i.category_label.lower(), clean_text(i.value)) for i in selves],
-        [BlockLine(f"objectif · {i.category_label.lower()}", clean_text(i.value)) for i in goals],
-    )
+    return list(view.selves), list(view.goals)
 
 
 def self_block_fill(result: RetrievalResult, *, memory_settings: MemorySettings) -> None:

@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 from memory.models import (
     Fact,
     MemorySettings,
-    MemoryType,
     Message,
     MessageRole,
     MessageSource,
@@ -34,9 +33,6 @@ SOURCE_NOTES = "notes"
 # Memories from the period a message names ("la semaine dernière").
 SOURCE_TIME = "time"
 
-CORE_FACTS_MAX = 8
-T1_IMPORTANCE = 0.8
-T1_LIST_MAX = 12
 SUMMARIES_MAX = 2
 # Keyword hits weaker than this fraction of the best bm25 are dropped (see strong_hits).
 KEYWORD_RELATIVE_CUT = 0.5
@@ -198,7 +194,8 @@ def t1_context(
     ``message_ids`` (a preview, an outside agent): the history a message sent now
     would get.
     """
-    from memory.selectors import channel_history, facts_active
+    from memory.selectors import channel_history
+    from memory.services.retrieval.facts_view import facts_view
 
     history = channel_history(
         channel=channel,
@@ -207,31 +204,18 @@ def t1_context(
     )
     if message_ids:
         history += list(Message.objects.filter(pk__in=message_ids).order_by("id"))
-    active = facts_active()
-    core = list(
-        active.filter(memory_type=MemoryType.IDENTITY).order_by("-importance", "-updated_at")[
-            :CORE_FACTS_MAX
-        ]
-    )
-    important = active.exclude(memory_type=MemoryType.IDENTITY).filter(
-        importance__gte=T1_IMPORTANCE
-    )
-    recent = active.exclude(memory_type=MemoryType.IDENTITY).filter(
-        created_at__gte=now - timedelta(hours=memory_settings.recent_window_hours)
-    )
-    ranked: list[tuple[str, float]] = []
-    for pk, importance in recent.order_by("-created_at").values_list("id", "importance")[
-        :T1_LIST_MAX
-    ]:
-        ranked.append((f"fact:{pk}", importance))
-    for pk, importance in important.order_by("-importance", "-updated_at").values_list(
-        "id", "importance"
-    )[:T1_LIST_MAX]:
-        ranked.append((f"fact:{pk}", importance))
+    facts = facts_view(now)
+    ranked: list[tuple[str, float]] = [
+        (f"fact:{pk}", importance)
+        for pk, importance in facts.recent_at(
+            now, timedelta(hours=memory_settings.recent_window_hours)
+        )
+    ]
+    ranked += [(f"fact:{pk}", importance) for pk, importance in facts.important]
     summaries = Summary.objects.filter(channel=channel).order_by("-created_at")
     for pk in summaries.values_list("id", flat=True)[:SUMMARIES_MAX]:
         ranked.append((f"summary:{pk}", 1.0))
-    return history, core, ranked
+    return history, list(facts.core), ranked
 
 
 def keyword_search(text: str, *, limit: int) -> list[tuple[str, float]]:
