@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
@@ -11,10 +13,10 @@ from memory.models import Fact, FactKind, MemorySettings, Message, MessageRole, 
 FACT_NOT_FOUND_MESSAGE = "Aucun fait avec la clé « {key} »."
 
 
-def facts_active(*, kind: str = FactKind.OWNER) -> QuerySet[Fact]:
-    """Facts that count: neither forgotten nor expired. The owner's, unless ``kind``
-    asks for the agent's self or goals (memory.services.self_memory)."""
-    now = timezone.now()
+def facts_active(*, kind: str = FactKind.OWNER, now: datetime | None = None) -> QuerySet[Fact]:
+    """Facts that count: neither forgotten nor expired (at ``now``, default: now). The
+    owner's, unless ``kind`` asks for the agent's self or goals (memory.services.self_memory)."""
+    now = now or timezone.now()
     return Fact.all_objects.filter(forgetting__isnull=True, kind=kind, forgotten=False).filter(
         Q(expires_at__isnull=True) | Q(expires_at__gt=now)
     )
@@ -89,9 +91,14 @@ def channel_history(
     return rows
 
 
+def channel_summaries(*, channel: str) -> QuerySet[Summary]:
+    """The channel's compaction summaries, newest first (the first is channel_summary_latest)."""
+    return Summary.objects.filter(channel=channel).order_by("-created_at", "-id")
+
+
 def channel_summary_latest(*, channel: str) -> Summary | None:
     """The channel's last compaction summary: the agent's prompt carries it with the history."""
-    return Summary.objects.filter(channel=channel).order_by("-created_at", "-id").first()
+    return channel_summaries(channel=channel).first()
 
 
 # --- Stats and retrieval logs (API /stats and /retrievals, the dashboard, memory_stats) ---

@@ -6,8 +6,9 @@ to the table ("error in view messages_fts_source"), and triggers on the old
 table vanish with it. ``RebuildFts`` wraps ordinary operations: it drops the
 FTS views and triggers (and the FTS tables), runs the wrapped operations,
 recreates the FTS objects of the version it was given, rebuilds the index
-from the rows and runs FTS5's integrity check. Use it for any migration that
-changes ``messages`` or ``core_memory``:
+from the rows and runs FTS5's integrity check; the facts generation triggers
+(memory.db.generation) are put back too, once their table exists. Use it for
+any migration that changes ``messages`` or ``core_memory``:
 
     RebuildFts(fts=fts_schema.CURRENT, operations=[migrations.AddField(...)])
 """
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 
 from django.db.migrations.operations.base import Operation
 
+from memory.db import generation
 from memory.db.fts_schema import FtsTable
 
 
@@ -92,6 +94,14 @@ class RebuildFts(Operation):
             _run(schema_editor, table.create_sql())
             # Raises (SQLITE_CORRUPT_VTAB) if the index disagrees with its rows.
             schema_editor.execute(table.integrity_check_sql())
+        # A remade core_memory lost its generation triggers (before 0019 there are none).
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = %s",
+                [generation.TABLE],
+            )
+            if cursor.fetchone()[0]:
+                _run(schema_editor, generation.install_sql())
 
     def describe(self) -> str:
         names = ", ".join(t.name for t in self.fts)

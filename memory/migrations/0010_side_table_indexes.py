@@ -4,18 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0009_message_recordings'),
+        ("memory", "0009_message_recordings"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='memoryretrieval',
-            index=models.Index(fields=['channel', 'created_at', 'id'], name='retrievals_channel_time'),
+            model_name="memoryretrieval",
+            index=models.Index(
+                fields=["channel", "created_at", "id"], name="retrievals_channel_time"
+            ),
         ),
         migrations.AddIndex(
-            model_name='message',
-            index=models.Index(condition=models.Q(('compacted', False)), fields=['channel', 'id'], name='messages_uncompacted'),
+            model_name="message",
+            index=models.Index(
+                condition=models.Q(("compacted", False)),
+                fields=["channel", "id"],
+                name="messages_uncompacted",
+            ),
         ),
     ]

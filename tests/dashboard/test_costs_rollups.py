@@ -73,9 +73,7 @@ def test_purging_old_calls_and_retrieval_logs_leaves_costs_unchanged(staff_clien
     counts = logs_purge()
     assert counts == {"retrievals": 2, "llm_usage": 3, "message_recordings": 0}
     assert LlmUsage.objects.count() == 3  # today's calls
-    assert sorted(
-        (now - r.created_at).days for r in MemoryRetrieval.objects.all()
-    ) == [0, 5]
+    assert sorted((now - r.created_at).days for r in MemoryRetrieval.objects.all()) == [0, 5]
     assert _summary(staff_client) == before
     assert logs_purge() == {
         "retrievals": 0,
@@ -92,4 +90,6 @@ def test_the_migration_builds_the_daily_totals_of_earlier_calls():
     expected = sorted(UsageDay.objects.values_list("day", "purpose", "calls", "input_tokens"))
     UsageDay.objects.all().delete()
     migration.usage_days_fill(apps, None)
-    assert sorted(UsageDay.objects.values_list("day", "purpose", "calls", "input_tokens")) == expected
+    assert (
+        sorted(UsageDay.objects.values_list("day", "purpose", "calls", "input_tokens")) == expected
+    )

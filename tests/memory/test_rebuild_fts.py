@@ -14,6 +14,7 @@ from django.db.migrations.loader import MigrationLoader
 
 from memory.db import fts_schema
 from memory.db.operations import RebuildFts
+from memory.services.retrieval.facts_view import facts_generation
 from memory.stores.fts import fts_search, fts_search_facts
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,6 +107,11 @@ def test_rebuild_fts_lets_django_remake_messages_and_facts_and_keeps_the_index_w
         assert [hit.message_id for hit in fts_search("annulé")] == [old.id]
         assert len(fts_search_facts(["origine"])) == 1
         _integrity_check()
+        # The facts generation triggers are back on the remade core_memory.
+        token = facts_generation()
+        assert token is not None
+        fact_store(key="velo_couleur", value="Un vélo vert")
+        assert facts_generation() != token
     finally:
         _apply(operation, backwards=True)
     assert _schema() == before

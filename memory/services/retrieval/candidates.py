@@ -9,6 +9,49 @@ from django.db.models import Q
 
 from memory.models import Fact, Message, MessageRole, MessageSource, Summary
 from memory.services.retrieval.result import Candidate
+from memory.stores.compiled import CompiledRead, as_datetime, ids_in, param
+
+
+def _facts(now: datetime):
+    from memory.selectors import facts_active
+
+    return (
+        facts_active(now=now)
+        .filter(pk__in=ids_in())
+        .order_by()
+        .values_list("id", "key", "value", "channel", Fact.DATE_FIELD, "memory_type")
+    )
+
+
+def _summaries(_now: datetime):
+    return (
+        Summary.objects.filter(pk__in=ids_in())
+        .order_by()
+        .annotate(date=Summary.date_expression())
+        .values_list("id", "content", "channel", "date")
+    )
+
+
+def _roots(_now: datetime):
+    return Message.objects.filter(pk__in=ids_in()).order_by().values_list("id", "reply_to_id")
+
+
+def _exchanges(_now: datetime):
+    """The user messages of ``ids`` and the assistant replies to them, oldest first."""
+    return (
+        Message.objects.filter(
+            Q(pk__in=ids_in()) | Q(reply_to_id__in=ids_in(), role=MessageRole.ASSISTANT)
+        )
+        .order_by("created_at", "id")
+        .values_list("id", "reply_to_id", "role", "source", "channel", "content", "created_at")
+    )
+
+
+# Compiled once: hydrate runs on every message, twice (see memory.stores.compiled).
+_FACTS = CompiledRead(_facts, converters={4: as_datetime})
+_SUMMARIES = CompiledRead(_summaries, converters={3: as_datetime})
+_ROOTS = CompiledRead(_roots)
+_EXCHANGES = CompiledRead(_exchanges, converters={6: as_datetime})
 
 
 def hydrate(ids: list[str], now: datetime) -> dict[str, Candidate]:
@@ -17,80 +60,64 @@ def hydrate(ids: list[str], now: datetime) -> dict[str, Candidate]:
     Message ids are mapped to their exchange (the user message they answer);
     the returned dict has an entry for each input id that survives.
     """
-    from memory.selectors import facts_active
-
     by_kind: dict[str, list[int]] = {"fact": [], "message": [], "summary": []}
     for item_id in ids:
         kind, _, raw = item_id.partition(":")
         by_kind[kind].append(int(raw))
     found: dict[str, Candidate] = {}
-    # values() and no ordering, and no query for a kind without ids: this runs on
-    # every message, and the ORM's per-query cost (compiling, instantiating
-    # models) is most of it.
+    # No query for a kind without ids.
     if by_kind["fact"]:
-        facts = facts_active().filter(pk__in=by_kind["fact"]).order_by()
-        values = ("id", "key", "value", "channel", Fact.DATE_FIELD, "memory_type")
-        for row in facts.values(*values):
-            found[f"fact:{row['id']}"] = Candidate(
-                id=f"fact:{row['id']}",
+        for pk, key, value, channel, date, memory_type in _FACTS.rows(ids=by_kind["fact"], now=now):
+            found[f"fact:{pk}"] = Candidate(
+                id=f"fact:{pk}",
                 kind="fact",
-                text=fact_line(row["key"], row["value"]),
-                channel=row["channel"],
-                timestamp=row[Fact.DATE_FIELD],
-                memory_type=row["memory_type"],
-                row_ids=(row["id"],),
+                text=fact_line(key, value),
+                channel=channel,
+                timestamp=date,
+                memory_type=memory_type,
+                row_ids=(pk,),
             )
     if by_kind["summary"]:
-        summaries = Summary.objects.filter(pk__in=by_kind["summary"]).order_by()
-        summaries = summaries.annotate(date=Summary.date_expression())
-        for row in summaries.values("id", "content", "channel", "date"):
-            found[f"summary:{row['id']}"] = Candidate(
-                id=f"summary:{row['id']}",
+        for pk, content, channel, date in _SUMMARIES.rows(ids=by_kind["summary"]):
+            found[f"summary:{pk}"] = Candidate(
+                id=f"summary:{pk}",
                 kind="summary",
-                text=row["content"],
-                channel=row["channel"],
-                timestamp=row["date"],
-                row_ids=(row["id"],),
+                text=content,
+                channel=channel,
+                timestamp=date,
+                row_ids=(pk,),
             )
     if by_kind["message"]:
-        rows = Message.objects.filter(pk__in=by_kind["message"]).order_by()
-        root_of = {
-            mid: (reply_to or mid) for mid, reply_to in rows.values_list("id", "reply_to_id")
-        }
+        root_of = {mid: (reply_to or mid) for mid, reply_to in _ROOTS.rows(ids=by_kind["message"])}
         root_ids = set(root_of.values())
-        exchange_rows = (
-            Message.objects.filter(
-                Q(pk__in=root_ids) | Q(reply_to_id__in=root_ids, role=MessageRole.ASSISTANT)
-            )
-            .order_by("created_at", "id")
-            .values("id", "reply_to_id", "role", "source", "channel", "content", "created_at")
-        )
-        roots: dict[int, dict] = {}
-        replies: dict[int, dict] = {}
-        for row in exchange_rows:
-            if row["id"] in root_ids:
-                roots[row["id"]] = row
+        roots: dict[int, tuple] = {}
+        replies: dict[int, tuple] = {}
+        for row in _EXCHANGES.rows(ids=root_ids):
+            if row[0] in root_ids:
+                roots[row[0]] = row
             else:
-                replies.setdefault(row["reply_to_id"], row)
+                replies.setdefault(row[1], row)
         for mid, root_id in root_of.items():
             root = roots.get(root_id)
-            if (
-                root is None
-                or root["source"] == MessageSource.SYSTEM
-                or root["role"] not in (MessageRole.USER, MessageRole.ASSISTANT)
+            if root is None:
+                continue
+            _, _, role, source, channel, content, created_at = root
+            if source == MessageSource.SYSTEM or role not in (
+                MessageRole.USER,
+                MessageRole.ASSISTANT,
             ):
                 continue
             reply = replies.get(root_id)
-            text = f"Utilisateur : {root['content']}"
+            text = f"Utilisateur : {content}"
             if reply is not None:
-                text += f" — Assistant : {reply['content']}"
+                text += f" — Assistant : {reply[5]}"
             found[f"message:{mid}"] = Candidate(
                 id=f"message:{root_id}",
                 kind="exchange",
                 text=text,
-                channel=root["channel"],
-                timestamp=root["created_at"],
-                row_ids=(root_id, reply["id"]) if reply else (root_id,),
+                channel=channel,
+                timestamp=created_at,
+                row_ids=(root_id, reply[0]) if reply else (root_id,),
             )
     return found
 
@@ -109,13 +136,21 @@ class Seen:
         return candidate.kind == "summary" and candidate.row_ids == (self.summary_id,)
 
 
-def seen_get(channel: str, history: list[Message]) -> Seen:
-    from memory.selectors import channel_summary_latest
+def _summary_latest(_now: datetime):
+    from memory.selectors import channel_summaries
 
-    summary = channel_summary_latest(channel=channel)
+    return channel_summaries(channel=param("channel")).values_list("id")[:1]
+
+
+_SUMMARY_LATEST = CompiledRead(_summary_latest)
+
+
+def seen_get(channel: str, history: list[Message]) -> Seen:
+    """What the LLM has: the history and the channel's latest summary (channel_summary_latest)."""
+    latest = _SUMMARY_LATEST.rows(channel=channel)
     return Seen(
         message_ids=frozenset(m.pk for m in history),
-        summary_id=summary.pk if summary is not None else None,
+        summary_id=latest[0][0] if latest else None,
     )
 
 

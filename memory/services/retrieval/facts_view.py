@@ -7,7 +7,7 @@ change far less often than messages arrive, so a process keeps the last read
 
 - the database's "facts" generation token is the one it was read under: triggers
   on core_memory write a new random token on every insert, delete and update of
-  a column these reads use (migration 0019), whatever wrote it (the ORM, a bulk
+  a column these reads use (memory.db.generation), whatever wrote it (the ORM, a bulk
   update, another process, the admin). The token is read on the caller's own
   connection, so a transaction sees its own writes and another connection does
   not see them before they commit;
@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
+from memory.db.generation import TABLE, TRIGGERS
 from memory.models import Fact, FactKind, MemoryType
 from memory.services.formatting import BlockLine, clean_text
 
@@ -41,11 +42,6 @@ T1_LIST_MAX = 12
 # The agent's self and goals in every block: the most important ones, a few lines.
 SUMMARY_SELF_MAX = 8
 SUMMARY_GOALS_MAX = 4
-TRIGGERS = (
-    "core_memory_generation_insert",
-    "core_memory_generation_delete",
-    "core_memory_generation_update",
-)
 # Views kept per process (one per database in use).
 VIEWS_MAX = 4
 
@@ -99,7 +95,7 @@ def facts_generation() -> int | None:
     """The facts' generation token as this connection sees it; None when the triggers are missing."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT (SELECT token FROM memory_generation WHERE name = 'facts'),"
+            f"SELECT (SELECT token FROM {TABLE} WHERE name = 'facts'),"
             " (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (%s, %s, %s))",
             list(TRIGGERS),
         )

@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from datetime import datetime
 
 from memory.services.retrieval.result import elapsed_ms
+from memory.stores.compiled import CompiledRead, as_datetime, ids_in
 
 SOURCE_LIVE = "live"
 # Hits read beyond the limit, for those of the room being answered and the gate.
@@ -66,30 +67,43 @@ def live_search(
     return {"hits": kept, "timings": {SOURCE_LIVE: elapsed_ms(start)}}
 
 
+def _live_rows(_now: datetime):
+    """The observed-room messages of ``ids`` still undigested (and not forgotten: the manager)."""
+    from memory.models import Message
+
+    return (
+        Message.objects.filter(pk__in=ids_in(), observed=True, digested_at__isnull=True)
+        .order_by()
+        .values_list("id", "author", "channel", "content", "created_at")
+    )
+
+
+_LIVE_ROWS = CompiledRead(_live_rows, converters={4: as_datetime})
+
+
 def live_hydrate(hits: list[tuple[int, float]], *, now: datetime, tz) -> list[dict]:
     """The hits as block items, read from T1: forgotten or digested messages are dropped."""
-    from memory.models import Message
     from memory.services.formatting import clean_text, live_label, relative_time_fr
 
-    rows = Message.objects.filter(
-        pk__in=[mid for mid, _ in hits], observed=True, digested_at__isnull=True
-    ).in_bulk()
+    if not hits:
+        return []
+    rows = {row[0]: row for row in _LIVE_ROWS.rows(ids=[mid for mid, _ in hits])}
     items = []
     for rank, (mid, score) in enumerate(hits, start=1):
-        row = rows.get(mid)
-        if row is None:
+        if mid not in rows:
             continue
+        _, author, room, content, created_at = rows[mid]
         items.append(
             {
-                "id": f"message:{row.id}",
+                "id": f"message:{mid}",
                 "kind": "live",
-                "text": clean_text(row.content),
-                "author": row.author,
-                "room": row.channel,
-                "channel": row.channel,
-                "timestamp": row.created_at.isoformat(),
-                "label": live_label(row.author, row.channel, row.created_at, tz),
-                "relative_time": relative_time_fr(row.created_at, now=now, tz=tz),
+                "text": clean_text(content),
+                "author": author,
+                "room": room,
+                "channel": room,
+                "timestamp": created_at.isoformat(),
+                "label": live_label(author, room, created_at, tz),
+                "relative_time": relative_time_fr(created_at, now=now, tz=tz),
                 "sources": {SOURCE_LIVE: {"rank": rank, "score": round(score, 4)}},
                 "rrf": 0.0,
                 "score": round(score, 4),

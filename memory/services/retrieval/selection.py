@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from memory.models import MemoryRetrieval
 from memory.services.retrieval.candidates import Seen, hydrate
 from memory.services.retrieval.ranking import NEWER_FIRST_HEAD, newer_first, point_vectors
 from memory.services.retrieval.result import Candidate, failure_text
+from memory.stores.compiled import CompiledRead, param
 
 # How many candidates each source proposes, per memory finally kept.
 CANDIDATES_PER_RESULT = 4
@@ -89,6 +91,18 @@ def select_memories(
     return deduped
 
 
+def _last_turns(_now: datetime, turns: int):
+    """What the channel's last ``turns`` retrievals injected (one compiled SQL per ``turns``)."""
+    return (
+        MemoryRetrieval.objects.filter(channel=param("channel"))
+        .order_by("-created_at", "-id")
+        .values_list("memories")[:turns]
+    )
+
+
+_LAST_TURNS = CompiledRead(_last_turns, converters={0: json.loads})
+
+
 def recently_injected(channel: str, turns: int) -> set[str]:
     """Ids newly injected into this channel's prompt in its last ``turns`` retrievals.
 
@@ -102,11 +116,10 @@ def recently_injected(channel: str, turns: int) -> set[str]:
 
     # The channel's last turn's row may still be in the log's writer thread.
     retrieval_logs_wait(channel=channel)
-    rows = MemoryRetrieval.objects.filter(channel=channel).order_by("-created_at", "-id")[:turns]
     return {
         item["id"]
-        for row in rows
-        for item in row.memories
+        for (memories,) in _LAST_TURNS.rows(channel=channel, shape=(turns,))
+        for item in memories
         # Extracts of observed rooms are searched again every turn, never carried.
         if "id" in item and not item.get("carried") and item.get("kind") != "live"
     }

@@ -23,6 +23,7 @@ from memory.models import (
     Summary,
 )
 from memory.services.retrieval.result import elapsed_ms
+from memory.stores.compiled import CompiledRead, ids_in, param
 
 logger = logging.getLogger(__name__)
 
@@ -212,10 +213,30 @@ def t1_context(
         )
     ]
     ranked += [(f"fact:{pk}", importance) for pk, importance in facts.important]
-    summaries = Summary.objects.filter(channel=channel).order_by("-created_at")
-    for pk in summaries.values_list("id", flat=True)[:SUMMARIES_MAX]:
+    for (pk,) in _SUMMARY_IDS.rows(channel=channel):
         ranked.append((f"summary:{pk}", 1.0))
     return history, list(facts.core), ranked
+
+
+def _summary_ids(_now: datetime):
+    from memory.selectors import channel_summaries
+
+    return channel_summaries(channel=param("channel")).values_list("id")[:SUMMARIES_MAX]
+
+
+def _exchange_roots(_now: datetime):
+    """(id, reply_to_id) of the messages of ``ids`` that belong to exchanges (not observed rooms)."""
+    return (
+        Message.objects.filter(pk__in=ids_in())
+        .exclude(observed=True)
+        .order_by()
+        .values_list("id", "reply_to_id")
+    )
+
+
+# Compiled once: both run on every message (memory.stores.compiled).
+_SUMMARY_IDS = CompiledRead(_summary_ids)
+_EXCHANGE_ROOTS = CompiledRead(_exchange_roots)
 
 
 def keyword_search(text: str, *, limit: int) -> list[tuple[str, float]]:
@@ -230,8 +251,7 @@ def keyword_search(text: str, *, limit: int) -> list[tuple[str, float]]:
     # A hit on a reply is a hit on its exchange (keyed by the user message), so
     # it fuses with the semantic hit of the same exchange; the best one counts.
     # Messages of observed rooms are no exchanges: they reach the block as live extracts.
-    rows = Message.objects.filter(pk__in=[m.message_id for m in messages]).exclude(observed=True)
-    roots = dict(rows.order_by().values_list("id", "reply_to_id"))
+    roots = dict(_EXCHANGE_ROOTS.rows(ids=[m.message_id for m in messages]))
     messages = [hit for hit in messages if hit.message_id in roots]
     message_ids: list[tuple[int, float]] = []
     seen: set[int] = set()

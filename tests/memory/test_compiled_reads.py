@@ -1,0 +1,152 @@
+"""Compiled reads (memory.stores.compiled) return what their queryset returns, compiled once.
+
+The pre-hook's hot lookups run as SQL compiled from the usual managers and
+selectors: whatever rows those leave out (forgotten, excluded, expired,
+observed, digested) the compiled SQL leaves out too, for any ids and any time.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memory.models import Fact, FactKind, Forgetting, Message
+from memory.selectors import facts_active
+from memory.stores.compiled import CompiledRead, as_datetime, ids_in, param
+
+pytestmark = pytest.mark.django_db
+BASE = datetime(2026, 6, 1, 12, tzinfo=UTC)
+
+fact_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "forgotten": st.booleans(),
+            "taken": st.booleans(),  # by a topic forget
+            "kind": st.sampled_from([FactKind.OWNER, FactKind.SELF]),
+            "expires_in_h": st.one_of(st.none(), st.integers(-48, 48)),
+        }
+    ),
+    min_size=1,
+    max_size=8,
+)
+message_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "taken": st.booleans(),
+            "excluded": st.booleans(),
+            "observed": st.booleans(),
+            "digested": st.booleans(),
+        }
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+def _facts_read(now):
+    return (
+        facts_active(now=now)
+        .filter(pk__in=ids_in())
+        .order_by("id")
+        .values_list("id", "key", "expires_at")
+    )
+
+
+def _live_read(_now, limit):
+    return (
+        Message.objects.filter(pk__in=ids_in(), observed=True, digested_at__isnull=True)
+        .exclude(channel=param("room"))
+        .order_by("id")
+        .values_list("id", "channel", "created_at")[:limit]
+    )
+
+
+FACTS = CompiledRead(_facts_read, converters={2: as_datetime})
+LIVE = CompiledRead(_live_read, converters={2: as_datetime})
+
+
+def _forgetting() -> Forgetting:
+    return Forgetting.objects.create(topic="sujet oublié", purge_after=BASE)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=fact_rows, picked=st.lists(st.integers(0, 7)), hours=st.integers(-48, 48))
+def test_facts_read_as_the_active_facts_selector_reads_them(rows, picked, hours):
+    now = BASE + timedelta(hours=hours)
+    with transaction.atomic():
+        forgetting = _forgetting()
+        facts = [
+            Fact.all_objects.create(
+                key=f"fait_{i}",
+                value="valeur",
+                forgotten=row["forgotten"],
+                forgetting=forgetting if row["taken"] else None,
+                kind=row["kind"],
+                category="capability" if row["kind"] == FactKind.SELF else "",
+                expires_at=None
+                if row["expires_in_h"] is None
+                else BASE + timedelta(hours=row["expires_in_h"]),
+            )
+            for i, row in enumerate(rows)
+        ]
+        ids = [facts[i % len(facts)].pk for i in picked]
+        expected = list(
+            facts_active(now=now)
+            .filter(pk__in=ids)
+            .order_by("id")
+            .values_list("id", "key", "expires_at")
+        )
+        assert FACTS.rows(ids=ids, now=now) == expected
+        transaction.set_rollback(True)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=message_rows, picked=st.lists(st.integers(0, 7)), limit=st.integers(1, 4))
+def test_messages_read_as_the_message_manager_reads_them(rows, picked, limit):
+    with transaction.atomic():
+        forgetting = _forgetting()
+        messages = [
+            Message.all_objects.create(
+                channel="salon" if i % 2 else "famille",
+                role="user",
+                content=f"message {i}",
+                forgetting=forgetting if row["taken"] else None,
+                memory_excluded=row["excluded"],
+                observed=row["observed"],
+                digested_at=BASE if row["digested"] else None,
+            )
+            for i, row in enumerate(rows)
+        ]
+        ids = [messages[i % len(messages)].pk for i in picked]
+        expected = list(
+            Message.objects.filter(pk__in=ids, observed=True, digested_at__isnull=True)
+            .exclude(channel="famille")
+            .order_by("id")
+            .values_list("id", "channel", "created_at")[:limit]
+        )
+        assert LIVE.rows(ids=ids, room="famille", shape=(limit,)) == expected
+        transaction.set_rollback(True)
+
+
+def test_the_sql_is_compiled_once_per_shape(django_assert_num_queries):
+    built = []
+
+    def build(now):
+        built.append(now)
+        return facts_active(now=now).filter(pk__in=ids_in()).values_list("id")
+
+    read = CompiledRead(build)
+    fact = Fact.objects.create(key="prenom", value="Mickael")
+    with django_assert_num_queries(3):  # one statement per call, no other
+        for ids in ([fact.pk], [], [fact.pk, 999]):
+            read.rows(ids=ids, now=BASE)
+    assert len(built) == 1
+
+
+def test_a_read_that_compares_with_the_time_needs_it():
+    with pytest.raises(ValueError, match="give now"):
+        FACTS.rows(ids=[1])
