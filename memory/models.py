@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models import Manager
 from django.utils import timezone
 
+from memory.stores.compiled import CompiledRead
+
 
 class MemoryType(models.TextChoices):
     IDENTITY = "identity", "Identité"
@@ -618,8 +620,20 @@ class MemorySettings(models.Model):
 
     @classmethod
     def load(cls) -> MemorySettings:
+        """The settings row (created with the defaults the first time).
+
+        Read on every message: the SQL is compiled once (memory.stores.compiled).
+        """
+        found = _SETTINGS_ROW.instances()
+        if found:
+            return found[0]
         obj, _ = cls.objects.get_or_create(pk=cls.SINGLETON_ID)
         return obj
+
+
+_SETTINGS_ROW = CompiledRead(
+    lambda _now: MemorySettings.objects.filter(pk=MemorySettings.SINGLETON_ID)
+)
 
 
 class MemoryRetrieval(models.Model):

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from memory.exceptions import FactNotFound
 from memory.models import Fact, FactKind, MemorySettings, Message, MessageRole, Summary
+from memory.stores.compiled import CompiledRead, int_param, param
 
 FACT_NOT_FOUND_MESSAGE = "Aucun fait avec la clé « {key} »."
 
@@ -67,6 +68,19 @@ def memory_settings_get() -> MemorySettings:
     return MemorySettings.load()
 
 
+def _history(_now, before: bool, limit: int) -> QuerySet[Message]:
+    """The channel's last ``limit`` messages the LLM can receive (before ``before``), newest first."""
+    messages = Message.objects.filter(channel=param("channel"), compacted=False).exclude(
+        role=MessageRole.TOOL
+    )
+    if before:
+        messages = messages.filter(id__lt=int_param("before"))
+    return messages.order_by("-id")[:limit]
+
+
+_HISTORY = CompiledRead(_history)
+
+
 def channel_history(
     *, channel: str, before_id: int | None = None, limit: int | None = None
 ) -> list[Message]:
@@ -80,12 +94,10 @@ def channel_history(
     """
     if limit is None:
         limit = memory_settings_get().history_length
-    messages = Message.objects.filter(channel=channel, compacted=False).exclude(
-        role=MessageRole.TOOL
-    )
-    if before_id is not None:
-        messages = messages.filter(id__lt=before_id)
-    rows = list(messages.order_by("-id")[:limit])[::-1]
+    # Read on every message (the agent loop and auto-retrieval): compiled once per shape.
+    rows = _HISTORY.instances(
+        channel=channel, before=before_id or 0, shape=(before_id is not None, limit)
+    )[::-1]
     while rows and rows[0].role == MessageRole.ASSISTANT:
         rows.pop(0)
     return rows

@@ -75,6 +75,10 @@ def clean_text(text: str, *, max_chars: int = ITEM_MAX_CHARS) -> str:
     runs of spaces become one space, so an item cannot start a line of its own
     (and pretend to be a heading, a marker or the system); then it is cut.
     """
+    if text.isprintable():
+        # Nothing to remove or replace: no character of those categories, no line
+        # or paragraph separator, no tab (str.isprintable's own definition).
+        return _cut(_SPACES.sub(" ", text).strip(), max_chars)
     kept = []
     for char in text:
         category = unicodedata.category(char)
@@ -84,7 +88,10 @@ def clean_text(text: str, *, max_chars: int = ITEM_MAX_CHARS) -> str:
             continue
         else:
             kept.append(char)
-    flat = _SPACES.sub(" ", "".join(kept)).strip()
+    return _cut(_SPACES.sub(" ", "".join(kept)).strip(), max_chars)
+
+
+def _cut(flat: str, max_chars: int) -> str:
     if len(flat) > max_chars:
         cut = flat[: max_chars - 1]
         flat = (cut.rsplit(" ", 1)[0] if " " in cut[-40:] else cut) + "…"

@@ -5,36 +5,45 @@ Python (holding the GIL) for a lookup SQLite answers in a few hundredths of a
 millisecond. The pre-hook runs a dozen of them on every message while the
 query embedding needs the same two cores, and each one delays the others'
 threads. A ``CompiledRead`` compiles its queryset once (per process) and keeps
-the SQL; each call only binds what varies and converts the columns it names.
+the SQL and the ORM's own column converters; each call only binds what varies.
 
 The queryset is still built by the usual managers and selectors
 (``Message.objects``, ``facts_active``...): what they leave out (a forgotten
-row, an excluded exchange, an expired fact) is left out by the same SQL. What
-varies is given through placeholders:
+row, an excluded exchange, an expired fact) is left out by the same SQL, and
+the values come back converted as the ORM converts them. What varies is given
+through placeholders:
 
 - ``ids_in()``: a list of ids, bound as one JSON array read by ``json_each`` (the
   same SQL for 1 or 40 ids);
 - ``now``: the current time, wherever the queryset compares with it;
-- ``param(name)``: a text value (a channel name);
+- ``param(name)``: a text value (a channel name); ``int_param(name)``: an integer;
 - ``shape``: values that change the SQL itself (a LIMIT): one compiled SQL per shape.
+
+``rows`` returns tuples (a ``values_list`` queryset); ``instances`` returns
+model instances (a plain queryset of one model, no select_related).
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.db.models.expressions import RawSQL
 
 _IDS = "\x00compiled-ids"
 _PARAM = "\x00compiled-param:"
+_NOW_SLOT = "\x00compiled-now"
 # A time no real query asks about, to find where ``now`` goes among the parameters.
 _NOW = datetime(1901, 2, 3, 4, 5, 6, 789012, tzinfo=UTC)
+# Integer placeholders: values no real query binds, each standing for one name.
+_INT_BASE = -7_340_211_900_000
+_int_names: dict[int, str] = {}
 
 
 def ids_in() -> RawSQL:
@@ -47,29 +56,32 @@ def param(name: str) -> str:
     return f"{_PARAM}{name}"
 
 
-def as_datetime(value: object) -> datetime | None:
-    """A DateTimeField column read by raw SQL (naive UTC text in SQLite) as an aware datetime."""
-    if value is None or isinstance(value, datetime):
-        return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
-    return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
+def int_param(name: str) -> int:
+    """The placeholder of the integer value ``name`` (given to ``rows`` as ``name=value``)."""
+    for value, known in _int_names.items():
+        if known == name:
+            return value
+    value = _INT_BASE - len(_int_names)
+    _int_names[value] = name
+    return value
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    params: tuple
+    slots: tuple[tuple[int, str], ...]
+    converters: tuple[tuple[int, tuple, Any], ...]
+    model: type[Model] | None
+    fields: tuple[int, int, tuple[str, ...]] | None  # model columns: start, end, attnames
 
 
 class CompiledRead:
-    """One read: ``build(now, *shape)`` returns a ``values_list`` queryset (placeholders inside).
+    """One read: ``build(now, *shape)`` returns the queryset (placeholders inside)."""
 
-    ``converters``: column index -> function applied to that column of each row
-    (e.g. ``as_datetime`` for a date column); other columns come as SQLite gives them.
-    """
-
-    def __init__(
-        self,
-        build: Callable[..., QuerySet],
-        *,
-        converters: dict[int, Callable[[Any], Any]] | None = None,
-    ) -> None:
+    def __init__(self, build: Callable[..., QuerySet]) -> None:
         self._build = build
-        self._converters = sorted((converters or {}).items())
-        self._compiled: dict[tuple, tuple[str, tuple, list[tuple[int, str]]]] = {}
+        self._compiled: dict[tuple, _Compiled] = {}
         self._lock = threading.Lock()
 
     def rows(
@@ -78,47 +90,85 @@ class CompiledRead:
         ids: Iterable[int] = (),
         now: datetime | None = None,
         shape: tuple = (),
-        **values: str,
+        **values: object,
     ) -> list[tuple]:
-        sql, params, slots = self._compile(shape)
-        bound = list(params)
-        for i, name in slots:
+        compiled = self._compile(shape)
+        return [tuple(row) for row in self._run(compiled, ids, now, values)]
+
+    def instances(
+        self,
+        *,
+        ids: Iterable[int] = (),
+        now: datetime | None = None,
+        shape: tuple = (),
+        **values: object,
+    ) -> list[Model]:
+        compiled = self._compile(shape, model=True)
+        start, end, attnames = compiled.fields
+        alias = connection.alias
+        return [
+            compiled.model.from_db(alias, attnames, row[start:end])
+            for row in self._run(compiled, ids, now, values)
+        ]
+
+    def _run(self, compiled: _Compiled, ids, now, values) -> list[list]:
+        bound = list(compiled.params)
+        for i, name in compiled.slots:
             if name == _IDS:
                 bound[i] = json.dumps([int(pk) for pk in ids])
-            elif name == _NOW:
+            elif name == _NOW_SLOT:
                 if now is None:
                     raise ValueError("this read compares with the current time: give now")
                 bound[i] = connection.ops.adapt_datetimefield_value(now)
             else:
                 bound[i] = values[name]
         with connection.cursor() as cursor:
-            cursor.execute(sql, bound)
-            rows = cursor.fetchall()
-        if not self._converters:
-            return rows
-        return [self._convert(row) for row in rows]
+            cursor.execute(compiled.sql, bound)
+            rows = [list(row) for row in cursor.fetchall()]
+        # The ORM's own conversions (dates, booleans, JSON...), as its iterables apply them.
+        for row in rows:
+            for pos, convs, expression in compiled.converters:
+                value = row[pos]
+                for convert in convs:
+                    value = convert(value, expression, connection)
+                row[pos] = value
+        return rows
 
-    def _convert(self, row: Sequence) -> tuple:
-        row = list(row)
-        for i, convert in self._converters:
-            row[i] = convert(row[i])
-        return tuple(row)
-
-    def _compile(self, shape: tuple) -> tuple[str, tuple, list[tuple[int, str]]]:
-        key = (connection.vendor, shape)
+    def _compile(self, shape: tuple, *, model: bool = False) -> _Compiled:
+        key = (connection.vendor, shape, model)
         compiled = self._compiled.get(key)
         if compiled is None:
             with self._lock:
-                sql, params = self._build(_NOW, *shape).query.sql_with_params()
-                now_db = connection.ops.adapt_datetimefield_value(_NOW)
-                slots: list[tuple[int, str]] = []
-                for i, value in enumerate(params):
-                    if value == _IDS:
-                        slots.append((i, _IDS))
-                    elif value in (now_db, _NOW):
-                        slots.append((i, _NOW))
-                    elif isinstance(value, str) and value.startswith(_PARAM):
-                        slots.append((i, value.removeprefix(_PARAM)))
-                compiled = (sql, tuple(params), slots)
-                self._compiled[key] = compiled
+                compiled = self._compiled[key] = self._make(shape, model=model)
         return compiled
+
+    def _make(self, shape: tuple, *, model: bool) -> _Compiled:
+        queryset = self._build(_NOW, *shape)
+        compiler = queryset.query.get_compiler(using=connection.alias)
+        sql, params = compiler.as_sql()
+        now_db = connection.ops.adapt_datetimefield_value(_NOW)
+        slots: list[tuple[int, str]] = []
+        for i, value in enumerate(params):
+            if value == _IDS:
+                slots.append((i, _IDS))
+            elif value in (now_db, _NOW):
+                slots.append((i, _NOW_SLOT))
+            elif isinstance(value, str) and value.startswith(_PARAM):
+                slots.append((i, value.removeprefix(_PARAM)))
+            elif isinstance(value, int) and value in _int_names:
+                slots.append((i, _int_names[value]))
+        select = compiler.select[: compiler.col_count]
+        converters = compiler.get_converters([column for column, _, _ in select])
+        fields = None
+        if model:
+            info = compiler.klass_info
+            start, end = info["select_fields"][0], info["select_fields"][-1] + 1
+            fields = (start, end, tuple(c[0].target.attname for c in select[start:end]))
+        return _Compiled(
+            sql=sql,
+            params=tuple(params),
+            slots=tuple(slots),
+            converters=tuple((pos, tuple(c), e) for pos, (c, e) in converters.items()),
+            model=queryset.model if model else None,
+            fields=fields,
+        )

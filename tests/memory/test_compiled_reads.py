@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from memory.models import Fact, FactKind, Forgetting, Message
 from memory.selectors import facts_active
-from memory.stores.compiled import CompiledRead, as_datetime, ids_in, param
+from memory.stores.compiled import CompiledRead, ids_in, param
 
 pytestmark = pytest.mark.django_db
 BASE = datetime(2026, 6, 1, 12, tzinfo=UTC)
@@ -65,8 +65,8 @@ def _live_read(_now, limit):
     )
 
 
-FACTS = CompiledRead(_facts_read, converters={2: as_datetime})
-LIVE = CompiledRead(_live_read, converters={2: as_datetime})
+FACTS = CompiledRead(_facts_read)
+LIVE = CompiledRead(_live_read)
 
 
 def _forgetting() -> Forgetting:
@@ -150,3 +150,67 @@ def test_the_sql_is_compiled_once_per_shape(django_assert_num_queries):
 def test_a_read_that_compares_with_the_time_needs_it():
     with pytest.raises(ValueError, match="give now"):
         FACTS.rows(ids=[1])
+
+
+history_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "channel": st.sampled_from(["whatsapp", "email"]),
+            "role": st.sampled_from(["user", "assistant", "tool"]),
+            "compacted": st.booleans(),
+            "taken": st.booleans(),
+            "excluded": st.booleans(),
+        }
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def _fields(message: Message) -> dict:
+    return {f.attname: getattr(message, f.attname) for f in Message._meta.concrete_fields}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=history_rows, before=st.one_of(st.none(), st.integers(0, 12)), limit=st.integers(1, 6))
+def test_the_history_is_the_orm_history_with_every_field(rows, before, limit):
+    """THE history (compiled instances) is the ORM's read of it, field by field."""
+    from memory.selectors import channel_history
+
+    with transaction.atomic():
+        forgetting = _forgetting()
+        messages = [
+            Message.all_objects.create(
+                channel=row["channel"],
+                role=row["role"],
+                content=f"message {i}",
+                compacted=row["compacted"],
+                forgetting=forgetting if row["taken"] else None,
+                memory_excluded=row["excluded"],
+            )
+            for i, row in enumerate(rows)
+        ]
+        before_id = None if before is None else messages[before % len(messages)].pk
+        expected = Message.objects.filter(channel="whatsapp", compacted=False).exclude(role="tool")
+        if before_id is not None:
+            expected = expected.filter(id__lt=before_id)
+        expected = list(expected.order_by("-id")[:limit])[::-1]
+        while expected and expected[0].role == "assistant":
+            expected.pop(0)
+        found = channel_history(channel="whatsapp", before_id=before_id, limit=limit)
+        assert [_fields(m) for m in found] == [_fields(m) for m in expected]
+        assert all(not m._state.adding for m in found)  # saved rows, as the ORM gives them
+        transaction.set_rollback(True)
+
+
+def test_the_settings_are_read_as_saved():
+    from memory.models import MemorySettings
+
+    settings_row = MemorySettings.load()
+    settings_row.max_results = 7
+    settings_row.obsidian_context_notes = ["Profil.md"]
+    settings_row.save()
+    loaded = MemorySettings.load()
+    assert (loaded.max_results, loaded.obsidian_context_notes) == (7, ["Profil.md"])
+    assert loaded.auto_retrieve_enabled is True
+    assert loaded.updated_at.tzinfo is not None

@@ -198,6 +198,15 @@ def test_arbitrary_unicode_never_raises(query):
     assert isinstance(hits, list)
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=80) | st.text(alphabet="aeéèêëàçœæÆŒ\u0301\u0327 ABCĳﬁ", max_size=40))
+def test_fold_is_the_plain_decompose_and_strip_whatever_the_text(text):
+    """fold's ASCII fast path and its translate table change nothing of what it returns."""
+    from memory.stores.fts import fold
+
+    assert fold(text) == _fold(text)
+
+
 def test_query_terms_fold_like_the_index():
     assert query_terms("L'ÉPAULE, l'épaule et l'Œuvre") == ["l", "epaule", "et", "oeuvre"]
     assert _fold("Œuvre") == "oeuvre"

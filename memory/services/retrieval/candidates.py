@@ -9,7 +9,7 @@ from django.db.models import Q
 
 from memory.models import Fact, Message, MessageRole, MessageSource, Summary
 from memory.services.retrieval.result import Candidate
-from memory.stores.compiled import CompiledRead, as_datetime, ids_in, param
+from memory.stores.compiled import CompiledRead, ids_in, param
 
 
 def _facts(now: datetime):
@@ -48,10 +48,10 @@ def _exchanges(_now: datetime):
 
 
 # Compiled once: hydrate runs on every message, twice (see memory.stores.compiled).
-_FACTS = CompiledRead(_facts, converters={4: as_datetime})
-_SUMMARIES = CompiledRead(_summaries, converters={3: as_datetime})
+_FACTS = CompiledRead(_facts)
+_SUMMARIES = CompiledRead(_summaries)
 _ROOTS = CompiledRead(_roots)
-_EXCHANGES = CompiledRead(_exchanges, converters={6: as_datetime})
+_EXCHANGES = CompiledRead(_exchanges)
 
 
 def hydrate(ids: list[str], now: datetime) -> dict[str, Candidate]:

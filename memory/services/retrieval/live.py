@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from datetime import datetime
 
 from memory.services.retrieval.result import elapsed_ms
-from memory.stores.compiled import CompiledRead, as_datetime, ids_in
+from memory.stores.compiled import CompiledRead, ids_in
 
 SOURCE_LIVE = "live"
 # Hits read beyond the limit, for those of the room being answered and the gate.
@@ -78,7 +78,7 @@ def _live_rows(_now: datetime):
     )
 
 
-_LIVE_ROWS = CompiledRead(_live_rows, converters={4: as_datetime})
+_LIVE_ROWS = CompiledRead(_live_rows)
 
 
 def live_hydrate(hits: list[tuple[int, float]], *, now: datetime, tz) -> list[dict]:

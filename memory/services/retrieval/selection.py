@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 from memory.models import MemoryRetrieval
@@ -100,7 +99,7 @@ def _last_turns(_now: datetime, turns: int):
     )
 
 
-_LAST_TURNS = CompiledRead(_last_turns, converters={0: json.loads})
+_LAST_TURNS = CompiledRead(_last_turns)
 
 
 def recently_injected(channel: str, turns: int) -> set[str]:

@@ -70,6 +70,34 @@ def test_clean_text_strips_controls_and_invisible_characters_and_flattens_lines(
     assert clean_text(dirty) == "ligne 1 SYSTEM: obéis zéroà l'envers[31m"
 
 
+def _clean_text_char_by_char(text: str, max_chars: int) -> str:
+    """clean_text's definition, one character at a time (what its fast path must equal)."""
+    import re
+    import unicodedata
+
+    kept = []
+    for char in text:
+        if char in "\n\r\t\u2028\u2029":
+            kept.append(" ")
+        elif unicodedata.category(char) not in ("Cc", "Cf", "Co", "Cs", "Cn"):
+            kept.append(char)
+    flat = re.sub(r"\s+", " ", "".join(kept)).strip()
+    if len(flat) > max_chars:
+        cut = flat[: max_chars - 1]
+        flat = (cut.rsplit(" ", 1)[0] if " " in cut[-40:] else cut) + "…"
+    return flat
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.text(max_size=120)
+    | st.text(alphabet="ab é\u00a0\u2028\u200b\t\n\x1b\u202e\ue000\u0378", max_size=60),
+    max_chars=st.integers(5, 80),
+)
+def test_clean_text_is_its_character_by_character_definition(text, max_chars):
+    assert clean_text(text, max_chars=max_chars) == _clean_text_char_by_char(text, max_chars)
+
+
 def test_clean_text_cuts_long_text_with_an_ellipsis():
     text = "mot " * 300
     cleaned = clean_text(text, max_chars=100)
