@@ -473,6 +473,21 @@ class _EngineSlots:
         self._slots = threading.BoundedSemaphore(cores)
         self._lock = threading.Lock()
         self.active = 0
+        self.expected = 0
+
+    @contextlib.contextmanager
+    def expect(self) -> Iterator[None]:
+        """A caller that will embed soon (a pre-hook in flight): while several are, each
+        call gets one thread, even one that happens to start alone. A team of two
+        threads stalls at every barrier while another caller's thread takes a core,
+        and costs more CPU per query: under load one thread per call serves more."""
+        with self._lock:
+            self.expected += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.expected -= 1
 
     @contextlib.contextmanager
     def enter(self) -> Iterator[int]:
@@ -480,7 +495,7 @@ class _EngineSlots:
         with self._slots:
             with self._lock:
                 self.active += 1
-                threads = max(1, self.cores // self.active)
+                threads = max(1, self.cores // max(self.active, self.expected))
             try:
                 yield threads
             finally:
@@ -489,6 +504,8 @@ class _EngineSlots:
 
 
 _engine_slots = _EngineSlots(_cores())
+# Callers in flight that will embed a query (see _EngineSlots.expect).
+embedding_expected = _engine_slots.expect
 _omp: Any = None  # libgomp's omp_set_num_threads / omp_get_max_threads, when found
 
 

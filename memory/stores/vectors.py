@@ -87,7 +87,7 @@ def _plain_vector(vector: Any) -> list[float] | None:
         vector = next(iter(vector.values()), None)
         if vector is None:
             return None
-    return [float(x) for x in vector]
+    return list(map(float, vector))
 
 
 def _scored_hit(point: Any, *, with_vectors: bool) -> VectorHit:

@@ -575,6 +575,30 @@ def test_concurrent_callers_embed_at_once_each_with_its_share_of_the_cores(monke
     assert embedders._engine_slots.active == 0
 
 
+def test_a_call_alone_in_the_engine_gets_one_thread_while_other_pre_hooks_are_in_flight(
+    monkeypatch,
+):
+    """Under load a call often enters the engine alone while the other callers read
+    SQLite: a team of two would stall at every barrier behind their threads. While more
+    than one caller expects to embed, each call gets one thread; alone, every core."""
+    slots = embedders._EngineSlots(cores=2)
+    monkeypatch.setattr(embedders, "_engine_slots", slots)
+    monkeypatch.setattr(embedders, "embedding_expected", slots.expect)
+    teams: list[int] = []
+    monkeypatch.setattr(embedders, "_omp_threads", teams.append)
+    monkeypatch.setattr(embedders, "_local_model", _RendezvousModel(parties=1))
+    local = LocalEmbedder()
+
+    with embedders.embedding_expected():
+        local.embed_documents(["seul"])
+        with embedders.embedding_expected():
+            local.embed_documents(["deux en vol"])
+    local.embed_documents(["plus personne"])
+
+    assert teams == [2, 1, 2]
+    assert slots.expected == 0 and slots.active == 0
+
+
 def test_no_more_calls_than_cores_run_in_the_engine(monkeypatch):
     """A third caller on two cores waits for a slot instead of slicing them thinner."""
     model = _RendezvousModel(parties=3)

@@ -69,13 +69,16 @@ def auto_retrieve(
     memory_settings = MemorySettings.load()
     if not memory_settings.auto_retrieve_enabled:
         return None
-    return _retrieve(
-        message=message,
-        channel=channel,
-        memory_settings=memory_settings,
-        log=True,
-        message_ids=message_ids,
-    )
+    from memory.stores.embedders import embedding_expected
+
+    with embedding_expected():
+        return _retrieve(
+            message=message,
+            channel=channel,
+            memory_settings=memory_settings,
+            log=True,
+            message_ids=message_ids,
+        )
 
 
 def auto_retrieve_preview(*, message: str, channel: str) -> RetrievalResult:
