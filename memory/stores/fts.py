@@ -30,10 +30,6 @@ MAX_QUERY_TERMS = 64
 OR_MATCH_BUDGET = 20_000
 # Frequent words paired in a bounded OR query (4 words: 6 pairs).
 MAX_PAIRED_WORDS = 4
-SNIPPET_OPEN = "["
-SNIPPET_CLOSE = "]"
-SNIPPET_ELLIPSIS = "…"
-SNIPPET_TOKENS = 16
 
 LIGATURES = str.maketrans({"œ": "oe", "Œ": "OE", "æ": "ae", "Æ": "AE"})
 # unicode61 keeps letters (L*), numbers (N*) and private-use characters (Co)
@@ -50,7 +46,6 @@ class FtsHit:
     author: str
     created_at: datetime
     content: str
-    snippet: str
     score: float  # -bm25(): higher is better
 
 
@@ -174,51 +169,45 @@ def fts_search(
     if until is not None:
         filters.append("AND c.created_at < %s")
         filter_params.append(_db_datetime(until))
+    joined = bool(filters)
     if exclude_ids:
-        filters.append(f"AND c.id NOT IN ({', '.join(['%s'] * len(exclude_ids))})")
+        # On the index's own rowid: excluding rows needs no join with messages.
+        filters.append(f"AND messages_fts.rowid NOT IN ({', '.join(['%s'] * len(exclude_ids))})")
         filter_params.extend(int(i) for i in exclude_ids)
-    # The inner query ranks (cheap); snippet() is then computed for the kept
-    # rows only, not for every match as a single ORDER BY ... LIMIT would.
-    inner = [
-        "SELECT messages_fts.rowid FROM messages_fts",
-        "JOIN messages c ON c.id = messages_fts.rowid" if filters else "",
+    # Rank first (only the rowid and bm25 of each match), then read the kept rows
+    # by primary key. Selecting the columns (or FTS5's snippet()) in the ranking
+    # query, or re-matching the kept rows, made FTS5 evaluate the whole match again:
+    # 96 of the 110 ms of a text search at 300,000 messages.
+    ranking = [
+        "SELECT messages_fts.rowid, bm25(messages_fts) FROM messages_fts",
+        "JOIN messages c ON c.id = messages_fts.rowid" if joined else "",
         "WHERE messages_fts MATCH %s",
         *filters,
         "ORDER BY bm25(messages_fts), messages_fts.rowid DESC LIMIT %s",
     ]
-    sql = [
-        "SELECT m.id, m.channel, m.role, m.author, m.created_at, m.content,",
-        "  snippet(messages_fts, 0, %s, %s, %s, %s), bm25(messages_fts)",
-        "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid",
-        "WHERE messages_fts MATCH %s AND messages_fts.rowid IN (",
-        *inner,
-        ") ORDER BY bm25(messages_fts), m.id DESC",
-    ]
-    params: list[object] = [
-        SNIPPET_OPEN,
-        SNIPPET_CLOSE,
-        SNIPPET_ELLIPSIS,
-        SNIPPET_TOKENS,
-        expression,
-        expression,
-        *filter_params,
-        int(limit),
-    ]
     with connection.cursor() as cursor:
-        cursor.execute("\n".join(sql), params)
-        rows = cursor.fetchall()
+        cursor.execute("\n".join(ranking), [expression, *filter_params, int(limit)])
+        ranked = cursor.fetchall()
+        if not ranked:
+            return []
+        cursor.execute(
+            "SELECT id, channel, role, author, created_at, content FROM messages"
+            f" WHERE id IN ({', '.join(['%s'] * len(ranked))})",
+            [rowid for rowid, _ in ranked],
+        )
+        rows = {row[0]: row for row in cursor.fetchall()}
     return [
         FtsHit(
-            message_id=row[0],
-            channel=row[1],
-            role=row[2],
-            author=row[3],
-            created_at=_as_datetime(row[4]),
-            content=row[5],
-            snippet=row[6],
-            score=-float(row[7]),
+            message_id=rowid,
+            channel=rows[rowid][1],
+            role=rows[rowid][2],
+            author=rows[rowid][3],
+            created_at=_as_datetime(rows[rowid][4]),
+            content=rows[rowid][5],
+            score=-float(bm25),
         )
-        for row in rows
+        for rowid, bm25 in ranked
+        if rowid in rows
     ]
 
 
