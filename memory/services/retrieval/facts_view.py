@@ -12,7 +12,7 @@ change far less often than messages arrive, so a process keeps the last read
   connection, so a transaction sees its own writes and another connection does
   not see them before they commit;
 - the clock has not reached the first expiry among the active facts (an expired
-  fact leaves the reads at once);
+  fact leaves the reads at once), nor gone back before the read;
 - the triggers are all there (a migration that remade core_memory would drop
   them): without them nothing is cached.
 
@@ -57,7 +57,9 @@ class FactsView:
     important: tuple[tuple[int, float], ...]
     selves: tuple[BlockLine, ...]
     goals: tuple[BlockLine, ...]
-    # The first expiry among the active facts after the read (None: none expires).
+    # When it was read, and the first expiry among the active facts after that
+    # (None: none expires): it holds for read_at <= now < valid_until.
+    read_at: datetime
     valid_until: datetime | None
 
     def recent_at(self, now: datetime, window: timedelta) -> list[tuple[int, float]]:
@@ -80,7 +82,7 @@ def facts_view(now: datetime | None = None) -> FactsView:
         cached = _views.get(key)
         if cached is not None and cached[0] == token:
             view = cached[1]
-            if view.valid_until is None or now < view.valid_until:
+            if view.read_at <= now and (view.valid_until is None or now < view.valid_until):
                 return view
     view = _facts_read(now)
     if token is not None:
@@ -115,7 +117,7 @@ def facts_views_clear() -> None:
 def _facts_read(now: datetime) -> FactsView:
     from memory.selectors import facts_active
 
-    active = facts_active()
+    active = facts_active(now=now)
     core = active.filter(memory_type=MemoryType.IDENTITY).order_by("-importance", "-updated_at")
     others = active.exclude(memory_type=MemoryType.IDENTITY)
     recent = others.order_by("-created_at", "-id").values_list("id", "importance", "created_at")[
@@ -127,8 +129,8 @@ def _facts_read(now: datetime) -> FactsView:
         .values_list("id", "importance")[:T1_LIST_MAX]
     )
     order = ("-importance", "-updated_at", "-id")
-    selves = facts_active(kind=FactKind.SELF).order_by(*order)[:SUMMARY_SELF_MAX]
-    goals = facts_active(kind=FactKind.GOAL).order_by(*order)[:SUMMARY_GOALS_MAX]
+    selves = facts_active(kind=FactKind.SELF, now=now).order_by(*order)[:SUMMARY_SELF_MAX]
+    goals = facts_active(kind=FactKind.GOAL, now=now).order_by(*order)[:SUMMARY_GOALS_MAX]
     next_expiry = (
         Fact.all_objects.filter(forgetting__isnull=True, forgotten=False, expires_at__gt=now)
         .order_by("expires_at")
@@ -143,5 +145,6 @@ def _facts_read(now: datetime) -> FactsView:
         goals=tuple(
             BlockLine(f"objectif · {i.category_label.lower()}", clean_text(i.value)) for i in goals
         ),
+        read_at=now,
         valid_until=next_expiry,
     )

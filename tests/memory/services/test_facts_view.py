@@ -130,7 +130,7 @@ class FactsViewMachine(RuleBasedStateMachine):
         facts_accessed(Fact.all_objects.values_list("id", flat=True))
         Fact.all_objects.update(index_state=IndexState.INDEXED, indexed_at=timezone.now())
 
-    @rule(hours=st.sampled_from([0.5, 2, 25, 72]))
+    @rule(hours=st.sampled_from([0.5, 2, 25, 72, -3]))
     def time_passes(self, hours):
         WORLD["traveller"].shift(timedelta(hours=hours))
 
@@ -214,4 +214,20 @@ def test_a_write_committed_by_another_connection_is_seen_at_once():
     writer.start()
     writer.join()
     assert [f.value for f in facts_view().core] == ["Mika"]
+    facts_views_clear()
+
+
+@pytest.mark.django_db
+def test_a_view_read_later_is_not_used_for_an_earlier_time(monkeypatch, time_machine):
+    """A clock set back (or a caller passing an earlier ``now``) gets a fresh read: a fact
+    expired at the read is active again at that earlier time."""
+    from memory.services.facts import fact_store
+
+    monkeypatch.setattr(indexing, "_send", lambda kind, row_ids: None)
+    time_machine.move_to(timezone.now(), tick=False)
+    start = timezone.now()
+    fact_store(key="code_wifi", value="le code est 1937", memory_type="identity", ttl="1h")
+    facts_views_clear()
+    assert [f.key for f in facts_view(start + timedelta(hours=2)).core] == []
+    assert [f.key for f in facts_view(start + timedelta(minutes=30)).core] == ["code_wifi"]
     facts_views_clear()
