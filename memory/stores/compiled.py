@@ -44,6 +44,7 @@ _NOW = datetime(1901, 2, 3, 4, 5, 6, 789012, tzinfo=UTC)
 # Integer placeholders: values no real query binds, each standing for one name.
 _INT_BASE = -7_340_211_900_000
 _int_names: dict[int, str] = {}
+_int_lock = threading.Lock()
 
 
 def ids_in() -> RawSQL:
@@ -58,12 +59,13 @@ def param(name: str) -> str:
 
 def int_param(name: str) -> int:
     """The placeholder of the integer value ``name`` (given to ``rows`` as ``name=value``)."""
-    for value, known in _int_names.items():
-        if known == name:
-            return value
-    value = _INT_BASE - len(_int_names)
-    _int_names[value] = name
-    return value
+    with _int_lock:
+        for value, known in _int_names.items():
+            if known == name:
+                return value
+        value = _INT_BASE - len(_int_names)
+        _int_names[value] = name
+        return value
 
 
 @dataclass(frozen=True)
