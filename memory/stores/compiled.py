@@ -86,34 +86,30 @@ class CompiledRead:
         self._compiled: dict[tuple, _Compiled] = {}
         self._lock = threading.Lock()
 
-    def rows(
-        self,
-        *,
-        ids: Iterable[int] = (),
-        now: datetime | None = None,
-        shape: tuple = (),
-        **values: object,
-    ) -> list[tuple]:
-        compiled = self._compile(shape)
-        return [tuple(row) for row in self._run(compiled, ids, now, values)]
+    def rows(self, **bind: Any) -> list[tuple]:
+        """The rows as tuples; ``bind``: ``ids``, ``now``, ``shape`` and the named values."""
+        compiled = self._compile(bind.get("shape", ()))
+        return [tuple(row) for row in self._run(compiled, **bind)]
 
-    def instances(
-        self,
-        *,
-        ids: Iterable[int] = (),
-        now: datetime | None = None,
-        shape: tuple = (),
-        **values: object,
-    ) -> list[Model]:
-        compiled = self._compile(shape, model=True)
+    def instances(self, **bind: Any) -> list[Model]:
+        """The rows as model instances (the queryset's model); ``bind`` as for ``rows``."""
+        compiled = self._compile(bind.get("shape", ()), model=True)
         start, end, attnames = compiled.fields
         alias = connection.alias
         return [
             compiled.model.from_db(alias, attnames, row[start:end])
-            for row in self._run(compiled, ids, now, values)
+            for row in self._run(compiled, **bind)
         ]
 
-    def _run(self, compiled: _Compiled, ids, now, values) -> list[list]:
+    @staticmethod
+    def _run(
+        compiled: _Compiled,
+        *,
+        ids: Iterable[int] = (),
+        now: datetime | None = None,
+        shape: tuple = (),
+        **values: object,
+    ) -> list[list]:
         bound = list(compiled.params)
         for i, name in compiled.slots:
             if name == _IDS:

@@ -35,7 +35,7 @@ def test_after_the_statistics_refresh_t1_reads_facts_by_importance_and_date_not_
 
     assert planner_statistics_refresh()
     with CaptureQueriesContext(connection) as queries:
-        _, _, ranked = t1_context("whatsapp", MemorySettings.load(), timezone.now())
+        ranked = t1_context("whatsapp", MemorySettings.load(), timezone.now()).ranked
 
     important = Fact.objects.get(key="fait_important")
     assert ranked.count((f"fact:{important.pk}", 0.9)) == 2  # recent and important

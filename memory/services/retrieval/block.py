@@ -112,16 +112,17 @@ def block_fill(
     result.tokens_added = estimate_tokens(result.prompt_block)
 
 
-def agent_summary_lines(result: RetrievalResult | None = None):
+def agent_summary_lines(result: RetrievalResult | None = None, *, facts=None):
     """The agent's self and goals as block lines ("capacité", "objectif · comprendre").
 
     Read on every message, whatever the relevance gate says: the prompt itself no
-    longer says who the agent is. Never raises (a failure is recorded in ``result``).
+    longer says who the agent is. ``facts``: the FactsView this message already
+    read (else it is read here). Never raises (a failure is recorded in ``result``).
     """
     from memory.services.retrieval.facts_view import facts_view
 
     try:
-        view = facts_view()
+        view = facts or facts_view()
     except Exception as exc:  # never raise from the pre-hook
         if result is not None:
             result.failed_sources["self"] = failure_text(exc)

@@ -9,7 +9,7 @@ from django.db.models import Q
 
 from memory.models import Fact, Message, MessageRole, MessageSource, Summary
 from memory.services.retrieval.result import Candidate
-from memory.stores.compiled import CompiledRead, ids_in, param
+from memory.stores.compiled import CompiledRead, ids_in
 
 
 def _facts(now: datetime):
@@ -134,24 +134,6 @@ class Seen:
             # Only an exchange received whole: a half is still worth injecting.
             return set(candidate.row_ids) <= self.message_ids
         return candidate.kind == "summary" and candidate.row_ids == (self.summary_id,)
-
-
-def _summary_latest(_now: datetime):
-    from memory.selectors import channel_summaries
-
-    return channel_summaries(channel=param("channel")).values_list("id")[:1]
-
-
-_SUMMARY_LATEST = CompiledRead(_summary_latest)
-
-
-def seen_get(channel: str, history: list[Message]) -> Seen:
-    """What the LLM has: the history and the channel's latest summary (channel_summary_latest)."""
-    latest = _SUMMARY_LATEST.rows(channel=channel)
-    return Seen(
-        message_ids=frozenset(m.pk for m in history),
-        summary_id=latest[0][0] if latest else None,
-    )
 
 
 def fact_line(key: str, value: str) -> str:

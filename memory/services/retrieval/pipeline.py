@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from memory.models import Fact, MemorySettings, Message, MessageSource
 from memory.services.retrieval.block import agent_summary_lines, block_fill, self_block_fill
-from memory.services.retrieval.candidates import Seen, seen_get
+from memory.services.retrieval.candidates import Seen
 from memory.services.retrieval.live import SOURCE_LIVE, live_hydrate, live_search
 from memory.services.retrieval.log import retrieval_log_start
 from memory.services.retrieval.ranking import fuse, prefetch
@@ -150,17 +150,17 @@ def _retrieve(
     history: list[Message] = []
     seen = Seen()
     core: list[Fact] = []
+    facts = None
     start = time.perf_counter()
     try:
         with sql_deadline(timeouts["t1"]):
-            history, core, ranked[SOURCE_T1] = t1_context(
+            history, seen, core, ranked[SOURCE_T1], facts = t1_context(
                 channel, memory_settings, now, message_ids
             )
-            seen = seen_get(channel, history)
     except Exception as exc:  # never raise from the pre-hook
         result.failed_sources[SOURCE_T1] = failure_text(exc)
     # Who the agent is: in every block, whatever the gate says (the prompt no longer says it).
-    agent_lines = agent_summary_lines(result)
+    agent_lines = agent_summary_lines(result, facts=facts)
     result.timings_ms[SOURCE_T1] = elapsed_ms(start)
 
     start = time.perf_counter()

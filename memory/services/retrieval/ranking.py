@@ -185,7 +185,8 @@ def memory_rank(
     ):
         return [], []
     if mode == "hybrid":
-        _, core, ranked[SOURCE_T1] = t1_context(channel, memory_settings, now)
+        t1 = t1_context(channel, memory_settings, now)
+        core, ranked[SOURCE_T1] = t1.core, t1.ranked
         fused, candidates = fuse(ranked, text=text, now=now, tz=ZoneInfo(settings.TIME_ZONE))
     else:
         fused = reciprocal_rank_fusion(ranked)

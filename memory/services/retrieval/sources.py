@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from memory.models import (
     Fact,
@@ -22,6 +23,8 @@ from memory.models import (
     MessageSource,
     Summary,
 )
+from memory.services.retrieval.candidates import Seen
+from memory.services.retrieval.facts_view import FactsView, facts_view
 from memory.services.retrieval.result import elapsed_ms
 from memory.stores.compiled import CompiledRead, ids_in, param
 
@@ -185,9 +188,17 @@ def semantic_vectors(hits) -> dict[str, list[float]]:
     return vectors
 
 
+class T1Context(NamedTuple):
+    history: list[Message]
+    seen: Seen  # the history's ids and the channel's latest summary
+    core: list[Fact]
+    ranked: list[tuple[str, float]]
+    facts: FactsView  # the facts read for this message (the self and goals lines too)
+
+
 def t1_context(
     channel: str, memory_settings: MemorySettings, now: datetime, message_ids: Sequence[int] = ()
-) -> tuple[list[Message], list[Fact], list[tuple[str, float]]]:
+) -> T1Context:
     """What the LLM already sees, the core (identity) facts, and T1's ranked list.
 
     What it sees: the history the agent loop sends (memory.selectors.channel_history,
@@ -196,7 +207,6 @@ def t1_context(
     would get.
     """
     from memory.selectors import channel_history
-    from memory.services.retrieval.facts_view import facts_view
 
     history = channel_history(
         channel=channel,
@@ -213,9 +223,14 @@ def t1_context(
         )
     ]
     ranked += [(f"fact:{pk}", importance) for pk, importance in facts.important]
-    for (pk,) in _SUMMARY_IDS.rows(channel=channel):
-        ranked.append((f"summary:{pk}", 1.0))
-    return history, list(facts.core), ranked
+    # Newest first: the first is the summary the agent's prompt carries (channel_summary_latest).
+    summary_ids = [pk for (pk,) in _SUMMARY_IDS.rows(channel=channel)]
+    ranked += [(f"summary:{pk}", 1.0) for pk in summary_ids]
+    seen = Seen(
+        message_ids=frozenset(m.pk for m in history),
+        summary_id=summary_ids[0] if summary_ids else None,
+    )
+    return T1Context(history, seen, list(facts.core), ranked, facts)
 
 
 def _summary_ids(_now: datetime):

@@ -231,3 +231,18 @@ def test_a_view_read_later_is_not_used_for_an_earlier_time(monkeypatch, time_mac
     assert [f.key for f in facts_view(start + timedelta(hours=2)).core] == []
     assert [f.key for f in facts_view(start + timedelta(minutes=30)).core] == ["code_wifi"]
     facts_views_clear()
+
+
+@pytest.mark.django_db
+def test_a_retrieval_reads_the_facts_token_and_the_summaries_once():
+    """T1, the self and goals lines and what the LLM sees share one read of each."""
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.services.retrieval import auto_retrieve_preview
+
+    Fact.objects.create(key="prenom", value="Mickael", memory_type="identity")
+    with CaptureQueriesContext(connection) as queries:
+        auto_retrieve_preview(message="Où est le dossier du garage ?", channel="whatsapp")
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert len([s for s in sql if "memory_generation" in s]) == 1
+    assert len([s for s in sql if 'FROM "memory_summary"' in s]) == 1

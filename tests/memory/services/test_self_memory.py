@@ -63,9 +63,9 @@ def test_owner_facing_reads_show_owner_facts_only(mixed, staff_client, owner_api
         "goals": 1,
         "index": {"pending": 0, "indexed": 2, "failed": 0, "skipped": 0},
     }
-    _, core, ranked = t1_context("whatsapp", MemorySettings.load(), now - timedelta(seconds=1))
-    assert core == [owner]
-    assert {item for item, _ in ranked} <= {f"fact:{owner.id}"}
+    t1 = t1_context("whatsapp", MemorySettings.load(), now - timedelta(seconds=1))
+    assert t1.core == [owner]
+    assert {item for item, _ in t1.ranked} <= {f"fact:{owner.id}"}
     for mode in ("semantic", "text", "hybrid"):
         hits = memory_search(query="le Lobby de Mickael", mode=mode, limit=10)
         facts = {int(h.id) for h in hits if h.kind == "fact"}
