@@ -189,3 +189,27 @@ def test_two_processes_writing_at_once_never_hit_database_is_locked(tmp_path):
         tmp_path,
     )
     assert count.stdout.split() == [str(written["web"]), str(written["worker"])]
+
+
+KEEPS_CONNECTION = """
+import django
+django.setup()
+from django.db import close_old_connections, connection
+connection.ensure_connection()
+raw = connection.connection
+close_old_connections()  # what Django runs as every request starts and ends
+print(connection.connection is raw, connection.settings_dict["CONN_MAX_AGE"])
+"""
+
+
+def test_a_request_thread_keeps_its_sqlite_connection_unless_told_not_to(tmp_path):
+    """Opening a connection runs the PRAGMAs and registers Django's functions: a served
+    request reuses its thread's connection (checked first); 0 opens one per request."""
+    kept = _run_python(KEEPS_CONNECTION, tmp_path)
+    assert kept.returncode == 0, kept.stderr
+    assert kept.stdout.split() == ["True", "600"]
+    closed = _run_python(KEEPS_CONNECTION, tmp_path, MAKILAB_SQLITE_CONN_MAX_AGE_S="0")
+    assert closed.returncode == 0, closed.stderr
+    assert closed.stdout.split() == ["False", "0"]
+    refused = _run_python(KEEPS_CONNECTION, tmp_path, MAKILAB_SQLITE_CONN_MAX_AGE_S="-1")
+    assert refused.returncode != 0 and "MAKILAB_SQLITE_CONN_MAX_AGE_S" in refused.stderr

@@ -155,6 +155,9 @@ def test_search_returns_only_the_payload_fields_asked_and_the_stored_vectors(sto
     assert [h.payload["key"] for h in hits] == [1, 2]
     for hit in hits:
         assert hit.vector == pytest.approx(stored[hit.payload["key"]], abs=1e-6)
+        # Plain floats, and each hit its own list (callers may keep or change it).
+        assert type(hit.vector) is list and {type(x) for x in hit.vector} == {float}
+    assert hits[0].vector is not hits[1].vector
     # Without the options: the whole payload, no vectors (as before).
     plain = store.search(KNOWLEDGE, unit(1, 0), limit=1)
     assert plain[0].payload["content"] == "fait 1" and plain[0].vector is None

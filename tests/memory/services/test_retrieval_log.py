@@ -169,3 +169,41 @@ def test_a_row_that_fails_in_a_batch_fails_alone(monkeypatch):
         "avant",
         "premier",
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_writer_keeps_its_connection_across_batches_and_follows_a_new_database():
+    """One connection for rows that keep coming (opening one per batch cost CPU on every
+    message); when the database changes (a throw-away memory), the rows go to the new one."""
+    from django.db.backends.signals import connection_created
+
+    from memory.services.throwaway import throwaway_memory
+
+    opened: list[str] = []
+
+    def on_open(sender, connection, **kwargs):
+        if threading.current_thread().name.startswith("retrieval-log"):
+            opened.append(str(connection.settings_dict["NAME"]))
+
+    connection_created.connect(on_open)
+    try:
+        writer = retrieval_log._LogWriter()
+        ids = [writer.submit(_row(f"canal-{i}"), []).result(5) for i in range(3)]
+        assert None not in ids and MemoryRetrieval.objects.count() == 3
+        assert len(opened) == 1  # three batches, one connection
+
+        with throwaway_memory():
+            row_id = writer.submit(_row("jetable"), []).result(5)
+            assert MemoryRetrieval.objects.filter(pk=row_id, channel="jetable").exists()
+        assert len(opened) == 2 and opened[0] != opened[1]
+
+        writer.submit(_row("retour"), []).result(5)
+        assert set(MemoryRetrieval.objects.values_list("channel", flat=True)) == {
+            "canal-0",
+            "canal-1",
+            "canal-2",
+            "retour",
+        }
+        assert len(opened) == 3
+    finally:
+        connection_created.disconnect(on_open)
