@@ -56,10 +56,11 @@ def live_search(
         payload = hit.payload or {}
         if payload.get("room") == exclude_room or not payload.get("message_id"):
             continue
-        # The author is part of the line ("david · lobby · …"): a name the message gives counts.
-        words = content_words(f"{payload.get('author', '')} {payload.get('content', '')}")
-        shared = query_words & set(words)
-        if hit.score - background < embedder.gate_margin and not shared:
+        # Clear of the background, or sharing a word with the message. The author is part
+        # of the line ("david · lobby · …"): a name the message gives counts.
+        if hit.score - background < embedder.gate_margin and not query_words.intersection(
+            content_words(f"{payload.get('author', '')} {payload.get('content', '')}")
+        ):
             continue
         kept.append((int(payload["message_id"]), relevance_score(embedder, hit.score)))
         if len(kept) >= limit:

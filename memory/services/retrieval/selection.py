@@ -75,16 +75,22 @@ def select_memories(
 
     # Near-duplicates of what was injected in the last turns, or of each other.
     threshold = embedder.near_duplicate_threshold
-    kept = [vectors[i] for i in recent_ids if i in vectors]
+    order = [i for i in dict.fromkeys([*(c.id for c, _ in selected), *recent_ids]) if i in vectors]
+    row = {item_id: k for k, item_id in enumerate(order)}
+    if order:
+        # Every pair at once (one conversion of the vectors, not one per candidate);
+        # stored vectors are L2-normalised: the dot product is the cosine.
+        matrix = np.asarray([vectors[i] for i in order], dtype=np.float64)
+        cosines = matrix @ matrix.T
+    kept = [row[i] for i in recent_ids if i in row]
     deduped = []
     for candidate, entry in selected:
-        vector = vectors.get(candidate.id)
-        # Stored vectors are L2-normalised: the dot product is the cosine.
-        if vector is not None and kept and float(np.max(np.asarray(kept) @ vector)) >= threshold:
+        k = row.get(candidate.id)
+        if k is not None and kept and float(cosines[k, kept].max()) >= threshold:
             continue
         deduped.append((candidate, entry))
-        if vector is not None:
-            kept.append(vector)
+        if k is not None:
+            kept.append(k)
         if len(deduped) >= wanted:
             break
     return deduped
