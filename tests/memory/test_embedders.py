@@ -599,6 +599,55 @@ def test_a_call_alone_in_the_engine_gets_one_thread_while_other_pre_hooks_are_in
     assert slots.expected == 0 and slots.active == 0
 
 
+def test_calls_on_several_cores_all_run_on_one_thread_whatever_thread_asks(monkeypatch):
+    """OpenMP keeps a team of workers per calling thread for good. Once two threads had
+    each run a two-thread call, libgomp waited passively at every barrier: a query took
+    19-22 ms instead of 11-12, in every thread. So every call on several cores runs on
+    the one team thread; a one-thread call starts no worker and runs where it is asked."""
+    import numpy as np
+
+    slots = embedders._EngineSlots(cores=2)
+    monkeypatch.setattr(embedders, "_engine_slots", slots)
+    monkeypatch.setattr(embedders, "embedding_expected", slots.expect)
+    team_sizes: dict[str, int] = {}
+    monkeypatch.setattr(
+        embedders,
+        "_omp_threads",
+        lambda n: team_sizes.__setitem__(threading.current_thread().name, n),
+    )
+    calls: list[tuple[str, int]] = []
+
+    class Recording:
+        dim = embedders.LOCAL_DIMENSION
+
+        def passage(self, texts):
+            name = threading.current_thread().name
+            calls.append((name, team_sizes[name]))
+            return np.ones((len(texts), self.dim), dtype=np.float32) / math.sqrt(self.dim)
+
+    monkeypatch.setattr(embedders, "_local_model", Recording())
+    local = LocalEmbedder()
+
+    def alone() -> None:
+        local.embed_documents(["seul"])
+
+    def under_load() -> None:
+        with embedders.embedding_expected(), embedders.embedding_expected():
+            local.embed_documents(["deux en vol"])
+
+    for name, target in (("appelant-a", alone), ("appelant-b", alone), ("appelant-c", under_load)):
+        caller = threading.Thread(target=target, name=name)
+        caller.start()
+        caller.join(10)
+    alone()  # and this test's own thread
+
+    several = {name for name, team in calls if team > 1}
+    assert len([c for c in calls if c[1] > 1]) == 3
+    assert len(several) == 1 and several.pop().startswith("embedding-team")
+    assert [c for c in calls if c[1] == 1] == [("appelant-c", 1)]
+    assert slots.active == 0
+
+
 def test_no_more_calls_than_cores_run_in_the_engine(monkeypatch):
     """A third caller on two cores waits for a slot instead of slicing them thinner."""
     model = _RendezvousModel(parties=3)
