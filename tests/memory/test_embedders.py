@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from memory.exceptions import EmbeddingError, EmbeddingInvalid, StoreUnavailable
-from memory.stores import embedders
+from memory.stores import embedders, local_engine
 from memory.stores.embedders import (
     VOYAGE_MAX_BATCH,
     Embedder,
@@ -388,13 +388,13 @@ def test_local_batches_give_the_same_vectors_as_one_by_one():
 
 
 def test_local_model_is_loaded_once_even_from_many_threads(monkeypatch):
-    monkeypatch.setattr(embedders, "_local_model", None)
+    monkeypatch.setattr(local_engine, "_local_model", None)
     seen = []
     barrier = threading.Barrier(6)
 
     def load():
         barrier.wait()
-        seen.append(embedders._get_local_model())
+        seen.append(local_engine._get_local_model())
 
     threads = [threading.Thread(target=load) for _ in range(6)]
     for thread in threads:
@@ -583,10 +583,10 @@ def test_concurrent_callers_embed_at_once_each_with_its_share_of_the_cores(monke
     GIL); the first, alone when it entered, got every core, the second the cores left.
     Before: one lock let a single call in at a time, so the rendezvous broke."""
     model = _RendezvousModel(parties=2)
-    monkeypatch.setattr(embedders, "_local_model", model)
-    monkeypatch.setattr(embedders, "_engine_slots", embedders._EngineSlots(cores=2))
+    monkeypatch.setattr(local_engine, "_local_model", model)
+    monkeypatch.setattr(local_engine, "_engine_slots", local_engine._EngineSlots(cores=2))
     teams: list[int] = []
-    monkeypatch.setattr(embedders, "_omp_threads", teams.append)
+    monkeypatch.setattr(local_engine, "_omp_threads", teams.append)
     local = LocalEmbedder()
     first_inside = threading.Event()
     original_wait = model.barrier.wait
@@ -614,7 +614,7 @@ def test_concurrent_callers_embed_at_once_each_with_its_share_of_the_cores(monke
 
     assert all(isinstance(results[n], list) for n in "ab"), results
     assert teams == [2, 1]
-    assert embedders._engine_slots.active == 0
+    assert local_engine._engine_slots.active == 0
 
 
 def test_a_call_alone_in_the_engine_gets_one_thread_while_other_pre_hooks_are_in_flight(
@@ -623,17 +623,17 @@ def test_a_call_alone_in_the_engine_gets_one_thread_while_other_pre_hooks_are_in
     """Under load a call often enters the engine alone while the other callers read
     SQLite: a team of two would stall at every barrier behind their threads. While more
     than one caller expects to embed, each call gets one thread; alone, every core."""
-    slots = embedders._EngineSlots(cores=2)
-    monkeypatch.setattr(embedders, "_engine_slots", slots)
-    monkeypatch.setattr(embedders, "embedding_expected", slots.expect)
+    slots = local_engine._EngineSlots(cores=2)
+    monkeypatch.setattr(local_engine, "_engine_slots", slots)
+    monkeypatch.setattr(local_engine, "embedding_expected", slots.expect)
     teams: list[int] = []
-    monkeypatch.setattr(embedders, "_omp_threads", teams.append)
-    monkeypatch.setattr(embedders, "_local_model", _RendezvousModel(parties=1))
+    monkeypatch.setattr(local_engine, "_omp_threads", teams.append)
+    monkeypatch.setattr(local_engine, "_local_model", _RendezvousModel(parties=1))
     local = LocalEmbedder()
 
-    with embedders.embedding_expected():
+    with local_engine.embedding_expected():
         local.embed_documents(["seul"])
-        with embedders.embedding_expected():
+        with local_engine.embedding_expected():
             local.embed_documents(["deux en vol"])
     local.embed_documents(["plus personne"])
 
@@ -648,12 +648,12 @@ def test_calls_on_several_cores_all_run_on_one_thread_whatever_thread_asks(monke
     the one team thread; a one-thread call starts no worker and runs where it is asked."""
     import numpy as np
 
-    slots = embedders._EngineSlots(cores=2)
-    monkeypatch.setattr(embedders, "_engine_slots", slots)
-    monkeypatch.setattr(embedders, "embedding_expected", slots.expect)
+    slots = local_engine._EngineSlots(cores=2)
+    monkeypatch.setattr(local_engine, "_engine_slots", slots)
+    monkeypatch.setattr(local_engine, "embedding_expected", slots.expect)
     team_sizes: dict[str, int] = {}
     monkeypatch.setattr(
-        embedders,
+        local_engine,
         "_omp_threads",
         lambda n: team_sizes.__setitem__(threading.current_thread().name, n),
     )
@@ -667,14 +667,14 @@ def test_calls_on_several_cores_all_run_on_one_thread_whatever_thread_asks(monke
             calls.append((name, team_sizes[name]))
             return np.ones((len(texts), self.dim), dtype=np.float32) / math.sqrt(self.dim)
 
-    monkeypatch.setattr(embedders, "_local_model", Recording())
+    monkeypatch.setattr(local_engine, "_local_model", Recording())
     local = LocalEmbedder()
 
     def alone() -> None:
         local.embed_documents(["seul"])
 
     def under_load() -> None:
-        with embedders.embedding_expected(), embedders.embedding_expected():
+        with local_engine.embedding_expected(), local_engine.embedding_expected():
             local.embed_documents(["deux en vol"])
 
     for name, target in (("appelant-a", alone), ("appelant-b", alone), ("appelant-c", under_load)):
@@ -694,9 +694,9 @@ def test_no_more_calls_than_cores_run_in_the_engine(monkeypatch):
     """A third caller on two cores waits for a slot instead of slicing them thinner."""
     model = _RendezvousModel(parties=3)
     model.barrier = threading.Barrier(3, timeout=0.5)
-    monkeypatch.setattr(embedders, "_local_model", model)
-    monkeypatch.setattr(embedders, "_engine_slots", embedders._EngineSlots(cores=2))
-    monkeypatch.setattr(embedders, "_omp_threads", lambda n: None)
+    monkeypatch.setattr(local_engine, "_local_model", model)
+    monkeypatch.setattr(local_engine, "_engine_slots", local_engine._EngineSlots(cores=2))
+    monkeypatch.setattr(local_engine, "_omp_threads", lambda n: None)
     outcomes: list[str] = []
 
     def call() -> None:
@@ -714,7 +714,7 @@ def test_no_more_calls_than_cores_run_in_the_engine(monkeypatch):
 
     # Three could never meet inside: the two inside gave up waiting for a third.
     assert outcomes.count("broken") >= 2
-    assert embedders._engine_slots.active == 0
+    assert local_engine._engine_slots.active == 0
 
 
 def test_concurrent_real_embeddings_give_the_vectors_of_serial_ones(local):

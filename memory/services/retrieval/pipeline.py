@@ -69,7 +69,7 @@ def auto_retrieve(
     memory_settings = MemorySettings.load()
     if not memory_settings.auto_retrieve_enabled:
         return None
-    from memory.stores.embedders import embedding_expected
+    from memory.stores.local_engine import embedding_expected
 
     with embedding_expected():
         return _retrieve(
