@@ -4,6 +4,7 @@ promise that importing the project loads no model and no SDK."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -16,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memory.exceptions import EmbeddingError, EmbeddingInvalid, StoreUnavailable
 from memory.stores import embedders, local_engine
@@ -738,3 +741,95 @@ def test_concurrent_real_embeddings_give_the_vectors_of_serial_ones(local):
 
     for i, vector in enumerate(serial):
         assert cosine(found[i], vector) == pytest.approx(1.0, abs=1e-5)
+
+
+class _InsideRecorder:
+    """A stand-in engine that records, for each call, its thread, its team size and how
+    many calls were inside at once (the real engine's calls are what the slots share)."""
+
+    dim = embedders.LOCAL_DIMENSION
+
+    def __init__(self, pause_s: float) -> None:
+        self.pause_s = pause_s
+        self.lock = threading.Lock()
+        self.inside = 0
+        self.most_inside = 0
+        self.multi_inside = 0  # calls on several threads inside at once
+        self.most_multi_inside = 0
+        self.calls: list[tuple[str, int]] = []  # (thread, team size)
+        self.team: dict[str, int] = {}
+
+    def passage(self, texts):
+        import numpy as np
+
+        name = threading.current_thread().name
+        multi = self.team[name] > 1
+        with self.lock:
+            self.inside += 1
+            self.multi_inside += multi
+            self.most_inside = max(self.most_inside, self.inside)
+            self.most_multi_inside = max(self.most_multi_inside, self.multi_inside)
+            self.calls.append((name, self.team[name]))
+        time.sleep(self.pause_s)
+        with self.lock:
+            self.inside -= 1
+            self.multi_inside -= multi
+        return np.ones((len(texts), self.dim), dtype=np.float32) / math.sqrt(self.dim)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    callers=st.lists(
+        st.lists(st.tuples(st.integers(0, 2), st.integers(1, 3)), min_size=1, max_size=3),
+        min_size=1,
+        max_size=5,
+    ),
+    pause_ms=st.sampled_from([0, 1, 3]),
+)
+def test_any_mix_of_callers_keeps_the_engine_within_its_cores_and_one_team(
+    monkeypatch, callers, pause_ms
+):
+    """Callers embedding alone, together and while pre-hooks are in flight, in any mix:
+    never more calls inside than cores, never two teams of several threads at once,
+    every call on several cores on the one team thread, the counters back to zero."""
+    slots = local_engine._EngineSlots(cores=2)
+    monkeypatch.setattr(local_engine, "_engine_slots", slots)
+    engine = _InsideRecorder(pause_ms / 1000)
+    monkeypatch.setattr(local_engine, "_local_model", engine)
+    monkeypatch.setattr(
+        local_engine,
+        "_omp_threads",
+        lambda n: engine.team.__setitem__(threading.current_thread().name, n),
+    )
+    local = LocalEmbedder()
+    start = threading.Barrier(len(callers))
+    failures: list[BaseException] = []
+
+    def caller(plan) -> None:
+        try:
+            start.wait(5)
+            for expected, calls in plan:
+                with contextlib.ExitStack() as stack:
+                    for _ in range(expected):
+                        stack.enter_context(slots.expect())
+                    for _ in range(calls):
+                        local.embed_documents(["souvenir"])
+        except BaseException as exc:  # the assertion below names it
+            failures.append(exc)
+
+    threads = [
+        threading.Thread(target=caller, args=(plan,), name=f"appelant-{i}")
+        for i, plan in enumerate(callers)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+
+    assert failures == []
+    assert len(engine.calls) == sum(calls for plan in callers for _, calls in plan)
+    assert engine.most_inside <= 2
+    assert engine.most_multi_inside <= 1
+    several = {name for name, team in engine.calls if team > 1}
+    assert len(several) <= 1 and all(n.startswith("embedding-team") for n in several)
+    assert slots.active == 0 and slots.expected == 0 and engine.inside == 0
