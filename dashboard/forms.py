@@ -179,20 +179,21 @@ class SearchForm(forms.Form):
 
 
 class RetrievalSettingsForm(forms.ModelForm):
-    """The toggle and the two sliders; ranges are the model's validators."""
+    """The toggle and the sliders; ranges are the model's validators."""
 
     class Meta:
         model = MemorySettings
-        fields = ("auto_retrieve_enabled", "max_results", "min_score")
+        fields = ("auto_retrieve_enabled", "max_results", "min_score", "live_max_results")
         labels = {
             "auto_retrieve_enabled": "Auto-retrieval activé",
             "max_results": "Nombre maximum de souvenirs",
             "min_score": "Score minimum",
+            "live_max_results": "Extraits des salons observés",
         }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name, step in (("max_results", "1"), ("min_score", "0.05")):
+        for name, step in (("max_results", "1"), ("min_score", "0.05"), ("live_max_results", "1")):
             low, high = model_field_range(MemorySettings, name)
             self.fields[name].widget = forms.NumberInput(
                 attrs={"type": "range", "min": low, "max": high, "step": step}

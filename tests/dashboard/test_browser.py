@@ -188,6 +188,14 @@ def test_the_owner_uses_the_memory_page_in_a_real_browser(
     page.reload()
     expect(page.locator("#id_max_results")).to_have_value("6")
     expect(page.locator("#max_results_value")).to_have_text("6")
+    # The observed rooms' extracts: turned off with their own slider.
+    live = page.locator("#id_live_max_results")
+    expect(live).to_have_value("10")
+    live.focus()
+    live.press("Home")
+    expect(page.locator("#live_max_results_value")).to_have_text("0")
+    expect(page.locator("#retrieval-status")).to_contain_text("aucun extrait des salons observés")
+    assert MemorySettings.load().live_max_results == 0
     # What would be injected for a message (the lead's auto_retrieve_preview).
     retrieval = page.locator("#retrieval-section")
     retrieval.get_by_label("Message").fill("Quel sport Mickael pratique-t-il ?")

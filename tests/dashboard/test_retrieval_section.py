@@ -19,27 +19,49 @@ def test_sliders_take_their_ranges_from_the_model(staff_client):
     html = staff_client.get("/memory/retrieval/", **HTMX).content.decode()
     assert 'name="max_results" id="id_max_results" min="1" max="10" step="1" value="4"' in html
     assert 'name="min_score" id="id_min_score" min="0.3" max="0.8" step="0.05" value="0.5"' in html
+    assert (
+        'name="live_max_results" id="id_live_max_results" min="0" max="20" step="1" value="10"'
+        in html
+    )
 
 
 def test_moving_a_slider_saves_and_answers_a_status_line(staff_client):
     response = staff_client.post(
-        SETTINGS, {"auto_retrieve_enabled": "on", "max_results": "7", "min_score": "0.45"}, **HTMX
+        SETTINGS,
+        {
+            "auto_retrieve_enabled": "on",
+            "max_results": "7",
+            "min_score": "0.45",
+            "live_max_results": "3",
+        },
+        **HTMX,
     )
     assert response.status_code == 200
     assert (
-        "Enregistré : auto-retrieval activé, 7 souvenirs au plus, score ≥ 0,45."
-        in response.content.decode()
+        "Enregistré : auto-retrieval activé, 7 souvenirs au plus, score ≥ 0,45, "
+        "3 extraits des salons observés au plus." in response.content.decode()
     )
     settings = MemorySettings.load()
-    assert (settings.max_results, settings.min_score, settings.auto_retrieve_enabled) == (
-        7,
-        0.45,
-        True,
+    assert (
+        settings.max_results,
+        settings.min_score,
+        settings.auto_retrieve_enabled,
+        settings.live_max_results,
+    ) == (7, 0.45, True, 3)
+
+
+def test_the_observed_rooms_extracts_can_be_turned_off(staff_client):
+    response = staff_client.post(
+        SETTINGS, {"max_results": "4", "min_score": "0.5", "live_max_results": "0"}, **HTMX
     )
+    assert "aucun extrait des salons observés" in response.content.decode()
+    assert MemorySettings.load().live_max_results == 0
 
 
 def test_unchecking_the_toggle_disables_auto_retrieval(staff_client):
-    response = staff_client.post(SETTINGS, {"max_results": "4", "min_score": "0.5"}, **HTMX)
+    response = staff_client.post(
+        SETTINGS, {"max_results": "4", "min_score": "0.5", "live_max_results": "10"}, **HTMX
+    )
     assert "auto-retrieval désactivé" in response.content.decode()
     assert MemorySettings.load().auto_retrieve_enabled is False
 
@@ -51,14 +73,23 @@ def test_unchecking_the_toggle_disables_auto_retrieval(staff_client):
         ({"max_results": "4", "min_score": "0.9"}, "inférieure ou égale à 0.8"),
         ({"max_results": "4", "min_score": "0.1"}, "supérieure ou égale à 0.3"),
         ({"max_results": "beaucoup", "min_score": "0.5"}, "nombre entier"),
+        (
+            {"max_results": "4", "min_score": "0.5", "live_max_results": "21"},
+            "inférieure ou égale à 20",
+        ),
+        (
+            {"max_results": "4", "min_score": "0.5", "live_max_results": "-1"},
+            "supérieure ou égale à 0",
+        ),
     ],
 )
 def test_out_of_range_values_are_refused_with_422(staff_client, data, message):
-    response = staff_client.post(SETTINGS, data, **HTMX)
+    response = staff_client.post(SETTINGS, {"live_max_results": "10", **data}, **HTMX)
     assert response.status_code == 422
     assert "Non enregistré" in response.content.decode()
     assert message in response.content.decode()
     assert MemorySettings.load().max_results == 4
+    assert MemorySettings.load().live_max_results == 10
 
 
 def test_the_log_shows_the_latest_injections(staff_client):
