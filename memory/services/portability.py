@@ -8,7 +8,8 @@ every other line is an object with a ``type``:
 - ``context_notes``: ``enabled``, ``notes`` (fixed paths) and ``tag``;
 - ``message``: ``id`` (a reference inside the file), channel, role, author,
   source, content, created_at, compacted, ``reply_to`` (the ``id`` of an earlier
-  message line, or null);
+  message line, or null); a message of an observed room also has
+  ``observed`` (true) and ``digested_at`` (when the digest read it, or null);
 - ``summary``: channel, content, message_count, period_start, period_end, created_at;
 - ``fact``: key, value, memory_type, importance, subjects, source, channel,
   ``source_message`` (the ``id`` of a message line, or null), expires_at,
@@ -43,6 +44,8 @@ NOTES_FIELDS = {
 }
 SETTINGS_FIELDS = tuple(name for name in EDITABLE_FIELDS if name not in NOTES_FIELDS)
 MESSAGE_FIELDS = ("channel", "role", "author", "source", "content", "created_at", "compacted")
+# Written for the messages of observed rooms only.
+MESSAGE_OBSERVED_FIELDS = ("observed", "digested_at")
 SUMMARY_FIELDS = (
     "channel",
     "content",
@@ -145,12 +148,16 @@ def export_records(*, since: datetime | None = None) -> Iterator[dict]:
     exported: set[int] = set()
     for message in _messages(since):
         exported.add(message.id)
-        yield {
+        record = {
             "type": "message",
             "id": message.id,
             **_fields(message, MESSAGE_FIELDS),
             "reply_to": message.reply_to_id,
         }
+        if message.observed:
+            # A live extract, not an exchange: imported as one (and digested or not).
+            record |= _fields(message, MESSAGE_OBSERVED_FIELDS)
+        yield record
     summaries = Summary.objects.all()
     if since is not None:
         summaries = summaries.filter(created_at__gte=since)

@@ -45,6 +45,7 @@ from memory.services.portability_validate import (
     DUPLICATE_KEY,
     EMPTY_FILE,
     FACT_AGENT_SPEC,
+    MESSAGE_OBSERVED_SPEC,
     MISSING_FIELD,
     NOT_OBJECT,
     RECORD_TYPES,
@@ -173,7 +174,14 @@ class _Importer:
         return self._messages
 
     def _message(self, line: int, record: dict) -> None:
+        observed = {k: record[k] for k in MESSAGE_OBSERVED_SPEC if k in record}
+        record = {k: v for k, v in record.items() if k not in MESSAGE_OBSERVED_SPEC}
         values = record_check(line, record, SPECS["message"])
+        if observed:
+            # A message of an observed room: a live extract until the digest read it.
+            observed = record_check(line, observed, {k: MESSAGE_OBSERVED_SPEC[k] for k in observed})
+            values["observed"] = observed.get("observed") or None  # the model's flag: true or null
+            values["digested_at"] = observed.get("digested_at")
         file_id, reply_to = values.pop("id"), values.pop("reply_to")
         if file_id in self.message_ids:
             raise ImportLineError(line, DUPLICATE_ID.format(id=file_id))

@@ -86,6 +86,8 @@ SPECS: dict[str, dict[str, tuple[str, bool]]] = {
 assert set(SPECS["message"]) == {*MESSAGE_FIELDS, "id", "reply_to"}
 assert set(SPECS["summary"]) == set(SUMMARY_FIELDS)
 assert set(SPECS["fact"]) == {*FACT_FIELDS, "source_message", "revisions"}
+# Optional fields of a message line: the messages of observed rooms only.
+MESSAGE_OBSERVED_SPEC = {"observed": (BOOL, False), "digested_at": (DATE, True)}
 # Optional fields of a fact line: the agent's self and goal items only.
 FACT_AGENT_SPEC = {"kind": (STR, False), "category": (STR, False)}
 assert set(SPECS["revision"]) == set(REVISION_FIELDS)

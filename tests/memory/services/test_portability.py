@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from memory.models import (
     Actor,
+    ChannelSettings,
     Fact,
     FactRevision,
     IndexState,
@@ -17,6 +18,7 @@ from memory.models import (
     Message,
     Summary,
 )
+from memory.services.channels import channel_settings_set
 from memory.services.facts import fact_forget, fact_store, fact_update
 from memory.services.forgetting import forget_exchange_exclude, topic_forget
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, index_rows
@@ -38,6 +40,8 @@ pytestmark = pytest.mark.django_db
 FORGOTTEN_TOPIC_TEXT = "Le code de la porte du garage est 4242"
 EXCLUDED_TEXT = "Oublie tout ce qui concerne la porte du garage"
 OWNER_FORGOTTEN_VALUE = "Mickael déteste les endives"
+LIVE_TEXT = "Le concert de jazz au parc commence à 20 h samedi"
+DIGESTED_TEXT = "Julie organise la sortie vélo de dimanche matin"
 
 
 def _memory() -> dict:
@@ -74,6 +78,11 @@ def _memory() -> dict:
         period_end=timezone.now() - timedelta(days=1),
     )
     topic_forget(topic="code porte garage", actor=Actor.USER)
+    # An observed room: its messages are live extracts, one of them already digested.
+    channel_settings_set(channel="lobby", observed=True)
+    message_save(channel="lobby", role="user", author="david", content=LIVE_TEXT)
+    digested = message_save(channel="lobby", role="user", author="julie", content=DIGESTED_TEXT)
+    Message.all_objects.filter(pk=digested.pk).update(digested_at=timezone.now())
     memory_settings_update(
         changes={"max_results": 6, "min_score": 0.4, "obsidian_context_notes": ["Profil"]}
     )
@@ -88,12 +97,24 @@ def _wipe() -> None:
     Message.all_objects.filter(reply_to__isnull=False).delete()
     Message.all_objects.all().delete()
     MemorySettings.objects.filter(pk=1).delete()
+    # The room is observed by the file's messages, not by this memory's channel settings.
+    ChannelSettings.objects.all().delete()
 
 
 def _state() -> dict:
     """What an import must reproduce, with ids replaced by what they point at."""
     messages = {
-        m.id: (m.channel, m.role, m.author, m.source, m.content, m.created_at, m.compacted)
+        m.id: (
+            m.channel,
+            m.role,
+            m.author,
+            m.source,
+            m.content,
+            m.created_at,
+            m.compacted,
+            m.observed,
+            m.digested_at,
+        )
         for m in Message.objects.all()
     }
     return {
@@ -151,7 +172,7 @@ def test_the_export_starts_with_the_header_and_never_contains_forgotten_text(tmp
     assert lines[0]["exported_at"]
     assert [r["type"] for r in lines[1:3]] == ["settings", "context_notes"]
     assert lines[2]["notes"] == ["Profil.md"]
-    assert counts == {"settings": 1, "context_notes": 1, "message": 3, "summary": 1, "fact": 2}
+    assert counts == {"settings": 1, "context_notes": 1, "message": 5, "summary": 1, "fact": 2}
     for forgotten in (FORGOTTEN_TOPIC_TEXT, EXCLUDED_TEXT, OWNER_FORGOTTEN_VALUE, "4242"):
         assert forgotten not in text
     fact = next(r for r in lines if r.get("key") == "blessure_epaule")
@@ -173,7 +194,7 @@ def test_an_import_into_an_empty_memory_rebuilds_the_same_rows_with_fts(tmp_path
     before, report = _into_an_empty_memory(tmp_path)
 
     assert _state() == before
-    assert report.created == {"message": 3, "summary": 1, "fact": 2, "revision": 3}
+    assert report.created == {"message": 5, "summary": 1, "fact": 2, "revision": 3}
     assert report.conflicts == []
     # FTS5 is filled by the same triggers as every insert (accents folded).
     assert [hit.content for hit in fts_search("epaule")] == ["J'ai mal à l'épaule depuis le tennis"]
@@ -182,7 +203,7 @@ def test_an_import_into_an_empty_memory_rebuilds_the_same_rows_with_fts(tmp_path
 def test_imported_rows_are_left_pending_and_the_indexer_embeds_them(
     tmp_path, vector_store, local_embedder
 ):
-    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, LIVE, point_id
 
     _memory()
     path = tmp_path / "memoire.jsonl"
@@ -199,6 +220,10 @@ def test_imported_rows_are_left_pending_and_the_indexer_embeds_them(
         index_rows(kind, source_ids(kind))
     assert vector_store.count(CONVERSATIONS) == 1
     assert vector_store.count(KNOWLEDGE) == 3
+    # The observed room's undigested message is a live extract again; the digested one is not.
+    lobby = [point_id(KIND_MESSAGE, m.id) for m in Message.objects.filter(channel="lobby")]
+    assert vector_store.count(LIVE) == 1
+    assert [hit.payload["content"] for hit in vector_store.retrieve(LIVE, lobby)] == [LIVE_TEXT]
     assert Fact.objects.filter(index_state=IndexState.INDEXED).count() == 2
 
 
@@ -215,7 +240,7 @@ def test_importing_the_same_file_twice_changes_nothing(tmp_path):
     again = memory_import(path=path)
 
     assert again.created == {}
-    assert again.unchanged == {"message": 3, "summary": 1, "fact": 2}
+    assert again.unchanged == {"message": 5, "summary": 1, "fact": 2}
     assert again.settings_changed == []
     assert _state() == state
     assert MemorySettings.load().updated_at == settings_written
@@ -283,6 +308,8 @@ def _with_message(lines: list[str], **changes) -> list[str]:
         ({"reply_to": 999}, "champ « reply_to » : aucun message 999"),
         ({"compacted": "non"}, "champ « compacted » : true ou false attendu."),
         ({"couleur": "bleu"}, "champ(s) inconnu(s) : couleur."),
+        ({"observed": "oui"}, "champ « observed » : true ou false attendu."),
+        ({"observed": True, "digested_at": "hier"}, "champ « digested_at » : date ISO 8601"),
         ({"type": "photo"}, "type « photo » inconnu"),
     ],
 )
@@ -345,7 +372,7 @@ def test_batches_keep_replies_and_fact_sources_across_their_boundaries(tmp_path,
         fact_store(key=f"jardin_{i}", value=f"Fait {i} du jardin", source_message_id=question.id)
     before, report = _into_an_empty_memory(tmp_path)
     assert _state() == before
-    assert report.created["message"] == 17 and report.created["fact"] == 9
+    assert report.created["message"] == 19 and report.created["fact"] == 9
 
 
 def test_the_same_message_twice_in_a_file_is_stored_once(tmp_path):
@@ -354,7 +381,7 @@ def test_the_same_message_twice_in_a_file_is_stored_once(tmp_path):
     copy = json.loads(lines[index]) | {"id": 10_000}
     _wipe()
     report = memory_import_lines([*lines, json.dumps(copy)])
-    assert report.created["message"] == 3 and report.unchanged == {"message": 1}
+    assert report.created["message"] == 5 and report.unchanged == {"message": 1}
     assert Message.objects.filter(role="system").count() == 1
 
 
