@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from agent.tools import _LIMIT, _QUERY, Tool, ToolContext, _schema, relative_time
 from memory.models import FactKind, GoalCategory, SelfCategory
+from memory.services.self_memory import STORE_ACTION_MESSAGES
 
 _REASON = {
     "type": "string",
@@ -22,13 +23,6 @@ _CONTENT = {
     "minLength": 1,
     "maxLength": 1000,
     "description": "Une phrase autonome, à la première personne.",
-}
-ACTION_MESSAGES = {
-    "added": "Retenu.",
-    "noop": "Déjà connu : rien de nouveau n'est enregistré.",
-    "updated": "Mis à jour (l'ancienne version reste dans l'historique).",
-    "merged": "Fusionné avec un souvenir presque identique.",
-    "superseded": "Remplace un souvenir devenu faux (l'ancien reste dans l'historique).",
 }
 HOW_MESSAGES = {
     "semantic": "",
@@ -84,7 +78,7 @@ def _store(kind: str):
         )
         return {
             "action": result.action,
-            "message": ACTION_MESSAGES[result.action],
+            "message": STORE_ACTION_MESSAGES[result.action],
             "item": _item(result.item),
         }
 

@@ -302,4 +302,6 @@ def context(
     return {**PreviewOutputSerializer(result).data, "retrieval_id": result.retrieval_id}
 
 
-TOOLS = (search, remember, forget, recent, context)
+from memory.mcp.tools_self import SELF_TOOLS  # noqa: E402 (the agent's own items)
+
+TOOLS = (search, remember, forget, recent, context, *SELF_TOOLS)

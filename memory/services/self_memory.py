@@ -51,6 +51,14 @@ logger = logging.getLogger(__name__)
 AGENT_KINDS = (FactKind.SELF, FactKind.GOAL)
 CONTENT_MAX_CHARS = 1000
 SEARCH_LIMIT = 5
+# What a store did, as the agent's tools and the MCP tools say it.
+STORE_ACTION_MESSAGES = {
+    "added": "Retenu.",
+    "noop": "Déjà connu : rien de nouveau n'est enregistré.",
+    "updated": "Mis à jour (l'ancienne version reste dans l'historique).",
+    "merged": "Fusionné avec un souvenir presque identique.",
+    "superseded": "Remplace un souvenir devenu faux (l'ancien reste dans l'historique).",
+}
 DEFAULT_IMPORTANCE = {
     SelfCategory.CONTEXT: 0.9,
     SelfCategory.CAPABILITY: 0.8,

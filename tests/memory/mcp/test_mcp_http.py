@@ -111,6 +111,9 @@ def test_a_client_with_a_bearer_token_uses_every_tool_and_reads_the_resources(li
         "forget",
         "recent",
         "context",
+        "self_search",
+        "self_remember",
+        "self_forget",
     }
     assert not out["remembered"].is_error
     assert out["remembered"].structured_content["action"] == "added"
@@ -140,7 +143,7 @@ def test_a_client_of_the_initialize_handshake_era_works_too(live_server, token):
         f"{live_server.url}/mcp", {"Authorization": f"Bearer {token}"}, steps, mode="legacy"
     )
     assert version.startswith("20")
-    assert len(tools.tools) == 5
+    assert len(tools.tools) == 8
 
 
 def test_the_token_keyword_works_too(live_server, token):

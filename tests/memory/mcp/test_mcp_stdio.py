@@ -88,6 +88,9 @@ def test_a_client_remembers_searches_forgets_and_reads_resources_over_stdio(tmp_
         "forget",
         "recent",
         "context",
+        "self_search",
+        "self_remember",
+        "self_forget",
     }
     assert out["remembered"].structured_content["action"] == "added"
     assert out["remembered"].structured_content["fact"]["index_state"] == "indexed"  # inline task
