@@ -49,8 +49,8 @@ class _EngineSlots:
     The engine is re-entrant (weights are read-only, every call allocates its
     own buffers) and runs without the GIL, so several callers (waitress's
     threads, the worker) can embed at once. A call alone gets every core (the
-    lowest latency for one caller: 22 vs 36 ms for one query on this 2-core
-    machine); a call that starts while others run gets the cores left, down
+    lowest latency for one caller: 11-13 vs 21 ms for one query on this 2-core
+    machine, on the team thread below); a call that starts while others run gets the cores left, down
     to one thread (one thread is the cheapest per query: a query on two
     threads costs ~40 % more CPU), so concurrent callers use both cores
     instead of queueing behind one lock. At most one call per core runs:
