@@ -161,3 +161,68 @@ def test_live_down_is_skipped_and_recorded_and_the_agent_still_answers(world, mo
     assert "StoreUnavailable" in result.retrieval.failed_sources["live"]
     row = MemoryRetrieval.objects.get(pk=result.retrieval_id)
     assert "live" in row.failed_sources and LIVE_TITLE not in world.last.system
+
+
+def test_the_live_gate_keeps_a_hit_clear_of_the_background_or_sharing_a_word(monkeypatch):
+    """Each live hit passes alone: far enough above the query's background closeness, or
+    sharing a content word (the author's name included) with the message. A hit close to
+    the background that shares nothing, or from the room being answered, is dropped."""
+    from concurrent.futures import Future
+
+    import memory.services.relevance as relevance
+    import memory.stores.vectors as vectors
+    from memory.services.retrieval.live import live_search
+    from memory.stores.embedders import LocalEmbedder
+    from memory.stores.vectors import VectorHit
+
+    embedder = LocalEmbedder()
+    background = 0.80
+    near = background + embedder.gate_margin / 2  # above the threshold, below the margin
+    hits = [
+        VectorHit(
+            "a",
+            background + 2 * embedder.gate_margin,
+            {"room": "salon", "message_id": 1, "author": "eve", "content": "Rien en commun"},
+        ),
+        VectorHit(
+            "b",
+            near,
+            {"room": "salon", "message_id": 2, "author": "eve", "content": "Le concert de jazz"},
+        ),
+        VectorHit(
+            "c",
+            near,
+            {"room": "salon", "message_id": 3, "author": "eve", "content": "La météo de demain"},
+        ),
+        VectorHit(
+            "d",
+            near,
+            {"room": "salon", "message_id": 4, "author": "david", "content": "Rien non plus"},
+        ),
+        VectorHit(
+            "e",
+            background + 2 * embedder.gate_margin,
+            {"room": ROOM, "message_id": 5, "author": "eve", "content": "jazz"},
+        ),
+    ]
+
+    class Store:
+        def search(self, name, vector, **kwargs):
+            assert name == LIVE
+            return hits
+
+    monkeypatch.setattr(vectors, "get_vector_store", Store)
+    monkeypatch.setattr(relevance, "query_background", lambda embedder, vector: background)
+    ready: Future = Future()
+    ready.set_result(([0.0] * embedder.dimension, embedder))
+
+    found = live_search(
+        ready,
+        query_words={"jazz", "david"},
+        exclude_room=ROOM,
+        limit=10,
+        min_score=0.0,
+        wait_s=1,
+    )
+
+    assert [message_id for message_id, _ in found["hits"]] == [1, 2, 4]
