@@ -46,16 +46,14 @@ def _item(item, score=None) -> dict:
 
 def _search(kind: str):
     def run(tool_input: dict, context: ToolContext) -> dict:
-        from memory.services.facts import facts_accessed
-        from memory.services.self_memory import agent_item_search
+        from memory.services.self_memory import agent_item_recall
 
-        hits, how = agent_item_search(
+        hits, how = agent_item_recall(
             kind=kind,
             query=tool_input["query"],
             category=tool_input.get("category"),
             limit=tool_input.get("limit", 5),
         )
-        facts_accessed(hit.item.pk for hit in hits)
         data = {"query": tool_input["query"], "results": [_item(h.item, h.score) for h in hits]}
         if HOW_MESSAGES[how] and hits:
             data["note"] = HOW_MESSAGES[how]
@@ -87,14 +85,13 @@ def _store(kind: str):
 
 def _delete(kind: str):
     def run(tool_input: dict, context: ToolContext) -> dict:
-        from memory.services.self_memory import agent_item_delete, agent_item_get
+        from memory.services.self_memory import ALREADY_DELETED_MESSAGE, agent_item_forget
 
-        item = agent_item_get(kind=kind, item_id=tool_input["id"])
-        if item.forgotten:
-            return {"deleted": False, "id": item.pk, "message": "Déjà supprimé."}
-        agent_item_delete(
-            kind=kind, item_id=item.pk, reason=tool_input["reason"], actor=context.actor
+        item, deleted = agent_item_forget(
+            kind=kind, item_id=tool_input["id"], reason=tool_input["reason"], actor=context.actor
         )
+        if not deleted:
+            return {"deleted": False, "id": item.pk, "message": ALREADY_DELETED_MESSAGE}
         return {"deleted": True, "id": item.pk, "content": item.value}
 
     return run

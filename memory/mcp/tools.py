@@ -18,6 +18,7 @@ from django.utils import timezone
 from pydantic import Field
 
 from memory.exceptions import MemoryServiceError, StoreUnavailable
+from memory.mcp.tools_self import SELF_TOOLS
 from memory.models import Actor, FactSource, MemoryType
 from memory.selectors import FACTS_RECENT_MAX
 from memory.services.search import SEARCH_MODES
@@ -301,7 +302,5 @@ def context(
         }
     return {**PreviewOutputSerializer(result).data, "retrieval_id": result.retrieval_id}
 
-
-from memory.mcp.tools_self import SELF_TOOLS  # noqa: E402 (the agent's own items)
 
 TOOLS = (search, remember, forget, recent, context, *SELF_TOOLS)

@@ -23,7 +23,6 @@ FOUND_BY = {
     "words": "par mots communs",
     "important": "rien de proche : les principaux",
 }
-ALREADY_DELETED_MESSAGE = "Déjà supprimé."
 
 
 def _item(item, score: float | None = None) -> dict[str, Any]:
@@ -56,11 +55,9 @@ def self_search(
     """What the agent knows about itself (its context, capabilities, limits, preferences,
     relations) or its goals, closest to the query first: by meaning, else by shared words,
     else the most important ones. Each result has an id (for self_forget)."""
-    from memory.services.facts import facts_accessed
-    from memory.services.self_memory import agent_item_search
+    from memory.services.self_memory import agent_item_recall
 
-    hits, how = agent_item_search(kind=kind, query=query, category=category, limit=limit)
-    facts_accessed(hit.item.pk for hit in hits)
+    hits, how = agent_item_recall(kind=kind, query=query, category=category, limit=limit)
     return {
         "kind": kind,
         "query": query,
@@ -105,12 +102,11 @@ def self_forget(
 ) -> dict[str, Any]:
     """Delete what the agent knew about itself, or a goal (reached, or no longer true). The
     owner can still read it in the history of the Memory page."""
-    from memory.services.self_memory import agent_item_delete, agent_item_get
+    from memory.services.self_memory import ALREADY_DELETED_MESSAGE, agent_item_forget
 
-    item = agent_item_get(kind=kind, item_id=id)
-    if item.forgotten:
+    item, deleted = agent_item_forget(kind=kind, item_id=id, reason=reason, actor=Actor.AGENT)
+    if not deleted:
         return {"deleted": False, "id": item.pk, "message": ALREADY_DELETED_MESSAGE}
-    agent_item_delete(kind=kind, item_id=item.pk, reason=reason, actor=Actor.AGENT)
     return {"deleted": True, "id": item.pk, "content": item.value}
 
 

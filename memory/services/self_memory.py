@@ -51,6 +51,7 @@ logger = logging.getLogger(__name__)
 AGENT_KINDS = (FactKind.SELF, FactKind.GOAL)
 CONTENT_MAX_CHARS = 1000
 SEARCH_LIMIT = 5
+ALREADY_DELETED_MESSAGE = "Déjà supprimé."
 # What a store did, as the agent's tools and the MCP tools say it.
 STORE_ACTION_MESSAGES = {
     "added": "Retenu.",
@@ -237,6 +238,17 @@ def agent_item_search(
     return [AgentItemHit(item, None) for item in important], "important"
 
 
+def agent_item_recall(
+    *, kind: str, query: str, category: str | None = None, limit: int = SEARCH_LIMIT
+) -> tuple[list[AgentItemHit], str]:
+    """The tools' search: agent_item_search, the items found counted as read."""
+    from memory.services.facts import facts_accessed
+
+    hits, how = agent_item_search(kind=kind, query=query, category=category, limit=limit)
+    facts_accessed(hit.item.pk for hit in hits)
+    return hits, how
+
+
 def _semantic(*, kind: str, query: str, active: QuerySet[Fact], limit: int) -> list[AgentItemHit]:
     from memory.selectors import memory_settings_get
     from memory.services.index_documents import fact_point_type
@@ -384,6 +396,16 @@ def _replace(
 
 
 @transaction.atomic
+def agent_item_forget(
+    *, kind: str | None, item_id: int, reason: str, actor: str
+) -> tuple[Fact, bool]:
+    """The tools' delete: (the item, whether this call deleted it; False when it already was)."""
+    item = agent_item_get(kind=kind, item_id=item_id)
+    if item.forgotten:
+        return item, False
+    return agent_item_delete(kind=kind, item_id=item.pk, reason=reason, actor=actor), True
+
+
 def agent_item_delete(*, kind: str | None, item_id: int, reason: str, actor: str) -> Fact:
     """Delete an item (a goal reached, a limitation gone): a soft delete whose revision
     keeps the reason; restorable from /memory."""

@@ -13,6 +13,7 @@ import re
 import sys
 import time
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -152,12 +153,6 @@ def fts_search(
     rows (forgetting does not: it must see every candidate).
     """
     words = query_terms(text) if terms is None else terms
-    if not words or limit <= 0:
-        return []
-    if any_term and bounded:
-        expression = or_expression_within_budget("messages_fts", words)
-    else:
-        expression = match_expression(words, any_term=any_term)
     filters: list[str] = []
     filter_params: list[object] = []
     if channel:
@@ -169,7 +164,7 @@ def fts_search(
     if until is not None:
         filters.append("AND c.created_at < %s")
         filter_params.append(_db_datetime(until))
-    joined = bool(filters)
+    join = "JOIN messages c ON c.id = messages_fts.rowid" if filters else ""
     if exclude_ids:
         # On the index's own rowid: excluding rows needs no join with messages.
         filters.append(f"AND messages_fts.rowid NOT IN ({', '.join(['%s'] * len(exclude_ids))})")
@@ -178,18 +173,19 @@ def fts_search(
     # by primary key. Selecting the columns (or FTS5's snippet()) in the ranking
     # query, or re-matching the kept rows, made FTS5 evaluate the whole match again:
     # 96 of the 110 ms of a text search at 300,000 messages.
-    ranking = [
-        "SELECT messages_fts.rowid, bm25(messages_fts) FROM messages_fts",
-        "JOIN messages c ON c.id = messages_fts.rowid" if joined else "",
-        "WHERE messages_fts MATCH %s",
-        *filters,
-        "ORDER BY bm25(messages_fts), messages_fts.rowid DESC LIMIT %s",
-    ]
+    ranked = _rank_rowids(
+        "messages_fts",
+        words,
+        limit=limit,
+        any_term=any_term,
+        bounded=bounded,
+        join=join,
+        filters=filters,
+        filter_params=filter_params,
+    )
+    if not ranked:
+        return []
     with connection.cursor() as cursor:
-        cursor.execute("\n".join(ranking), [expression, *filter_params, int(limit)])
-        ranked = cursor.fetchall()
-        if not ranked:
-            return []
         cursor.execute(
             "SELECT id, channel, role, author, created_at, content FROM messages"
             f" WHERE id IN ({', '.join(['%s'] * len(ranked))})",
@@ -204,9 +200,9 @@ def fts_search(
             author=rows[rowid][3],
             created_at=_as_datetime(rows[rowid][4]),
             content=rows[rowid][5],
-            score=-float(bm25),
+            score=float(score),
         )
-        for rowid, bm25 in ranked
+        for rowid, score in ranked
         if rowid in rows
     ]
 
@@ -251,14 +247,23 @@ class MessageFtsHit:
 
 
 def _rank_rowids(
-    table: str, terms: list[str], *, limit: int, any_term: bool, bounded: bool = True
+    table: str,
+    terms: list[str],
+    *,
+    limit: int,
+    any_term: bool,
+    bounded: bool = True,
+    join: str = "",
+    filters: Sequence[str] = (),
+    filter_params: Sequence[object] = (),
 ) -> list[tuple]:
     """(rowid, -bm25) of an FTS table's rows matching the folded terms, best first.
 
     Selects only what it ranks: on a large index a common word matches
     thousands of rows, and every selected column is computed for each of them
     before the sort; an OR query counts its most frequent words only in pairs
-    past OR_MATCH_BUDGET rows. ``table`` is one of our two constant names, never user text.
+    past OR_MATCH_BUDGET rows. ``table`` is one of our two constant names, never
+    user text; ``join`` and ``filters`` ("AND …" with ``filter_params``) are ours too.
     """
     if not terms or limit <= 0:
         return []
@@ -266,12 +271,15 @@ def _rank_rowids(
         expression = or_expression_within_budget(table, terms)
     else:
         expression = match_expression(terms, any_term=any_term)
+    sql = [
+        f"SELECT {table}.rowid, -bm25({table}) FROM {table}",
+        join,
+        f"WHERE {table} MATCH %s",
+        *filters,
+        f"ORDER BY bm25({table}), {table}.rowid DESC LIMIT %s",
+    ]
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT rowid, -bm25({table}) FROM {table} WHERE {table} MATCH %s"
-            f" ORDER BY bm25({table}), rowid DESC LIMIT %s",
-            [expression, int(limit)],
-        )
+        cursor.execute("\n".join(sql), [expression, *filter_params, int(limit)])
         return cursor.fetchall()
 
 

