@@ -23,6 +23,7 @@ class FtsTable:
     table: str
     view_sql: str
     trigger_sql: tuple[str, ...]
+    columns: tuple[str, ...] = ("content",)
 
     @property
     def view(self) -> str:
@@ -37,7 +38,7 @@ class FtsTable:
             self.view_sql,
             f"""
             CREATE VIRTUAL TABLE IF NOT EXISTS {self.name} USING fts5(
-                content,
+                {", ".join(self.columns)},
                 content='{self.view}',
                 content_rowid='id',
                 tokenize='unicode61 remove_diacritics 2'
@@ -59,39 +60,50 @@ class FtsTable:
         return f"INSERT INTO {self.name}({self.name}, rank) VALUES ('integrity-check', 1)"
 
 
-def _indexed_fts(name: str, table: str, text: str, visible: str, watched: str) -> FtsTable:
-    """An FTS index over ``text`` of the rows of ``table`` where ``visible`` holds."""
+def _indexed_fts(
+    name: str, table: str, text: str | dict[str, str], visible: str, watched: str
+) -> FtsTable:
+    """An FTS index over ``text`` of the rows of ``table`` where ``visible`` holds.
 
-    def col(prefix: str) -> str:
-        return FOLD.format(col=text.format(p=prefix))
+    ``text``: one expression (the column ``content``), or one per column by name.
+    """
+    texts = {"content": text} if isinstance(text, str) else dict(text)
+    names = ", ".join(texts)
+
+    def cols(prefix: str) -> str:
+        return ", ".join(FOLD.format(col=expr.format(p=prefix)) for expr in texts.values())
 
     def cond(prefix: str) -> str:
         return visible.format(p=prefix)
 
+    view_columns = ", ".join(
+        f"{FOLD.format(col=expr.format(p=''))} AS {column}" for column, expr in texts.items()
+    )
     return FtsTable(
         name=name,
         table=table,
+        columns=tuple(texts),
         view_sql=f"""
             CREATE VIEW {name}_source AS
-                SELECT id, {col("")} AS content FROM {table} WHERE {cond("")}
+                SELECT id, {view_columns} FROM {table} WHERE {cond("")}
         """,
         trigger_sql=(
             f"""
             CREATE TRIGGER {name}_insert AFTER INSERT ON {table} WHEN {cond("new.")} BEGIN
-                INSERT INTO {name}(rowid, content) VALUES (new.id, {col("new.")});
+                INSERT INTO {name}(rowid, {names}) VALUES (new.id, {cols("new.")});
             END
             """,
             f"""
             CREATE TRIGGER {name}_delete AFTER DELETE ON {table} WHEN {cond("old.")} BEGIN
-                INSERT INTO {name}({name}, rowid, content) VALUES ('delete', old.id, {col("old.")});
+                INSERT INTO {name}({name}, rowid, {names}) VALUES ('delete', old.id, {cols("old.")});
             END
             """,
             f"""
             CREATE TRIGGER {name}_update AFTER UPDATE OF {watched} ON {table} BEGIN
-                INSERT INTO {name}({name}, rowid, content)
-                    SELECT 'delete', old.id, {col("old.")} WHERE {cond("old.")};
-                INSERT INTO {name}(rowid, content)
-                    SELECT new.id, {col("new.")} WHERE {cond("new.")};
+                INSERT INTO {name}({name}, rowid, {names})
+                    SELECT 'delete', old.id, {cols("old.")} WHERE {cond("old.")};
+                INSERT INTO {name}(rowid, {names})
+                    SELECT new.id, {cols("new.")} WHERE {cond("new.")};
             END
             """,
         ),
@@ -124,7 +136,22 @@ FACTS_FTS_V3 = _indexed_fts(
     "key, value, forgotten, forgetting_id, kind",
 )
 
-CURRENT = (MESSAGES_FTS_V2, FACTS_FTS_V3)
+# Version 3 (0020): an observed room's messages are indexed in their own column, ``room``.
+# The keyword source ranks the owner's exchanges only (``{content} : …``): ranked with
+# them, a busy room's messages took the top places and were dropped after the cut
+# (and cost most of the ranking). Text search and forgetting match both columns.
+MESSAGES_FTS_V3 = _indexed_fts(
+    "messages_fts",
+    "messages",
+    {
+        "content": "CASE WHEN {p}observed THEN '' ELSE {p}content END",
+        "room": "CASE WHEN {p}observed THEN {p}content ELSE '' END",
+    },
+    "{p}forgetting_id IS NULL AND {p}memory_excluded = 0",
+    "content, forgetting_id, memory_excluded, observed",
+)
+
+CURRENT = (MESSAGES_FTS_V3, FACTS_FTS_V3)
 
 
 # Version 1 (migrations 0002 and 0004): every row indexed. Kept to reverse 0006.

@@ -79,9 +79,12 @@ def _quoted(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def or_expression_within_budget(table: str, terms: list[str], *, budget: int | None = None) -> str:
+def or_expression_within_budget(
+    table: str, terms: list[str], *, budget: int | None = None, column: str | None = None
+) -> str:
     """The MATCH expression of an OR query on ``table`` that ranks about ``budget`` rows
-    at most (OR_MATCH_BUDGET by default). ``table`` is one of our constant names.
+    at most (OR_MATCH_BUDGET by default). ``table`` is one of our constant names;
+    ``column``: the words' counts in that column only (a query filtered on it).
 
     While the words' rows (document counts from the index) add up to the budget,
     it is the plain OR. Past it, the most frequent words, those whose rows bring
@@ -96,11 +99,17 @@ def or_expression_within_budget(table: str, terms: list[str], *, budget: int | N
     if len(terms) <= 1:
         return match_expression(terms, any_term=True)
     budget = OR_MATCH_BUDGET if budget is None else budget
+    placeholders = ", ".join(["%s"] * len(terms))
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT term, doc FROM {table}_vocab WHERE term IN ({', '.join(['%s'] * len(terms))})",
-            terms,
-        )
+        if column is None:
+            cursor.execute(
+                f"SELECT term, doc FROM {table}_vocab WHERE term IN ({placeholders})", terms
+            )
+        else:
+            cursor.execute(
+                f"SELECT term, doc FROM {table}_col_vocab WHERE col = %s AND term IN ({placeholders})",
+                [column, *terms],
+            )
         frequency = dict(cursor.fetchall())
     total = sum(frequency.get(term, 0) for term in terms)
     frequent: list[str] = []
@@ -256,6 +265,7 @@ def _rank_rowids(
     join: str = "",
     filters: Sequence[str] = (),
     filter_params: Sequence[object] = (),
+    column: str | None = None,
 ) -> list[tuple]:
     """(rowid, -bm25) of an FTS table's rows matching the folded terms, best first.
 
@@ -264,13 +274,16 @@ def _rank_rowids(
     before the sort; an OR query counts its most frequent words only in pairs
     past OR_MATCH_BUDGET rows. ``table`` is one of our two constant names, never
     user text; ``join`` and ``filters`` ("AND …" with ``filter_params``) are ours too.
+    ``column``: match in that column only (one of the table's own, never user text).
     """
     if not terms or limit <= 0:
         return []
     if any_term and bounded:
-        expression = or_expression_within_budget(table, terms)
+        expression = or_expression_within_budget(table, terms, column=column)
     else:
         expression = match_expression(terms, any_term=any_term)
+    if column is not None:
+        expression = f"{{{column}}} : ({expression})"
     sql = [
         f"SELECT {table}.rowid, -bm25({table}) FROM {table}",
         join,
@@ -286,8 +299,12 @@ def _rank_rowids(
 def fts_rank_messages(
     terms: list[str], *, limit: int = 20, any_term: bool = True, bounded: bool = True
 ) -> list[MessageFtsHit]:
-    """Message ids matching the (already folded) terms, best bm25 first: no join, no snippet."""
-    rows = _rank_rowids("messages_fts", terms, limit=limit, any_term=any_term, bounded=bounded)
+    """Ids of the owner's exchange messages matching the (already folded) terms, best bm25
+    first: no join, no snippet. An observed room's messages (the index's ``room`` column)
+    are not ranked: they would take the exchanges' places."""
+    rows = _rank_rowids(
+        "messages_fts", terms, limit=limit, any_term=any_term, bounded=bounded, column="content"
+    )
     return [MessageFtsHit(message_id=rowid, score=float(score)) for rowid, score in rows]
 
 

@@ -259,6 +259,23 @@ def test_an_or_query_past_its_budget_counts_its_most_frequent_words_only_in_pair
     assert within("messages_fts", ["mickael"], budget=0) == '"mickael"'
 
 
+def test_the_budget_of_a_column_query_counts_the_words_of_that_column_only():
+    """The keyword source matches the exchanges' column: a word a busy room repeats is
+    not frequent among the exchanges, so it is not paired away from them."""
+    from memory.stores import fts
+
+    for _ in range(8):
+        Message.objects.create(channel="lobby", role="user", content="tomates", observed=True)
+    _say("Mickael arrose les tomates du potager")
+    terms = query_terms("tomates potager")
+
+    assert fts.or_expression_within_budget("messages_fts", terms, budget=3) == '"potager"'
+    assert (
+        fts.or_expression_within_budget("messages_fts", terms, budget=3, column="content")
+        == '"tomates" OR "potager"'
+    )
+
+
 def test_the_bounded_or_query_ranks_fewer_rows_with_the_same_scores(monkeypatch):
     """The keyword source and text search rank fewer rows: the rare word's row and the
     rows where two frequent words meet, scored as in the plain OR; a row with one
@@ -306,3 +323,50 @@ def test_a_statement_past_its_deadline_is_interrupted():
             "WHERE i < 300000) SELECT count(*) FROM n"
         )
         assert cursor.fetchone()[0] == 300000
+
+
+def test_a_busy_observed_room_does_not_crowd_the_owners_exchanges_out_of_the_keyword_source():
+    """The keyword source ranks the owner's exchanges only. Observed-room messages were
+    ranked with them and dropped after the cut: twenty short room messages saying "vélo"
+    took every one of the 16 places and the exchange about the bike was never found by
+    its words. Text search (and forgetting) still find the room's messages."""
+    from memory.services.retrieval.sources import keyword_search
+
+    exchange = _say("Le vélo de route est au garage pour un pneu crevé")
+    Message.objects.create(
+        channel="whatsapp", role="assistant", content="C'est noté.", reply_to=exchange
+    )
+    room = [
+        Message.objects.create(channel="lobby", role="user", content="vélo", observed=True)
+        for _ in range(20)
+    ]
+
+    ranked = keyword_search("Où est mon vélo ?", limit=16)
+
+    assert ranked[0][0] == f"message:{exchange.id}"
+    assert not {f"message:{m.id}" for m in room} & {item for item, _ in ranked}
+    found = set(_ids(fts_search("vélo", limit=50)))
+    assert {m.id for m in room} | {exchange.id} <= found
+    fts_integrity_check()
+
+
+def test_a_message_moves_between_the_room_and_exchange_columns_with_its_flag():
+    """The triggers keep the two columns in step: a room message is found by text search
+    only, by the keyword source once it is an exchange again, and by nothing once deleted."""
+    from memory.stores.fts import fts_rank_messages
+
+    message = Message.objects.create(
+        channel="lobby", role="user", content="La Grèce en juin", observed=True
+    )
+    assert fts_rank_messages(["grece"]) == [] and _ids(fts_search("grèce")) == [message.id]
+    fts_integrity_check()
+    Message.objects.filter(pk=message.pk).update(observed=None)
+    assert [h.message_id for h in fts_rank_messages(["grece"])] == [message.id]
+    fts_integrity_check()
+    Message.objects.filter(pk=message.pk).update(observed=True, content="Le Portugal en juin")
+    assert fts_rank_messages(["portugal"]) == [] and _ids(fts_search("portugal")) == [message.id]
+    assert fts_search("grèce") == []
+    fts_integrity_check()
+    message.delete()
+    assert fts_search("portugal") == []
+    fts_integrity_check()
