@@ -19,6 +19,7 @@ the lazy-import test).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -541,17 +542,25 @@ class EdgeVectorStore:
 
 
 def _edge_filter(filters: Filters | None) -> Any:
+    """The engine's filter for ``filters``; built once per distinct filter (the knowledge
+    search of every auto-retrieval asks the same one)."""
     if not filters:
         return None
+    key = tuple(
+        (name, tuple(value) if isinstance(value, (list, tuple, set)) else value)
+        for name, value in sorted(filters.items())
+    )
+    return _edge_filter_built(key)
+
+
+@functools.lru_cache(maxsize=64)
+def _edge_filter_built(key: tuple) -> Any:
     import qdrant_edge as qe
 
     conditions = []
-    for key, value in filters.items():
-        if isinstance(value, (list, tuple, set)):
-            match = qe.MatchAny(list(value))
-        else:
-            match = qe.MatchValue(value)
-        conditions.append(qe.FieldCondition(key, match=match))
+    for name, value in key:
+        match = qe.MatchAny(list(value)) if isinstance(value, tuple) else qe.MatchValue(value)
+        conditions.append(qe.FieldCondition(name, match=match))
     return qe.Filter(must=conditions)
 
 

@@ -190,6 +190,14 @@ def test_search_filters_by_channel(store):
 
     assert [h.payload["channel"] for h in only] == ["dashboard"]
     assert [h.payload["channel"] for h in several] == ["whatsapp", "telegram"]
+    # The same filters again (Qdrant Edge builds each distinct one once), and a value
+    # that differs only by its type: each search still gets its own filter.
+    again = store.search(CONVERSATIONS, unit(1, 0), limit=10, filters={"channel": "dashboard"})
+    assert [h.payload["channel"] for h in again] == ["dashboard"]
+    one_of = store.search(CONVERSATIONS, unit(1, 0), limit=10, filters={"channel": ["dashboard"]})
+    assert [h.payload["channel"] for h in one_of] == ["dashboard"]
+    other = store.search(CONVERSATIONS, unit(1, 0), limit=10, filters={"channel": "telegram"})
+    assert [h.payload["channel"] for h in other] == ["telegram"]
 
 
 def test_delete_removes_points_and_ignores_unknown_ids(store):
