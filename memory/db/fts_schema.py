@@ -70,14 +70,17 @@ def _indexed_fts(
     texts = {"content": text} if isinstance(text, str) else dict(text)
     names = ", ".join(texts)
 
+    def folded(prefix: str) -> list[str]:
+        return [FOLD.format(col=expr.format(p=prefix)) for expr in texts.values()]
+
     def cols(prefix: str) -> str:
-        return ", ".join(FOLD.format(col=expr.format(p=prefix)) for expr in texts.values())
+        return ", ".join(folded(prefix))
 
     def cond(prefix: str) -> str:
         return visible.format(p=prefix)
 
     view_columns = ", ".join(
-        f"{FOLD.format(col=expr.format(p=''))} AS {column}" for column, expr in texts.items()
+        f"{expr} AS {column}" for expr, column in zip(folded(""), texts, strict=True)
     )
     return FtsTable(
         name=name,

@@ -102,6 +102,13 @@ _reference: dict[str, object] = {}
 _reference_lock = threading.Lock()
 
 
+# Every auto-retrieval cuts the message into words three times (small talk, the live
+# gate, the notes' order) and the text of each live hit near the background once: the
+# same messages come up again and again (0.4-0.8 ms a call). Texts up to this long
+# are remembered (a pure function of the text).
+CONTENT_WORDS_CACHED_CHARS = 2000
+
+
 def content_words(text: str) -> list[str]:
     """The words of a message that can name a topic (no stop words, no small talk)."""
     if len(text) > CONTENT_WORDS_CACHED_CHARS:
@@ -111,13 +118,6 @@ def content_words(text: str) -> list[str]:
 
 def _content_words(text: str) -> list[str]:
     return [term for term in keyword_terms(text) if term not in SMALL_TALK]
-
-
-# Every auto-retrieval cuts the message into words three times (small talk, the live
-# gate, the notes' order) and the text of each live hit near the background once: the
-# same messages come up again and again (0.4-0.8 ms a call). Texts up to this long
-# are remembered (a pure function of the text).
-CONTENT_WORDS_CACHED_CHARS = 2000
 
 
 @functools.lru_cache(maxsize=4096)

@@ -163,11 +163,11 @@ def validate_vectors(vectors: Any, *, count: int, dimension: int, name: str) -> 
     def invalid(detail: str) -> EmbeddingInvalid:
         return EmbeddingInvalid(EMBEDDING_INVALID_MESSAGE.format(name=name, detail=detail))
 
-    if type(vectors).__module__ == "numpy" and getattr(vectors, "ndim", 0) == 2:
+    import numpy as np
+
+    if isinstance(vectors, np.ndarray) and vectors.ndim == 2:
         # The local engine's (n, dim) array: the same checks on the whole matrix at
         # once (element by element they cost ~0.4 ms of GIL-held CPU per query).
-        import numpy as np
-
         try:
             matrix = np.asarray(vectors, dtype=np.float64)
         except (TypeError, ValueError) as exc:

@@ -348,9 +348,16 @@ def test_validate_vectors_checks_an_engine_matrix_as_it_checks_lists():
     normalised floats as the row by row path, the same refusals, in French."""
     import numpy as np
 
+    class WholeOnly(np.ndarray):
+        """A matrix that refuses to be read row by row, number by number."""
+
+        def __iter__(self):
+            raise AssertionError("the matrix was checked number by number")
+
     rows = [[3.0, 4.0], [1.0, 1.0], [-2.0, 0.5]]
     expected = validate_vectors(rows, count=3, dimension=2, name="t")
-    got = validate_vectors(np.asarray(rows, dtype=np.float32), count=3, dimension=2, name="t")
+    matrix = np.asarray(rows, dtype=np.float32).view(WholeOnly)
+    got = validate_vectors(matrix, count=3, dimension=2, name="t")
     assert all(type(x) is float for row in got for x in row)
     assert len(got) == len(expected)
     assert all(

@@ -5,12 +5,15 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from memory.models import Message
-from memory.stores.fts import fts_integrity_check, fts_search, query_terms
+from memory.models import Forgetting, Message
+from memory.stores.fts import fts_integrity_check, fts_rank_messages, fts_search, query_terms
+from tests.stateful import stateful_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -353,8 +356,6 @@ def test_a_busy_observed_room_does_not_crowd_the_owners_exchanges_out_of_the_key
 def test_a_message_moves_between_the_room_and_exchange_columns_with_its_flag():
     """The triggers keep the two columns in step: a room message is found by text search
     only, by the keyword source once it is an exchange again, and by nothing once deleted."""
-    from memory.stores.fts import fts_rank_messages
-
     message = Message.objects.create(
         channel="lobby", role="user", content="La Grèce en juin", observed=True
     )
@@ -375,84 +376,71 @@ def test_a_message_moves_between_the_room_and_exchange_columns_with_its_flag():
 INDEX_WORDS = ["velo", "garage", "grece", "kine"]
 
 
-def _machine():
+class MessagesIndexMachine(RuleBasedStateMachine):
     """Message writes in any order: create (an exchange or a room's message), edit,
     flag or unflag as a room's, exclude, forget or restore, delete."""
-    from django.db import transaction
-    from django.utils import timezone
-    from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-    from memory.models import Forgetting
-    from memory.stores.fts import fts_rank_messages
+    def __init__(self) -> None:
+        super().__init__()
+        self.savepoint = transaction.savepoint()
+        self.ids: list[int] = []
 
-    words = INDEX_WORDS
+    def teardown(self) -> None:
+        transaction.savepoint_rollback(self.savepoint)
 
-    class Machine(RuleBasedStateMachine):
-        def __init__(self) -> None:
-            super().__init__()
-            self.savepoint = transaction.savepoint()
-            self.ids: list[int] = []
+    def _pick(self, index: int) -> int | None:
+        return self.ids[index % len(self.ids)] if self.ids else None
 
-        def teardown(self) -> None:
-            transaction.savepoint_rollback(self.savepoint)
+    @rule(word=st.sampled_from(INDEX_WORDS), observed=st.booleans())
+    def create(self, word, observed):
+        message = Message.objects.create(
+            channel="lobby" if observed else "whatsapp",
+            role="user",
+            content=f"Il parle de {word}",
+            observed=True if observed else None,
+        )
+        self.ids.append(message.id)
 
-        def _pick(self, index: int) -> int | None:
-            return self.ids[index % len(self.ids)] if self.ids else None
+    @rule(index=st.integers(0, 20), word=st.sampled_from(INDEX_WORDS))
+    def edit(self, index, word):
+        if (pk := self._pick(index)) is not None:
+            Message.objects.filter(pk=pk).update(content=f"Maintenant {word}")
 
-        @rule(word=st.sampled_from(words), observed=st.booleans())
-        def create(self, word, observed):
-            message = Message.objects.create(
-                channel="lobby" if observed else "whatsapp",
-                role="user",
-                content=f"Il parle de {word}",
-                observed=True if observed else None,
+    @rule(index=st.integers(0, 20), observed=st.booleans())
+    def flag(self, index, observed):
+        if (pk := self._pick(index)) is not None:
+            Message.objects.filter(pk=pk).update(observed=True if observed else None)
+
+    @rule(index=st.integers(0, 20), excluded=st.booleans())
+    def exclude(self, index, excluded):
+        if (pk := self._pick(index)) is not None:
+            Message.objects.filter(pk=pk).update(memory_excluded=excluded)
+
+    @rule(index=st.integers(0, 20), forget=st.booleans())
+    def forgetting(self, index, forget):
+        if (pk := self._pick(index)) is not None:
+            target = (
+                Forgetting.objects.create(topic="x", purge_after=timezone.now()) if forget else None
             )
-            self.ids.append(message.id)
+            Message.all_objects.filter(pk=pk).update(forgetting=target)
 
-        @rule(index=st.integers(0, 20), word=st.sampled_from(words))
-        def edit(self, index, word):
-            if (pk := self._pick(index)) is not None:
-                Message.objects.filter(pk=pk).update(content=f"Maintenant {word}")
+    @rule(index=st.integers(0, 20))
+    def delete(self, index):
+        if (pk := self._pick(index)) is not None:
+            Message.all_objects.filter(pk=pk).delete()
+            self.ids.remove(pk)
 
-        @rule(index=st.integers(0, 20), observed=st.booleans())
-        def flag(self, index, observed):
-            if (pk := self._pick(index)) is not None:
-                Message.objects.filter(pk=pk).update(observed=True if observed else None)
-
-        @rule(index=st.integers(0, 20), excluded=st.booleans())
-        def exclude(self, index, excluded):
-            if (pk := self._pick(index)) is not None:
-                Message.objects.filter(pk=pk).update(memory_excluded=excluded)
-
-        @rule(index=st.integers(0, 20), forget=st.booleans())
-        def forgetting(self, index, forget):
-            if (pk := self._pick(index)) is not None:
-                target = (
-                    Forgetting.objects.create(topic="x", purge_after=timezone.now())
-                    if forget
-                    else None
-                )
-                Message.all_objects.filter(pk=pk).update(forgetting=target)
-
-        @rule(index=st.integers(0, 20))
-        def delete(self, index):
-            if (pk := self._pick(index)) is not None:
-                Message.all_objects.filter(pk=pk).delete()
-                self.ids.remove(pk)
-
-        @invariant()
-        def index_matches_the_rows(self):
-            rows = Message.all_objects.filter(
-                pk__in=self.ids, forgetting__isnull=True, memory_excluded=False
-            ).values_list("id", "content", "observed")
-            for word in words:
-                holding = {pk for pk, content, _ in rows if word in query_terms(content)}
-                exchanges = {pk for pk, content, observed in rows if observed is not True} & holding
-                assert set(_ids(fts_search(word, limit=100))) == holding
-                assert {h.message_id for h in fts_rank_messages([word], limit=100)} == exchanges
-            fts_integrity_check()
-
-    return Machine
+    @invariant()
+    def index_matches_the_rows(self):
+        rows = Message.all_objects.filter(
+            pk__in=self.ids, forgetting__isnull=True, memory_excluded=False
+        ).values_list("id", "content", "observed")
+        for word in INDEX_WORDS:
+            holding = {pk for pk, content, _ in rows if word in query_terms(content)}
+            exchanges = {pk for pk, content, observed in rows if observed is not True} & holding
+            assert set(_ids(fts_search(word, limit=100))) == holding
+            assert {h.message_id for h in fts_rank_messages([word], limit=100)} == exchanges
+        fts_integrity_check()
 
 
 def test_any_sequence_of_message_writes_keeps_both_columns_of_the_index_in_step():
@@ -460,15 +448,6 @@ def test_any_sequence_of_message_writes_keeps_both_columns_of_the_index_in_step(
     keyword source exactly the visible exchanges (never a room's message), and FTS5's
     own check passes. Red when the triggers do not watch the room flag, and when the
     keyword source matches both columns."""
-    from hypothesis.stateful import run_state_machine_as_test
-
     run_state_machine_as_test(
-        _machine(),
-        settings=settings(
-            max_examples=80,
-            stateful_step_count=20,
-            deadline=None,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        ),
+        MessagesIndexMachine, settings=stateful_settings(examples=80, steps=20)
     )

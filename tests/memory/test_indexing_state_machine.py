@@ -33,7 +33,6 @@ from pathlib import Path
 
 import pytest
 from django.utils import timezone
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -47,22 +46,11 @@ from memory.models import Fact, IndexState, Message, MessageRole
 from memory.services import indexing
 from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, point_id
 from tests.fakes.embedder import HashEmbedder
+from tests.stateful import stateful_settings
 
 PROFILES = {
-    "ci": settings(
-        max_examples=50,
-        stateful_step_count=30,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    ),
-    "slow": settings(
-        max_examples=300,
-        stateful_step_count=60,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    ),
+    "ci": stateful_settings(examples=50, steps=30),
+    "slow": stateful_settings(examples=300, steps=60),
 }
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 if PROFILE not in PROFILES:

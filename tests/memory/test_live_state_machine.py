@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pytest
 from django.utils import timezone
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -35,14 +34,9 @@ from memory.services import indexing
 from memory.stores import vectors as vectors_module
 from memory.stores.vectors import LIVE, point_id
 from tests.fakes.embedder import HashEmbedder
+from tests.stateful import stateful_settings
 
-PROFILE = settings(
-    max_examples=25,
-    stateful_step_count=25,
-    deadline=None,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+PROFILE = stateful_settings(examples=25, steps=25)
 ROOM = "lobby"
 LATER = timedelta(hours=7)
 

@@ -178,32 +178,18 @@ def test_the_live_gate_keeps_a_hit_clear_of_the_background_or_sharing_a_word(mon
     embedder = LocalEmbedder()
     background = 0.80
     near = background + embedder.gate_margin / 2  # above the threshold, below the margin
+    clear = background + 2 * embedder.gate_margin
+
+    def hit(message_id: int, score: float, author: str, content: str, room: str = "salon"):
+        payload = {"room": room, "message_id": message_id, "author": author, "content": content}
+        return VectorHit(str(message_id), score, payload)
+
     hits = [
-        VectorHit(
-            "a",
-            background + 2 * embedder.gate_margin,
-            {"room": "salon", "message_id": 1, "author": "eve", "content": "Rien en commun"},
-        ),
-        VectorHit(
-            "b",
-            near,
-            {"room": "salon", "message_id": 2, "author": "eve", "content": "Le concert de jazz"},
-        ),
-        VectorHit(
-            "c",
-            near,
-            {"room": "salon", "message_id": 3, "author": "eve", "content": "La météo de demain"},
-        ),
-        VectorHit(
-            "d",
-            near,
-            {"room": "salon", "message_id": 4, "author": "david", "content": "Rien non plus"},
-        ),
-        VectorHit(
-            "e",
-            background + 2 * embedder.gate_margin,
-            {"room": ROOM, "message_id": 5, "author": "eve", "content": "jazz"},
-        ),
+        hit(1, clear, "eve", "Rien en commun"),
+        hit(2, near, "eve", "Le concert de jazz"),
+        hit(3, near, "eve", "La météo de demain"),
+        hit(4, near, "david", "Rien non plus"),
+        hit(5, clear, "eve", "jazz", room=ROOM),
     ]
 
     class Store:

@@ -200,6 +200,14 @@ def test_search_filters_by_channel(store):
     assert [h.payload["channel"] for h in other] == ["telegram"]
 
 
+def test_an_edge_filter_is_built_once_per_distinct_filter():
+    from memory.stores.vectors import OWNER_KNOWLEDGE, _edge_filter
+
+    assert _edge_filter(dict(OWNER_KNOWLEDGE)) is _edge_filter(dict(OWNER_KNOWLEDGE))
+    assert _edge_filter({"channel": "a"}) is not _edge_filter({"channel": ["a"]})
+    assert _edge_filter({}) is None and _edge_filter(None) is None
+
+
 def test_delete_removes_points_and_ignores_unknown_ids(store):
     store.ensure_collection(KNOWLEDGE, DIM)
     store.upsert(KNOWLEDGE, [fact_point(1, unit(1)), fact_point(2, unit(0, 1))])

@@ -240,13 +240,8 @@ def _summary_ids(_now: datetime):
 
 
 def _exchange_roots(_now: datetime):
-    """(id, reply_to_id) of the messages of ``ids`` that belong to exchanges (not observed rooms)."""
-    return (
-        Message.objects.filter(pk__in=ids_in())
-        .exclude(observed=True)
-        .order_by()
-        .values_list("id", "reply_to_id")
-    )
+    """(id, reply_to_id) of the messages of ``ids`` still in the memory (the keyword hits)."""
+    return Message.objects.filter(pk__in=ids_in()).order_by().values_list("id", "reply_to_id")
 
 
 # Compiled once: both run on every message (memory.stores.compiled).
@@ -265,7 +260,8 @@ def keyword_search(text: str, *, limit: int) -> list[tuple[str, float]]:
     facts = strong_hits(fts_search_facts(terms, limit=limit))
     # A hit on a reply is a hit on its exchange (keyed by the user message), so
     # it fuses with the semantic hit of the same exchange; the best one counts.
-    # Messages of observed rooms are no exchanges: they reach the block as live extracts.
+    # Observed rooms' messages are not ranked (fts_rank_messages): they reach the block as
+    # live extracts.
     roots = dict(_EXCHANGE_ROOTS.rows(ids=[m.message_id for m in messages]))
     messages = [hit for hit in messages if hit.message_id in roots]
     message_ids: list[tuple[int, float]] = []

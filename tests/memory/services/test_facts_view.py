@@ -17,7 +17,6 @@ from datetime import timedelta
 import pytest
 from django.db import connection, transaction
 from django.utils import timezone
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
@@ -29,14 +28,9 @@ from memory.services.retrieval.facts_view import (
     facts_view,
     facts_views_clear,
 )
+from tests.stateful import stateful_settings
 
-PROFILE = settings(
-    max_examples=30,
-    stateful_step_count=30,
-    deadline=None,
-    database=None,
-    suppress_health_check=list(HealthCheck),
-)
+PROFILE = stateful_settings(examples=30, steps=30)
 KEYS = [f"fait_{i}" for i in range(6)]
 WORLD: dict = {}
 
