@@ -46,7 +46,8 @@ def _texts(n: int) -> list[str]:
 def floor_rows_per_s(texts: list[str], folder: Path) -> float:
     """Embed + upsert in batches, nothing else: what no indexer can beat."""
     from memory.stores.embedders import get_embedder
-    from memory.stores.vectors import EdgeVectorStore, VectorPoint
+    from memory.stores.vectors import VectorPoint
+    from memory.stores.vectors_edge import EdgeVectorStore
 
     embedder = get_embedder()
     embedder.embed_documents(["préchauffage du modèle"])

@@ -11,15 +11,16 @@ import random
 
 import pytest
 
-from memory.stores import vectors
-from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, EdgeVectorStore, VectorPoint
+from memory.stores import vectors_edge
+from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, VectorPoint
+from memory.stores.vectors_edge import EdgeVectorStore
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def small_threshold(monkeypatch):
-    monkeypatch.setattr(vectors, "EDGE_INDEXING_THRESHOLD_KB", 100)
+    monkeypatch.setattr(vectors_edge, "EDGE_INDEXING_THRESHOLD_KB", 100)
 
 
 def _vector(rng: random.Random, dimension: int = 64) -> list[float]:

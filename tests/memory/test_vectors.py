@@ -24,14 +24,14 @@ from memory.stores.vectors import (
     CONVERSATIONS,
     KNOWLEDGE,
     POINT_ID_NAMESPACE,
-    EdgeVectorStore,
-    ServerVectorStore,
     VectorPoint,
     VectorStore,
     get_vector_store,
     point_id,
     vector_store_reset,
 )
+from memory.stores.vectors_edge import EdgeVectorStore
+from memory.stores.vectors_server import ServerVectorStore
 
 ROOT = Path(__file__).resolve().parents[2]
 DIM = 8
@@ -201,7 +201,8 @@ def test_search_filters_by_channel(store):
 
 
 def test_an_edge_filter_is_built_once_per_distinct_filter():
-    from memory.stores.vectors import OWNER_KNOWLEDGE, _edge_filter
+    from memory.stores.vectors import OWNER_KNOWLEDGE
+    from memory.stores.vectors_edge import _edge_filter
 
     assert _edge_filter(dict(OWNER_KNOWLEDGE)) is _edge_filter(dict(OWNER_KNOWLEDGE))
     assert _edge_filter({"channel": "a"}) is not _edge_filter({"channel": ["a"]})
@@ -382,7 +383,7 @@ def test_edge_is_safe_under_concurrent_writes_and_searches(edge_store):
 OPEN_SCRIPT = """
 import sys
 from memory.exceptions import StoreUnavailable
-from memory.stores.vectors import EdgeVectorStore
+from memory.stores.vectors_edge import EdgeVectorStore
 try:
     store = EdgeVectorStore(sys.argv[1])
 except StoreUnavailable as exc:
@@ -422,7 +423,8 @@ def test_a_second_process_cannot_open_an_edge_folder_in_use(tmp_path):
 
 CRASH_SCRIPT = """
 import os, signal, sys
-from memory.stores.vectors import EdgeVectorStore, VectorPoint, point_id
+from memory.stores.vectors import VectorPoint, point_id
+from memory.stores.vectors_edge import EdgeVectorStore
 store = EdgeVectorStore(sys.argv[1])
 store.upsert("knowledge", [
     VectorPoint(point_id("fact", i), [1.0, float(i)] + [0.0] * 6, {"n": i}) for i in range(50)

@@ -155,8 +155,12 @@ def self_block_fill(result: RetrievalResult, *, memory_settings: MemorySettings)
     result.tokens_added = estimate_tokens(block)
 
 
+# Each memory type's label as a block line names it (MemoryType.labels is rebuilt on every read).
+_TYPE_LABELS = {value: label.lower() for value, label in MemoryType.choices}
+
+
 def block_label(kind: str, memory_type: str, channel: str, relative: str) -> str:
-    parts = [MemoryType(memory_type).label.lower()] if memory_type in MemoryType.values else [kind]
+    parts = [_TYPE_LABELS.get(memory_type, kind)]
     if channel:
         parts.append(channel)
     parts.append(relative)

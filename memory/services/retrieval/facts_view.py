@@ -70,6 +70,8 @@ class FactsView:
 
 
 _views: dict[tuple, tuple[int, FactsView]] = {}
+# (database, schema version) -> whether the generation triggers are all there.
+_triggers_present: dict[tuple, bool] = {}
 _lock = threading.Lock()
 
 
@@ -94,15 +96,31 @@ def facts_view(now: datetime | None = None) -> FactsView:
 
 
 def facts_generation() -> int | None:
-    """The facts' generation token as this connection sees it; None when the triggers are missing."""
+    """The facts' generation token as this connection sees it; None when the triggers are missing.
+
+    Whether the triggers are there is read from sqlite_master once per schema
+    version of the database (SQLite bumps it on every CREATE or DROP, a trigger's
+    included), not on every message.
+    """
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT (SELECT token FROM {TABLE} WHERE name = 'facts'),"
-            " (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (%s, %s, %s))",
-            list(TRIGGERS),
+            " (SELECT schema_version FROM pragma_schema_version)"
         )
-        token, triggers = cursor.fetchone()
-    if triggers != len(TRIGGERS):
+        token, schema_version = cursor.fetchone()
+        key = (connection.settings_dict["NAME"], schema_version)
+        present = _triggers_present.get(key)
+        if present is None:
+            cursor.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (%s, %s, %s)",
+                list(TRIGGERS),
+            )
+            present = cursor.fetchone()[0] == len(TRIGGERS)
+            with _lock:
+                if len(_triggers_present) >= VIEWS_MAX:
+                    _triggers_present.clear()
+                _triggers_present[key] = present
+    if not present:
         logger.warning("the facts generation triggers are missing: facts are read on every message")
         return None
     return token
@@ -112,6 +130,7 @@ def facts_views_clear() -> None:
     """Forget every kept view (tests, and a restore that replaced the database file)."""
     with _lock:
         _views.clear()
+        _triggers_present.clear()
 
 
 def _facts_read(now: datetime) -> FactsView:

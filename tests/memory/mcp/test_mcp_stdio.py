@@ -149,7 +149,7 @@ def test_the_embedded_qdrant_folder_is_free_between_calls(tmp_path):
         await client.call_tool("remember", FACT)
         await client.call_tool("search", {"query": "vélo", "mode": "semantic"})
         # The client still holds the subprocess open: try the folder from here.
-        from memory.stores.vectors import EdgeVectorStore
+        from memory.stores.vectors_edge import EdgeVectorStore
 
         store = EdgeVectorStore(tmp_path / "qdrant")
         try:

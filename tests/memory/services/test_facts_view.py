@@ -16,6 +16,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
@@ -177,6 +178,20 @@ def test_a_kept_view_is_served_without_reading_the_facts_again(django_assert_max
 
 
 @pytest.mark.django_db
+def test_the_triggers_are_looked_up_once_per_schema_version():
+    """sqlite_master is read when the schema changed, not on every message."""
+    facts_views_clear()
+    with CaptureQueriesContext(connection) as first:
+        facts_generation()
+    with CaptureQueriesContext(connection) as second:
+        token = facts_generation()
+    assert any("sqlite_master" in q["sql"] for q in first.captured_queries)
+    assert len(second.captured_queries) == 1
+    assert "sqlite_master" not in second.captured_queries[0]["sql"]
+    assert token is not None
+
+
+@pytest.mark.django_db
 def test_without_its_triggers_nothing_is_kept_and_the_reads_stay_true(caplog):
     """A migration that remade core_memory would drop the triggers: no stale view then."""
     Fact.objects.create(key="prenom", value="Mickael", memory_type="identity")
@@ -230,7 +245,6 @@ def test_a_view_read_later_is_not_used_for_an_earlier_time(monkeypatch, time_mac
 @pytest.mark.django_db
 def test_a_retrieval_reads_the_facts_token_and_the_summaries_once():
     """T1, the self and goals lines and what the LLM sees share one read of each."""
-    from django.test.utils import CaptureQueriesContext
 
     from memory.services.retrieval import auto_retrieve_preview
 
@@ -238,5 +252,5 @@ def test_a_retrieval_reads_the_facts_token_and_the_summaries_once():
     with CaptureQueriesContext(connection) as queries:
         auto_retrieve_preview(message="Où est le dossier du garage ?", channel="whatsapp")
     sql = [q["sql"] for q in queries.captured_queries]
-    assert len([s for s in sql if "memory_generation" in s]) == 1
+    assert len([s for s in sql if "SELECT token FROM memory_generation" in s]) == 1
     assert len([s for s in sql if 'FROM "memory_summary"' in s]) == 1

@@ -1,0 +1,431 @@
+"""The embedded vector store: Qdrant Edge shards in process (``qdrant-edge-py``).
+
+One shard folder per collection under ``QDRANT_PATH``. ONE process owns the
+folder: a lock file is taken on open and a second opener gets
+``StoreUnavailable`` naming the folder. The engine is imported inside functions
+only (the lazy-import test in tests/memory/test_embedders.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memory.exceptions import DimensionMismatch, StoreUnavailable
+from memory.stores.vectors import (
+    COLLECTIONS,
+    DATETIME_FIELDS,
+    DIMENSION_MISMATCH_MESSAGE,
+    KEYWORD_FIELDS,
+    SCROLL_PAGE,
+    STORE_CLOSED_MESSAGE,
+    Filters,
+    VectorHit,
+    VectorPoint,
+    check_vectors,
+    plain_vector,
+    scored_hit,
+)
+
+logger = logging.getLogger(__name__)
+
+# Segments above this size (KB) get a search index when optimized; None: Qdrant's
+# default (about 6,000 vectors of 384 dimensions). Tests lower it.
+EDGE_INDEXING_THRESHOLD_KB: int | None = None
+
+EDGE_LOCK_FILE = ".makilab.lock"
+EDGE_CONFIG_FILE = "edge_config.json"
+
+EDGE_LOCKED_MESSAGE = (
+    "Le dossier Qdrant {path} est déjà ouvert par un autre processus : la base "
+    "vectorielle embarquée n'a qu'un propriétaire. Arrêtez l'autre processus, ou "
+    "configurez QDRANT_URL pour partager un serveur Qdrant."
+)
+EDGE_ERROR_MESSAGE = "Qdrant embarqué ({path}) : {detail}"
+
+
+class EdgeVectorStore:
+    """Qdrant Edge shards in ``path/<collection>/``; thread-safe; one owner process."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        self._shards: dict[str, Any] = {}
+        self._dimensions: dict[str, int] = {}
+        self._closed = False
+        self._lock_fd: int | None = None
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(EDGE_ERROR_MESSAGE.format(path=self.path, detail=exc)) from exc
+        self._acquire_folder_lock()
+
+    def __repr__(self) -> str:
+        return f"<EdgeVectorStore {self.path}>"
+
+    def _acquire_folder_lock(self) -> None:
+        import fcntl
+
+        # Our own lock on top of the WAL's: it covers every collection of the folder,
+        # including those not opened yet, and it is released by the kernel if the
+        # process dies, so a crash never leaves a stale lock behind.
+        fd = os.open(self.path / EDGE_LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(fd)
+            raise StoreUnavailable(EDGE_LOCKED_MESSAGE.format(path=self.path)) from exc
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+
+    def _collection_path(self, name: str) -> Path:
+        if name not in COLLECTIONS and (not name.isidentifier() or name.startswith("_")):
+            raise ValueError(f"invalid collection name: {name!r}")
+        return self.path / name
+
+    def _error(self, exc: BaseException) -> StoreUnavailable:
+        detail = str(exc)
+        if "WouldBlock" in detail or "lock" in detail.lower():
+            return StoreUnavailable(EDGE_LOCKED_MESSAGE.format(path=self.path))
+        return StoreUnavailable(EDGE_ERROR_MESSAGE.format(path=self.path, detail=detail))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreUnavailable(STORE_CLOSED_MESSAGE)
+
+    def _read_dimension(self, name: str) -> int | None:
+        config_file = self._collection_path(name) / EDGE_CONFIG_FILE
+        try:
+            config = json.loads(config_file.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise StoreUnavailable(
+                EDGE_ERROR_MESSAGE.format(
+                    path=config_file, detail=f"configuration illisible: {exc}"
+                )
+            ) from exc
+        return int(config["vectors"][""]["size"])
+
+    def _shard(self, name: str) -> Any | None:
+        """The open shard of ``name``, loading it from disk if needed; None if absent."""
+        self._check_open()
+        shard = self._shards.get(name)
+        if shard is not None:
+            return shard
+        dimension = self._read_dimension(name)
+        if dimension is None:
+            return None
+        from qdrant_edge import EdgeShard
+
+        try:
+            shard = EdgeShard.load(str(self._collection_path(name)))
+        except Exception as exc:  # the binding raises bare Exception
+            raise self._error(exc) from exc
+        self._shards[name] = shard
+        self._dimensions[name] = dimension
+        return shard
+
+    def ensure_collection(self, name: str, dimension: int) -> None:
+        with self._lock:
+            shard = self._shard(name)
+            if shard is not None:
+                existing = self._dimensions[name]
+                if existing != dimension:
+                    raise DimensionMismatch(
+                        DIMENSION_MISMATCH_MESSAGE.format(
+                            name=name, existing=existing, expected=dimension
+                        )
+                    )
+                self._ensure_indexes(shard)
+                return
+            import qdrant_edge as qe
+
+            path = self._collection_path(name)
+            if path.exists():
+                # A folder without edge_config.json: a creation interrupted by a
+                # crash. Nothing in it is readable; start again.
+                shutil.rmtree(path)
+            optimizers = (
+                qe.EdgeOptimizersConfig(indexing_threshold=EDGE_INDEXING_THRESHOLD_KB)
+                if EDGE_INDEXING_THRESHOLD_KB is not None
+                else None
+            )
+            config = qe.EdgeConfig(
+                vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
+                optimizers=optimizers,
+            )
+            try:
+                shard = qe.EdgeShard.create(str(path), config)
+            except Exception as exc:
+                raise self._error(exc) from exc
+            self._shards[name] = shard
+            self._dimensions[name] = dimension
+            self._ensure_indexes(shard)
+            logger.info("Created Qdrant Edge collection %s (%d dims) in %s", name, dimension, path)
+
+    def _ensure_indexes(self, shard: Any) -> None:
+        import qdrant_edge as qe
+
+        try:
+            existing = set(shard.info().payload_schema)
+            for field_name in KEYWORD_FIELDS:
+                if field_name not in existing:
+                    shard.update(
+                        qe.UpdateOperation.create_field_index(
+                            field_name, qe.PayloadSchemaType.Keyword
+                        )
+                    )
+            for field_name in DATETIME_FIELDS:
+                if field_name not in existing:
+                    shard.update(
+                        qe.UpdateOperation.create_field_index(
+                            field_name, qe.PayloadSchemaType.Datetime
+                        )
+                    )
+        except Exception as exc:
+            raise self._error(exc) from exc
+
+    def upsert(self, name: str, points: list[VectorPoint]) -> None:
+        if not points:
+            return
+        import qdrant_edge as qe
+
+        with self._lock:
+            if self._shard(name) is None:
+                self.ensure_collection(name, len(points[0].vector))
+            shard = self._shards[name]
+            check_vectors(name, points, self._dimensions[name])
+            operation = qe.UpdateOperation.upsert_points(
+                [qe.Point(p.id, list(p.vector), dict(p.payload)) for p in points]
+            )
+            try:
+                # Synchronous: applied and written to the shard's WAL when it returns.
+                shard.update(operation)
+            except Exception as exc:
+                raise self._error(exc) from exc
+
+    def search(
+        self,
+        name: str,
+        vector: list[float],
+        *,
+        limit: int,
+        score_threshold: float | None = None,
+        filters: Filters | None = None,
+        payload_fields: list[str] | None = None,
+        with_vectors: bool = False,
+    ) -> list[VectorHit]:
+        """The nearest points; ``payload_fields`` (None: all) and their vectors on request.
+
+        Only the fields a caller reads are copied out of the engine, and vectors
+        asked with the hits spare a second read of the same points.
+        """
+        import qdrant_edge as qe
+
+        with self._lock:
+            shard = self._shard(name)
+            if shard is None:
+                return []
+            expected = self._dimensions[name]
+            if len(vector) != expected:
+                raise DimensionMismatch(
+                    DIMENSION_MISMATCH_MESSAGE.format(
+                        name=name, existing=expected, expected=len(vector)
+                    )
+                )
+            request = qe.QueryRequest(
+                limit=limit,
+                query=qe.Query.Nearest(list(vector)),
+                filter=_edge_filter(filters),
+                score_threshold=score_threshold,
+                with_payload=True if payload_fields is None else list(payload_fields),
+                with_vector=with_vectors,
+            )
+            try:
+                points = shard.query(request)
+            except Exception as exc:
+                raise self._error(exc) from exc
+        return [scored_hit(p, with_vectors=with_vectors, floats=True) for p in points]
+
+    def delete(self, name: str, ids: list[str]) -> None:
+        if not ids:
+            return
+        import qdrant_edge as qe
+
+        with self._lock:
+            shard = self._shard(name)
+            if shard is None:
+                return
+            try:
+                shard.update(qe.UpdateOperation.delete_points(list(ids)))
+            except Exception as exc:
+                raise self._error(exc) from exc
+
+    def retrieve(self, name: str, ids: list[str], *, with_vectors: bool = False) -> list[VectorHit]:
+        if not ids:
+            return []
+        with self._lock:
+            shard = self._shard(name)
+            if shard is None:
+                return []
+            try:
+                records = shard.retrieve(list(ids), with_payload=True, with_vector=with_vectors)
+            except Exception as exc:
+                raise self._error(exc) from exc
+        return [
+            VectorHit(
+                str(r.id),
+                1.0,
+                dict(r.payload or {}),
+                plain_vector(r.vector) if with_vectors else None,
+            )
+            for r in records
+        ]
+
+    def count(self, name: str) -> int:
+        import qdrant_edge as qe
+
+        with self._lock:
+            shard = self._shard(name)
+            if shard is None:
+                return 0
+            try:
+                return int(shard.count(qe.CountRequest(exact=True)))
+            except Exception as exc:
+                raise self._error(exc) from exc
+
+    def iter_ids(self, name: str) -> Iterator[str]:
+        import qdrant_edge as qe
+
+        offset: Any = None
+        while True:
+            # The lock is held per page, not across the generator's life.
+            with self._lock:
+                shard = self._shard(name)
+                if shard is None:
+                    return
+                try:
+                    records, offset = shard.scroll(
+                        qe.ScrollRequest(
+                            offset=offset,
+                            limit=SCROLL_PAGE,
+                            with_payload=False,
+                            with_vector=False,
+                        )
+                    )
+                except Exception as exc:
+                    raise self._error(exc) from exc
+            for record in records:
+                yield str(record.id)
+            if offset is None:
+                return
+
+    def drop_collection(self, name: str) -> None:
+        with self._lock:
+            self._check_open()
+            shard = self._shards.pop(name, None)
+            self._dimensions.pop(name, None)
+            if shard is not None:
+                with contextlib.suppress(Exception):
+                    shard.close()
+            path = self._collection_path(name)
+            if path.exists():
+                shutil.rmtree(path)
+
+    def collection_dimension(self, name: str) -> int | None:
+        with self._lock:
+            self._check_open()
+            if name in self._dimensions:
+                return self._dimensions[name]
+            return self._read_dimension(name)
+
+    def optimize(self, *, min_unindexed: int = 0) -> dict[str, int]:
+        """Build the search (HNSW) index of collections holding unindexed points.
+
+        Qdrant Edge never optimizes by itself: without this every search is an
+        exact scan, whose cost grows with the collection (×5 from 10k to 100k
+        points). Blocking, and the binding holds the GIL while it runs (seconds
+        at 100k points): call it at start, after a reindex or a bulk load, never
+        on a request. Only collections with at least ``min_unindexed`` points
+        outside the index are rebuilt. Returns {collection: points that were
+        outside the index} for those it built an index for.
+        """
+        optimized: dict[str, int] = {}
+        with self._lock:
+            for name in COLLECTIONS:
+                shard = self._shard(name)
+                if shard is None:
+                    continue
+                try:
+                    info = shard.info()
+                    outside = info.points_count - info.indexed_vectors_count
+                    if outside < max(1, min_unindexed):
+                        continue
+                    # False: nothing to build (a segment below the indexing threshold).
+                    built = shard.optimize()
+                except Exception as exc:
+                    raise self._error(exc) from exc
+                if built:
+                    optimized[name] = outside
+        if optimized:
+            logger.info("Qdrant Edge search index built: %s", optimized)
+        return optimized
+
+    def flush(self) -> None:
+        with self._lock:
+            for shard in self._shards.values():
+                try:
+                    shard.flush()
+                except Exception as exc:
+                    raise self._error(exc) from exc
+
+    def close(self) -> None:
+        """Flush and close every shard, then release the folder. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for name, shard in list(self._shards.items()):
+                try:
+                    shard.flush()
+                    shard.close()
+                except Exception:
+                    logger.exception("Closing Qdrant Edge collection %s failed", name)
+            self._shards.clear()
+            self._dimensions.clear()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)  # releases the flock
+                self._lock_fd = None
+
+
+def _edge_filter(filters: Filters | None) -> Any:
+    """The engine's filter for ``filters``; built once per distinct filter (the knowledge
+    search of every auto-retrieval asks the same one)."""
+    if not filters:
+        return None
+    key = tuple(
+        (name, tuple(value) if isinstance(value, (list, tuple, set)) else value)
+        for name, value in sorted(filters.items())
+    )
+    return _edge_filter_built(key)
+
+
+@functools.lru_cache(maxsize=64)
+def _edge_filter_built(key: tuple) -> Any:
+    import qdrant_edge as qe
+
+    conditions = []
+    for name, value in key:
+        match = qe.MatchAny(list(value)) if isinstance(value, tuple) else qe.MatchValue(value)
+        conditions.append(qe.FieldCondition(name, match=match))
+    return qe.Filter(must=conditions)

@@ -1,0 +1,316 @@
+"""A Qdrant server or cluster as the vector store, through ``qdrant-client`` (``QDRANT_URL``).
+
+The client is imported inside functions only (the lazy-import test in
+tests/memory/test_embedders.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from memory.exceptions import DimensionMismatch, StoreUnavailable
+from memory.stores.vectors import (
+    DATETIME_FIELDS,
+    DIMENSION_MISMATCH_MESSAGE,
+    KEYWORD_FIELDS,
+    SCROLL_PAGE,
+    STORE_CLOSED_MESSAGE,
+    Filters,
+    VectorHit,
+    VectorPoint,
+    check_vectors,
+    plain_vector,
+    scored_hit,
+)
+
+logger = logging.getLogger(__name__)
+
+SERVER_UNREACHABLE_MESSAGE = "Serveur Qdrant injoignable ({url}) : {detail}"
+SERVER_ERROR_MESSAGE = "Le serveur Qdrant ({url}) a répondu une erreur : {detail}"
+
+
+class _CollectionGone(Exception):
+    """The server no longer has a collection this process knew: dropped elsewhere
+    (e.g. `reindex --recreate` run from another process)."""
+
+
+class ServerVectorStore:
+    """A Qdrant server through qdrant-client (REST). ``client`` may be given (tests)."""
+
+    def __init__(
+        self,
+        url: str = "",
+        api_key: str = "",
+        timeout: float = 5.0,
+        *,
+        client: Any = None,
+    ) -> None:
+        self.url = url or "(client fourni)"
+        self._dimensions: dict[str, int] = {}
+        self._closed = False
+        if client is None:
+            from qdrant_client import QdrantClient
+
+            client = QdrantClient(
+                url=url,
+                api_key=api_key or None,
+                timeout=max(1, math.ceil(timeout)),
+                # No request at construction: a server that is down must not break
+                # the process start, only the calls that need it.
+                check_compatibility=False,
+            )
+        self.client = client
+
+    def __repr__(self) -> str:
+        return f"<ServerVectorStore {self.url}>"
+
+    @contextlib.contextmanager
+    def _errors(self, name: str | None = None) -> Iterator[None]:
+        """Map qdrant-client's errors to ours. With ``name``, a missing collection
+        raises ``_CollectionGone`` and its cached dimension is forgotten."""
+        if self._closed:
+            raise StoreUnavailable(STORE_CLOSED_MESSAGE)
+        import httpx
+        from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+        try:
+            yield
+        except ResponseHandlingException as exc:
+            raise StoreUnavailable(
+                SERVER_UNREACHABLE_MESSAGE.format(url=self.url, detail=exc.source or exc)
+            ) from exc
+        except (httpx.TransportError, ConnectionError, TimeoutError) as exc:
+            raise StoreUnavailable(
+                SERVER_UNREACHABLE_MESSAGE.format(url=self.url, detail=exc)
+            ) from exc
+        except UnexpectedResponse as exc:
+            if name is not None and exc.status_code == 404:
+                self._dimensions.pop(name, None)
+                raise _CollectionGone(name) from exc
+            detail = f"HTTP {exc.status_code} {exc.content[:200]!r}"
+            raise StoreUnavailable(
+                SERVER_ERROR_MESSAGE.format(url=self.url, detail=detail)
+            ) from exc
+        except ValueError as exc:  # qdrant-client's local mode says it this way
+            if name is not None and "not found" in str(exc):
+                self._dimensions.pop(name, None)
+                raise _CollectionGone(name) from exc
+            raise
+
+    def collection_dimension(self, name: str) -> int | None:
+        with self._errors():
+            exists = bool(self.client.collection_exists(name))
+        if not exists:
+            self._dimensions.pop(name, None)
+            return None
+        try:
+            with self._errors(name):
+                info = self.client.get_collection(name)
+        except _CollectionGone:
+            return None
+        vectors = info.config.params.vectors
+        if isinstance(vectors, dict):  # named vectors: ours use the unnamed default
+            vectors = vectors.get("") or next(iter(vectors.values()))
+        return int(vectors.size)
+
+    def ensure_collection(self, name: str, dimension: int) -> None:
+        from qdrant_client import models
+        from qdrant_client.http.exceptions import UnexpectedResponse
+
+        existing = self.collection_dimension(name)
+        if existing is None:
+            with self._errors():
+                try:
+                    self.client.create_collection(
+                        name,
+                        vectors_config=models.VectorParams(
+                            size=dimension, distance=models.Distance.COSINE
+                        ),
+                    )
+                except UnexpectedResponse as exc:
+                    if exc.status_code != 409:  # 409: created meanwhile by another worker
+                        raise
+                except ValueError as exc:  # the same race in qdrant-client's local mode
+                    if "already exists" not in str(exc):
+                        raise
+            self._create_indexes(name)
+            existing = self.collection_dimension(name)
+        if existing != dimension:
+            raise DimensionMismatch(
+                DIMENSION_MISMATCH_MESSAGE.format(name=name, existing=existing, expected=dimension)
+            )
+        self._dimensions[name] = dimension
+
+    def _create_indexes(self, name: str) -> None:
+        import warnings
+
+        from qdrant_client import models
+
+        schemas = [(f, models.PayloadSchemaType.KEYWORD) for f in KEYWORD_FIELDS]
+        schemas += [(f, models.PayloadSchemaType.DATETIME) for f in DATETIME_FIELDS]
+        with self._errors(), warnings.catch_warnings():
+            # The local mode warns that payload indexes have no effect there.
+            warnings.simplefilter("ignore")
+            for field_name, schema in schemas:
+                self.client.create_payload_index(name, field_name, field_schema=schema, wait=True)
+
+    def _dimension(self, name: str) -> int | None:
+        """The collection's dimension, cached per process; None when it does not exist."""
+        if name not in self._dimensions:
+            dimension = self.collection_dimension(name)
+            if dimension is None:
+                return None
+            self._dimensions[name] = dimension
+        return self._dimensions[name]
+
+    def upsert(self, name: str, points: list[VectorPoint]) -> None:
+        if not points:
+            return
+        from qdrant_client import models
+
+        dimension = self._dimension(name)
+        if dimension is None:
+            dimension = len(points[0].vector)
+            self.ensure_collection(name, dimension)
+        check_vectors(name, points, dimension)
+        structs = [
+            models.PointStruct(id=p.id, vector=list(p.vector), payload=dict(p.payload))
+            for p in points
+        ]
+        try:
+            with self._errors(name):
+                self.client.upsert(name, points=structs, wait=True)
+        except _CollectionGone:
+            self.ensure_collection(name, dimension)
+            with self._errors():
+                self.client.upsert(name, points=structs, wait=True)
+
+    def search(
+        self,
+        name: str,
+        vector: list[float],
+        *,
+        limit: int,
+        score_threshold: float | None = None,
+        filters: Filters | None = None,
+        payload_fields: list[str] | None = None,
+        with_vectors: bool = False,
+    ) -> list[VectorHit]:
+        dimension = self._dimension(name)
+        if dimension is None:
+            return []
+        if len(vector) != dimension:
+            raise DimensionMismatch(
+                DIMENSION_MISMATCH_MESSAGE.format(
+                    name=name, existing=dimension, expected=len(vector)
+                )
+            )
+        try:
+            with self._errors(name):
+                response = self.client.query_points(
+                    name,
+                    query=list(vector),
+                    limit=limit,
+                    score_threshold=score_threshold,
+                    query_filter=_server_filter(filters),
+                    with_payload=True if payload_fields is None else list(payload_fields),
+                    with_vectors=with_vectors,
+                )
+        except _CollectionGone:
+            return []
+        return [scored_hit(p, with_vectors=with_vectors) for p in response.points]
+
+    def delete(self, name: str, ids: list[str]) -> None:
+        if not ids or self._dimension(name) is None:
+            return
+        from qdrant_client import models
+
+        with contextlib.suppress(_CollectionGone), self._errors(name):
+            self.client.delete(
+                name, points_selector=models.PointIdsList(points=list(ids)), wait=True
+            )
+
+    def retrieve(self, name: str, ids: list[str], *, with_vectors: bool = False) -> list[VectorHit]:
+        if not ids or self._dimension(name) is None:
+            return []
+        try:
+            with self._errors(name):
+                records = self.client.retrieve(
+                    name, ids=list(ids), with_payload=True, with_vectors=with_vectors
+                )
+        except _CollectionGone:
+            return []
+        return [
+            VectorHit(
+                str(r.id),
+                1.0,
+                dict(r.payload or {}),
+                plain_vector(r.vector) if with_vectors else None,
+            )
+            for r in records
+        ]
+
+    def count(self, name: str) -> int:
+        if self._dimension(name) is None:
+            return 0
+        try:
+            with self._errors(name):
+                return int(self.client.count(name, exact=True).count)
+        except _CollectionGone:
+            return 0
+
+    def iter_ids(self, name: str) -> Iterator[str]:
+        if self._dimension(name) is None:
+            return
+        offset: Any = None
+        while True:
+            try:
+                with self._errors(name):
+                    records, offset = self.client.scroll(
+                        name,
+                        limit=SCROLL_PAGE,
+                        offset=offset,
+                        with_payload=False,
+                        with_vectors=False,
+                    )
+            except _CollectionGone:
+                return
+            for record in records:
+                yield str(record.id)
+            if offset is None:
+                return
+
+    def drop_collection(self, name: str) -> None:
+        self._dimensions.pop(name, None)
+        with self._errors():
+            self.client.delete_collection(name)
+
+    def optimize(self, *, min_unindexed: int = 0) -> dict[str, int]:
+        """A Qdrant server builds its indexes itself, in the background."""
+        return {}
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self.client.close()
+
+
+def _server_filter(filters: Filters | None) -> Any:
+    if not filters:
+        return None
+    from qdrant_client import models
+
+    conditions = []
+    for key, value in filters.items():
+        if isinstance(value, (list, tuple, set)):
+            match: Any = models.MatchAny(any=list(value))
+        else:
+            match = models.MatchValue(value=value)
+        conditions.append(models.FieldCondition(key=key, match=match))
+    return models.Filter(must=conditions)
