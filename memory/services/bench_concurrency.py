@@ -15,7 +15,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from memory.services.benchmarks import Timing, _question
+from memory.services.bench_data import bench_question
+from memory.services.benchmarks import Timing
 
 
 def concurrency_levels_parse(text: str) -> list[int]:
@@ -85,12 +86,17 @@ def concurrency_measure(*, levels: list[int], calls: int, out: Callable[[str], N
     for level in levels:
         # Alternate the two sides per level so the machine's load weighs on both alike.
         seconds, latencies = run_parallel(
-            lambda i, _: embedder.embed_query(_question(i)), calls=calls, threads=level, first=first
+            lambda i, _: embedder.embed_query(bench_question(i)),
+            calls=calls,
+            threads=level,
+            first=first,
         )
         first += calls
         bare = (calls / seconds, Timing("embedding", latencies))
         seconds, latencies = run_parallel(
-            lambda i, caller: auto_retrieve(message=_question(i), channel=channels[caller % 3]),
+            lambda i, caller: auto_retrieve(
+                message=bench_question(i), channel=channels[caller % 3]
+            ),
             calls=calls,
             threads=level,
             first=first,

@@ -16,7 +16,8 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from memory.services.benchmarks import SUBJECTS, TOPICS, Timing, timed
+from memory.services.bench_data import SUBJECTS, TOPICS
+from memory.services.benchmarks import Timing, timed
 
 CHANNELS = ("whatsapp", "mission_control", "email")
 PURPOSES = ("chat", "chat", "chat", "extraction", "compaction", "dedup")

@@ -12,7 +12,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from memory.services.benchmarks import Timing, _question
+from memory.services.bench_data import bench_question
+from memory.services.benchmarks import Timing
 
 
 def keyword_bound_report(*, out: Callable[[str], None], sample: int = 100, limit: int = 16) -> None:
@@ -23,7 +24,7 @@ def keyword_bound_report(*, out: Callable[[str], None], sample: int = 100, limit
     bounded_ms: list[float] = []
     unbounded_ms: list[float] = []
     for i in range(sample):
-        terms = keyword_terms(_question(200_000 + i))
+        terms = keyword_terms(bench_question(200_000 + i))
         if not terms:
             continue
         started = time.perf_counter()

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from memory.services.benchmarks import TOPICS
+from memory.services.bench_data import TOPICS
 
 FLOOR_BATCH = 32
 CLIENTS = 4
