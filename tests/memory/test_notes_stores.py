@@ -11,14 +11,10 @@ import pytest
 import trustme
 
 from memory.exceptions import NoteNotFound, StoreUnavailable, UnsafeNotePath
-from memory.stores import notes as notes_store
-from memory.stores.notes import (
-    MSG_PATH_OUTSIDE,
-    MSG_TLS_REFUSED,
-    LocalRestApiProvider,
-    VaultFolderProvider,
-    tag_search_query,
-)
+from memory.stores import notes_vault
+from memory.stores.notes import MSG_PATH_OUTSIDE, MSG_TLS_REFUSED
+from memory.stores.notes_rest_api import LocalRestApiProvider, tag_search_query
+from memory.stores.notes_vault import VaultFolderProvider
 from tests.fakes.obsidian import FakeNote, FakeObsidianServer
 
 API_KEY = "cle-de-test"
@@ -156,7 +152,7 @@ def test_the_tag_scan_skips_hidden_folders_symlinks_out_and_huge_files(vault, mo
     outside = write(vault.parent, "dehors.md", "#makilab")
     os.symlink(outside, vault / "Lien dehors.md")
     os.symlink(vault.parent, vault / "Dossier dehors")
-    monkeypatch.setattr(notes_store, "MAX_SCAN_BYTES", 100)
+    monkeypatch.setattr(notes_vault, "MAX_SCAN_BYTES", 100)
     write(vault, "Énorme.md", "#makilab " + "x" * 200)
     write(vault, "Petite.md", "#makilab")
 
@@ -166,7 +162,7 @@ def test_the_tag_scan_skips_hidden_folders_symlinks_out_and_huge_files(vault, mo
 
 
 def test_the_tag_scan_stops_at_the_file_cap(vault, monkeypatch):
-    monkeypatch.setattr(notes_store, "MAX_SCAN_FILES", 3)
+    monkeypatch.setattr(notes_vault, "MAX_SCAN_FILES", 3)
     for index in range(6):
         write(vault, f"Note {index}.md", "#makilab")
 
