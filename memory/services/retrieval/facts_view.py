@@ -127,7 +127,8 @@ def facts_generation() -> int | None:
 
 
 def facts_views_clear() -> None:
-    """Forget every kept view (tests, and a restore that replaced the database file)."""
+    """Forget every kept view and trigger check (tests). A restore needs no call: it runs
+    with the service stopped, and a restored file has its own generation token."""
     with _lock:
         _views.clear()
         _triggers_present.clear()
