@@ -318,7 +318,8 @@ class IndexClaim:
 def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> IndexClaim:
     """Claim: lease the rows no live lease holds and read what their points must be.
 
-    Rows already indexed at their version are released untouched, unless ``force``.
+    Rows already indexed at their version are left untouched (not even leased), unless
+    ``force``; a row that became current while leased is released untouched.
     """
     report = IndexReport()
     ids = list(dict.fromkeys(int(i) for i in row_ids))
@@ -336,12 +337,24 @@ def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> In
         existing = set(model_for(kind).all_objects.filter(pk__in=ids).values_list("id", flat=True))
         report.gone = len(set(ids) - existing)
         ids = [i for i in ids if i in existing]
+    model = model_for(kind)
+    if not force:
+        # Rows already indexed at their version need no lease: the write that changes one
+        # next bumps its version and sends its own task (the sweep backs that up).
+        settled = {
+            rid
+            for rid, version, indexed_version, state in model.all_objects.filter(
+                pk__in=ids
+            ).values_list("id", "version", "indexed_version", "index_state")
+            if state == IndexState.INDEXED and indexed_version == version
+        }
+        report.current = len(settled)
+        ids = [i for i in ids if i not in settled]
     token = uuid.uuid4().hex
     claim = IndexClaim(kind=kind, token=token, report=report)
     if not ids:
         return claim
     _claim(kind, ids, token)
-    model = model_for(kind)
     mine = model.all_objects.filter(pk__in=ids, index_lease_token=token)
     claimed = list(mine.values_list("id", "version", "indexed_version", "index_state"))
     report.busy = (
@@ -352,7 +365,7 @@ def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> In
         for rid, version, indexed_version, state in claimed
         if force or not (state == IndexState.INDEXED and indexed_version == version)
     ]
-    report.current = len(claimed) - len(todo)
+    report.current += len(claimed) - len(todo)
     _release(kind, [rid for rid, *_ in claimed if rid not in set(todo)], token)
     claim.documents, claim.removals, _ = desired(kind, todo)
     return claim

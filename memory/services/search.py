@@ -4,10 +4,11 @@ This is the search of the /memory page and of GET /api/memory/search, not the
 automatic pre-hook (memory.services.retrieval). Both modes answer the same
 SearchHit shape so a caller can show them the same way.
 
-Semantic mode embeds the query and searches the two Qdrant collections with
-the settings' ``search_min_score``. Qdrant is derived data: a fact hit is
-checked against T1 so a fact forgotten or expired since it was indexed is
-never shown, and its current value is shown rather than the indexed one.
+Semantic mode (memory.services.search_semantic) embeds the query and searches
+the two Qdrant collections with the settings' ``search_min_score``. Qdrant is
+derived data: a fact hit is checked against T1 so a fact forgotten or expired
+since it was indexed is never shown, and its current value is shown rather
+than the indexed one.
 
 Text mode needs nothing but SQLite: messages (messages_fts) and facts
 (facts_fts) ranked by FTS5's bm25, the rows holding every meaningful word
@@ -26,9 +27,8 @@ from django.core.exceptions import ValidationError
 
 from memory.exceptions import DimensionMismatch, StoreUnavailable
 from memory.models import Fact, MemoryType, Message, Summary
-from memory.selectors import facts_active, memory_settings_get
+from memory.selectors import facts_active
 from memory.stores.fts import fold, fts_search, query_terms
-from memory.stores.vectors import OWNER_KNOWLEDGE
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,9 @@ def memory_search(
     # Filters apply after ranking in the modes that rank by meaning: ask for more.
     wanted = limit * 4 if filters else limit
     if mode == "semantic":
-        hits = _semantic_search(query, min(wanted, MAX_LIMIT * 4))
+        from memory.services.search_semantic import semantic_hits
+
+        hits = semantic_hits(query, min(wanted, MAX_LIMIT * 4))
     elif mode == "hybrid":
         hits = _hybrid_search(query, min(wanted, MAX_LIMIT * 4))
     else:
@@ -220,7 +222,7 @@ def _hybrid_search(query: str, limit: int) -> list[SearchHit]:
         kind, _, raw = item_id.partition(":")
         row_id, score = int(raw), round(scores.get(item_id, 0.0), 6)
         if kind == "fact" and row_id in facts:
-            hits.append(_fact_hit(facts[row_id], score=score, source="hybrid"))
+            hits.append(fact_hit(facts[row_id], score=score, source="hybrid"))
         elif kind == "summary" and row_id in summaries:
             summary = summaries[row_id]
             hits.append(
@@ -362,12 +364,10 @@ def _fact_text_hits(
     scores = {hit.fact_id: hit.score for hit in ranked if hit.fact_id not in exclude}
     facts = filters.apply_to_facts(facts_active().filter(pk__in=list(scores)))
     kept = sorted(facts, key=lambda fact: -scores[fact.pk])[:limit]
-    return [_fact_hit(fact, score=scores[fact.pk], source="facts", terms=terms) for fact in kept]
+    return [fact_hit(fact, score=scores[fact.pk], source="facts", terms=terms) for fact in kept]
 
 
-def _fact_hit(
-    fact: Fact, *, score: float, source: str, terms: list[str] | None = None
-) -> SearchHit:
+def fact_hit(fact: Fact, *, score: float, source: str, terms: list[str] | None = None) -> SearchHit:
     return SearchHit(
         id=str(fact.pk),
         kind="fact",
@@ -379,129 +379,3 @@ def _fact_hit(
         source=source,
         key=fact.key,
     )
-
-
-# --- semantic mode -------------------------------------------------------------
-
-
-def _semantic_search(query: str, limit: int) -> list[SearchHit]:
-    min_score = memory_settings_get().search_min_score
-    try:
-        from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
-        from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, VectorHit, get_vector_store
-
-        embedder = get_embedder()
-        vector = embedder.embed_query(query)
-        store = get_vector_store()
-        # search_min_score is on the embedders' common relevance scale; so are the scores shown.
-        threshold = cosine_threshold(embedder, min_score)
-
-        def rescored(hits):
-            return [VectorHit(h.id, relevance_score(embedder, h.score), h.payload) for h in hits]
-
-        # Some hits may be rows forgotten or deleted since indexing (their points
-        # go a moment later): ask for more, T1 decides what is shown.
-        exchanges = rescored(
-            store.search(CONVERSATIONS, vector, limit=limit * 2, score_threshold=threshold)
-        )
-        knowledge = rescored(
-            store.search(
-                KNOWLEDGE,
-                vector,
-                limit=limit * 2,
-                score_threshold=threshold,
-                filters=OWNER_KNOWLEDGE,
-            )
-        )
-    except StoreUnavailable as exc:
-        raise StoreUnavailable(SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=exc)) from exc
-    except DimensionMismatch as exc:
-        raise StoreUnavailable(SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=exc)) from exc
-    except ImportError as exc:
-        logger.warning("semantic search modules missing: %s", exc)
-        raise StoreUnavailable(
-            SEMANTIC_UNAVAILABLE_MESSAGE.format(reason="index vectoriel non installé")
-        ) from exc
-    except Exception as exc:  # a store or embedder failing in a way it did not name
-        logger.exception("semantic search failed")
-        raise StoreUnavailable(
-            SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=type(exc).__name__)
-        ) from exc
-
-    hits = _exchange_hits(exchanges)
-    hits.extend(_knowledge_hits(knowledge))
-    hits.sort(key=lambda hit: hit.score, reverse=True)
-    return hits[:limit]
-
-
-def _exchange_hits(hits: list) -> list[SearchHit]:
-    """Exchange hits read from T1, never from the payload alone.
-
-    A point may outlive its exchange for a moment (a forget, an exclusion, a
-    deletion not yet applied to Qdrant): what T1 no longer has, or hides, is
-    never shown, and the text shown is T1's.
-    """
-    root_ids = {_row_id(hit) for hit in hits} - {None}
-    roots = {m.pk: m for m in Message.objects.filter(pk__in=root_ids)}
-    replies: dict[int, Message] = {}
-    for reply in Message.objects.filter(reply_to_id__in=list(roots)).order_by("created_at", "id"):
-        replies.setdefault(reply.reply_to_id, reply)
-    results = []
-    for hit in hits:
-        root = roots.get(_row_id(hit))
-        if root is None:
-            continue
-        reply = replies.get(root.pk)
-        text = f"{root.content} → {reply.content}" if reply else root.content
-        results.append(
-            SearchHit(
-                id=str(root.pk),
-                kind="exchange",
-                score=round(float(hit.score), 4),
-                channel=root.channel,
-                date=root.created_at,
-                excerpt=excerpt(text),
-                type="exchange",
-                source="conversations",
-            )
-        )
-    return results
-
-
-def _knowledge_hits(hits: list) -> list[SearchHit]:
-    """Knowledge hits checked against T1: gone, forgotten or expired facts are dropped."""
-    fact_ids = {_row_id(hit) for hit in hits if (hit.payload or {}).get("type") == "fact"}
-    summary_ids = {_row_id(hit) for hit in hits if (hit.payload or {}).get("type") == "summary"}
-    facts = {fact.pk: fact for fact in facts_active().filter(pk__in=fact_ids - {None})}
-    summaries = {s.pk: s for s in Summary.objects.filter(pk__in=summary_ids - {None})}
-    results: list[SearchHit] = []
-    for hit in hits:
-        payload = hit.payload or {}
-        row_id = _row_id(hit)
-        if payload.get("type") == "fact":
-            fact = facts.get(row_id)
-            if fact is not None and not fact.is_expired:
-                results.append(_fact_hit(fact, score=float(hit.score), source="knowledge"))
-        elif payload.get("type") == "summary" and row_id in summaries:
-            results.append(
-                SearchHit(
-                    id=str(row_id),
-                    kind="summary",
-                    score=round(float(hit.score), 4),
-                    channel=summaries[row_id].channel,
-                    date=summaries[row_id].date,
-                    excerpt=excerpt(summaries[row_id].content),
-                    type="summary",
-                    source="knowledge",
-                )
-            )
-    return results
-
-
-def _row_id(hit) -> int | None:
-    payload = hit.payload or {}
-    value = payload.get("row_id") or payload.get("message_id")
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

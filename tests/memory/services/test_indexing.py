@@ -58,6 +58,27 @@ def test_indexing_the_same_row_twice_never_makes_a_second_point(world):
     assert world.count(CONVERSATIONS) == 1
 
 
+def test_a_task_for_rows_already_current_writes_nothing(world):
+    """A burst of messages sends one task each; the first batch indexes them all, and the
+    others find their rows current: no lease taken and released (two commits each)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    question, _ = _exchange()
+    fact = fact_store(key="velo", value="Le vélo est au garage")[0]
+    index_row(KIND_MESSAGE, question.id)
+    index_row(KIND_FACT, fact.id)
+    with CaptureQueriesContext(connection) as queries:
+        messages = index_rows(KIND_MESSAGE, [question.id])
+        facts = index_rows(KIND_FACT, [fact.id])
+    writes = [
+        q["sql"] for q in queries.captured_queries if q["sql"].startswith(("UPDATE", "INSERT"))
+    ]
+    assert writes == []
+    assert messages.current == facts.current == 1
+    assert messages.indexed == facts.indexed == 0
+
+
 def test_indexing_a_reply_updates_the_exchange_of_its_question(world):
     question = message_save(channel="whatsapp", role="user", content="On se voit demain ?")
     index_row(KIND_MESSAGE, question.id)
