@@ -238,21 +238,25 @@ def _hybrid_search(query: str, limit: int) -> list[SearchHit]:
                 )
             )
         elif kind == "message" and row_id in roots:
-            root, reply = roots[row_id], replies.get(row_id)
-            text = f"{root.content} → {reply.content}" if reply else root.content
             hits.append(
-                SearchHit(
-                    id=str(row_id),
-                    kind="exchange",
-                    score=score,
-                    channel=root.channel,
-                    date=root.created_at,
-                    excerpt=excerpt(text),
-                    type="exchange",
-                    source="hybrid",
-                )
+                exchange_hit(roots[row_id], replies.get(row_id), score=score, source="hybrid")
             )
     return hits
+
+
+def exchange_hit(root: Message, reply: Message | None, *, score: float, source: str) -> SearchHit:
+    """An exchange as a hit: its user message and the reply to it."""
+    text = f"{root.content} → {reply.content}" if reply else root.content
+    return SearchHit(
+        id=str(root.pk),
+        kind="exchange",
+        score=score,
+        channel=root.channel,
+        date=root.created_at,
+        excerpt=excerpt(text),
+        type="exchange",
+        source=source,
+    )
 
 
 # --- excerpts ------------------------------------------------------------------

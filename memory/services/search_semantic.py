@@ -13,7 +13,13 @@ import logging
 from memory.exceptions import DimensionMismatch, StoreUnavailable
 from memory.models import Message, Summary
 from memory.selectors import facts_active, memory_settings_get
-from memory.services.search import SEMANTIC_UNAVAILABLE_MESSAGE, SearchHit, excerpt, fact_hit
+from memory.services.search import (
+    SEMANTIC_UNAVAILABLE_MESSAGE,
+    SearchHit,
+    excerpt,
+    exchange_hit,
+    fact_hit,
+)
 from memory.stores.vectors import OWNER_KNOWLEDGE
 
 logger = logging.getLogger(__name__)
@@ -87,17 +93,11 @@ def _exchange_hits(hits: list) -> list[SearchHit]:
         root = roots.get(_row_id(hit))
         if root is None:
             continue
-        reply = replies.get(root.pk)
-        text = f"{root.content} → {reply.content}" if reply else root.content
         results.append(
-            SearchHit(
-                id=str(root.pk),
-                kind="exchange",
+            exchange_hit(
+                root,
+                replies.get(root.pk),
                 score=round(float(hit.score), 4),
-                channel=root.channel,
-                date=root.created_at,
-                excerpt=excerpt(text),
-                type="exchange",
                 source="conversations",
             )
         )
