@@ -121,14 +121,12 @@ def retrieval_seed(memories: int, *, templates: int = 300) -> None:
     import numpy as np
 
     from memory.models import Fact, IndexState, Summary
-    from memory.services.index_documents import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, desired
+    from memory.services.index_documents import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY
     from memory.stores.embedders import get_embedder
-    from memory.stores.vectors import VectorPoint, get_vector_store
 
     embedder = get_embedder()
     base = np.asarray(embedder.embed_documents([_sentence(i * 37) for i in range(templates)]))
     rng = np.random.default_rng(7)
-    store = get_vector_store()
     now = timezone.now()
     n_exchanges = int(memories * 0.70)
     n_summaries = max(1, memories // 50)
@@ -201,21 +199,7 @@ def retrieval_seed(memories: int, *, templates: int = 300) -> None:
             if model is None
             else list(model.objects.values_list("id", flat=True))
         )
-        for start in range(0, len(ids), 2000):
-            documents, _, _ = desired(kind, ids[start : start + 2000])
-            noise = rng.normal(0, 0.02, size=(len(documents), base.shape[1]))
-            vectors = base[rng.integers(0, templates, size=len(documents))] + noise
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            by_collection: dict[str, list] = {}
-            for document, vector in zip(documents, vectors, strict=True):
-                by_collection.setdefault(document.collection, []).append(
-                    VectorPoint(
-                        id=document.point_id, vector=vector.tolist(), payload=document.payload
-                    )
-                )
-            for collection, points in by_collection.items():
-                store.ensure_collection(collection, embedder.dimension)
-                store.upsert(collection, points)
+        _points_seed(kind, ids, base=base, rng=rng)
 
 
 def live_seed(count: int, *, templates: int = 100) -> None:
@@ -224,16 +208,14 @@ def live_seed(count: int, *, templates: int = 100) -> None:
     import numpy as np
 
     from memory.models import ChannelSettings, IndexState
-    from memory.services.index_documents import KIND_MESSAGE, desired
+    from memory.services.index_documents import KIND_MESSAGE
     from memory.stores.embedders import get_embedder
-    from memory.stores.vectors import VectorPoint, get_vector_store
 
     if count <= 0:
         return
     embedder = get_embedder()
     base = np.asarray(embedder.embed_documents([_sentence(i * 41) for i in range(templates)]))
     rng = np.random.default_rng(11)
-    store = get_vector_store()
     now = timezone.now()
     ChannelSettings.objects.update_or_create(channel="lobby", defaults={"observed": True})
     Message.objects.bulk_create(
@@ -252,18 +234,33 @@ def live_seed(count: int, *, templates: int = 100) -> None:
         batch_size=1000,
     )
     ids = list(Message.objects.filter(observed=True).order_by("id").values_list("id", flat=True))
+    _points_seed(KIND_MESSAGE, ids, base=base, rng=rng)
+
+
+def _points_seed(kind: str, ids: list[int], *, base, rng) -> None:
+    """The points of these rows (their production ids and payloads), each vector one of
+    ``base``'s template vectors plus a little noise, in the collection each belongs to."""
+    import numpy as np
+
+    from memory.services.index_documents import desired
+    from memory.stores.embedders import get_embedder
+    from memory.stores.vectors import VectorPoint, get_vector_store
+
+    dimension = get_embedder().dimension
+    store = get_vector_store()
     for start in range(0, len(ids), 2000):
-        documents, _, _ = desired(KIND_MESSAGE, ids[start : start + 2000])
+        documents, _, _ = desired(kind, ids[start : start + 2000])
         noise = rng.normal(0, 0.02, size=(len(documents), base.shape[1]))
-        vectors = base[rng.integers(0, templates, size=len(documents))] + noise
+        vectors = base[rng.integers(0, len(base), size=len(documents))] + noise
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        points = [
-            VectorPoint(id=d.point_id, vector=v.tolist(), payload=d.payload)
-            for d, v in zip(documents, vectors, strict=True)
-        ]
-        if points:
-            store.ensure_collection(documents[0].collection, embedder.dimension)
-            store.upsert(documents[0].collection, points)
+        by_collection: dict[str, list] = {}
+        for document, vector in zip(documents, vectors, strict=True):
+            by_collection.setdefault(document.collection, []).append(
+                VectorPoint(id=document.point_id, vector=vector.tolist(), payload=document.payload)
+            )
+        for collection, points in by_collection.items():
+            store.ensure_collection(collection, dimension)
+            store.upsert(collection, points)
 
 
 def bench_question(i: int) -> str:

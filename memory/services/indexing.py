@@ -315,6 +315,15 @@ class IndexClaim:
         return [*self.documents, *self.removals]
 
 
+# What index_claim reads of a row to tell whether its point is current.
+_STATE_FIELDS = ("id", "version", "indexed_version", "index_state")
+
+
+def _current(version: int, indexed_version: int, state: str) -> bool:
+    """The row's point is the one of its version: nothing to write."""
+    return state == IndexState.INDEXED and indexed_version == version
+
+
 def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> IndexClaim:
     """Claim: lease the rows no live lease holds and read what their points must be.
 
@@ -323,6 +332,8 @@ def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> In
     """
     report = IndexReport()
     ids = list(dict.fromkeys(int(i) for i in row_ids))
+    model = model_for(kind)
+    rows: list[tuple] = []  # (id, version, indexed_version, index_state) of ``ids``
     if kind == KIND_MESSAGE:
         roots, skipped = _roots_of(ids)
         report.skipped = _skip(skipped)
@@ -333,21 +344,17 @@ def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> In
         )
         report.gone = len(set(ids) - known)
         ids = sorted(roots)
+        if ids and not force:
+            rows = list(model.all_objects.filter(pk__in=ids).values_list(*_STATE_FIELDS))
     else:
-        existing = set(model_for(kind).all_objects.filter(pk__in=ids).values_list("id", flat=True))
+        rows = list(model.all_objects.filter(pk__in=ids).values_list(*_STATE_FIELDS))
+        existing = {rid for rid, *_ in rows}
         report.gone = len(set(ids) - existing)
         ids = [i for i in ids if i in existing]
-    model = model_for(kind)
     if not force:
         # Rows already indexed at their version need no lease: the write that changes one
         # next bumps its version and sends its own task (the sweep backs that up).
-        settled = {
-            rid
-            for rid, version, indexed_version, state in model.all_objects.filter(
-                pk__in=ids
-            ).values_list("id", "version", "indexed_version", "index_state")
-            if state == IndexState.INDEXED and indexed_version == version
-        }
+        settled = {rid for rid, *state in rows if _current(*state)}
         report.current = len(settled)
         ids = [i for i in ids if i not in settled]
     token = uuid.uuid4().hex
@@ -356,15 +363,11 @@ def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> In
         return claim
     _claim(kind, ids, token)
     mine = model.all_objects.filter(pk__in=ids, index_lease_token=token)
-    claimed = list(mine.values_list("id", "version", "indexed_version", "index_state"))
+    claimed = list(mine.values_list(*_STATE_FIELDS))
     report.busy = (
         len(ids) - len(claimed) - (len(ids) - model.all_objects.filter(pk__in=ids).count())
     )
-    todo = [
-        rid
-        for rid, version, indexed_version, state in claimed
-        if force or not (state == IndexState.INDEXED and indexed_version == version)
-    ]
+    todo = [rid for rid, *state in claimed if force or not _current(*state)]
     report.current += len(claimed) - len(todo)
     _release(kind, [rid for rid, *_ in claimed if rid not in set(todo)], token)
     claim.documents, claim.removals, _ = desired(kind, todo)
