@@ -53,7 +53,7 @@ from memory.services.forgetting_select import (  # re-exported
 )
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
 from memory.services.removal import redact_logs, remove_points
-from memory.services.search import excerpt
+from memory.services.search_hits import excerpt
 
 __all__ = [
     "TOPIC_EMPTY_MESSAGE",

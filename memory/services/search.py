@@ -2,7 +2,8 @@
 
 This is the search of the /memory page and of GET /api/memory/search, not the
 automatic pre-hook (memory.services.retrieval). Both modes answer the same
-SearchHit shape so a caller can show them the same way.
+SearchHit shape (memory.services.search_hits) so a caller can show them the
+same way.
 
 Semantic mode (memory.services.search_semantic) embeds the query and searches
 the two Qdrant collections with the settings' ``search_min_score``. Qdrant is
@@ -26,32 +27,24 @@ from typing import Literal
 from django.core.exceptions import ValidationError
 
 from memory.exceptions import DimensionMismatch, StoreUnavailable
-from memory.models import Fact, MemoryType, Message, Summary
+from memory.models import Fact, MemoryType, Summary
 from memory.selectors import facts_active
-from memory.stores.fts import fold, fts_search, query_terms
+from memory.services.search_hits import (
+    SearchHit,
+    excerpt,
+    exchange_hit,
+    exchanges_read,
+    fact_hit,
+    summary_hit,
+)
+from memory.services.search_semantic import SEMANTIC_UNAVAILABLE_MESSAGE, semantic_hits
+from memory.stores.fts import fts_search, query_terms
 
 logger = logging.getLogger(__name__)
 
 SearchMode = Literal["semantic", "text", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = ("semantic", "text", "hybrid")
-EXCERPT_CHARS = 200
 MAX_LIMIT = 50
-SEMANTIC_UNAVAILABLE_MESSAGE = (
-    "La recherche sémantique est indisponible ({reason}). La recherche texte fonctionne toujours."
-)
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    id: str
-    kind: str  # "message" | "exchange" | "fact" | "summary"
-    score: float
-    channel: str
-    date: datetime | None
-    excerpt: str
-    type: str
-    source: str  # where it was found: "conversations", "knowledge", "messages_fts", "facts"
-    key: str = ""  # facts only
 
 
 @dataclass(frozen=True)
@@ -163,8 +156,6 @@ def memory_search(
     # Filters apply after ranking in the modes that rank by meaning: ask for more.
     wanted = limit * 4 if filters else limit
     if mode == "semantic":
-        from memory.services.search_semantic import semantic_hits
-
         hits = semantic_hits(query, min(wanted, MAX_LIMIT * 4))
     elif mode == "hybrid":
         hits = _hybrid_search(query, min(wanted, MAX_LIMIT * 4))
@@ -213,10 +204,7 @@ def _hybrid_search(query: str, limit: int) -> list[SearchHit]:
         by_kind[kind].append(int(raw))
     facts = {f.pk: f for f in facts_active().filter(pk__in=by_kind["fact"])}
     summaries = {s.pk: s for s in Summary.objects.filter(pk__in=by_kind["summary"])}
-    roots = {m.pk: m for m in Message.objects.filter(pk__in=by_kind["message"])}
-    replies: dict[int, Message] = {}
-    for reply in Message.objects.filter(reply_to_id__in=list(roots)).order_by("created_at", "id"):
-        replies.setdefault(reply.reply_to_id, reply)
+    roots, replies = exchanges_read(by_kind["message"])
     hits: list[SearchHit] = []
     for item_id in ranked:
         kind, _, raw = item_id.partition(":")
@@ -224,74 +212,12 @@ def _hybrid_search(query: str, limit: int) -> list[SearchHit]:
         if kind == "fact" and row_id in facts:
             hits.append(fact_hit(facts[row_id], score=score, source="hybrid"))
         elif kind == "summary" and row_id in summaries:
-            summary = summaries[row_id]
-            hits.append(
-                SearchHit(
-                    id=str(row_id),
-                    kind="summary",
-                    score=score,
-                    channel=summary.channel,
-                    date=summary.date,
-                    excerpt=excerpt(summary.content),
-                    type="summary",
-                    source="hybrid",
-                )
-            )
+            hits.append(summary_hit(summaries[row_id], score=score, source="hybrid"))
         elif kind == "message" and row_id in roots:
             hits.append(
                 exchange_hit(roots[row_id], replies.get(row_id), score=score, source="hybrid")
             )
     return hits
-
-
-def exchange_hit(root: Message, reply: Message | None, *, score: float, source: str) -> SearchHit:
-    """An exchange as a hit: its user message and the reply to it."""
-    text = f"{root.content} → {reply.content}" if reply else root.content
-    return SearchHit(
-        id=str(root.pk),
-        kind="exchange",
-        score=score,
-        channel=root.channel,
-        date=root.created_at,
-        excerpt=excerpt(text),
-        type="exchange",
-        source=source,
-    )
-
-
-# --- excerpts ------------------------------------------------------------------
-
-
-def excerpt(text: str, terms: list[str] | None = None, *, size: int = EXCERPT_CHARS) -> str:
-    """At most ``size`` characters of ``text``, around the first term found when given."""
-    text = " ".join(text.split())
-    if len(text) <= size:
-        return text
-    start = 0
-    if terms:
-        position = _first_term_position(text, terms)
-        if position is not None:
-            start = max(0, min(position - size // 4, len(text) - size))
-    prefix = "…" if start > 0 else ""
-    end = start + size - len(prefix)
-    suffix = "…" if end < len(text) else ""
-    if suffix:
-        end -= 1
-    return prefix + text[start:end] + suffix
-
-
-def _first_term_position(text: str, terms: list[str]) -> int | None:
-    # fold() can change the length (ligatures, decomposed accents): fold each
-    # character apart and keep where it came from.
-    folded_chars: list[str] = []
-    origin: list[int] = []
-    for index, char in enumerate(text):
-        for folded in fold(char):
-            folded_chars.append(folded)
-            origin.append(index)
-    folded_text = "".join(folded_chars)
-    positions = [p for p in (folded_text.find(term) for term in terms) if p >= 0]
-    return origin[min(positions)] if positions else None
 
 
 # --- text mode -----------------------------------------------------------------
@@ -369,17 +295,3 @@ def _fact_text_hits(
     facts = filters.apply_to_facts(facts_active().filter(pk__in=list(scores)))
     kept = sorted(facts, key=lambda fact: -scores[fact.pk])[:limit]
     return [fact_hit(fact, score=scores[fact.pk], source="facts", terms=terms) for fact in kept]
-
-
-def fact_hit(fact: Fact, *, score: float, source: str, terms: list[str] | None = None) -> SearchHit:
-    return SearchHit(
-        id=str(fact.pk),
-        kind="fact",
-        score=round(score, 4),
-        channel=fact.channel,
-        date=fact.date,
-        excerpt=excerpt(fact.value, terms),
-        type=fact.memory_type,
-        source=source,
-        key=fact.key,
-    )

@@ -11,18 +11,22 @@ from __future__ import annotations
 import logging
 
 from memory.exceptions import DimensionMismatch, StoreUnavailable
-from memory.models import Message, Summary
+from memory.models import Summary
 from memory.selectors import facts_active, memory_settings_get
-from memory.services.search import (
-    SEMANTIC_UNAVAILABLE_MESSAGE,
+from memory.services.search_hits import (
     SearchHit,
-    excerpt,
     exchange_hit,
+    exchanges_read,
     fact_hit,
+    summary_hit,
 )
 from memory.stores.vectors import OWNER_KNOWLEDGE
 
 logger = logging.getLogger(__name__)
+
+SEMANTIC_UNAVAILABLE_MESSAGE = (
+    "La recherche sémantique est indisponible ({reason}). La recherche texte fonctionne toujours."
+)
 
 
 def semantic_hits(query: str, limit: int) -> list[SearchHit]:
@@ -83,11 +87,7 @@ def _exchange_hits(hits: list) -> list[SearchHit]:
     deletion not yet applied to Qdrant): what T1 no longer has, or hides, is
     never shown, and the text shown is T1's.
     """
-    root_ids = {_row_id(hit) for hit in hits} - {None}
-    roots = {m.pk: m for m in Message.objects.filter(pk__in=root_ids)}
-    replies: dict[int, Message] = {}
-    for reply in Message.objects.filter(reply_to_id__in=list(roots)).order_by("created_at", "id"):
-        replies.setdefault(reply.reply_to_id, reply)
+    roots, replies = exchanges_read({_row_id(hit) for hit in hits} - {None})
     results = []
     for hit in hits:
         root = roots.get(_row_id(hit))
@@ -120,16 +120,7 @@ def _knowledge_hits(hits: list) -> list[SearchHit]:
                 results.append(fact_hit(fact, score=float(hit.score), source="knowledge"))
         elif payload.get("type") == "summary" and row_id in summaries:
             results.append(
-                SearchHit(
-                    id=str(row_id),
-                    kind="summary",
-                    score=round(float(hit.score), 4),
-                    channel=summaries[row_id].channel,
-                    date=summaries[row_id].date,
-                    excerpt=excerpt(summaries[row_id].content),
-                    type="summary",
-                    source="knowledge",
-                )
+                summary_hit(summaries[row_id], score=round(float(hit.score), 4), source="knowledge")
             )
     return results
 

@@ -11,7 +11,8 @@ from django.utils import timezone
 from memory.models import Actor, Fact, Message, Summary
 from memory.services.facts import fact_forget, fact_store
 from memory.services.indexing import index_rows
-from memory.services.search import EXCERPT_CHARS, MAX_LIMIT
+from memory.services.search import MAX_LIMIT
+from memory.services.search_hits import EXCERPT_CHARS
 
 pytestmark = pytest.mark.django_db
 
