@@ -16,12 +16,14 @@ import logging
 import queue
 import threading
 from concurrent.futures import Future
+from datetime import datetime
 
 from django.db import DatabaseError, connection, transaction
 
 from memory.models import MemoryRetrieval
 from memory.services.formatting import clean_text
 from memory.services.retrieval.result import RetrievalResult
+from memory.stores.compiled import CompiledRead, param
 
 logger = logging.getLogger(__name__)
 
@@ -101,9 +103,11 @@ class _LogWriter:
 
 
 _writer = _LogWriter()
-# The last row started per channel: a reader waits for its channel's rows only.
-_last: dict[str, Future] = {}
-_last_lock = threading.Lock()
+# Per channel, the rows this process handed to the writer, oldest first, as
+# (future of the row id, the row's memories); an entry leaves once its row is
+# written (or failed) and a reader has seen it done.
+_pending: dict[str, list[tuple[Future, list[dict]]]] = {}
+_pending_lock = threading.Lock()
 
 
 def retrieval_log_start(result: RetrievalResult) -> None:
@@ -118,9 +122,11 @@ def retrieval_log_start(result: RetrievalResult) -> None:
         # see its uncommitted data, nor be rolled back with it.
         result.retrieval_id = _write(fields, accessed)
         return
-    with _last_lock:
+    with _pending_lock:
         future = _writer.submit(fields, accessed)
-        _last[result.channel] = future
+        entries = [entry for entry in _pending.get(result.channel, ()) if not entry[0].done()]
+        entries.append((future, fields["memories"]))
+        _pending[result.channel] = entries
         result.log_future = future
 
 
@@ -130,20 +136,63 @@ def retrieval_logs_wait(*, channel: str | None = None, timeout: float = LOG_WAIT
     One writer writes in order, so waiting for the last row started waits for
     every row before it.
     """
-    with _last_lock:
+    with _pending_lock:
         if channel is None:
-            pending = list(_last.values())
+            pending = [entries[-1][0] for entries in _pending.values() if entries]
         else:
-            pending = [_last[channel]] if channel in _last else []
+            pending = [_pending[channel][-1][0]] if _pending.get(channel) else []
     for future in pending:
         try:
             future.result(timeout=timeout)
         except Exception:  # a failed write is logged by the writer; a slow one is waited no more
             logger.warning("a retrieval log row is still pending after %.0f s", timeout)
-    with _last_lock:
-        for name, future in list(_last.items()):
-            if future.done():
-                del _last[name]
+    with _pending_lock:
+        for name, entries in list(_pending.items()):
+            entries = [entry for entry in entries if not entry[0].done()]
+            if entries:
+                _pending[name] = entries
+            else:
+                del _pending[name]
+
+
+def _last_turns(_now: datetime, turns: int):
+    """The channel's last ``turns`` log rows, newest first (one compiled SQL per ``turns``)."""
+    return (
+        MemoryRetrieval.objects.filter(channel=param("channel"))
+        .order_by("-created_at", "-id")
+        .values_list("id", "memories")[:turns]
+    )
+
+
+_LAST_TURNS = CompiledRead(_last_turns)
+
+
+def channel_turns(channel: str, turns: int) -> list[list[dict]]:
+    """What the channel's last ``turns`` retrievals injected (their rows' memories), newest
+    first, the rows still in the writer's queue included: nothing waits for a commit.
+
+    The single writer writes in order, so a row not yet written when the table is
+    read is newer than every row read, and a row written since has a higher id
+    than all of them: each turn is counted once, whenever its commit lands.
+    """
+    if turns <= 0:
+        return []
+    with _pending_lock:
+        entries = [entry for entry in _pending.get(channel, ()) if not entry[0].done()]
+        if entries:
+            _pending[channel] = entries
+        else:
+            _pending.pop(channel, None)
+    stored = _LAST_TURNS.rows(channel=channel, shape=(turns,))
+    newest_stored = max((row_id for row_id, _ in stored), default=0)
+    unwritten = []
+    for future, memories in entries:
+        if future.done():
+            row_id = None if future.exception() else future.result()
+            if row_id is None or row_id <= newest_stored:
+                continue  # failed (never in the log), or written before the read: in ``stored``
+        unwritten.append(memories)
+    return [*reversed(unwritten), *(memories for _, memories in stored)][:turns]
 
 
 def _accessed_ids(result: RetrievalResult) -> list[int]:

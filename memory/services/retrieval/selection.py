@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memory.models import MemoryRetrieval
 from memory.services.retrieval.candidates import Seen, hydrate
 from memory.services.retrieval.ranking import NEWER_FIRST_HEAD, newer_first, point_vectors
 from memory.services.retrieval.result import Candidate, failure_text
-from memory.stores.compiled import CompiledRead, param
 
 # How many candidates each source proposes, per memory finally kept.
 CANDIDATES_PER_RESULT = 4
@@ -96,18 +94,6 @@ def select_memories(
     return deduped
 
 
-def _last_turns(_now: datetime, turns: int):
-    """What the channel's last ``turns`` retrievals injected (one compiled SQL per ``turns``)."""
-    return (
-        MemoryRetrieval.objects.filter(channel=param("channel"))
-        .order_by("-created_at", "-id")
-        .values_list("memories")[:turns]
-    )
-
-
-_LAST_TURNS = CompiledRead(_last_turns)
-
-
 def recently_injected(channel: str, turns: int) -> set[str]:
     """Ids newly injected into this channel's prompt in its last ``turns`` retrievals.
 
@@ -115,15 +101,11 @@ def recently_injected(channel: str, turns: int) -> set[str]:
     not logs) does not reset it. Carried items (below) do not count: each
     memory is carried for ``turns`` turns after it was found, then dropped.
     """
-    if turns <= 0:
-        return set()
-    from memory.services.retrieval.log import retrieval_logs_wait
+    from memory.services.retrieval.log import channel_turns
 
-    # The channel's last turn's row may still be in the log's writer thread.
-    retrieval_logs_wait(channel=channel)
     return {
         item["id"]
-        for (memories,) in _LAST_TURNS.rows(channel=channel, shape=(turns,))
+        for memories in channel_turns(channel, turns)
         for item in memories
         # Extracts of observed rooms are searched again every turn, never carried.
         if "id" in item and not item.get("carried") and item.get("kind") != "live"

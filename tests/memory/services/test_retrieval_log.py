@@ -207,3 +207,76 @@ def test_the_writer_keeps_its_connection_across_batches_and_follows_a_new_databa
         assert len(opened) == 3
     finally:
         connection_created.disconnect(on_open)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("world")
+def test_the_next_turn_carries_what_the_last_found_without_waiting_for_its_commit(monkeypatch):
+    """The carried memories of a turn whose row is still in the writer (its commit, an fsync,
+    not done yet) are read from the writer's queue: the next message neither waits for the
+    disk nor loses them."""
+    fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
+    Fact.objects.update(created_at="2026-01-01T00:00:00Z")
+    _seed_other_channel_history()
+    _index_all()
+    release = _writes_held(monkeypatch)
+    try:
+        first = auto_retrieve(message="quand est le dentiste ?", channel="mission_control")
+        assert f"fact:{fact.id}" in _ids(first)
+        second = auto_retrieve(message="et le dentiste, c'est quand ?", channel="mission_control")
+        # Neither row is written yet: the second turn read the first from the queue.
+        assert not first.log_future.done() and MemoryRetrieval.objects.count() == 0
+        assert _carried(second) == [f"fact:{fact.id}"]
+    finally:
+        release.set()
+    retrieval_log.retrieval_logs_wait()
+    assert MemoryRetrieval.objects.count() == 2
+    # Written now, read from the table: the same turns (the second carried, not new).
+    third = auto_retrieve(message="le dentiste, rappelle-moi", channel="mission_control")
+    assert _carried(third) == [f"fact:{fact.id}"]
+
+
+def _writes_held(monkeypatch) -> threading.Event:
+    """The log's writer holds every row until the event is set."""
+    release = threading.Event()
+    write = retrieval_log._write
+
+    def held(fields, accessed):
+        release.wait(20)
+        return write(fields, accessed)
+
+    monkeypatch.setattr(retrieval_log, "_write", held)
+    return release
+
+
+def _logged(channel: str, memory_id: str):
+    from memory.services.retrieval.result import RetrievalResult
+
+    result = RetrievalResult(channel=channel, message=memory_id)
+    result.memories = [
+        {"id": memory_id, "kind": "fact", "sources": [], "rrf": 0, "score": 0, "text": "x"}
+    ]
+    retrieval_log.retrieval_log_start(result)
+    return result
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_committed_while_the_turns_are_read_counts_once(monkeypatch):
+    """The writer commits between the read of its queue and the read of the table: the
+    turn is in both, and counts once (by its row id, newer than every row read before)."""
+    _logged("whatsapp", "fact:1").retrieval_id  # noqa: B018 (written: waits for its row)
+    release = _writes_held(monkeypatch)
+    _logged("whatsapp", "fact:2")
+    third = _logged("whatsapp", "fact:3")
+    table = retrieval_log._LAST_TURNS
+
+    class CommitsFirst:
+        def rows(self, **kwargs):
+            release.set()  # both queued rows land now, after the queue was read
+            third.log_future.result(5)
+            return table.rows(**kwargs)
+
+    monkeypatch.setattr(retrieval_log, "_LAST_TURNS", CommitsFirst())
+    turns = retrieval_log.channel_turns("whatsapp", 5)
+    assert [memories[0]["id"] for memories in turns] == ["fact:3", "fact:2", "fact:1"]
+    assert len(table.rows(channel="whatsapp", shape=(5,))) == 3
