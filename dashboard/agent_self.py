@@ -16,6 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard.auth import staff_required
+from dashboard.sections import fragment
 from memory.exceptions import MemoryServiceError
 from memory.models import (
     CATEGORY_LABELS,
@@ -90,9 +91,9 @@ def _render(request: HttpRequest, *, status: int = 200, **overrides: Any) -> Htt
 
     if getattr(request, "htmx", False):
         return render(request, PARTIAL, self_context(request, **overrides), status=status)
-    from dashboard.views import _page
+    from dashboard.views import memory_page_render
 
-    return _page(request, status=status, **self_context(request, **overrides))
+    return memory_page_render(request, status=status, **self_context(request, **overrides))
 
 
 def _item_or_404(item_id: int) -> Fact:
@@ -103,9 +104,7 @@ def _item_or_404(item_id: int) -> Fact:
 
 
 def _item(request: HttpRequest, item: Fact, *, status: int = 200, **extra: Any) -> HttpResponse:
-    from dashboard.views import _fragment
-
-    return _fragment(request, ITEM, {"item": item, **extra}, status=status)
+    return fragment(request, ITEM, {"item": item, **extra}, status=status)
 
 
 @staff_required
@@ -187,10 +186,8 @@ def self_item_restore(request: HttpRequest, item_id: int) -> HttpResponse:
 @staff_required
 @require_GET
 def self_item_history(request: HttpRequest, item_id: int) -> HttpResponse:
-    from dashboard.views import _fragment
-
     item = _item_or_404(item_id)
-    return _fragment(
+    return fragment(
         request,
         "dashboard/memory/_fact_history.html",
         {"fact": item, "revisions": item.revisions.all()[:100]},

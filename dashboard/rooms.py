@@ -37,9 +37,9 @@ def rooms_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
 def _render(request: HttpRequest, *, status: int = 200, **overrides: Any) -> HttpResponse:
     if getattr(request, "htmx", False):
         return render(request, PARTIAL, rooms_context(request, **overrides), status=status)
-    from dashboard.views import _page
+    from dashboard.views import memory_page_render
 
-    return _page(request, status=status, **rooms_context(request, **overrides))
+    return memory_page_render(request, status=status, **rooms_context(request, **overrides))
 
 
 @staff_required

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from dashboard import agent_self, forgetting, rooms, views
+from dashboard import agent_self, forgetting, notes, retrieval, rooms, views
 
 app_name = "dashboard"
 
@@ -26,16 +26,16 @@ urlpatterns = [
     # Recherche
     path("memory/search/", views.search_section, name="search"),
     # Auto-retrieval
-    path("memory/retrieval/", views.retrieval_section, name="retrieval"),
-    path("memory/retrieval/settings/", views.retrieval_settings, name="retrieval-settings"),
-    path("memory/retrieval/preview/", views.retrieval_preview, name="retrieval-preview"),
+    path("memory/retrieval/", retrieval.retrieval_section, name="retrieval"),
+    path("memory/retrieval/settings/", retrieval.retrieval_settings, name="retrieval-settings"),
+    path("memory/retrieval/preview/", retrieval.retrieval_preview, name="retrieval-preview"),
     # Notes Obsidian
-    path("memory/notes/", views.notes_section, name="notes"),
-    path("memory/notes/add/", views.note_add, name="note-add"),
-    path("memory/notes/remove/", views.note_remove, name="note-remove"),
-    path("memory/notes/tag/", views.note_tag, name="note-tag"),
-    path("memory/notes/toggle/", views.notes_toggle, name="notes-toggle"),
-    path("memory/notes/preview/", views.note_preview, name="note-preview"),
+    path("memory/notes/", notes.notes_section, name="notes"),
+    path("memory/notes/add/", notes.note_add, name="note-add"),
+    path("memory/notes/remove/", notes.note_remove, name="note-remove"),
+    path("memory/notes/tag/", notes.note_tag, name="note-tag"),
+    path("memory/notes/toggle/", notes.notes_toggle, name="notes-toggle"),
+    path("memory/notes/preview/", notes.note_preview, name="note-preview"),
     # Coûts
     path("memory/forget/", forgetting.forget_section, name="forget"),
     path("memory/forget/preview/", forgetting.forget_preview, name="forget-preview"),

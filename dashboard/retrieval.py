@@ -1,0 +1,148 @@
+"""The "Auto-retrieval" section of /memory: the settings (saved as they move), the last
+retrievals as the log shows them, and the preview of what a message would get.
+
+The retrieval package is imported lazily: without it the preview says so in French
+and the rest of the page works.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from dashboard.auth import staff_required
+from dashboard.forms import PreviewForm, RetrievalSettingsForm
+from dashboard.sections import UNPROCESSABLE, HtmxHttpRequest, section, section_url
+from memory.exceptions import MemoryServiceError
+from memory.selectors import memory_settings_get, retrieval_list
+from memory.services.settings import memory_settings_update
+
+logger = logging.getLogger(__name__)
+
+PARTIAL = "dashboard/memory/_retrieval.html"
+RETRIEVALS_SHOWN = 20
+PREVIEW_UNAVAILABLE_MESSAGE = (
+    "Aperçu indisponible : le module d'auto-retrieval n'est pas encore installé."
+)
+
+
+def _preview_function():
+    try:
+        from memory.services.retrieval import auto_retrieve_preview
+    except ImportError as exc:
+        logger.debug("retrieval preview unavailable: %s", exc)
+        return None
+    return auto_retrieve_preview
+
+
+def _retrieval_rows(retrievals) -> list[dict[str, Any]]:
+    """Log rows shaped for the template; the JSON columns are read defensively."""
+    rows = []
+    for retrieval in retrievals:
+        memories = []
+        for memory in retrieval.memories or []:
+            if not isinstance(memory, dict):
+                continue
+            scores = []
+            for source, info in (memory.get("sources") or {}).items():
+                score = info.get("score") if isinstance(info, dict) else info
+                if isinstance(score, int | float):
+                    scores.append({"source": source, "score": score})
+            memories.append(
+                {
+                    "text": str(memory.get("text", "")),
+                    "kind": str(memory.get("kind", "")),
+                    "scores": scores,
+                    "rrf": memory.get("rrf"),
+                }
+            )
+        notes = [
+            str(note.get("path", "")) if isinstance(note, dict) else str(note)
+            for note in retrieval.notes or []
+        ]
+        failed = retrieval.failed_sources if isinstance(retrieval.failed_sources, dict) else {}
+        timings = retrieval.timings_ms if isinstance(retrieval.timings_ms, dict) else {}
+        rows.append(
+            {
+                "retrieval": retrieval,
+                "memories": memories,
+                "notes": notes,
+                "failed": sorted(failed.items()),
+                "timings": sorted(timings.items()),
+            }
+        )
+    return rows
+
+
+def retrieval_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
+    context = {
+        "settings_form": RetrievalSettingsForm(instance=memory_settings_get()),
+        "retrieval_rows": _retrieval_rows(retrieval_list()[:RETRIEVALS_SHOWN]),
+        "preview_form": PreviewForm(initial={"channel": "dashboard"}),
+        "preview_available": _preview_function() is not None,
+        "preview": None,
+        "preview_error": "",
+        "settings_saved": "",
+    }
+    if "message" in request.GET:
+        context.update(_preview_context(request))
+    context.update(overrides)
+    return context
+
+
+def _preview_context(request: HttpRequest) -> dict[str, Any]:
+    form = PreviewForm(request.GET)
+    context: dict[str, Any] = {"preview_form": form, "preview": None, "preview_error": ""}
+    if not form.is_valid():
+        return context
+    preview = _preview_function()
+    if preview is None:
+        context["preview_error"] = PREVIEW_UNAVAILABLE_MESSAGE
+        return context
+    try:
+        context["preview"] = preview(
+            message=form.cleaned_data["message"], channel=form.cleaned_data["channel"]
+        )
+    except MemoryServiceError as exc:
+        context["preview_error"] = f"Aperçu indisponible : {exc}"
+    except Exception:
+        logger.exception("retrieval preview failed")
+        context["preview_error"] = "Aperçu indisponible : erreur inattendue (voir les journaux)."
+    return context
+
+
+@staff_required
+@require_GET
+def retrieval_section(request: HtmxHttpRequest) -> HttpResponse:
+    return section(request, PARTIAL, retrieval_context)
+
+
+@staff_required
+@require_POST
+def retrieval_settings(request: HtmxHttpRequest) -> HttpResponse:
+    """The toggle and the sliders, saved as they move; htmx gets a one-line status."""
+    form = RetrievalSettingsForm(request.POST, instance=memory_settings_get())
+    status = 200
+    if form.is_valid():
+        settings = memory_settings_update(changes=form.cleaned_data)
+        if not request.htmx:
+            return redirect(section_url("auto-retrieval"))
+        context = {"settings": settings, "form": form}
+    else:
+        status = UNPROCESSABLE
+        if not request.htmx:
+            return section(request, PARTIAL, retrieval_context, status=status, settings_form=form)
+        context = {"settings": None, "form": form}
+    return render(request, "dashboard/memory/_retrieval_status.html", context, status=status)
+
+
+@staff_required
+@require_GET
+def retrieval_preview(request: HtmxHttpRequest) -> HttpResponse:
+    if not request.htmx:
+        return section(request, PARTIAL, retrieval_context)
+    return render(request, "dashboard/memory/_retrieval_preview.html", _preview_context(request))
