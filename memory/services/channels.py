@@ -12,10 +12,21 @@ from __future__ import annotations
 from django.db import transaction
 
 from memory.models import ChannelSettings, Message
+from memory.stores.compiled import CompiledRead, param
+
+
+def _observed(_now):
+    return ChannelSettings.objects.filter(channel=param("channel"), observed=True).values_list(
+        "id"
+    )[:1]
+
+
+# Read for every message saved (message_save): compiled once (stores/compiled.py).
+_OBSERVED = CompiledRead(_observed)
 
 
 def channel_is_observed(channel: str) -> bool:
-    return ChannelSettings.objects.filter(channel=channel, observed=True).exists()
+    return bool(_OBSERVED.rows(channel=channel))
 
 
 def channels_observed() -> list[str]:

@@ -5,6 +5,8 @@ Every indexable row (exchange root, fact, summary) carries ``version`` and
 
     change   (any write its point must reflect: index_enqueue / rows_changed)
              version += 1, state pending, attempts 0, queued now; a task is sent on commit
+    create   a new exchange root is already pending at version 1 (its defaults, never
+             indexed): saved queued (row_created_queued), its task sent on commit
     claim    a task takes a lease (token + expiry) unless another live lease holds
              the row; a row already indexed at its version is released untouched
     write    the row is read at version v; its point is upserted with payload
@@ -49,7 +51,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from memory.exceptions import DimensionMismatch, EmbeddingInvalid, StoreUnavailable
-from memory.models import IndexState, Message, MessageRole
+from memory.models import Indexable, IndexState, Message, MessageRole
 from memory.services.index_documents import (  # re-exported: the names callers know
     FACT_SENTENCE_WORDS,
     INDEXED_ROLES,
@@ -196,6 +198,21 @@ def _skip(message_ids: set[int]) -> int:
 def index_enqueue(kind: str, row_id: int) -> None:
     """The row changed: bump its version and index it once the transaction commits."""
     rows_changed(kind, [row_id])
+
+
+def row_created_queued(row: Indexable) -> None:
+    """Before the INSERT of a row that is its own point (a new exchange root): mark it queued.
+
+    A new row is pending at version 1 by its defaults, a version no point ever
+    had (``indexed_version`` 0): the change step has nothing to bump. After
+    the save, ``row_created_send`` sends its task on commit.
+    """
+    row.index_queued_at = timezone.now()
+
+
+def row_created_send(kind: str, row_id: int) -> None:
+    """After the INSERT marked by ``row_created_queued``: index it once the transaction commits."""
+    transaction.on_commit(lambda: _send(kind, [row_id]))
 
 
 def _replies(root_ids: Sequence[int]):

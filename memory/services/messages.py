@@ -26,7 +26,14 @@ from memory.models import (
     MessageRole,
     MessageSource,
 )
-from memory.services.indexing import INDEXED_ROLES, KIND_MESSAGE, exchange_root_id, index_enqueue
+from memory.services.indexing import (
+    INDEXED_ROLES,
+    KIND_MESSAGE,
+    exchange_root_id,
+    index_enqueue,
+    row_created_queued,
+    row_created_send,
+)
 
 CHANNEL_MAX = 64
 EMPTY_MESSAGE = "Le message est vide."
@@ -74,9 +81,14 @@ def message_save(
 
         # A room the agent observes: one live point per message, no exchange.
         message.observed = channel_is_observed(message.channel) or None
+    new_root = message.role in INDEXED_ROLES and reply_to_id is None
+    if new_root:
+        row_created_queued(message)
     message.full_clean()
     message.save()
-    if message.role in INDEXED_ROLES:
+    if new_root:
+        row_created_send(KIND_MESSAGE, message.pk)
+    elif message.role in INDEXED_ROLES:
         index_enqueue(KIND_MESSAGE, exchange_root_id(message))
     return message
 

@@ -79,6 +79,33 @@ def test_a_task_for_rows_already_current_writes_nothing(world):
     assert messages.indexed == facts.indexed == 0
 
 
+def test_a_new_message_is_saved_pending_and_queued_in_its_insert_alone(
+    world, django_capture_on_commit_callbacks
+):
+    """A new user message is pending at a version its point never had by its defaults: it
+    is saved queued, in its INSERT, and its task goes on commit; no lookup of its exchange
+    and no UPDATE (one request of a channel's burst, posted over HTTP)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        with CaptureQueriesContext(connection) as queries:
+            question = message_save(channel="whatsapp", role="user", content="On part à Lyon ?")
+    message_sql = [
+        q["sql"] for q in queries.captured_queries if '"messages"' in q["sql"].split(" WHERE")[0]
+    ]
+    assert [sql.split()[0] for sql in message_sql] == ["INSERT"]
+    assert len(callbacks) == 1
+    question.refresh_from_db()
+    assert question.index_state == IndexState.PENDING
+    assert question.version > question.indexed_version
+    assert question.index_queued_at is not None
+    index_row(KIND_MESSAGE, question.id)
+    question.refresh_from_db()
+    assert question.index_state == IndexState.INDEXED
+    assert world.count(CONVERSATIONS) == 1
+
+
 def test_indexing_a_reply_updates_the_exchange_of_its_question(world):
     question = message_save(channel="whatsapp", role="user", content="On se voit demain ?")
     index_row(KIND_MESSAGE, question.id)
