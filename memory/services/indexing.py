@@ -67,6 +67,7 @@ from memory.services.index_documents import (  # re-exported: the names callers 
     fact_text,
     model_for,
 )
+from memory.stores.compiled import CompiledRead, ids_in
 
 __all__ = [
     "FACT_SENTENCE_WORDS",
@@ -129,29 +130,38 @@ def backoff_delay(attempts: int) -> timedelta:
 # --- change -----------------------------------------------------------------------------
 
 
-def _roots_of(message_ids: Iterable[int]) -> tuple[set[int], set[int]]:
-    """(exchange root ids, ids of messages that never get a point).
+def _message_links(_now):
+    return Message.all_objects.filter(pk__in=ids_in()).values_list("id", "reply_to_id", "role")
+
+
+def _indexed_messages(_now):
+    return Message.all_objects.filter(pk__in=ids_in(), role__in=INDEXED_ROLES).values_list("id")
+
+
+# The indexing task's reads run on every task, most of them finding their rows
+# current: compiled once (stores/compiled.py), not built by the ORM each time.
+_MESSAGE_LINKS = CompiledRead(_message_links)
+_INDEXED_MESSAGES = CompiledRead(_indexed_messages)
+
+
+def _roots_of(message_ids: Iterable[int]) -> tuple[set[int], set[int], set[int]]:
+    """(exchange root ids, ids of messages that never get a point, ids that exist).
 
     A system or tool message, or a reply to one, has no exchange point.
     """
     rows = {
         mid: (reply_to, role)
-        for mid, reply_to, role in Message.all_objects.filter(pk__in=list(message_ids)).values_list(
-            "id", "reply_to_id", "role"
-        )
+        for mid, reply_to, role in _MESSAGE_LINKS.rows(ids=[int(i) for i in message_ids])
     }
-    parents = set(
-        Message.all_objects.filter(
-            pk__in=[r for r, _ in rows.values() if r], role__in=INDEXED_ROLES
-        ).values_list("id", flat=True)
-    )
+    asked = [r for r, _ in rows.values() if r]
+    parents = {pid for (pid,) in _INDEXED_MESSAGES.rows(ids=asked)} if asked else set()
     roots, skipped = set(), set()
     for mid, (reply_to, role) in rows.items():
         if role not in INDEXED_ROLES or (reply_to and reply_to not in parents):
             skipped.add(mid)
         else:
             roots.add(reply_to or mid)
-    return roots, skipped
+    return roots, skipped, set(rows)
 
 
 def rows_changed(kind: str, row_ids: Iterable[int]) -> None:
@@ -162,7 +172,7 @@ def rows_changed(kind: str, row_ids: Iterable[int]) -> None:
     """
     ids = list(row_ids)
     if kind == KIND_MESSAGE:
-        roots, skipped = _roots_of(ids)
+        roots, skipped, _ = _roots_of(ids)
         _skip(skipped)
         ids = sorted(roots)
     if not ids:
@@ -341,6 +351,15 @@ def _current(version: int, indexed_version: int, state: str) -> bool:
     return state == IndexState.INDEXED and indexed_version == version
 
 
+def _state_read(kind: str) -> CompiledRead:
+    return CompiledRead(
+        lambda _now: model_for(kind).all_objects.filter(pk__in=ids_in()).values_list(*_STATE_FIELDS)
+    )
+
+
+_STATE_READS = {kind: _state_read(kind) for kind in KINDS}
+
+
 def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> IndexClaim:
     """Claim: lease the rows no live lease holds and read what their points must be.
 
@@ -352,19 +371,14 @@ def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> In
     model = model_for(kind)
     rows: list[tuple] = []  # (id, version, indexed_version, index_state) of ``ids``
     if kind == KIND_MESSAGE:
-        roots, skipped = _roots_of(ids)
+        roots, skipped, existing = _roots_of(ids)
         report.skipped = _skip(skipped)
-        known = (
-            roots
-            | skipped
-            | set(Message.all_objects.filter(pk__in=ids).values_list("id", flat=True))
-        )
-        report.gone = len(set(ids) - known)
+        report.gone = len(set(ids) - (roots | skipped | existing))
         ids = sorted(roots)
         if ids and not force:
-            rows = list(model.all_objects.filter(pk__in=ids).values_list(*_STATE_FIELDS))
+            rows = _STATE_READS[kind].rows(ids=ids)
     else:
-        rows = list(model.all_objects.filter(pk__in=ids).values_list(*_STATE_FIELDS))
+        rows = _STATE_READS[kind].rows(ids=ids)
         existing = {rid for rid, *_ in rows}
         report.gone = len(set(ids) - existing)
         ids = [i for i in ids if i in existing]
@@ -551,11 +565,24 @@ def batch_fill(kind: str, row_ids: Sequence[int], *, limit: int = INDEX_BATCH) -
     ids = list(dict.fromkeys(int(i) for i in row_ids))
     room = limit - len(ids)
     if room > 0:
-        others = model_for(kind).all_objects.filter(_due(timezone.now())).exclude(pk__in=ids)
+        due = _DUE_READS[kind].rows(ids=ids, now=timezone.now(), shape=(limit,))
+        ids += [row_id for (row_id,) in due[:room]]
+    return ids
+
+
+def _due_read(kind: str) -> CompiledRead:
+    """Due rows of a kind (exchange roots for messages) but ``ids``, oldest first."""
+
+    def build(now, limit):
+        others = model_for(kind).all_objects.filter(_due(now)).exclude(pk__in=ids_in())
         if kind == KIND_MESSAGE:
             others = others.filter(reply_to__isnull=True)
-        ids += list(others.order_by("id").values_list("id", flat=True)[:room])
-    return ids
+        return others.order_by("id").values_list("id")[:limit]
+
+    return CompiledRead(build)
+
+
+_DUE_READS = {kind: _due_read(kind) for kind in KINDS}
 
 
 def pending_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> dict[str, int]:
@@ -571,7 +598,7 @@ def pending_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> d
         ids = list(rows.values_list("id", flat=True)[:limit])
         if kind == KIND_MESSAGE:
             # Rows that never get a point (left pending by older code): settled here.
-            roots, skipped = _roots_of(ids)
+            roots, skipped, _ = _roots_of(ids)
             _skip(skipped)
             ids = sorted(roots)
         model.all_objects.filter(pk__in=ids).update(index_queued_at=now)

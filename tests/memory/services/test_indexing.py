@@ -75,6 +75,8 @@ def test_a_task_for_rows_already_current_writes_nothing(world):
         q["sql"] for q in queries.captured_queries if q["sql"].startswith(("UPDATE", "INSERT"))
     ]
     assert writes == []
+    # Reads only: the exchange's links and the row states (one query each, compiled).
+    assert len(queries.captured_queries) == 3
     assert messages.current == facts.current == 1
     assert messages.indexed == facts.indexed == 0
 
