@@ -110,6 +110,16 @@ _pending: dict[str, list[tuple[Future, list[dict]]]] = {}
 _pending_lock = threading.Lock()
 
 
+def _pending_live(channel: str) -> list[tuple[Future, list[dict]]]:
+    """The channel's entries whose row is not written yet; the others leave. Hold the lock."""
+    entries = [entry for entry in _pending.get(channel, ()) if not entry[0].done()]
+    if entries:
+        _pending[channel] = entries
+    else:
+        _pending.pop(channel, None)
+    return entries
+
+
 def retrieval_log_start(result: RetrievalResult) -> None:
     """Log this retrieval; in the writer thread unless the caller holds a transaction.
 
@@ -124,9 +134,7 @@ def retrieval_log_start(result: RetrievalResult) -> None:
         return
     with _pending_lock:
         future = _writer.submit(fields, accessed)
-        entries = [entry for entry in _pending.get(result.channel, ()) if not entry[0].done()]
-        entries.append((future, fields["memories"]))
-        _pending[result.channel] = entries
+        _pending[result.channel] = [*_pending_live(result.channel), (future, fields["memories"])]
         result.log_future = future
 
 
@@ -147,12 +155,8 @@ def retrieval_logs_wait(*, channel: str | None = None, timeout: float = LOG_WAIT
         except Exception:  # a failed write is logged by the writer; a slow one is waited no more
             logger.warning("a retrieval log row is still pending after %.0f s", timeout)
     with _pending_lock:
-        for name, entries in list(_pending.items()):
-            entries = [entry for entry in entries if not entry[0].done()]
-            if entries:
-                _pending[name] = entries
-            else:
-                del _pending[name]
+        for name in list(_pending):
+            _pending_live(name)
 
 
 def _last_turns(_now: datetime, turns: int):
@@ -178,11 +182,7 @@ def channel_turns(channel: str, turns: int) -> list[list[dict]]:
     if turns <= 0:
         return []
     with _pending_lock:
-        entries = [entry for entry in _pending.get(channel, ()) if not entry[0].done()]
-        if entries:
-            _pending[channel] = entries
-        else:
-            _pending.pop(channel, None)
+        entries = _pending_live(channel)  # done ones were committed before the read below
     stored = _LAST_TURNS.rows(channel=channel, shape=(turns,))
     newest_stored = max((row_id for row_id, _ in stored), default=0)
     unwritten = []
