@@ -16,7 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard.auth import staff_required
-from dashboard.sections import fragment
+from dashboard.sections import fragment, section
 from memory.exceptions import MemoryServiceError
 from memory.models import (
     CATEGORY_LABELS,
@@ -87,13 +87,7 @@ def self_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
 
 
 def _render(request: HttpRequest, *, status: int = 200, **overrides: Any) -> HttpResponse:
-    from django.shortcuts import render
-
-    if getattr(request, "htmx", False):
-        return render(request, PARTIAL, self_context(request, **overrides), status=status)
-    from dashboard.views import memory_page_render
-
-    return memory_page_render(request, status=status, **self_context(request, **overrides))
+    return section(request, PARTIAL, self_context, status=status, **overrides)
 
 
 def _item_or_404(item_id: int) -> Fact:

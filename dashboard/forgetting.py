@@ -12,12 +12,13 @@ from typing import Any
 
 from django import forms
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.auth import staff_required
+from dashboard.sections import section
 from memory.exceptions import FactNotFound, MemoryServiceError
 from memory.models import Actor, Forgetting
 from memory.selectors import fact_get
@@ -47,11 +48,7 @@ def forget_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
 
 
 def _render(request: HttpRequest, *, status: int = 200, **overrides: Any) -> HttpResponse:
-    if getattr(request, "htmx", False):
-        return render(request, PARTIAL, forget_context(request, **overrides), status=status)
-    from dashboard.views import memory_page_render
-
-    return memory_page_render(request, status=status, **forget_context(request, **overrides))
+    return section(request, PARTIAL, forget_context, status=status, **overrides)
 
 
 @staff_required

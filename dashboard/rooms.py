@@ -8,10 +8,10 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.auth import staff_required
+from dashboard.sections import section
 from memory.services.channels import channel_settings_set
 from memory.services.digest import digest_request, digest_status_get
 
@@ -35,11 +35,7 @@ def rooms_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
 
 
 def _render(request: HttpRequest, *, status: int = 200, **overrides: Any) -> HttpResponse:
-    if getattr(request, "htmx", False):
-        return render(request, PARTIAL, rooms_context(request, **overrides), status=status)
-    from dashboard.views import memory_page_render
-
-    return memory_page_render(request, status=status, **rooms_context(request, **overrides))
+    return section(request, PARTIAL, rooms_context, status=status, **overrides)
 
 
 @staff_required

@@ -138,17 +138,14 @@ def retrieval_log_start(result: RetrievalResult) -> None:
         result.log_future = future
 
 
-def retrieval_logs_wait(*, channel: str | None = None, timeout: float = LOG_WAIT_SECONDS) -> None:
-    """Wait until the log rows started so far (of ``channel``, or all) are written or failed.
+def retrieval_logs_wait(*, timeout: float = LOG_WAIT_SECONDS) -> None:
+    """Wait until the log rows started so far are written or failed (tests, benchmarks).
 
-    One writer writes in order, so waiting for the last row started waits for
-    every row before it.
+    One writer writes in order, so waiting for each channel's last row started
+    waits for every row before it.
     """
     with _pending_lock:
-        if channel is None:
-            pending = [entries[-1][0] for entries in _pending.values() if entries]
-        else:
-            pending = [_pending[channel][-1][0]] if _pending.get(channel) else []
+        pending = [entries[-1][0] for entries in _pending.values() if entries]
     for future in pending:
         try:
             future.result(timeout=timeout)

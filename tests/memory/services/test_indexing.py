@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from memory.exceptions import StoreUnavailable
 from memory.models import Fact, IndexState, Message, Summary
+from memory.services import indexing
 from memory.services.facts import fact_forget, fact_store
 from memory.services.indexing import (
     KIND_FACT,
@@ -82,7 +83,7 @@ def test_a_task_for_rows_already_current_writes_nothing(world):
 
 
 def test_a_new_message_is_saved_pending_and_queued_in_its_insert_alone(
-    world, django_capture_on_commit_callbacks
+    world, django_capture_on_commit_callbacks, monkeypatch
 ):
     """A new user message is pending at a version its point never had by its defaults: it
     is saved queued, in its INSERT, and its task goes on commit; no lookup of its exchange
@@ -98,6 +99,10 @@ def test_a_new_message_is_saved_pending_and_queued_in_its_insert_alone(
     ]
     assert [sql.split()[0] for sql in message_sql] == ["INSERT"]
     assert len(callbacks) == 1
+    sent: list[tuple[str, list[int]]] = []
+    monkeypatch.setattr(indexing, "_send", lambda kind, ids: sent.append((kind, list(ids))))
+    callbacks[0]()
+    assert sent == [(KIND_MESSAGE, [question.id])]  # its own task, on commit
     question.refresh_from_db()
     assert question.index_state == IndexState.PENDING
     assert question.version > question.indexed_version
