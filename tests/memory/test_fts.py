@@ -304,6 +304,61 @@ def test_the_bounded_or_query_ranks_fewer_rows_with_the_same_scores(monkeypatch)
     assert set(_ids(unbounded)) == {rare.id, *(m.id for m in both + lone)}
 
 
+def test_a_bounded_query_ranks_its_newest_matches_and_every_row_of_an_uncommon_word(
+    monkeypatch,
+):
+    """bm25 costs about a microsecond a row: words that meet in thousands of rows ("réunion"
+    and "lundi") cost tens of ms however the words are chosen. A bounded query ranks its
+    newest RANK_WINDOW matches only, plus every row holding one of its uncommon words
+    (in RANK_WINDOW rows or fewer), each scored as in the plain OR. Unbounded queries
+    (forgetting) still rank every match."""
+    from memory.stores import fts
+
+    old_rare = _say("Réunion du lundi avec le notaire")  # the only "notaire": always ranked
+    old = [_say(f"Réunion du lundi, point {i}") for i in range(4)]
+    new = [_say(f"Réunion du lundi, suite {i}") for i in range(3)]
+    terms = query_terms("réunion lundi notaire")
+    plain = {h.message_id: h.score for h in fts.fts_rank_messages(terms, limit=50, bounded=False)}
+    assert set(plain) == {old_rare.id, *(m.id for m in old + new)}
+    monkeypatch.setattr(fts, "RANK_WINDOW", 3)
+
+    bounded = fts.fts_rank_messages(terms, limit=50)
+
+    assert {h.message_id for h in bounded} == {old_rare.id, *(m.id for m in new)}
+    for hit in bounded:
+        assert hit.score == pytest.approx(plain[hit.message_id])
+    for channel in (None, "whatsapp"):  # text search's own filters narrow the window's matches
+        found = fts_search("réunion lundi notaire", any_term=True, channel=channel, limit=50)
+        assert set(_ids(found)) == {old_rare.id, *(m.id for m in new)}
+    unbounded = fts_search("réunion lundi notaire", any_term=True, bounded=False, limit=50)
+    assert set(_ids(unbounded)) == set(plain)
+    # Within the window, nothing changes.
+    monkeypatch.setattr(fts, "RANK_WINDOW", 8)
+    assert {h.message_id for h in fts.fts_rank_messages(terms, limit=50)} == set(plain)
+
+
+def test_a_bounded_fact_query_ranks_its_newest_facts_and_every_fact_of_an_uncommon_word(
+    monkeypatch,
+):
+    from memory.models import Fact
+    from memory.stores import fts
+
+    Fact.objects.create(key="projet.rdv", value="Rendez-vous chez le notaire pour la maison")
+    old = [Fact.objects.create(key=f"projet.a{i}", value=f"La maison, étape {i}") for i in range(4)]
+    new = [Fact.objects.create(key=f"projet.b{i}", value=f"La maison, suite {i}") for i in range(2)]
+    terms = query_terms("maison notaire")
+    plain = {h.fact_id: h.score for h in fts.fts_search_facts(terms, limit=50, bounded=False)}
+    assert len(plain) == 7
+    monkeypatch.setattr(fts, "RANK_WINDOW", 2)
+
+    bounded = fts.fts_search_facts(terms, limit=50)
+
+    rare = next(fid for fid in plain if fid not in {f.id for f in old + new})
+    assert {h.fact_id for h in bounded} == {rare, *(f.id for f in new)}
+    for hit in bounded:
+        assert hit.score == pytest.approx(plain[hit.fact_id])
+
+
 def test_a_statement_past_its_deadline_is_interrupted():
     """The keyword and T1 sources' real timeout: SQLite stops the statement itself."""
     import time

@@ -92,10 +92,14 @@ def test_benchmark_retrieval_prints_each_stage_and_its_ratio_to_the_floor_it_mea
     assert re.search(r"ratio\s+total / embedding: p50 [\d.]+x  p95 [\d.]+x", text)
     assert re.search(r"ratio\s+total / embed\+search: p50 [\d.]+x  p95 [\d.]+x", text)
     kept = re.search(
-        r"^keywords  OR budget \d+ rows: top-16 kept ([\d.]+) of the unbounded", text, re.M
+        r"^keywords  OR budget \d+ rows, rank window \d+: top-16 kept ([\d.]+) of the unbounded",
+        text,
+        re.M,
     )
     assert kept and 0 <= float(kept.group(1)) <= 1
-    assert re.search(r"^bounded\s+p50 .*\(keyword OR query, within the budget\)", text, re.M)
+    assert re.search(
+        r"^bounded\s+p50 .*\(keyword OR query, within the budget and window\)", text, re.M
+    )
     assert list(Message.objects.values_list("content", flat=True)) == ["le vrai message"]
 
 
