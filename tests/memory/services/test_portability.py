@@ -37,7 +37,9 @@ from memory.stores.fts import fts_search
 
 pytestmark = pytest.mark.django_db
 
-FORGOTTEN_TOPIC_TEXT = "Le code de la porte du garage est 4242"
+# A code no timestamp can contain by chance: "4242" once matched the microseconds of an
+# exported date, and the check that the code never leaks failed on a clean export.
+FORGOTTEN_TOPIC_TEXT = "Le code de la porte du garage est B4242Z"
 EXCLUDED_TEXT = "Oublie tout ce qui concerne la porte du garage"
 OWNER_FORGOTTEN_VALUE = "Mickael déteste les endives"
 LIVE_TEXT = "Le concert de jazz au parc commence à 20 h samedi"
@@ -173,7 +175,7 @@ def test_the_export_starts_with_the_header_and_never_contains_forgotten_text(tmp
     assert [r["type"] for r in lines[1:3]] == ["settings", "context_notes"]
     assert lines[2]["notes"] == ["Profil.md"]
     assert counts == {"settings": 1, "context_notes": 1, "message": 5, "summary": 1, "fact": 2}
-    for forgotten in (FORGOTTEN_TOPIC_TEXT, EXCLUDED_TEXT, OWNER_FORGOTTEN_VALUE, "4242"):
+    for forgotten in (FORGOTTEN_TOPIC_TEXT, EXCLUDED_TEXT, OWNER_FORGOTTEN_VALUE, "B4242Z"):
         assert forgotten not in text
     fact = next(r for r in lines if r.get("key") == "blessure_epaule")
     assert [r["reason"] for r in fact["revisions"]] == ["extracted", "edited"]
