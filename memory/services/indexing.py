@@ -28,6 +28,8 @@ Every indexable row (exchange root, fact, summary) carries ``version`` and
              message, a restart) and not leased; never failed rows (reindex or
              `memory_doctor --fix` retry them).
 
+The change, create and sweep steps (and the batches a task fills) are
+memory.services.index_queue; claim, write, finish and fail are here.
 ``index_rows`` runs claim, write and finish in one go; ``index_claim``,
 ``index_embed`` and ``index_write`` are the same steps apart (a test races two
 workers on one row with them).
@@ -42,16 +44,16 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from memory.exceptions import DimensionMismatch, EmbeddingInvalid, StoreUnavailable
-from memory.models import Indexable, IndexState, Message, MessageRole
+from memory.models import IndexState
 from memory.services.index_documents import (  # re-exported: the names callers know
     FACT_SENTENCE_WORDS,
     INDEXED_ROLES,
@@ -67,17 +69,32 @@ from memory.services.index_documents import (  # re-exported: the names callers 
     fact_text,
     model_for,
 )
+from memory.services.index_queue import (  # the enqueueing side; re-exported likewise
+    INDEX_BATCH,
+    batch_fill,
+    exchange_replies,
+    exchange_roots,
+    index_enqueue,
+    messages_skip,
+    pending_sweep,
+    restart_recover,
+    row_created_queued,
+    row_created_send,
+    rows_changed,
+)
 from memory.stores.compiled import CompiledRead, ids_in
 
 __all__ = [
     "FACT_SENTENCE_WORDS",
     "INDEXED_ROLES",
+    "INDEX_BATCH",
     "KINDS",
     "KIND_FACT",
     "KIND_MESSAGE",
     "KIND_SUMMARY",
     "IndexClaim",
     "IndexReport",
+    "batch_fill",
     "exchange_root_id",
     "fact_text",
     "index_claim",
@@ -87,6 +104,9 @@ __all__ = [
     "index_rows",
     "index_write",
     "pending_sweep",
+    "restart_recover",
+    "row_created_queued",
+    "row_created_send",
     "rows_changed",
 ]
 
@@ -94,11 +114,6 @@ logger = logging.getLogger(__name__)
 
 # Longer than a task takes; a lease that runs out only costs a repeated (still correct) write.
 LEASE = timedelta(seconds=60)
-# A row whose task was sent less than this ago is left to that task by the sweep.
-QUEUE_GRACE = timedelta(minutes=2)
-SWEEP_BATCH = 500
-# Rows embedded together by one indexing task (the local embedder's sweet spot).
-INDEX_BATCH = 32
 # Non-transient failures end in "failed" after this many attempts.
 MAX_ATTEMPTS = 5
 BACKOFF_BASE_S = 30
@@ -125,108 +140,6 @@ def backoff_delay(attempts: int) -> timedelta:
     """Exponential backoff with jitter, capped."""
     base = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** max(0, attempts - 1))
     return timedelta(seconds=base * random.uniform(0.8, 1.2))
-
-
-# --- change -----------------------------------------------------------------------------
-
-
-def _message_links(_now):
-    return Message.all_objects.filter(pk__in=ids_in()).values_list("id", "reply_to_id", "role")
-
-
-def _indexed_messages(_now):
-    return Message.all_objects.filter(pk__in=ids_in(), role__in=INDEXED_ROLES).values_list("id")
-
-
-# The indexing task's reads run on every task, most of them finding their rows
-# current: compiled once (stores/compiled.py), not built by the ORM each time.
-_MESSAGE_LINKS = CompiledRead(_message_links)
-_INDEXED_MESSAGES = CompiledRead(_indexed_messages)
-
-
-def _roots_of(message_ids: Iterable[int]) -> tuple[set[int], set[int], set[int]]:
-    """(exchange root ids, ids of messages that never get a point, ids that exist).
-
-    A system or tool message, or a reply to one, has no exchange point.
-    """
-    rows = {
-        mid: (reply_to, role)
-        for mid, reply_to, role in _MESSAGE_LINKS.rows(ids=[int(i) for i in message_ids])
-    }
-    asked = [r for r, _ in rows.values() if r]
-    parents = {pid for (pid,) in _INDEXED_MESSAGES.rows(ids=asked)} if asked else set()
-    roots, skipped = set(), set()
-    for mid, (reply_to, role) in rows.items():
-        if role not in INDEXED_ROLES or (reply_to and reply_to not in parents):
-            skipped.add(mid)
-        else:
-            roots.add(reply_to or mid)
-    return roots, skipped, set(rows)
-
-
-def rows_changed(kind: str, row_ids: Iterable[int]) -> None:
-    """Record that these rows' points must change, and index them after commit.
-
-    Call inside the transaction that made the change. For messages, any message
-    of an exchange may be given: its root is bumped.
-    """
-    ids = list(row_ids)
-    if kind == KIND_MESSAGE:
-        roots, skipped, _ = _roots_of(ids)
-        _skip(skipped)
-        ids = sorted(roots)
-    if not ids:
-        return
-    now = timezone.now()
-    fields = {
-        "version": F("version") + 1,
-        "index_state": IndexState.PENDING,
-        "index_attempts": 0,
-        "index_error": "",
-        "index_retry_at": None,
-        "index_queued_at": now,
-    }
-    model_for(kind).all_objects.filter(pk__in=ids).update(**fields)
-    if kind == KIND_MESSAGE:
-        _replies(ids).update(**{k: v for k, v in fields.items() if k != "version"})
-    transaction.on_commit(lambda: _send(kind, ids))
-
-
-def _skip(message_ids: set[int]) -> int:
-    """Mark messages that never get a point skipped, with their replies.
-
-    A reply is saved with its root's id (message_save enqueues the exchange): the
-    agent's reply to a system message must not stay pending behind its root.
-    """
-    if not message_ids:
-        return 0
-    return Message.all_objects.filter(
-        Q(pk__in=message_ids) | Q(reply_to_id__in=message_ids)
-    ).update(index_state=IndexState.SKIPPED)
-
-
-def index_enqueue(kind: str, row_id: int) -> None:
-    """The row changed: bump its version and index it once the transaction commits."""
-    rows_changed(kind, [row_id])
-
-
-def row_created_queued(row: Indexable) -> None:
-    """Before the INSERT of a row that is its own point (a new exchange root): mark it queued.
-
-    A new row is pending at version 1 by its defaults, a version no point ever
-    had (``indexed_version`` 0): the change step has nothing to bump. After
-    the save, ``row_created_send`` sends its task on commit.
-    """
-    row.index_queued_at = timezone.now()
-
-
-def row_created_send(kind: str, row_id: int) -> None:
-    """After the INSERT marked by ``row_created_queued``: index it once the transaction commits."""
-    transaction.on_commit(lambda: _send(kind, [row_id]))
-
-
-def _replies(root_ids: Sequence[int]):
-    return Message.all_objects.filter(reply_to_id__in=list(root_ids), role=MessageRole.ASSISTANT)
 
 
 # --- claim, write, finish ---------------------------------------------------------------
@@ -271,7 +184,9 @@ def _fail(kind: str, row_ids: Sequence[int], token: str, exc: BaseException, *, 
         }
         model.all_objects.filter(pk=row.id, index_lease_token=token).update(**fields)
         if kind == KIND_MESSAGE:
-            _replies([row.id]).update(index_state=fields["index_state"], index_error=message)
+            exchange_replies([row.id]).update(
+                index_state=fields["index_state"], index_error=message
+            )
 
 
 def _embed(documents: list[Document]) -> list[list[float]]:
@@ -371,8 +286,8 @@ def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> In
     model = model_for(kind)
     rows: list[tuple] = []  # (id, version, indexed_version, index_state) of ``ids``
     if kind == KIND_MESSAGE:
-        roots, skipped, existing = _roots_of(ids)
-        report.skipped = _skip(skipped)
+        roots, skipped, existing = exchange_roots(ids)
+        report.skipped = messages_skip(skipped)
         report.gone = len(set(ids) - (roots | skipped | existing))
         ids = sorted(roots)
         if ids and not force:
@@ -460,7 +375,7 @@ def _finish_all(claim: IndexClaim) -> IndexReport:
             index_lease_until=None,
         )
         if kind == KIND_MESSAGE and done_ids:
-            _replies(done_ids).update(
+            exchange_replies(done_ids).update(
                 index_state=IndexState.INDEXED, indexed_at=now, index_error="", index_attempts=0
             )
         done = set(done_ids)
@@ -528,97 +443,3 @@ def point_remove(kind: str, row_id: int) -> None:
     from memory.stores.vectors import get_vector_store, point_id
 
     get_vector_store().delete(collection_for(kind), [point_id(kind, row_id)])
-
-
-# --- enqueueing and the sweep ---------------------------------------------------------------
-
-
-def _send(kind: str, row_ids: Sequence[int]) -> None:
-    """One indexing task per batch of rows; a broker that is down leaves them to the sweep."""
-    from memory import tasks
-
-    ids = list(row_ids)
-    for start in range(0, len(ids), INDEX_BATCH):
-        chunk = ids[start : start + INDEX_BATCH]
-        try:
-            tasks.index_batch_task.delay(kind, chunk)
-        except Exception as exc:  # the broker is down: the sweep will pick the rows up
-            logger.warning("could not enqueue %s %s (%s); left for the sweep", kind, chunk, exc)
-
-
-def _due(now: datetime) -> Q:
-    """Pending rows whose retry time has come and that no live lease holds."""
-    return (
-        Q(index_state=IndexState.PENDING)
-        & (Q(index_retry_at__isnull=True) | Q(index_retry_at__lte=now))
-        & (Q(index_lease_until__isnull=True) | Q(index_lease_until__lt=now))
-    )
-
-
-def batch_fill(kind: str, row_ids: Sequence[int], *, limit: int = INDEX_BATCH) -> list[int]:
-    """These rows plus other due rows of the kind, up to ``limit``, to index in one batch.
-
-    Rows that arrive together (a burst of messages, each sending its own task)
-    are embedded in one batch by whichever task runs first; the tasks of the
-    others then find their row current and stop at once.
-    """
-    ids = list(dict.fromkeys(int(i) for i in row_ids))
-    room = limit - len(ids)
-    if room > 0:
-        due = _DUE_READS[kind].rows(ids=ids, now=timezone.now(), shape=(limit,))
-        ids += [row_id for (row_id,) in due[:room]]
-    return ids
-
-
-def _due_read(kind: str) -> CompiledRead:
-    """Due rows of a kind (exchange roots for messages) but ``ids``, oldest first."""
-
-    def build(now, limit):
-        others = model_for(kind).all_objects.filter(_due(now)).exclude(pk__in=ids_in())
-        if kind == KIND_MESSAGE:
-            others = others.filter(reply_to__isnull=True)
-        return others.order_by("id").values_list("id")[:limit]
-
-    return CompiledRead(build)
-
-
-_DUE_READS = {kind: _due_read(kind) for kind in KINDS}
-
-
-def pending_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> dict[str, int]:
-    """Re-send pending rows that are due, not queued recently and not leased."""
-    now = now or timezone.now()
-    counts: dict[str, int] = {}
-    for kind in KINDS:
-        model = model_for(kind)
-        due = _due(now) & (
-            Q(index_queued_at__isnull=True) | Q(index_queued_at__lte=now - QUEUE_GRACE)
-        )
-        rows = model.all_objects.filter(due).order_by("id")
-        ids = list(rows.values_list("id", flat=True)[:limit])
-        if kind == KIND_MESSAGE:
-            # Rows that never get a point (left pending by older code): settled here.
-            roots, skipped, _ = _roots_of(ids)
-            _skip(skipped)
-            ids = sorted(roots)
-        model.all_objects.filter(pk__in=ids).update(index_queued_at=now)
-        _send(kind, ids)
-        counts[kind] = len(ids)
-    return counts
-
-
-def restart_recover() -> int:
-    """Void every lease and queued mark: only for the single owner of an in-process queue.
-
-    When the embedded runtime starts, its in-memory queue is empty and no other
-    worker exists: a lease or a "queued" mark left by the previous process (a
-    SIGKILL, a SIGTERM mid-task) holds nothing. Clearing them lets the first
-    sweep re-send that work at once. Returns the rows released.
-    """
-    released = 0
-    for kind in KINDS:
-        rows = model_for(kind).all_objects.filter(
-            ~Q(index_lease_token="") | Q(index_queued_at__isnull=False)
-        )
-        released += rows.update(index_lease_token="", index_lease_until=None, index_queued_at=None)
-    return released

@@ -43,7 +43,7 @@ from hypothesis.stateful import (
 )
 
 from memory.models import Fact, IndexState, Message, MessageRole
-from memory.services import indexing
+from memory.services import index_queue, indexing
 from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, point_id
 from tests.fakes.embedder import HashEmbedder
 from tests.stateful import stateful_settings
@@ -591,7 +591,7 @@ def test_the_index_agrees_with_t1_under_any_interleaving_of_writes_and_workers(
     time_machine.move_to(timezone.now(), tick=False)
     WORLD = World(time_machine, settings)
     monkeypatch.setattr(
-        indexing, "_send", lambda kind, row_ids: WORLD.queue.extend((kind, r) for r in row_ids)
+        index_queue, "_send", lambda kind, row_ids: WORLD.queue.extend((kind, r) for r in row_ids)
     )
     monkeypatch.setattr(embedders, "_embedder", None)
     settings.QDRANT_URL = ""

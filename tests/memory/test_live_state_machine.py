@@ -30,7 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from memory.exceptions import StoreUnavailable
 from memory.models import Fact, IndexState, Message
-from memory.services import indexing
+from memory.services import index_queue, indexing
 from memory.stores import vectors as vectors_module
 from memory.stores.vectors import LIVE, point_id
 from tests.fakes.embedder import HashEmbedder
@@ -265,7 +265,7 @@ def test_live_points_follow_t1_under_any_interleaving(monkeypatch, settings, tim
     time_machine.move_to(timezone.now(), tick=False)
     WORLD = World(time_machine, settings, monkeypatch)
     monkeypatch.setattr(
-        indexing, "_send", lambda kind, row_ids: WORLD.queue.extend((kind, r) for r in row_ids)
+        index_queue, "_send", lambda kind, row_ids: WORLD.queue.extend((kind, r) for r in row_ids)
     )
     monkeypatch.setattr(embedders, "_embedder", None)
     settings.QDRANT_URL = ""

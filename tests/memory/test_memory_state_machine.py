@@ -30,7 +30,7 @@ from hypothesis.stateful import (
 )
 
 from memory.models import Fact, Forgetting, IndexState, Message, Summary
-from memory.services import indexing
+from memory.services import index_queue, indexing
 
 KEYS = ("velo", "cafe", "chien")
 VALUES = {
@@ -285,7 +285,7 @@ def test_the_memory_keeps_its_promises_under_any_order_of_events(
     vector_store, local_embedder, monkeypatch
 ):
     monkeypatch.setattr(
-        indexing, "_send", lambda kind, row_ids: QUEUE.extend((kind, r) for r in row_ids)
+        index_queue, "_send", lambda kind, row_ids: QUEUE.extend((kind, r) for r in row_ids)
     )
     STATS.update(examples=0, steps=0)
     run_state_machine_as_test(

@@ -36,9 +36,9 @@ REMAKE_BOTH = [
 
 @pytest.fixture(autouse=True)
 def no_tasks(monkeypatch):
-    from memory.services import indexing
+    from memory.services import index_queue
 
-    monkeypatch.setattr(indexing, "_send", lambda kind, row_id: None)
+    monkeypatch.setattr(index_queue, "_send", lambda kind, row_id: None)
 
 
 def _schema() -> dict[str, object]:

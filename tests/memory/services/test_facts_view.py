@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from memory.models import Fact, FactKind, IndexState, MemorySettings
-from memory.services import indexing
+from memory.services import index_queue
 from memory.services.retrieval.facts_view import (
     _facts_read,
     facts_generation,
@@ -141,7 +141,7 @@ def test_the_kept_view_always_equals_a_fresh_read(monkeypatch, time_machine):
 
     time_machine.move_to(timezone.now(), tick=False)
     WORLD["traveller"] = time_machine
-    monkeypatch.setattr(indexing, "_send", lambda kind, row_ids: None)
+    monkeypatch.setattr(index_queue, "_send", lambda kind, row_ids: None)
     facts_views_clear()
     try:
         run_state_machine_as_test(FactsViewMachine, settings=PROFILE)
@@ -154,7 +154,7 @@ def test_the_kept_view_always_equals_a_fresh_read(monkeypatch, time_machine):
 def test_the_token_changes_with_content_not_with_accesses_or_indexing(monkeypatch):
     from memory.services.facts import fact_store, fact_update, facts_accessed
 
-    monkeypatch.setattr(indexing, "_send", lambda kind, row_ids: None)
+    monkeypatch.setattr(index_queue, "_send", lambda kind, row_ids: None)
     before = facts_generation()
     assert before is not None  # the migration's triggers are there
     fact, _ = fact_store(key="portail", value="le code est 1937")
@@ -232,7 +232,7 @@ def test_a_view_read_later_is_not_used_for_an_earlier_time(monkeypatch, time_mac
     expired at the read is active again at that earlier time."""
     from memory.services.facts import fact_store
 
-    monkeypatch.setattr(indexing, "_send", lambda kind, row_ids: None)
+    monkeypatch.setattr(index_queue, "_send", lambda kind, row_ids: None)
     time_machine.move_to(timezone.now(), tick=False)
     start = timezone.now()
     fact_store(key="code_wifi", value="le code est 1937", memory_type="identity", ttl="1h")

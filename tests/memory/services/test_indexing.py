@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from memory.exceptions import StoreUnavailable
 from memory.models import Fact, IndexState, Message, Summary
-from memory.services import indexing
+from memory.services import index_queue
 from memory.services.facts import fact_forget, fact_store
 from memory.services.indexing import (
     KIND_FACT,
@@ -100,7 +100,7 @@ def test_a_new_message_is_saved_pending_and_queued_in_its_insert_alone(
     assert [sql.split()[0] for sql in message_sql] == ["INSERT"]
     assert len(callbacks) == 1
     sent: list[tuple[str, list[int]]] = []
-    monkeypatch.setattr(indexing, "_send", lambda kind, ids: sent.append((kind, list(ids))))
+    monkeypatch.setattr(index_queue, "_send", lambda kind, ids: sent.append((kind, list(ids))))
     callbacks[0]()
     assert sent == [(KIND_MESSAGE, [question.id])]  # its own task, on commit
     question.refresh_from_db()

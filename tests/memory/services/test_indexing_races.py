@@ -64,13 +64,13 @@ class Broker:
 @pytest.fixture
 def world(vector_store, monkeypatch, time_machine):
     """A real embedded Qdrant, the fake embedder, captured tasks, a frozen clock."""
-    from memory.services import indexing
+    from memory.services import index_queue
 
     time_machine.move_to(timezone.now(), tick=False)
     embedder = HashEmbedder()
     install(monkeypatch, embedder)
     broker = Broker()
-    monkeypatch.setattr(indexing, "_send", broker.send)
+    monkeypatch.setattr(index_queue, "_send", broker.send)
     return vector_store, embedder, broker
 
 
