@@ -128,10 +128,14 @@ def retrieval_measure(*, queries: int, memories: int, out: Callable[[str], None]
     is cleared in between, so neither side is answered from it). Floor and
     pre-hook alternate, each going first every other question, so the
     machine's load weighs on both alike and their ratio means something on a
-    shared machine.
+    shared machine. Each side starts once the log rows are written: the log
+    writer's thread, busy beside whichever came next, slowed that side (the
+    floor's p95 26 ms instead of 18 at 10,000 memories), as no message a few
+    seconds after the last one is.
     """
     from memory.models import MemorySettings
     from memory.services.retrieval import auto_retrieve, retrieval_warm
+    from memory.services.retrieval.log import retrieval_logs_wait
     from memory.services.retrieval.selection import CANDIDATES_MIN, CANDIDATES_PER_RESULT
     from memory.stores.embedders import get_embedder, query_cache
     from memory.stores.vectors import CONVERSATIONS, get_vector_store
@@ -157,7 +161,9 @@ def retrieval_measure(*, queries: int, memories: int, out: Callable[[str], None]
         if i % 2:
             floor(question)
             query_cache.clear()
+        retrieval_logs_wait()
         result = auto_retrieve(message=question, channel=("whatsapp", "mission_control")[i % 2])
+        retrieval_logs_wait()
         if not i % 2:
             query_cache.clear()
             floor(question)

@@ -77,13 +77,21 @@ class _EngineSlots:
             with self._lock:
                 self.expected -= 1
 
+    def next_team(self) -> int:
+        """The team size a call entering now would get (``enter``'s rule)."""
+        with self._lock:
+            return self._team(self.active + 1)
+
+    def _team(self, active: int) -> int:
+        return max(1, self.cores // max(active, self.expected))
+
     @contextlib.contextmanager
     def enter(self) -> Iterator[int]:
         """Hold a slot; yields the OpenMP team size for this call."""
         with self._slots:
             with self._lock:
                 self.active += 1
-                threads = max(1, self.cores // max(self.active, self.expected))
+                threads = self._team(self.active)
             try:
                 yield threads
             finally:
@@ -94,6 +102,14 @@ class _EngineSlots:
 _engine_slots = _EngineSlots(_cores())
 # Callers in flight that will embed a query (see _EngineSlots.expect).
 embedding_expected = _engine_slots.expect
+
+
+def query_gets_every_core() -> bool:
+    """Whether a query embedded now would run on a team of every core: more than one
+    core, nothing else in the engine, no other pre-hook in flight (``enter``'s rule)."""
+    return _engine_slots.next_team() > 1
+
+
 _omp: Any = None  # libgomp's omp_set_num_threads / omp_get_max_threads, when found
 
 

@@ -678,6 +678,23 @@ def test_a_call_alone_in_the_engine_gets_one_thread_while_other_pre_hooks_are_in
     assert slots.expected == 0 and slots.active == 0
 
 
+def test_a_query_gets_every_core_only_alone_in_the_engine_with_no_other_pre_hook(monkeypatch):
+    """What the pre-hook asks before its SQL (retrieval.pipeline): the team ``enter`` would
+    give a query now."""
+    slots = local_engine._EngineSlots(cores=2)
+    monkeypatch.setattr(local_engine, "_engine_slots", slots)
+
+    assert local_engine.query_gets_every_core()
+    with slots.expect():  # this pre-hook
+        assert local_engine.query_gets_every_core()
+        with slots.expect():  # another caller in flight
+            assert not local_engine.query_gets_every_core()
+        with slots.enter():  # an indexing batch in the engine
+            assert not local_engine.query_gets_every_core()
+    monkeypatch.setattr(local_engine, "_engine_slots", local_engine._EngineSlots(cores=1))
+    assert not local_engine.query_gets_every_core()
+
+
 def test_calls_on_several_cores_all_run_on_one_thread_whatever_thread_asks(monkeypatch):
     """OpenMP keeps a team of workers per calling thread for good. Once two threads had
     each run a two-thread call, libgomp waited passively at every barrier: a query took

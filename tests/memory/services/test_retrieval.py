@@ -494,3 +494,57 @@ def test_warming_loads_the_embedder_the_gate_reference_and_the_stores(world):
     timings = retrieval_warm()
     assert {"embedder", "stores"} <= set(timings)
     assert relevance._reference  # the reference sentences are embedded once, now
+
+
+@pytest.mark.parametrize("every_core", [True, False])
+def test_the_sql_waits_for_a_query_embedded_on_every_core_and_runs_beside_one_on_a_single_thread(
+    world, monkeypatch, settings, every_core
+):
+    """A query embedded alone runs as a team of every core that meets at a barrier after
+    each step: the pre-hook's SQL beside it stalled the team and slowed the embedding by
+    more than its own length (10,000 memories: 21.7 ms inside the pre-hook, 13.2 when the
+    SQL waits). Then the SQL waits for the vector; on one thread (concurrent callers, an
+    indexing batch) it runs beside the embedding as before."""
+    import threading
+
+    from memory.services.retrieval import pipeline
+    from memory.stores import embedders, local_engine
+
+    _exchange("whatsapp", "Le vélo de Mickael est au garage", "Noté.")
+    _index_all()
+    settings.RETRIEVAL_TIMEOUTS_MS = {**settings.RETRIEVAL_TIMEOUTS_MS, "semantic": 10_000}
+    order: list[str] = []
+    sql_started = threading.Event()
+    real_embed = embedders.LocalEmbedder.embed_query
+    real_t1 = pipeline.t1_context
+
+    def embed(self, text):
+        sql_started.wait(0.5)  # beside the SQL it sees the SQL start; after it, never
+        order.append("vector")
+        return real_embed(self, text)
+
+    def t1(*args, **kwargs):
+        order.append("sql")
+        sql_started.set()
+        return real_t1(*args, **kwargs)
+
+    monkeypatch.setattr(embedders.LocalEmbedder, "embed_query", embed)
+    monkeypatch.setattr(pipeline, "t1_context", t1)
+    monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: every_core)
+
+    result = auto_retrieve(message="Où en est le vélo de Mickael ?", channel="mission_control")
+
+    assert order == (["vector", "sql"] if every_core else ["sql", "vector"])
+    assert not result.failed_sources
+    assert _ids(result)  # the exchange is found either way
+
+
+def test_only_the_bundled_engine_on_every_core_makes_the_sql_wait(world, monkeypatch):
+    """Voyage embeds over the network: the SQL overlaps its wait, whatever the cores."""
+    from memory.services.retrieval import pipeline
+    from memory.stores import embedders, local_engine
+
+    monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: True)
+    assert pipeline._embeds_on_every_core()
+    monkeypatch.setattr(embedders, "get_embedder", lambda: object())
+    assert not pipeline._embeds_on_every_core()
