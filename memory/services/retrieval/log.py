@@ -5,8 +5,8 @@ The row (and the access counts of the facts injected) is a commit: with
 flushes. The prompt does not need it, so auto_retrieve hands the row to one
 writer thread and returns. What reads the log stays consistent:
 ``recently_injected`` (the carried memories and the near-duplicate check of the
-next message) waits for the writes still pending, and ``retrieval_id`` waits
-for its own row. A caller inside a transaction gets its row written at once,
+next message) reads the rows still queued beside the table, each turn once
+(``channel_turns``), and ``retrieval_id`` waits for its own row. A caller inside a transaction gets its row written at once,
 in its transaction (rolled back with it).
 """
 
@@ -16,6 +16,7 @@ import logging
 import queue
 import threading
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import DatabaseError, connection, transaction
@@ -37,6 +38,17 @@ LOG_BATCH_MAX = 64
 LOG_IDLE_CLOSE_S = 1.0
 
 
+@dataclass(eq=False)
+class _Queued:
+    """A row handed to the writer: the turn's memories, the future of its row id, and
+    that id from its INSERT on, before the commit that makes the row visible (so a
+    reader that finds the row in the table knows it is this one, announced or not)."""
+
+    memories: list[dict]
+    future: Future = field(default_factory=Future)
+    inserted_id: int | None = None
+
+
 class _LogWriter:
     """One thread writing the queued rows in the order the retrievals finished.
 
@@ -55,17 +67,17 @@ class _LogWriter:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
-    def submit(self, fields: dict, accessed: list[int]) -> Future:
-        future: Future = Future()
-        future.set_running_or_notify_cancel()
-        self._queue.put((future, fields, accessed))
+    def submit(self, fields: dict, accessed: list[int]) -> _Queued:
+        entry = _Queued(memories=fields["memories"])
+        entry.future.set_running_or_notify_cancel()
+        self._queue.put((entry, fields, accessed))
         with self._start_lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="retrieval-log_0", daemon=True
                 )
                 self._thread.start()
-        return future
+        return entry
 
     def _run(self) -> None:
         opened_on = None  # the database file the open connection points to
@@ -84,17 +96,17 @@ class _LogWriter:
             if opened_on != connection.settings_dict["NAME"]:
                 connection.close()  # a throw-away database came or went since the last batch
                 opened_on = connection.settings_dict["NAME"]
-            ids = self._write_batch(batch)
-            for (future, _, _), row_id in zip(batch, ids, strict=True):
-                future.set_result(row_id)
+            _announce([entry for entry, _, _ in batch], self._write_batch(batch))
 
     @staticmethod
-    def _write_batch(batch: list[tuple[Future, dict, list[int]]]) -> list[int | None]:
+    def _write_batch(batch: list[tuple[_Queued, dict, list[int]]]) -> list[int | None]:
         ids: list[int | None] = []
         try:
             with transaction.atomic():
-                for _, fields, accessed in batch:
-                    ids.append(_write(fields, accessed))  # each in its own savepoint
+                for entry, fields, accessed in batch:
+                    row_id = _write(fields, accessed)  # each in its own savepoint
+                    entry.inserted_id = row_id  # known before the commit (channel_turns)
+                    ids.append(row_id)
         except Exception:  # the commit itself failed: every row of the batch is lost
             logger.exception("could not log %d auto-retrievals", len(batch))
             connection.close()
@@ -102,17 +114,22 @@ class _LogWriter:
         return ids
 
 
+def _announce(entries: list[_Queued], ids: list[int | None]) -> None:
+    """After the batch's commit: each row's id (None: not written) to whoever waits."""
+    for entry, row_id in zip(entries, ids, strict=True):
+        entry.future.set_result(row_id)
+
+
 _writer = _LogWriter()
-# Per channel, the rows this process handed to the writer, oldest first, as
-# (future of the row id, the row's memories); an entry leaves once its row is
-# written (or failed) and a reader has seen it done.
-_pending: dict[str, list[tuple[Future, list[dict]]]] = {}
+# Per channel, the rows this process handed to the writer, oldest first; an entry
+# leaves once its row is written (or failed) and a reader has seen it announced.
+_pending: dict[str, list[_Queued]] = {}
 _pending_lock = threading.Lock()
 
 
-def _pending_live(channel: str) -> list[tuple[Future, list[dict]]]:
-    """The channel's entries whose row is not written yet; the others leave. Hold the lock."""
-    entries = [entry for entry in _pending.get(channel, ()) if not entry[0].done()]
+def _pending_live(channel: str) -> list[_Queued]:
+    """The channel's entries whose row is not announced yet; the others leave. Hold the lock."""
+    entries = [entry for entry in _pending.get(channel, ()) if not entry.future.done()]
     if entries:
         _pending[channel] = entries
     else:
@@ -133,9 +150,9 @@ def retrieval_log_start(result: RetrievalResult) -> None:
         result.retrieval_id = _write(fields, accessed)
         return
     with _pending_lock:
-        future = _writer.submit(fields, accessed)
-        _pending[result.channel] = [*_pending_live(result.channel), (future, fields["memories"])]
-        result.log_future = future
+        entry = _writer.submit(fields, accessed)
+        _pending[result.channel] = [*_pending_live(result.channel), entry]
+        result.log_future = entry.future
 
 
 def retrieval_logs_wait(*, timeout: float = LOG_WAIT_SECONDS) -> None:
@@ -145,7 +162,7 @@ def retrieval_logs_wait(*, timeout: float = LOG_WAIT_SECONDS) -> None:
     waits for every row before it.
     """
     with _pending_lock:
-        pending = [entries[-1][0] for entries in _pending.values() if entries]
+        pending = [entries[-1].future for entries in _pending.values() if entries]
     for future in pending:
         try:
             future.result(timeout=timeout)
@@ -172,23 +189,26 @@ def channel_turns(channel: str, turns: int) -> list[list[dict]]:
     """What the channel's last ``turns`` retrievals injected (their rows' memories), newest
     first, the rows still in the writer's queue included: nothing waits for a commit.
 
-    The single writer writes in order, so a row not yet written when the table is
-    read is newer than every row read, and a row written since has a higher id
-    than all of them: each turn is counted once, whenever its commit lands.
+    The single writer writes in order, so a row not committed when the table is
+    read is newer than every row read. A queued row knows its id from its INSERT,
+    before its commit: one found in the table (its id at most the newest read) is
+    not counted again, even while its id is not announced yet. Each turn is
+    counted once, whenever its commit lands.
     """
     if turns <= 0:
         return []
     with _pending_lock:
-        entries = _pending_live(channel)  # done ones were committed before the read below
+        entries = _pending_live(channel)  # announced ones were committed before the read below
     stored = _LAST_TURNS.rows(channel=channel, shape=(turns,))
     newest_stored = max((row_id for row_id, _ in stored), default=0)
     unwritten = []
-    for future, memories in entries:
-        if future.done():
-            row_id = None if future.exception() else future.result()
-            if row_id is None or row_id <= newest_stored:
-                continue  # failed (never in the log), or written before the read: in ``stored``
-        unwritten.append(memories)
+    for entry in entries:
+        future = entry.future
+        if future.done() and (future.exception() is not None or future.result() is None):
+            continue  # failed: never in the log
+        if entry.inserted_id is not None and entry.inserted_id <= newest_stored:
+            continue  # committed before the table was read: in ``stored`` (or deeper)
+        unwritten.append(entry.memories)
     return [*reversed(unwritten), *(memories for _, memories in stored)][:turns]
 
 
