@@ -152,8 +152,21 @@ def _retrieve(
         # or over the network (Voyage), the SQL runs beside the embedding as before.
         wait([vector_ready], timeout=timeouts[SOURCE_SEMANTIC])
 
-    # 2. Meanwhile, T1 and FTS5 in this thread (its connection sees this request's data).
+    # 2. T1 and FTS5 in this thread (its connection sees this request's data). The keyword
+    # search first: FTS5 ranks in C without the GIL, beside the semantic thread's Qdrant
+    # searches (which hold it); T1's ORM reads would keep that thread from its searches
+    # once the vector is there (10,000 memories, one store, alternating: p50 26.8 -> 24.5
+    # ms, p95 31.8 -> 28.8 against T1 first; 100,000: 34.6 / 39.8 -> 32.0 / 37.6).
     from memory.stores.fts import sql_deadline
+
+    keywords: list[tuple[str, float]] | None = None
+    start = time.perf_counter()
+    try:
+        with sql_deadline(timeouts["keywords"]):
+            keywords = keyword_search(text, limit=limit)
+    except Exception as exc:
+        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
+    result.timings_ms[SOURCE_KEYWORDS] = elapsed_ms(start)
 
     ranked: dict[str, list[tuple[str, float]]] = {}
     history: list[Message] = []
@@ -171,14 +184,8 @@ def _retrieve(
     # Who the agent is: in every block, whatever the gate says (the prompt no longer says it).
     agent_lines = agent_summary_lines(result, facts=facts)
     result.timings_ms[SOURCE_T1] = elapsed_ms(start)
-
-    start = time.perf_counter()
-    try:
-        with sql_deadline(timeouts["keywords"]):
-            ranked[SOURCE_KEYWORDS] = keyword_search(text, limit=limit)
-    except Exception as exc:
-        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
-    result.timings_ms[SOURCE_KEYWORDS] = elapsed_ms(start)
+    if keywords is not None:
+        ranked[SOURCE_KEYWORDS] = keywords  # after T1's list, as the sources always came
 
     # Hydrate what T1 and keywords found while the embedding is still running.
     start = time.perf_counter()

@@ -517,6 +517,7 @@ def test_the_sql_waits_for_a_query_embedded_on_every_core_and_runs_beside_one_on
     sql_started = threading.Event()
     real_embed = embedders.LocalEmbedder.embed_query
     real_t1 = pipeline.t1_context
+    real_keywords = pipeline.keyword_search
 
     def embed(self, text):
         sql_started.wait(0.5)  # beside the SQL it sees the SQL start; after it, never
@@ -528,13 +529,19 @@ def test_the_sql_waits_for_a_query_embedded_on_every_core_and_runs_beside_one_on
         sql_started.set()
         return real_t1(*args, **kwargs)
 
+    def keywords(*args, **kwargs):
+        order.append("keywords")
+        return real_keywords(*args, **kwargs)
+
     monkeypatch.setattr(embedders.LocalEmbedder, "embed_query", embed)
     monkeypatch.setattr(pipeline, "t1_context", t1)
+    monkeypatch.setattr(pipeline, "keyword_search", keywords)
     monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: every_core)
 
     result = auto_retrieve(message="Où en est le vélo de Mickael ?", channel="mission_control")
 
-    assert order == (["vector", "sql"] if every_core else ["sql", "vector"])
+    # The keyword search (FTS5, in C without the GIL) before T1's ORM reads, either way.
+    assert order == (["vector", "keywords", "sql"] if every_core else ["keywords", "sql", "vector"])
     assert not result.failed_sources
     assert _ids(result)  # the exchange is found either way
 
