@@ -1,9 +1,10 @@
 """The pre-hook: auto_retrieve runs the sources concurrently, each within its own time limit.
 
 The query embedding and the Qdrant searches (and the Obsidian notes) run in
-worker threads while this thread reads T1 and FTS5 in SQLite; then the gate,
-fusion, selection, the block and the log. Nothing here raises: a failing
-source is skipped and recorded.
+worker threads while this thread reads FTS5 and T1 in SQLite (after the vector
+when the bundled engine embeds the query on every core); then the gate, fusion,
+selection, the block and the log. Nothing here raises: a failing source is
+skipped and recorded.
 """
 
 from __future__ import annotations
