@@ -6,8 +6,9 @@ flushes. The prompt does not need it, so auto_retrieve hands the row to one
 writer thread and returns. What reads the log stays consistent:
 ``recently_injected`` (the carried memories and the near-duplicate check of the
 next message) reads the rows still queued beside the table, each turn once
-(``channel_turns``), and ``retrieval_id`` waits for its own row. A caller inside a transaction gets its row written at once,
-in its transaction (rolled back with it).
+(``channel_turns``), and ``retrieval_id`` waits for its own row. A caller
+inside a transaction gets its row written at once, in its transaction (rolled
+back with it).
 """
 
 from __future__ import annotations
@@ -96,28 +97,28 @@ class _LogWriter:
             if opened_on != connection.settings_dict["NAME"]:
                 connection.close()  # a throw-away database came or went since the last batch
                 opened_on = connection.settings_dict["NAME"]
-            _announce([entry for entry, _, _ in batch], self._write_batch(batch))
+            _announce([entry for entry, _, _ in batch], committed=self._write_batch(batch))
 
     @staticmethod
-    def _write_batch(batch: list[tuple[_Queued, dict, list[int]]]) -> list[int | None]:
-        ids: list[int | None] = []
+    def _write_batch(batch: list[tuple[_Queued, dict, list[int]]]) -> bool:
+        """Write the rows in one transaction, each known by its id before the commit;
+        False when the commit itself failed (every row of the batch lost)."""
         try:
             with transaction.atomic():
                 for entry, fields, accessed in batch:
-                    row_id = _write(fields, accessed)  # each in its own savepoint
-                    entry.inserted_id = row_id  # known before the commit (channel_turns)
-                    ids.append(row_id)
-        except Exception:  # the commit itself failed: every row of the batch is lost
+                    # Each in its own savepoint; None when the database refused it.
+                    entry.inserted_id = _write(fields, accessed)
+        except Exception:
             logger.exception("could not log %d auto-retrievals", len(batch))
             connection.close()
-            return [None] * len(batch)
-        return ids
+            return False
+        return True
 
 
-def _announce(entries: list[_Queued], ids: list[int | None]) -> None:
+def _announce(entries: list[_Queued], *, committed: bool) -> None:
     """After the batch's commit: each row's id (None: not written) to whoever waits."""
-    for entry, row_id in zip(entries, ids, strict=True):
-        entry.future.set_result(row_id)
+    for entry in entries:
+        entry.future.set_result(entry.inserted_id if committed else None)
 
 
 _writer = _LogWriter()

@@ -188,7 +188,8 @@ def _retrieve(
     if keywords is not None:
         ranked[SOURCE_KEYWORDS] = keywords  # after T1's list, as the sources always came
 
-    # Hydrate what T1 and keywords found while the embedding is still running.
+    # Hydrate what T1 and keywords found, while the embedding (or, after an every-core
+    # embedding, the Qdrant searches) still runs.
     start = time.perf_counter()
     prefetched = None
     recent_ids: set[str] = set()

@@ -292,10 +292,10 @@ def test_a_row_committed_but_not_yet_announced_counts_once(monkeypatch):
     committed, announce = threading.Event(), threading.Event()
     real_announce = retrieval_log._announce
 
-    def held(entries, ids):
+    def held(entries, **kwargs):
         committed.set()
         announce.wait(20)
-        real_announce(entries, ids)
+        real_announce(entries, **kwargs)
 
     monkeypatch.setattr(retrieval_log, "_announce", held)
     second = _logged("whatsapp", "fact:2")
