@@ -287,7 +287,7 @@ class EdgeVectorStore:
                 str(r.id),
                 1.0,
                 dict(r.payload or {}),
-                plain_vector(r.vector) if with_vectors else None,
+                plain_vector(r.vector, floats=True) if with_vectors else None,
             )
             for r in records
         ]

@@ -140,7 +140,8 @@ def test_search_ranks_by_cosine_and_returns_payloads(store):
 
 
 def test_search_returns_only_the_payload_fields_asked_and_the_stored_vectors(store):
-    """What auto-retrieval asks: its own few fields, and vectors without a second read."""
+    """Only the payload fields asked, and the stored vectors on request, from a search
+    or a read by id: plain floats, each point its own list."""
     store.ensure_collection(KNOWLEDGE, DIM)
     stored = {1: unit(1, 0), 2: unit(1, 1)}
     store.upsert(
@@ -158,6 +159,12 @@ def test_search_returns_only_the_payload_fields_asked_and_the_stored_vectors(sto
         # Plain floats, and each hit its own list (callers may keep or change it).
         assert type(hit.vector) is list and {type(x) for x in hit.vector} == {float}
     assert hits[0].vector is not hits[1].vector
+
+    read = store.retrieve(KNOWLEDGE, [h.id for h in hits], with_vectors=True)
+    for point in read:
+        assert point.vector == pytest.approx(stored[point.payload["key"]], abs=1e-6)
+        assert type(point.vector) is list and {type(x) for x in point.vector} == {float}
+    assert read[0].vector is not read[1].vector
     # Without the options: the whole payload, no vectors (as before).
     plain = store.search(KNOWLEDGE, unit(1, 0), limit=1)
     assert plain[0].payload["content"] == "fait 1" and plain[0].vector is None

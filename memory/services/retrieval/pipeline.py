@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -42,7 +43,6 @@ from memory.services.retrieval.sources import (
     notes_fetch,
     semantic_ids,
     semantic_search,
-    semantic_vectors,
     t1_context,
 )
 
@@ -115,7 +115,7 @@ def _retrieve(
         return _finish(result, started, log=log)
 
     # 1. Start the slow, database-free sources in worker threads.
-    sql_after_vector = _embeds_on_every_core()
+    every_core = _embeds_on_every_core()
     embedding = threading.Event()
     vector_ready: Future = Future()
     semantic_future: Future = _semantic_pool.submit(
@@ -144,69 +144,28 @@ def _retrieve(
     # time: let the embedding thread reach the engine (which runs without the
     # GIL) first, instead of queueing behind it.
     embedding.wait(EMBEDDING_START_WAIT_S)
-    if sql_after_vector:
+    if every_core:
         # A query embedded on every core runs as a team that meets at a barrier after
         # each step: SQL beside it takes a core, stalls the team at every barrier and
         # slowed the embedding by more than the SQL's own length (10,000 memories:
         # embedding 21.7 -> 13.2 ms, pre-hook p50 28.1 -> 24.4 ms and p95 36.3 -> 28.0
         # when the SQL waits). On one thread (concurrent callers, an indexing batch)
         # or over the network (Voyage), the SQL runs beside the embedding as before.
+        # Before the embedding instead, alone on the machine, it measured the same
+        # (alternating on one store: 10,000 memories p50 27.3 / p95 36.2 ms either
+        # way; 100,000: 36.6 / 46.1 against 37.2 / 46.4).
         wait([vector_ready], timeout=timeouts[SOURCE_SEMANTIC])
 
-    # 2. T1 and FTS5 in this thread (its connection sees this request's data). The keyword
-    # search first: FTS5 ranks in C without the GIL, beside the semantic thread's Qdrant
-    # searches (which hold it); T1's ORM reads would keep that thread from its searches
-    # once the vector is there (10,000 memories, one store, alternating: p50 26.8 -> 24.5
-    # ms, p95 31.8 -> 28.8 against T1 first; 100,000: 34.6 / 39.8 -> 32.0 / 37.6).
-    from memory.stores.fts import sql_deadline
-
-    keywords: list[tuple[str, float]] | None = None
-    start = time.perf_counter()
-    try:
-        with sql_deadline(timeouts["keywords"]):
-            keywords = keyword_search(text, limit=limit)
-    except Exception as exc:
-        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
-    result.timings_ms[SOURCE_KEYWORDS] = elapsed_ms(start)
-
-    ranked: dict[str, list[tuple[str, float]]] = {}
-    history: list[Message] = []
-    seen = Seen()
-    core: list[Fact] = []
-    facts = None
-    start = time.perf_counter()
-    try:
-        with sql_deadline(timeouts["t1"]):
-            history, seen, core, ranked[SOURCE_T1], facts = t1_context(
-                channel, memory_settings, now, message_ids
-            )
-    except Exception as exc:  # never raise from the pre-hook
-        result.failed_sources[SOURCE_T1] = failure_text(exc)
-    # Who the agent is: in every block, whatever the gate says (the prompt no longer says it).
-    agent_lines = agent_summary_lines(result, facts=facts)
-    result.timings_ms[SOURCE_T1] = elapsed_ms(start)
-    if keywords is not None:
-        ranked[SOURCE_KEYWORDS] = keywords  # after T1's list, as the sources always came
-
-    # Hydrate what T1 and keywords found, while the embedding (or, after an every-core
-    # embedding, the Qdrant searches) still runs.
-    start = time.perf_counter()
-    prefetched = None
-    recent_ids: set[str] = set()
-    try:
-        recent_ids = recently_injected(channel, memory_settings.reinjection_turns)
-        prefetched = prefetch(ranked, text=text, now=now, tz=tz, also=recent_ids)
-    except Exception as exc:  # never raise from the pre-hook; fuse hydrates what is missing
-        result.failed_sources["prefetch"] = failure_text(exc)
-    result.timings_ms["prefetch"] = elapsed_ms(start)
+    # 2. T1 and FTS5 in this thread (its connection sees this request's data).
+    ranked, history, seen, core, agent_lines, recent_ids, prefetched = _sql_sources(
+        text, channel, limit, memory_settings, now, tz, message_ids, timeouts, result
+    )
 
     # 3. Collect the threads, each within what is left of its own time limit.
     semantic = _collect(semantic_future, SOURCE_SEMANTIC, timeouts["semantic"], started, result)
     embedder = None
-    known_vectors: dict[str, list[float]] = {}
     if semantic is not None:
         ranked[SOURCE_SEMANTIC] = semantic_ids(semantic["hits"])
-        known_vectors = semantic_vectors(semantic["hits"])
         result.timings_ms.update(semantic["timings"])
         embedder = semantic["embedder"]
     notes = None
@@ -254,7 +213,6 @@ def _retrieve(
             memory_settings=memory_settings,
             embedder=embedder,
             result=result,
-            known_vectors=known_vectors,
         )
     except _Gated:
         kept = []
@@ -282,6 +240,82 @@ def _retrieve(
         agent_lines=agent_lines,
     )
     return _finish(result, started, log=log)
+
+
+class _SqlSources(NamedTuple):
+    """What the SQL stage hands to fusion and the block."""
+
+    ranked: dict[str, list[tuple[str, float]]]  # T1's list, then the keywords'
+    history: list[Message]
+    seen: Seen
+    core: list[Fact]
+    agent_lines: tuple  # agent_summary_lines: the self and goals lines
+    recent_ids: set[str]
+    prefetched: tuple | None  # ranking.prefetch's answer (None: it failed)
+
+
+def _sql_sources(
+    text: str,
+    channel: str,
+    limit: int,
+    memory_settings: MemorySettings,
+    now,
+    tz,
+    message_ids: Sequence[int],
+    timeouts: dict[str, float],
+    result: RetrievalResult,
+) -> _SqlSources:
+    """The sources read from SQLite in the caller's thread: keywords, T1, the last
+    turns' injections, and their hydration.
+
+    The keyword search first: FTS5 ranks in C without the GIL, beside the semantic
+    thread's Qdrant searches (which hold it); T1's ORM reads would keep that thread
+    from its searches once the vector is there (10,000 memories, one store,
+    alternating: p50 26.8 -> 24.5 ms, p95 31.8 -> 28.8 against T1 first; 100,000:
+    34.6 / 39.8 -> 32.0 / 37.6).
+    """
+    from memory.stores.fts import sql_deadline
+
+    keywords: list[tuple[str, float]] | None = None
+    start = time.perf_counter()
+    try:
+        with sql_deadline(timeouts["keywords"]):
+            keywords = keyword_search(text, limit=limit)
+    except Exception as exc:
+        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
+    result.timings_ms[SOURCE_KEYWORDS] = elapsed_ms(start)
+
+    ranked: dict[str, list[tuple[str, float]]] = {}
+    history: list[Message] = []
+    seen = Seen()
+    core: list[Fact] = []
+    facts = None
+    start = time.perf_counter()
+    try:
+        with sql_deadline(timeouts["t1"]):
+            history, seen, core, ranked[SOURCE_T1], facts = t1_context(
+                channel, memory_settings, now, message_ids
+            )
+    except Exception as exc:  # never raise from the pre-hook
+        result.failed_sources[SOURCE_T1] = failure_text(exc)
+    # Who the agent is: in every block, whatever the gate says (the prompt no longer says it).
+    agent_lines = agent_summary_lines(result, facts=facts)
+    result.timings_ms[SOURCE_T1] = elapsed_ms(start)
+    if keywords is not None:
+        ranked[SOURCE_KEYWORDS] = keywords  # after T1's list, as the sources always came
+
+    # Hydrate what T1 and keywords found (and the last turns' finds), before the
+    # semantic hits arrive.
+    start = time.perf_counter()
+    prefetched = None
+    recent_ids: set[str] = set()
+    try:
+        recent_ids = recently_injected(channel, memory_settings.reinjection_turns)
+        prefetched = prefetch(ranked, text=text, now=now, tz=tz, also=recent_ids)
+    except Exception as exc:  # never raise from the pre-hook; fuse hydrates what is missing
+        result.failed_sources["prefetch"] = failure_text(exc)
+    result.timings_ms["prefetch"] = elapsed_ms(start)
+    return _SqlSources(ranked, history, seen, core, agent_lines, recent_ids, prefetched)
 
 
 def _embeds_on_every_core() -> bool:

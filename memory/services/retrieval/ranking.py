@@ -21,7 +21,6 @@ from memory.services.retrieval.sources import (
     keyword_search,
     semantic_ids,
     semantic_search,
-    semantic_vectors,
     t1_context,
     window_ids,
 )
@@ -113,22 +112,15 @@ def newer_first(
     return ordered
 
 
-def point_vectors(ids: list[str], *, known: dict | None = None) -> dict[str, list[float]]:
-    """The stored vectors of memories (by our ids), for near-duplicate checks.
-
-    ``known``: vectors already at hand (those that came with the semantic
-    hits); only the others are read from Qdrant.
-    """
+def point_vectors(ids: list[str]) -> dict[str, list[float]]:
+    """The stored vectors of memories (by our ids), for near-duplicate checks."""
     from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store, point_id
 
-    known = known or {}
     wanted: dict[str, list[tuple[str, str]]] = {CONVERSATIONS: [], KNOWLEDGE: []}
     kinds = {"message": KIND_MESSAGE, "fact": KIND_FACT, "summary": KIND_SUMMARY}
-    vectors: dict[str, list[float]] = {i: known[i] for i in ids if i in known}
+    vectors: dict[str, list[float]] = {}
     for item_id in ids:
-        if item_id in vectors:
-            continue
         kind, _, raw = item_id.partition(":")
         collection = CONVERSATIONS if kind == "message" else KNOWLEDGE
         wanted[collection].append((point_id(kinds[kind], int(raw)), item_id))
@@ -205,7 +197,7 @@ def memory_rank(
         head = ordered[:NEWER_FIRST_HEAD]
         ordered[:NEWER_FIRST_HEAD] = newer_first(
             head,
-            vectors=point_vectors(head, known=semantic_vectors(semantic["hits"])),
+            vectors=point_vectors(head),
             timestamps=timestamps,
             threshold=semantic["embedder"].same_topic_threshold,
         )

@@ -23,13 +23,11 @@ def select_memories(
     memory_settings,
     embedder,
     result,
-    known_vectors=None,
 ):
     """The fused entries to inject, hydrated, in order, at most max_results.
 
     Only the head of the fused list is hydrated and checked (a few times
-    max_results): the tail could never be injected anyway. ``known_vectors``:
-    the stored vectors that came with the semantic hits.
+    max_results): the tail could never be injected anyway.
     """
     wanted = memory_settings.max_results
     head = fused[: max(CANDIDATES_MIN, wanted * CANDIDATES_PER_RESULT)]
@@ -53,9 +51,7 @@ def select_memories(
         return selected[:wanted]
 
     try:
-        vectors = point_vectors(
-            [c.id for c, _ in selected] + sorted(recent_ids), known=known_vectors
-        )
+        vectors = point_vectors([c.id for c, _ in selected] + sorted(recent_ids))
     except Exception as exc:
         result.failed_sources["near_duplicates"] = failure_text(exc)
         return selected[:wanted]

@@ -180,6 +180,45 @@ def test_a_near_duplicate_of_an_injected_memory_is_not_injected(world):
     assert set(_carried(second)) == injected
 
 
+def test_the_searches_bring_no_vectors_and_the_checks_read_only_those_they_compare(
+    world, monkeypatch
+):
+    """Each hit's vector costs the engine 384 floats built under the GIL: the semantic
+    searches ask none, and the near-duplicate checks read only the candidates they
+    compare (and the memories carried from the last turns)."""
+    from memory.stores.vectors import get_vector_store, point_id
+
+    fact = fact_store(key="gate", value="Le code du portail est 4821")[0]
+    twin = _exchange("whatsapp", "Le code du portail est 4821")
+    for i in range(8):
+        fact_store(key=f"topic_{i}", value=f"Sujet numéro {i} sans rapport avec le reste")
+    _seed_other_channel_history()
+    _index_all()
+    store = get_vector_store()
+    searched: list[bool] = []
+    read: list[str] = []
+    search, retrieve = store.search, store.retrieve
+
+    def spy_search(name, vector, **kwargs):
+        searched.append(bool(kwargs.get("with_vectors")))
+        return search(name, vector, **kwargs)
+
+    def spy_retrieve(name, ids, **kwargs):
+        read.extend(ids)
+        return retrieve(name, ids, **kwargs)
+
+    monkeypatch.setattr(store, "search", spy_search)
+    monkeypatch.setattr(store, "retrieve", spy_retrieve)
+    first = auto_retrieve(message="le code du portail", channel="mission_control")
+
+    assert searched and not any(searched)
+    twins = {f"fact:{fact.id}", f"message:{twin.id}"}
+    assert len(set(_ids(first)) & twins) == 1  # the check still sees both
+    assert point_id(KIND_FACT, fact.id) in read and point_id(KIND_MESSAGE, twin.id) in read
+    # At most the candidates the check keeps in view (twice max_results), each once.
+    assert len(read) == len(set(read)) <= 2 * MemorySettings.load().max_results
+
+
 def test_a_compaction_does_not_reset_the_injection_state(world):
     fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
     _seed_other_channel_history()
