@@ -43,14 +43,23 @@ KEYWORD_RELATIVE_CUT = 0.5
 TIME_EXTRA_MAX = 20
 
 
+# The message retrieval_warm previews: words to search, accents to fold, a period.
+WARM_MESSAGE = "Qu'avait-on prévu la semaine dernière pour le vélo ?"
+WARM_CHANNEL = "warm-up"
+
+
 def retrieval_warm() -> dict[str, float]:
-    """Load the embedder, open the stores and embed the gate's reference sentences.
+    """Load the embedder, open the stores, embed the gate's reference sentences, and
+    preview one whole retrieval.
 
     Called when `serve` starts, so the first message is retrieved as fast as
     the next (a cold embedder would lose the semantic source to its timeout).
     SQLite's planner statistics are refreshed too (the T1 lookups pick their
-    index from them). Never raises: a store that is down is warmed by the
-    first real request.
+    index from them). The preview (nothing logged, nothing written) pays every
+    other first time: the observed rooms' collection opened, the reads compiled,
+    the facts read, the folding table of accented text built (the first message
+    took 215 ms against 40 for the next with the stores alone warmed). Never raises: a store that is down is warmed
+    by the first real request.
     """
     from memory.stores.sqlite import planner_statistics_refresh
 
@@ -75,6 +84,22 @@ def retrieval_warm() -> dict[str, float]:
         timings["stores"] = elapsed_ms(start)
     except Exception as exc:  # warming is an optimisation, never a failure
         logger.warning("retrieval warm-up incomplete: %s", exc)
+    start = time.perf_counter()
+    try:
+        from zoneinfo import ZoneInfo
+
+        from django.conf import settings
+        from django.utils import timezone
+
+        from memory.services.retrieval.live import live_hydrate
+        from memory.services.retrieval.pipeline import auto_retrieve_preview
+
+        auto_retrieve_preview(message=WARM_MESSAGE, channel=WARM_CHANNEL)
+        # The observed rooms' read runs on a hit only: compiled here on an id no row has.
+        live_hydrate([(0, 0.0)], now=timezone.now(), tz=ZoneInfo(settings.TIME_ZONE))
+    except Exception as exc:
+        logger.warning("retrieval warm-up incomplete: %s", exc)
+    timings["pipeline"] = elapsed_ms(start)
     return timings
 
 
