@@ -43,11 +43,14 @@ LOG_IDLE_CLOSE_S = 1.0
 class _Queued:
     """A row handed to the writer: the turn's memories, the future of its row id, and
     that id from its INSERT on, before the commit that makes the row visible (so a
-    reader that finds the row in the table knows it is this one, announced or not)."""
+    reader that finds the row in the table knows it is this one, announced or not);
+    ``refused`` once the database refused its INSERT (it will never be in the table,
+    though the rows after it in its batch may be, before either is announced)."""
 
     memories: list[dict]
     future: Future = field(default_factory=Future)
     inserted_id: int | None = None
+    refused: bool = False
 
 
 class _LogWriter:
@@ -108,6 +111,7 @@ class _LogWriter:
                 for entry, fields, accessed in batch:
                     # Each in its own savepoint; None when the database refused it.
                     entry.inserted_id = _write(fields, accessed)
+                    entry.refused = entry.inserted_id is None
         except Exception:
             logger.exception("could not log %d auto-retrievals", len(batch))
             connection.close()
@@ -194,7 +198,9 @@ def channel_turns(channel: str, turns: int) -> list[list[dict]]:
     read is newer than every row read. A queued row knows its id from its INSERT,
     before its commit: one found in the table (its id at most the newest read) is
     not counted again, even while its id is not announced yet. Each turn is
-    counted once, whenever its commit lands.
+    counted once, whenever its commit lands; a row the database refused counts no
+    more once the writer knows it (the rows after it in its batch may already be
+    in the table: counted from the queue, it would come before them).
     """
     if turns <= 0:
         return []
@@ -205,8 +211,10 @@ def channel_turns(channel: str, turns: int) -> list[list[dict]]:
     unwritten = []
     for entry in entries:
         future = entry.future
-        if future.done() and (future.exception() is not None or future.result() is None):
-            continue  # failed: never in the log
+        if entry.refused or (
+            future.done() and (future.exception() is not None or future.result() is None)
+        ):
+            continue  # failed: never in the log (and older than the rows after it)
         if entry.inserted_id is not None and entry.inserted_id <= newest_stored:
             continue  # committed before the table was read: in ``stored`` (or deeper)
         unwritten.append(entry.memories)

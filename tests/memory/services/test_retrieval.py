@@ -567,7 +567,8 @@ def test_after_warming_the_first_message_opens_no_collection_and_compiles_nothin
     # A new process: nothing open, nothing compiled, no folding table yet.
     vector_store_reset()
     get_vector_store()
-    for read in [o for o in gc.get_objects() if isinstance(o, CompiledRead)]:
+    # type(), not isinstance(): a dead weak proxy among the objects raises on the latter.
+    for read in [o for o in gc.get_objects() if type(o) is CompiledRead]:
         monkeypatch.setattr(read, "_compiled", {})
     fts._combining_marks.cache_clear()
     MemorySettings.load()  # created by the first read of all, as on any first message

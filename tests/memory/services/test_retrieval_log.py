@@ -283,6 +283,46 @@ def test_a_row_committed_while_the_turns_are_read_counts_once(monkeypatch):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_row_refused_in_a_committed_batch_never_counts_before_the_rows_after_it(monkeypatch):
+    """Two turns go in one batch (queued behind a busy writer); the database refuses the
+    first. Between the commit and the announcement, the second is in the table and the
+    first was still counted from the queue, as the newest turn: ['fact:2', 'fact:3']
+    (the stateful machine caught it: a turn out of order). Known refused, it counts no more."""
+    _logged("whatsapp", "fact:1").retrieval_id  # noqa: B018 (written: waits for its row)
+    busy, committed, announce = threading.Event(), threading.Event(), threading.Event()
+    write, real_announce = retrieval_log._write, retrieval_log._announce
+
+    def refusing(fields, accessed):
+        memory_id = fields["memories"][0]["id"]
+        if memory_id == "fact:99":
+            busy.wait(5)
+        if memory_id == "fact:2":
+            return None  # as _write answers a row the database refused
+        return write(fields, accessed)
+
+    def held(entries, **kwargs):
+        if "fact:2" in [entry.memories[0]["id"] for entry in entries]:
+            committed.set()
+            announce.wait(20)
+        real_announce(entries, **kwargs)
+
+    monkeypatch.setattr(retrieval_log, "_write", refusing)
+    monkeypatch.setattr(retrieval_log, "_announce", held)
+    _logged("mission_control", "fact:99")
+    second, third = _logged("whatsapp", "fact:2"), _logged("whatsapp", "fact:3")
+    busy.set()
+    try:
+        assert committed.wait(5)
+        assert not second.log_future.done() and not third.log_future.done()
+        turns = retrieval_log.channel_turns("whatsapp", 5)
+        assert [memories[0]["id"] for memories in turns] == ["fact:3", "fact:1"]
+    finally:
+        announce.set()
+    retrieval_log.retrieval_logs_wait()
+    assert second.log_future.result(5) is None and third.log_future.result(5) is not None
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_row_committed_but_not_yet_announced_counts_once(monkeypatch):
     """The writer commits a batch, then announces each row's id. A read between the two
     found the rows in the table and, their futures not done, counted them again from the
