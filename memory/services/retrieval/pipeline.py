@@ -19,6 +19,7 @@ from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from memory.models import Fact, MemorySettings, Message, MessageSource
@@ -157,8 +158,13 @@ def _retrieve(
         wait([vector_ready], timeout=timeouts[SOURCE_SEMANTIC])
 
     # 2. T1 and FTS5 in this thread (its connection sees this request's data).
+    # Alone on the machine after the vector, the facts' keyword query takes the other
+    # core (keyword_search); under load, or inside the caller's transaction, it does not.
+    facts_apart = (
+        timeouts[SOURCE_KEYWORDS] if every_core and not connection.in_atomic_block else None
+    )
     ranked, history, seen, core, agent_lines, recent_ids, prefetched = _sql_sources(
-        text, channel, limit, memory_settings, now, tz, message_ids, timeouts, result
+        text, channel, limit, memory_settings, now, tz, message_ids, timeouts, result, facts_apart
     )
 
     # 3. Collect the threads, each within what is left of its own time limit.
@@ -264,6 +270,7 @@ def _sql_sources(
     message_ids: Sequence[int],
     timeouts: dict[str, float],
     result: RetrievalResult,
+    facts_apart: float | None = None,
 ) -> _SqlSources:
     """The sources read from SQLite in the caller's thread: keywords, T1, the last
     turns' injections, and their hydration.
@@ -280,7 +287,7 @@ def _sql_sources(
     start = time.perf_counter()
     try:
         with sql_deadline(timeouts["keywords"]):
-            keywords = keyword_search(text, limit=limit)
+            keywords = keyword_search(text, limit=limit, facts_apart=facts_apart)
     except Exception as exc:
         result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
     result.timings_ms[SOURCE_KEYWORDS] = elapsed_ms(start)

@@ -648,6 +648,67 @@ def test_the_sql_waits_for_a_query_embedded_on_every_core_and_runs_beside_one_on
     assert _ids(result)  # the exchange is found either way
 
 
+@pytest.mark.django_db(transaction=True)
+def test_alone_the_facts_keyword_query_runs_beside_the_messages_on_its_own_connection(
+    world, monkeypatch
+):
+    """After a vector embedded on every core, the facts' bm25 runs on another thread and
+    connection while this one ranks the messages (both in C, without the GIL), with the
+    same ranking; inside the caller's transaction, where another connection would not
+    see its rows, and under load, it stays on the caller's connection. The other
+    connection follows the database when a throw-away memory comes and goes."""
+    import threading
+
+    from django.db import transaction
+
+    from memory.services.retrieval.sources import keyword_search
+    from memory.services.throwaway import throwaway_memory
+    from memory.stores import fts, local_engine
+
+    fact = fact_store(key="bike", value="Le vélo est au garage")[0]
+    _exchange("whatsapp", "Mon vélo rouge a un pneu crevé", "Noté.")
+    _seed_other_channel_history()
+    _index_all()
+    threads: list[str] = []
+    found: list[int] = []
+    real_facts = fts.fts_search_facts
+
+    def spy(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        hits = real_facts(*args, **kwargs)
+        found.extend(hit.fact_id for hit in hits)
+        return hits
+
+    monkeypatch.setattr(fts, "fts_search_facts", spy)
+    every_core = True
+    monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: every_core)
+
+    result = auto_retrieve(message="Où est le vélo ?", channel="mission_control")
+    assert threads == ["retrieval-facts_0"] and not result.failed_sources
+    assert f"fact:{fact.id}" in _ids(result)
+    apart = keyword_search("Où est le vélo ?", limit=16, facts_apart=1.0)
+    assert apart == keyword_search("Où est le vélo ?", limit=16)
+    assert f"fact:{fact.id}" in [i for i, _ in apart]
+
+    threads.clear()
+    with transaction.atomic():
+        new = fact_store(key="scooter", value="La trottinette est chez Paul")[0]
+        auto_retrieve(message="Où est la trottinette ?", channel="mission_control")
+        assert threads == [threading.current_thread().name]
+        assert new.id in found  # its row, not committed yet, seen by the caller's connection
+    every_core = False  # under load the embedding has one thread; the SQL runs beside it
+    threads.clear()
+    auto_retrieve(message="Où est le vélo ?", channel="mission_control")
+    assert threads == [threading.current_thread().name]
+
+    with throwaway_memory():
+        other = fact_store(key="boat", value="Le kayak est au lac")[0]
+        kayak = keyword_search("Où est le kayak ?", limit=16, facts_apart=1.0)
+        assert [i for i, _ in kayak] == [f"fact:{other.id}"]
+    assert keyword_search("Où est le kayak ?", limit=16, facts_apart=1.0) == []
+    assert keyword_search("Où est le vélo ?", limit=16, facts_apart=1.0) == apart
+
+
 def test_only_the_bundled_engine_on_every_core_makes_the_sql_wait(world, monkeypatch):
     """Voyage embeds over the network: the SQL overlaps its wait, whatever the cores."""
     from memory.services.retrieval import pipeline
