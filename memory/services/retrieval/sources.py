@@ -58,8 +58,8 @@ def retrieval_warm() -> dict[str, float]:
     index from them). The preview (nothing logged, nothing written) pays every
     other first time: the observed rooms' collection opened, the reads compiled,
     the facts read, the folding table of accented text built (the first message
-    took 215 ms against 40 for the next with the stores alone warmed). Never raises: a store that is down is warmed
-    by the first real request.
+    took 215 ms against 40 for the next with the stores alone warmed). Never
+    raises: a store that is down is warmed by the first real request.
     """
     from memory.stores.sqlite import planner_statistics_refresh
 
