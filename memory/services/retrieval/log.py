@@ -26,6 +26,7 @@ from memory.models import MemoryRetrieval
 from memory.services.formatting import clean_text
 from memory.services.retrieval.result import RetrievalResult
 from memory.stores.compiled import CompiledRead, param
+from memory.stores.thread_connection import connection_follow
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,11 @@ class _Queued:
     future: Future = field(default_factory=Future)
     inserted_id: int | None = None
     refused: bool = False
+
+    def failed(self) -> bool:
+        """Known never to be in the table: refused in its batch, or announced without an
+        id (its batch's commit failed)."""
+        return self.refused or (self.future.done() and self.future.result() is None)
 
 
 class _LogWriter:
@@ -97,9 +103,7 @@ class _LogWriter:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            if opened_on != connection.settings_dict["NAME"]:
-                connection.close()  # a throw-away database came or went since the last batch
-                opened_on = connection.settings_dict["NAME"]
+            opened_on = connection_follow(opened_on)
             _announce([entry for entry, _, _ in batch], committed=self._write_batch(batch))
 
     @staticmethod
@@ -210,11 +214,8 @@ def channel_turns(channel: str, turns: int) -> list[list[dict]]:
     newest_stored = max((row_id for row_id, _ in stored), default=0)
     unwritten = []
     for entry in entries:
-        future = entry.future
-        if entry.refused or (
-            future.done() and (future.exception() is not None or future.result() is None)
-        ):
-            continue  # failed: never in the log (and older than the rows after it)
+        if entry.failed():
+            continue  # never in the log (and older than the rows after it)
         if entry.inserted_id is not None and entry.inserted_id <= newest_stored:
             continue  # committed before the table was read: in ``stored`` (or deeper)
         unwritten.append(entry.memories)

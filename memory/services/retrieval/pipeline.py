@@ -160,11 +160,17 @@ def _retrieve(
     # 2. T1 and FTS5 in this thread (its connection sees this request's data).
     # Alone on the machine after the vector, the facts' keyword query takes the other
     # core (keyword_search); under load, or inside the caller's transaction, it does not.
-    facts_apart = (
-        timeouts[SOURCE_KEYWORDS] if every_core and not connection.in_atomic_block else None
-    )
     ranked, history, seen, core, agent_lines, recent_ids, prefetched = _sql_sources(
-        text, channel, limit, memory_settings, now, tz, message_ids, timeouts, result, facts_apart
+        text,
+        channel,
+        memory_settings=memory_settings,
+        limit=limit,
+        now=now,
+        tz=tz,
+        message_ids=message_ids,
+        timeouts=timeouts,
+        result=result,
+        facts_apart=every_core and not connection.in_atomic_block,
     )
 
     # 3. Collect the threads, each within what is left of its own time limit.
@@ -263,17 +269,19 @@ class _SqlSources(NamedTuple):
 def _sql_sources(
     text: str,
     channel: str,
-    limit: int,
+    *,
     memory_settings: MemorySettings,
+    limit: int,
     now,
     tz,
     message_ids: Sequence[int],
     timeouts: dict[str, float],
     result: RetrievalResult,
-    facts_apart: float | None = None,
+    facts_apart: bool,
 ) -> _SqlSources:
     """The sources read from SQLite in the caller's thread: keywords, T1, the last
-    turns' injections, and their hydration.
+    turns' injections, and their hydration. ``facts_apart``: the facts' keyword query
+    on its own connection (keyword_search).
 
     The keyword search first: FTS5 ranks in C without the GIL, beside the semantic
     thread's Qdrant searches (which hold it); T1's ORM reads would keep that thread
@@ -286,8 +294,10 @@ def _sql_sources(
     keywords: list[tuple[str, float]] | None = None
     start = time.perf_counter()
     try:
-        with sql_deadline(timeouts["keywords"]):
-            keywords = keyword_search(text, limit=limit, facts_apart=facts_apart)
+        with sql_deadline(timeouts[SOURCE_KEYWORDS]):
+            keywords = keyword_search(
+                text, limit=limit, facts_apart=timeouts[SOURCE_KEYWORDS] if facts_apart else None
+            )
     except Exception as exc:
         result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
     result.timings_ms[SOURCE_KEYWORDS] = elapsed_ms(start)

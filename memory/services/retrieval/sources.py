@@ -9,6 +9,7 @@ exchange, keyed by its user message), "summary:5".
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -267,9 +268,9 @@ _EXCHANGE_ROOTS = CompiledRead(_exchange_roots)
 
 
 # The facts' keyword query on a thread and connection of its own, beside the messages'
-# (keyword_search's ``facts_apart``), and the database file that connection reads.
+# (keyword_search's ``facts_apart``), and the database that connection was opened on.
 _facts_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="retrieval-facts")
-_facts_database: dict[str, object] = {}
+_facts_thread = threading.local()
 
 
 def keyword_search(
@@ -324,14 +325,10 @@ def keyword_search(
 
 def _facts_on_own_connection(terms: list[str], limit: int, timeout_s: float) -> list:
     """fts_search_facts on the pool thread's own connection, within ``timeout_s``."""
-    from django.db import connection
-
     from memory.stores.fts import fts_search_facts, sql_deadline
+    from memory.stores.thread_connection import connection_follow
 
-    name = connection.settings_dict["NAME"]
-    if _facts_database.get("name") != name:
-        connection.close()  # a throw-away memory came or went since the last query
-        _facts_database["name"] = name
+    _facts_thread.opened_on = connection_follow(getattr(_facts_thread, "opened_on", None))
     with sql_deadline(timeout_s):
         return fts_search_facts(terms, limit=limit)
 
