@@ -131,6 +131,8 @@ TEMPLATES = [
 # the lock instead of failing; IMMEDIATE transactions take the write lock at
 # BEGIN, so two writers never deadlock upgrading a read lock ("database is
 # locked" despite the timeout); synchronous=FULL keeps T1 durable on power loss.
+# The engine is Django's, with this process's writers queued for that lock
+# (memory.db.backend: SQLite's busy handler sleeps instead of waking them).
 SQLITE_BUSY_TIMEOUT_MS = env_int("MAKILAB_SQLITE_BUSY_TIMEOUT_MS", 20_000, minimum=0)
 # A thread's connection is kept across requests for this long (0: one per request).
 # Opening one runs the PRAGMAs below and registers Django's SQL functions: about
@@ -138,7 +140,7 @@ SQLITE_BUSY_TIMEOUT_MS = env_int("MAKILAB_SQLITE_BUSY_TIMEOUT_MS", 20_000, minim
 SQLITE_CONN_MAX_AGE_S = env_int("MAKILAB_SQLITE_CONN_MAX_AGE_S", 600, minimum=0)
 DATABASES = {
     "default": {
-        "ENGINE": "django.db.backends.sqlite3",
+        "ENGINE": "memory.db.backend",
         "NAME": Path(env_str("MAKILAB_SQLITE_PATH") or DATA_DIR / "makilab.sqlite3"),
         "CONN_MAX_AGE": SQLITE_CONN_MAX_AGE_S,
         "CONN_HEALTH_CHECKS": True,
