@@ -29,6 +29,7 @@ from pathlib import Path
 from django.conf import settings
 
 from memory.services.bench_data import TOPICS
+from memory.services.benchmarks import Timing
 
 FLOOR_BATCH = 32
 CLIENTS = 4
@@ -104,7 +105,9 @@ def _wait_up(base: str, server: subprocess.Popen, timeout_s: float = 180) -> Non
     raise RuntimeError("serve did not answer in time")
 
 
-def _post(base: str, token: str, body: dict) -> None:
+def _post(base: str, token: str, body: dict) -> float:
+    """POST one message; how long the service took to answer (ms)."""
+    started = time.perf_counter()
     request = urllib.request.Request(
         f"{base}/api/memory/messages",
         data=json.dumps(body).encode(),
@@ -114,6 +117,7 @@ def _post(base: str, token: str, body: dict) -> None:
     with urllib.request.urlopen(request, timeout=60) as response:
         if response.status != 201:
             raise RuntimeError(f"POST /api/memory/messages answered {response.status}")
+    return (time.perf_counter() - started) * 1000
 
 
 def _indexed(database: Path) -> int:
@@ -151,7 +155,9 @@ def serve_indexing_benchmark(*, n: int, out: Callable[[str], None]) -> dict[str,
             ]
             start = time.perf_counter()
             with ThreadPoolExecutor(CLIENTS) as pool:
-                list(pool.map(lambda body: _post(base, token, body), bodies))
+                posts = Timing(
+                    "posts", list(pool.map(lambda body: _post(base, token, body), bodies))
+                )
             posted_s = time.perf_counter() - start
             database = folder / "data" / "makilab.sqlite3"
             while _indexed(database) < n:
@@ -172,6 +178,7 @@ def serve_indexing_benchmark(*, n: int, out: Callable[[str], None]) -> dict[str,
             f"in {posted_s:.1f} s, all indexed after {total_s:.1f} s)"
         )
         out(f"ratio     {rate / floor:8.2f} of the floor")
+        out(posts.line() + "  (one POST, while the worker indexes)")
         return {"floor": floor, "serve": rate, "ratio": rate / floor}
     finally:
         shutil.rmtree(folder, ignore_errors=True)

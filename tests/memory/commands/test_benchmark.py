@@ -43,6 +43,7 @@ def test_benchmark_serve_indexing_feeds_a_real_serve_over_http_until_all_is_inde
     assert re.search(r"floor\s+[\d.]+ rows/s \(embed \+ upsert, batches of 32, 40 texts\)", text)
     assert re.search(r"serve\s+[\d.]+ rows/s \(40 messages posted over HTTP", text)
     assert re.search(r"ratio\s+[\d.]+ of the floor", text)
+    assert re.search(r"posts\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms .*\(n=40\)", text)
     assert list(Message.objects.values_list("content", flat=True)) == ["le vrai message"]
 
 
