@@ -271,7 +271,11 @@ class EdgeVectorStore:
             except Exception as exc:
                 raise self._error(exc) from exc
 
-    def retrieve(self, name: str, ids: list[str], *, with_vectors: bool = False) -> list[VectorHit]:
+    def retrieve(
+        self, name: str, ids: list[str], *, with_vectors: bool = False, with_payload: bool = True
+    ) -> list[VectorHit]:
+        """Points by id; ``with_payload`` False: the vectors alone (a payload is copied out
+        of the engine whole, texts included)."""
         if not ids:
             return []
         with self._lock:
@@ -279,7 +283,9 @@ class EdgeVectorStore:
             if shard is None:
                 return []
             try:
-                records = shard.retrieve(list(ids), with_payload=True, with_vector=with_vectors)
+                records = shard.retrieve(
+                    list(ids), with_payload=with_payload, with_vector=with_vectors
+                )
             except Exception as exc:
                 raise self._error(exc) from exc
         return [

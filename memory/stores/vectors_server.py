@@ -234,13 +234,15 @@ class ServerVectorStore:
                 name, points_selector=models.PointIdsList(points=list(ids)), wait=True
             )
 
-    def retrieve(self, name: str, ids: list[str], *, with_vectors: bool = False) -> list[VectorHit]:
+    def retrieve(
+        self, name: str, ids: list[str], *, with_vectors: bool = False, with_payload: bool = True
+    ) -> list[VectorHit]:
         if not ids or self._dimension(name) is None:
             return []
         try:
             with self._errors(name):
                 records = self.client.retrieve(
-                    name, ids=list(ids), with_payload=True, with_vectors=with_vectors
+                    name, ids=list(ids), with_payload=with_payload, with_vectors=with_vectors
                 )
         except _CollectionGone:
             return []

@@ -165,6 +165,12 @@ def test_search_returns_only_the_payload_fields_asked_and_the_stored_vectors(sto
         assert point.vector == pytest.approx(stored[point.payload["key"]], abs=1e-6)
         assert type(point.vector) is list and {type(x) for x in point.vector} == {float}
     assert read[0].vector is not read[1].vector
+    # The vectors alone: no payload copied out of the engine.
+    bare = store.retrieve(KNOWLEDGE, [h.id for h in hits], with_vectors=True, with_payload=False)
+    assert {p.id for p in bare} == {h.id for h in hits}
+    assert all(p.payload == {} for p in bare)
+    by_id = {h.id: h.vector for h in hits}
+    assert all(p.vector == pytest.approx(by_id[p.id], abs=1e-6) for p in bare)
     # Without the options: the whole payload, no vectors (as before).
     plain = store.search(KNOWLEDGE, unit(1, 0), limit=1)
     assert plain[0].payload["content"] == "fait 1" and plain[0].vector is None
