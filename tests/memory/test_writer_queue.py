@@ -9,9 +9,11 @@ would otherwise wait).
 
 from __future__ import annotations
 
-import itertools
+import shutil
 import sqlite3
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -46,13 +48,16 @@ def _own_connections_allowed(django_db_blocker):
         yield
 
 
-@pytest.fixture
-def database(tmp_path):
-    path = tmp_path / "queue.sqlite3"
+def _new_database(path: Path) -> Path:
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
     return path
+
+
+@pytest.fixture
+def database(tmp_path):
+    return _new_database(tmp_path / "queue.sqlite3")
 
 
 def _begin(wrapper: DatabaseWrapper) -> None:
@@ -61,7 +66,10 @@ def _begin(wrapper: DatabaseWrapper) -> None:
 
 
 def _end(wrapper: DatabaseWrapper, *, commit: bool) -> None:
-    wrapper.commit() if commit else wrapper.rollback()
+    if commit:
+        wrapper.commit()
+    else:
+        wrapper.rollback()
     wrapper.set_autocommit(True)
 
 
@@ -159,6 +167,21 @@ def test_past_the_timeout_a_writer_meets_sqlite_as_before_and_holds_nothing(data
     assert _texts(database) == ["first", "late"]
 
 
+def test_a_begin_that_sqlite_refuses_frees_the_queue(database):
+    """Another process holds SQLite's lock (a connection outside Django's, unqueued): the
+    BEGIN fails as before, and the queue it took is given back."""
+    other_process = sqlite3.connect(database, isolation_level=None)
+    other_process.execute("BEGIN IMMEDIATE")
+    wrapper = _wrapper(database)
+    with pytest.raises(OperationalError, match="locked"):
+        _begin(wrapper)
+    assert wrapper._queue_held is None
+    assert not writer_queue(str(database)).locked()
+    other_process.execute("ROLLBACK")
+    other_process.close()
+    wrapper.close()
+
+
 class WritersMachine(RuleBasedStateMachine):
     """Several connections of one thread open, write, commit, roll back and close in
     any order; the queue is held exactly while a transaction is open, and exactly
@@ -166,10 +189,8 @@ class WritersMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.path = self.folder / f"machine-{next(self.runs)}.sqlite3"
-        with sqlite3.connect(self.path) as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+        self.folder = Path(tempfile.mkdtemp(prefix="writer-queue-"))
+        self.path = _new_database(self.folder / "machine.sqlite3")
         self.wrappers = [_wrapper(self.path) for _ in range(3)]
         self.open: dict[int, list[str]] = {}  # wrapper -> its uncommitted writes
         self.committed: list[str] = []
@@ -178,6 +199,7 @@ class WritersMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         for wrapper in self.wrappers:
             wrapper.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     @precondition(lambda self: not self.open)
     @rule(k=st.integers(0, 2))
@@ -212,10 +234,7 @@ class WritersMachine(RuleBasedStateMachine):
     @rule(k=st.integers(0, 2))
     def close(self, k):
         self.wrappers[k].close()
-        if k in self.open:  # closed mid-transaction: SQLite rolls it back
-            del self.open[k]
-            # Django keeps the wrapper marked in its block; a fresh one takes its place.
-            self.wrappers[k] = _wrapper(self.path)
+        self.open.pop(k, None)  # closed mid-transaction: SQLite rolls it back
 
     @invariant()
     def queue_held_exactly_while_a_transaction_is_open(self):
@@ -226,11 +245,9 @@ class WritersMachine(RuleBasedStateMachine):
         assert _texts(self.path) == self.committed
 
 
-def test_writers_in_any_order(tmp_path):
+def test_writers_in_any_order():
     from hypothesis.stateful import run_state_machine_as_test
 
-    WritersMachine.folder = tmp_path
-    WritersMachine.runs = itertools.count()
     run_state_machine_as_test(WritersMachine, settings=stateful_settings(examples=40, steps=25))
 
 

@@ -1,1 +1,1 @@
-"""Django's SQLite backend with the process's writers queued in order (base.py)."""
+"""Django's SQLite backend with this process's writers queued for the write lock (base.py)."""

@@ -17,7 +17,7 @@ it, in the same run alternating, a POST's p95 was 39-49 ms and its p99 53-65 ms
 (p50 about the same); the rows indexed per second did not change (the embedding
 bounds them).
 
-The queue orders what SQLite serialises anyway (every transaction takes the
+The queue serialises only what SQLite serialises anyway (every transaction takes the
 write lock) and never holds back what SQLite would let through: a thread that
 waits longer than the busy timeout goes on to BEGIN as before, and SQLite
 answers as it always did (so a transaction of this process held for longer than
