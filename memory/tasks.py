@@ -107,3 +107,11 @@ def digest_schedule_task() -> int | None:
 
     job = digest_schedule_check()
     return job.id if job is not None else None
+
+
+@shared_task(name="memory.search_index_maintain", acks_late=True)
+def search_index_maintain_task() -> dict:
+    """The embedded Qdrant's search index follows the collection (when searches pause)."""
+    from memory.services.maintenance import search_index_maintain
+
+    return search_index_maintain()

@@ -16,6 +16,12 @@ from memory.services.indexing import (
     index_rows,
 )
 
+# Below this many points outside the search index, an exact scan costs ~1 ms.
+SEARCH_INDEX_MIN_UNINDEXED = 5_000
+# While serving, the index is only built after this long without a search: the
+# build holds the process (the embedded engine keeps the GIL) for seconds.
+SEARCH_INDEX_QUIET_S = 600.0
+
 # A message row has its point in conversations (an exchange) or in live (observed room).
 COLLECTION_KINDS = {
     "conversations": (KIND_MESSAGE,),
@@ -93,6 +99,19 @@ def reindex(
 
     planner_statistics_refresh()
     return reports
+
+
+def search_index_maintain(*, quiet_s: float = SEARCH_INDEX_QUIET_S) -> dict[str, int]:
+    """Index the points written since the last build (embedded Qdrant), unless the
+    store was searched in the last ``quiet_s`` seconds; {collection: points indexed}.
+
+    Run at `serve`'s start (quiet_s 0) and by the periodic task, so the index
+    follows the collection as it grows and after bulk loads (an import, a
+    restore), once the burst of writes and searches is over.
+    """
+    from memory.stores.vectors import get_vector_store
+
+    return get_vector_store().optimize(min_unindexed=SEARCH_INDEX_MIN_UNINDEXED, quiet_s=quiet_s)
 
 
 @dataclass

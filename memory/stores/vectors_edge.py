@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,9 @@ logger = logging.getLogger(__name__)
 # default (about 6,000 vectors of 384 dimensions). Tests lower it.
 EDGE_INDEXING_THRESHOLD_KB: int | None = None
 
+# The clock of "when was this store last searched" (optimize's quiet_s); tests move it.
+_clock = time.monotonic
+
 EDGE_LOCK_FILE = ".makilab.lock"
 EDGE_CONFIG_FILE = "edge_config.json"
 
@@ -62,6 +66,7 @@ class EdgeVectorStore:
         self._dimensions: dict[str, int] = {}
         self._closed = False
         self._lock_fd: int | None = None
+        self._last_search = float("-inf")  # _clock() of the last search
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -243,6 +248,7 @@ class EdgeVectorStore:
                         name=name, existing=expected, expected=len(vector)
                     )
                 )
+            self._last_search = _clock()
             request = qe.QueryRequest(
                 limit=limit,
                 query=qe.Query.Nearest(list(vector)),
@@ -355,19 +361,25 @@ class EdgeVectorStore:
                 return self._dimensions[name]
             return self._read_dimension(name)
 
-    def optimize(self, *, min_unindexed: int = 0) -> dict[str, int]:
+    def optimize(self, *, min_unindexed: int = 0, quiet_s: float = 0.0) -> dict[str, int]:
         """Build the search (HNSW) index of collections holding unindexed points.
 
         Qdrant Edge never optimizes by itself: without this every search is an
         exact scan, whose cost grows with the collection (×5 from 10k to 100k
         points). Blocking, and the binding holds the GIL while it runs (seconds
-        at 100k points): call it at start, after a reindex or a bulk load, never
-        on a request. Only collections with at least ``min_unindexed`` points
-        outside the index are rebuilt. Returns {collection: points that were
-        outside the index} for those it built an index for.
+        at 100k points; 1-6 s for each segment of new points past Qdrant's
+        indexing threshold, ~6,500 vectors of 384 dimensions, the older segments'
+        graphs being reused): call it at start, after a reindex or a bulk load,
+        or when no search ran for ``quiet_s`` seconds (the periodic
+        maintenance), never on a request. Only collections with at least
+        ``min_unindexed`` points outside the index are rebuilt. Returns
+        {collection: points that were outside the index} for those it built an
+        index for.
         """
         optimized: dict[str, int] = {}
         with self._lock:
+            if quiet_s and _clock() - self._last_search < quiet_s:
+                return optimized  # searched lately: building now would hold them up
             for name in COLLECTIONS:
                 shard = self._shard(name)
                 if shard is None:

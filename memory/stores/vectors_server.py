@@ -291,7 +291,7 @@ class ServerVectorStore:
         with self._errors():
             self.client.delete_collection(name)
 
-    def optimize(self, *, min_unindexed: int = 0) -> dict[str, int]:
+    def optimize(self, *, min_unindexed: int = 0, quiet_s: float = 0.0) -> dict[str, int]:
         """A Qdrant server builds its indexes itself, in the background."""
         return {}
 

@@ -77,3 +77,55 @@ def test_reindex_leaves_no_point_outside_the_search_index(
     reindex(collection="knowledge", recreate=True)
     assert vector_store.count(KNOWLEDGE) == 120
     assert vector_store.optimize() == {}  # reindex built it
+
+
+def _points(rng: random.Random, start: int, n: int) -> list[VectorPoint]:
+    return [
+        VectorPoint(id=f"00000000-0000-0000-0000-{i:012d}", vector=_vector(rng))
+        for i in range(start, start + n)
+    ]
+
+
+def _outside(store: EdgeVectorStore, name: str) -> int:
+    info = store._shard(name).info()
+    return info.points_count - info.indexed_vectors_count
+
+
+def test_the_index_follows_the_collection_as_it_grows_once_searches_pause(
+    vector_store, small_threshold, monkeypatch
+):
+    """Points written while serving are indexed by the periodic task, never during a
+    burst of searches: building holds the whole process for seconds."""
+    from makilab.celery import app
+    from memory import tasks
+    from memory.services import maintenance
+
+    assert "memory.search_index_maintain" in {
+        entry["task"] for entry in app.conf.beat_schedule.values()
+    }
+    monkeypatch.setattr(maintenance, "SEARCH_INDEX_MIN_UNINDEXED", 300)
+    clock = [1_000.0]
+    monkeypatch.setattr(vectors_edge, "_clock", lambda: clock[0])
+    rng = random.Random(5)
+    vector_store.ensure_collection(CONVERSATIONS, 64)
+    vector_store.upsert(CONVERSATIONS, _points(rng, 0, 600))
+    vector_store.search(CONVERSATIONS, _vector(rng), limit=5)
+
+    clock[0] += maintenance.SEARCH_INDEX_QUIET_S - 1  # searched a moment ago: left alone
+    assert tasks.search_index_maintain_task() == {}
+    assert _outside(vector_store, CONVERSATIONS) == 600
+
+    clock[0] += 2  # quiet long enough: built
+    assert tasks.search_index_maintain_task() == {CONVERSATIONS: 600}
+    assert _outside(vector_store, CONVERSATIONS) == 0
+
+    vector_store.upsert(CONVERSATIONS, _points(rng, 600, 200))  # fewer than the minimum
+    clock[0] += maintenance.SEARCH_INDEX_QUIET_S
+    assert tasks.search_index_maintain_task() == {}
+    assert _outside(vector_store, CONVERSATIONS) == 200
+
+    vector_store.upsert(CONVERSATIONS, _points(rng, 800, 400))  # the collection grew on
+    assert tasks.search_index_maintain_task() == {CONVERSATIONS: 600}
+    assert _outside(vector_store, CONVERSATIONS) == 0
+    hits = vector_store.search(CONVERSATIONS, _vector(rng), limit=1200)
+    assert len(hits) == 1200  # nothing lost by the builds

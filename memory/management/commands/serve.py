@@ -23,9 +23,6 @@ from memory.exceptions import StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
-# Below this many points outside the search index, an exact scan costs ~1 ms.
-SEARCH_INDEX_MIN_UNINDEXED = 5_000
-
 SHARED_FOLDER_WARNING = (
     "Attention : le Qdrant embarqué (un dossier) ne s'ouvre que dans un seul processus. "
     "Avec des workers Celery séparés, définissez QDRANT_URL (un serveur Qdrant), "
@@ -194,12 +191,13 @@ def _search_index_build(stdout) -> None:
     """Index what was added since the last start before the first search (embedded Qdrant).
 
     Qdrant Edge builds its search index only when asked, and building holds the
-    process for a few seconds at 100k points: done here, never on a request.
+    process for a few seconds at 100k points: done here, never on a request (and
+    later by the periodic task, when no search ran for a while).
     """
-    from memory.stores.vectors import get_vector_store
+    from memory.services.maintenance import search_index_maintain
 
     try:
-        built = get_vector_store().optimize(min_unindexed=SEARCH_INDEX_MIN_UNINDEXED)
+        built = search_index_maintain(quiet_s=0)
     except StoreUnavailable as exc:  # the folder is unreadable: serve runs, searches say why
         logger.warning("search index not built at start: %s", exc)
         return
