@@ -18,7 +18,7 @@ from memory.services.indexing import (
 
 # Below this many points outside the search index, an exact scan costs ~1 ms.
 SEARCH_INDEX_MIN_UNINDEXED = 5_000
-# While serving, the index is only built after this long without a search: the
+# While serving, the index is only built after this long without a search or a write: the
 # build holds the process (the embedded engine keeps the GIL) for seconds.
 SEARCH_INDEX_QUIET_S = 600.0
 
@@ -103,7 +103,8 @@ def reindex(
 
 def search_index_maintain(*, quiet_s: float = SEARCH_INDEX_QUIET_S) -> dict[str, int]:
     """Index the points written since the last build (embedded Qdrant), unless the
-    store was searched in the last ``quiet_s`` seconds; {collection: points indexed}.
+    store was searched or written in the last ``quiet_s`` seconds; {collection: points
+    indexed}.
 
     Run at `serve`'s start (quiet_s 0) and by the periodic task, so the index
     follows the collection as it grows and after bulk loads (an import, a
