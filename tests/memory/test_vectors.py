@@ -343,6 +343,31 @@ def test_edge_reopened_from_its_folder_keeps_points_payloads_and_dimension(tmp_p
         reopened.close()
 
 
+def test_edge_shards_search_on_one_pool_thread_whether_created_or_reopened(tmp_path):
+    """The binding holds the GIL while a search waits for its pool's threads
+    (vectors_edge.EDGE_SEARCH_THREADS): every shard is opened with the setting, new
+    ones and those created before it."""
+    from memory.stores.vectors_edge import EDGE_SEARCH_THREADS
+
+    path = tmp_path / "qdrant"
+    store = EdgeVectorStore(path)
+    store.upsert(KNOWLEDGE, [fact_point(i, unit(1, i), content=f"fait {i}") for i in range(5)])
+    store.close()
+    config_file = path / KNOWLEDGE / "edge_config.json"
+    config = json.loads(config_file.read_text())
+    assert config["max_search_threads"] == EDGE_SEARCH_THREADS
+    del config["max_search_threads"]  # as a shard created by an earlier version
+    config_file.write_text(json.dumps(config))
+
+    reopened = EdgeVectorStore(path)
+    try:
+        [hit] = reopened.search(KNOWLEDGE, unit(1, 2), limit=1)
+        assert hit.payload["content"] == "fait 2"
+        assert json.loads(config_file.read_text())["max_search_threads"] == EDGE_SEARCH_THREADS
+    finally:
+        reopened.close()
+
+
 def test_edge_creates_keyword_and_datetime_payload_indexes(edge_store):
     import qdrant_edge as qe
 
