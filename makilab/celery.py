@@ -26,8 +26,8 @@ app.conf.beat_schedule = {
     "planner-statistics": {"task": "memory.planner_statistics_refresh", "schedule": 3600.0},
     # The digest of the observed rooms at its fixed hours (MAKILAB_DIGEST_HOURS): the
     # check is cheap; it enqueues a durable job when the last fixed hour has no digest.
+    "digest-schedule": {"task": "memory.digest_schedule", "schedule": 60.0},
     # The embedded Qdrant's search index over the points written since the last build,
     # once the store was idle for ten minutes (the build holds the process for seconds).
     "search-index": {"task": "memory.search_index_maintain", "schedule": 300.0},
-    "digest-schedule": {"task": "memory.digest_schedule", "schedule": 60.0},
 }

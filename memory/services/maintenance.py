@@ -18,8 +18,8 @@ from memory.services.indexing import (
 
 # Below this many points outside the search index, an exact scan costs ~1 ms.
 SEARCH_INDEX_MIN_UNINDEXED = 5_000
-# While serving, the index is only built after this long without a search or a write: the
-# build holds the process (the embedded engine keeps the GIL) for seconds.
+# While serving, the index is only built after this long without a search or a write:
+# the build holds the whole process (Qdrant Edge's binding keeps the GIL) for seconds.
 SEARCH_INDEX_QUIET_S = 600.0
 
 # A message row has its point in conversations (an exchange) or in live (observed room).

@@ -371,10 +371,10 @@ class EdgeVectorStore:
         segment below Qdrant's indexing threshold, ~6,500 vectors of 384
         dimensions, is left to exact search): call it at start, after a reindex
         or a bulk load, or when the store was neither searched nor written for
-        ``quiet_s`` seconds (the periodic maintenance), never on a request. Only collections with at least
-        ``min_unindexed`` points outside the index are rebuilt. Returns
-        {collection: points that were outside the index} for those it built an
-        index for.
+        ``quiet_s`` seconds (the periodic maintenance), never on a request.
+        Only collections with at least ``min_unindexed`` points outside the
+        index are rebuilt. Returns {collection: points that were outside the
+        index} for those it built an index for.
         """
         optimized: dict[str, int] = {}
         with self._lock:

@@ -192,7 +192,7 @@ def _search_index_build(stdout) -> None:
 
     Qdrant Edge builds its search index only when asked, and building holds the
     process for a few seconds at 100k points: done here, never on a request (and
-    later by the periodic task, when no search ran for a while).
+    later by the periodic task, once the store has been idle for a while).
     """
     from memory.services.maintenance import search_index_maintain
 
