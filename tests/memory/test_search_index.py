@@ -103,31 +103,35 @@ def test_the_index_follows_the_collection_as_it_grows_once_the_store_is_idle(
     assert "memory.search_index_maintain" in {
         entry["task"] for entry in app.conf.beat_schedule.values()
     }
-    monkeypatch.setattr(maintenance, "SEARCH_INDEX_MIN_UNINDEXED", 300)
+    # Above the engine's own threshold (100 KB: 400 vectors of 64 floats), so that the
+    # minimum seen below is this project's, not Qdrant's.
+    monkeypatch.setattr(maintenance, "SEARCH_INDEX_MIN_UNINDEXED", 700)
+    quiet = maintenance.SEARCH_INDEX_QUIET_S
     clock = [1_000.0]
     monkeypatch.setattr(vectors_edge, "_clock", lambda: clock[0])
     rng = random.Random(5)
     vector_store.ensure_collection(CONVERSATIONS, 64)
-    vector_store.upsert(CONVERSATIONS, _points(rng, 0, 600))
+    vector_store.upsert(CONVERSATIONS, _points(rng, 0, 800))
+    clock[0] += quiet  # the writes are old by now: only the search below is recent
     vector_store.search(CONVERSATIONS, _vector(rng), limit=5)
 
-    clock[0] += maintenance.SEARCH_INDEX_QUIET_S - 1  # searched a moment ago: left alone
+    clock[0] += quiet - 1  # searched a moment ago: left alone
+    assert tasks.search_index_maintain_task() == {}
+    assert _outside(vector_store, CONVERSATIONS) == 800
+
+    clock[0] += 2  # quiet long enough: built
+    assert tasks.search_index_maintain_task() == {CONVERSATIONS: 800}
+    assert _outside(vector_store, CONVERSATIONS) == 0
+
+    vector_store.upsert(CONVERSATIONS, _points(rng, 800, 600))  # fewer than the minimum
+    clock[0] += quiet
     assert tasks.search_index_maintain_task() == {}
     assert _outside(vector_store, CONVERSATIONS) == 600
 
-    clock[0] += 2  # quiet long enough: built
-    assert tasks.search_index_maintain_task() == {CONVERSATIONS: 600}
-    assert _outside(vector_store, CONVERSATIONS) == 0
-
-    vector_store.upsert(CONVERSATIONS, _points(rng, 600, 200))  # fewer than the minimum
-    clock[0] += maintenance.SEARCH_INDEX_QUIET_S
-    assert tasks.search_index_maintain_task() == {}
-    assert _outside(vector_store, CONVERSATIONS) == 200
-
-    vector_store.upsert(CONVERSATIONS, _points(rng, 800, 400))  # the collection grew on
+    vector_store.upsert(CONVERSATIONS, _points(rng, 1400, 200))  # the collection grew on
     assert tasks.search_index_maintain_task() == {}  # written a moment ago: left alone
-    clock[0] += maintenance.SEARCH_INDEX_QUIET_S
-    assert tasks.search_index_maintain_task() == {CONVERSATIONS: 600}
+    clock[0] += quiet
+    assert tasks.search_index_maintain_task() == {CONVERSATIONS: 800}
     assert _outside(vector_store, CONVERSATIONS) == 0
-    hits = vector_store.search(CONVERSATIONS, _vector(rng), limit=1200)
-    assert len(hits) == 1200  # nothing lost by the builds
+    hits = vector_store.search(CONVERSATIONS, _vector(rng), limit=1600)
+    assert len(hits) == 1600  # nothing lost by the builds
