@@ -53,6 +53,15 @@ _clock = time.monotonic
 # the default against 0.34-0.40 ms with one thread (0.30 -> 0.22 ms p50).
 EDGE_SEARCH_THREADS = 1
 
+# Each shard keeps an int8 copy of its vectors in RAM (scalar quantization, built with
+# its search index): a search walks the graph on the int8 copy, takes twice the hits
+# asked, and ranks them again on the stored vectors, so the scores are the exact
+# cosines. On the 100k benchmark, built the same way with and without it: a search
+# p50 0.77-1.03 -> 0.32-0.34 ms at recall@16 0.936 -> 0.941 against exact search
+# (taking only the hits asked: 0.864); the pre-hook's Qdrant stage 3.5-3.7 -> 2.2 ms.
+EDGE_QUANTILE = 0.99
+EDGE_OVERSAMPLING = 2.0
+
 EDGE_LOCK_FILE = ".makilab.lock"
 EDGE_CONFIG_FILE = "edge_config.json"
 
@@ -256,6 +265,7 @@ class EdgeVectorStore:
                 score_threshold=score_threshold,
                 with_payload=True if payload_fields is None else list(payload_fields),
                 with_vector=with_vectors,
+                params=_edge_search_params(),
             )
             try:
                 points = shard.query(request)
@@ -437,9 +447,27 @@ def _edge_config(dimension: int) -> Any:
         else None
     )
     return qe.EdgeConfig(
-        vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
+        vectors=qe.EdgeVectorParams(
+            size=dimension,
+            distance=qe.Distance.Cosine,
+            quantization_config=qe.ScalarQuantizationConfig(
+                qe.ScalarType.Int8, quantile=EDGE_QUANTILE, always_ram=True
+            ),
+        ),
         optimizers=optimizers,
         max_search_threads=EDGE_SEARCH_THREADS,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _edge_search_params() -> Any:
+    """Every search: on the int8 copy where a segment has one, then ranked again on the
+    stored vectors (EDGE_OVERSAMPLING times the hits asked). A segment without the copy
+    (not indexed yet, or built before quantization) is searched on its vectors alone."""
+    import qdrant_edge as qe
+
+    return qe.SearchParams(
+        quantization=qe.QuantizationSearchParams(rescore=True, oversampling=EDGE_OVERSAMPLING)
     )
 
 

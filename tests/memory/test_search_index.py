@@ -7,6 +7,7 @@ index is lowered here (100 KB, ~65 vectors) so a few hundred points show it.
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -135,3 +136,45 @@ def test_the_index_follows_the_collection_as_it_grows_once_the_store_is_idle(
     assert _outside(vector_store, CONVERSATIONS) == 0
     hits = vector_store.search(CONVERSATIONS, _vector(rng), limit=1600)
     assert len(hits) == 1600  # nothing lost by the builds
+
+
+def test_an_indexed_search_walks_an_int8_copy_and_returns_the_exact_hits_and_cosines(
+    tmp_path, small_threshold
+):
+    """Scalar quantization (vectors_edge.EDGE_QUANTILE, EDGE_OVERSAMPLING): every shard,
+    created or reopened, keeps an int8 copy of its vectors, built with its index. A
+    search walks the copy, then ranks its hits again on the stored vectors: the top
+    hits and their cosines are those of exact search."""
+    rng = random.Random(5)
+    path = tmp_path / "qdrant"
+    store = EdgeVectorStore(path)
+    try:
+        store.upsert(CONVERSATIONS, _points(rng, 0, 600))
+        queries = [_vector(rng) for _ in range(30)]
+        exact = [{h.id: h.score for h in store.search(CONVERSATIONS, q, limit=10)} for q in queries]
+        assert store.optimize() == {CONVERSATIONS: 600}
+        found = [{h.id: h.score for h in store.search(CONVERSATIONS, q, limit=10)} for q in queries]
+        recall = sum(len(a.keys() & b.keys()) for a, b in zip(exact, found, strict=True)) / 300
+        assert recall >= 0.95
+        for before, after in zip(exact, found, strict=True):
+            for point_id in before.keys() & after.keys():
+                # On the int8 copy alone the cosines differ by about 1e-3.
+                assert after[point_id] == pytest.approx(before[point_id], abs=1e-5)
+    finally:
+        store.close()
+
+    config_file = path / CONVERSATIONS / "edge_config.json"
+    config = json.loads(config_file.read_text())
+    quantization = {
+        "scalar": {"type": "int8", "quantile": vectors_edge.EDGE_QUANTILE, "always_ram": True}
+    }
+    assert config["vectors"][""]["quantization_config"] == quantization
+    del config["vectors"][""]["quantization_config"]  # as a shard created by an earlier version
+    config_file.write_text(json.dumps(config))
+    reopened = EdgeVectorStore(path)
+    try:
+        assert len(reopened.search(CONVERSATIONS, queries[0], limit=10)) == 10
+        reloaded = json.loads(config_file.read_text())["vectors"][""]["quantization_config"]
+        assert reloaded == quantization
+    finally:
+        reopened.close()
