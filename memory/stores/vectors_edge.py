@@ -377,8 +377,9 @@ class EdgeVectorStore:
         Qdrant Edge never optimizes by itself: without this every search is an
         exact scan, whose cost grows with the collection (×5 from 10k to 100k
         points). Blocking, and the binding holds the GIL while it runs (the
-        benchmark's 100k points: 28 s; 7,000 points added to them: 5.3 s; a
-        segment below Qdrant's indexing threshold, ~6,500 vectors of 384
+        benchmark's 100k points: 15 s with the int8 copy, 28 s without; 7,000
+        points added to them: 5.3 s without; a segment below Qdrant's indexing
+        threshold, ~6,500 vectors of 384
         dimensions, is left to exact search): call it at start, after a reindex
         or a bulk load, or when the store was neither searched nor written for
         ``quiet_s`` seconds (the periodic maintenance), never on a request.
