@@ -178,3 +178,48 @@ def test_an_indexed_search_walks_an_int8_copy_and_returns_the_exact_hits_and_cos
         assert reloaded == quantization
     finally:
         reopened.close()
+
+
+def test_a_store_indexed_before_the_int8_copy_is_searched_as_before(
+    tmp_path, small_threshold, monkeypatch
+):
+    """A store built by an earlier version (its segments indexed without the int8 copy)
+    opens with the copy in its configuration and is searched on its stored vectors:
+    the same hits and cosines as exact search, until `reindex --recreate` rebuilds it."""
+    import qdrant_edge as qe
+
+    def earlier_config(dimension: int):
+        return qe.EdgeConfig(
+            vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
+            optimizers=qe.EdgeOptimizersConfig(
+                indexing_threshold=vectors_edge.EDGE_INDEXING_THRESHOLD_KB
+            ),
+            max_search_threads=vectors_edge.EDGE_SEARCH_THREADS,
+        )
+
+    rng = random.Random(11)
+    path = tmp_path / "qdrant"
+    with monkeypatch.context() as earlier:
+        earlier.setattr(vectors_edge, "_edge_config", earlier_config)
+        store = EdgeVectorStore(path)
+        store.upsert(CONVERSATIONS, _points(rng, 0, 600))
+        queries = [_vector(rng) for _ in range(20)]
+        exact = [{h.id: h.score for h in store.search(CONVERSATIONS, q, limit=10)} for q in queries]
+        assert store.optimize() == {CONVERSATIONS: 600}
+        store.close()
+    config_file = path / CONVERSATIONS / "edge_config.json"
+    assert "quantization_config" not in json.loads(config_file.read_text())["vectors"][""]
+
+    reopened = EdgeVectorStore(path)
+    try:
+        found = [
+            {h.id: h.score for h in reopened.search(CONVERSATIONS, q, limit=10)} for q in queries
+        ]
+        assert "quantization_config" in json.loads(config_file.read_text())["vectors"][""]
+    finally:
+        reopened.close()
+    recall = sum(len(a.keys() & b.keys()) for a, b in zip(exact, found, strict=True)) / 200
+    assert recall >= 0.95
+    for before, after in zip(exact, found, strict=True):
+        for point_id in before.keys() & after.keys():
+            assert after[point_id] == pytest.approx(before[point_id], abs=1e-5)
