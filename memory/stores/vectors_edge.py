@@ -384,8 +384,10 @@ class EdgeVectorStore:
         or a bulk load, or when the store was neither searched nor written for
         ``quiet_s`` seconds (the periodic maintenance), never on a request.
         Only collections with at least ``min_unindexed`` points outside the
-        index are rebuilt. Returns {collection: points that were outside the
-        index} for those it built an index for.
+        index are rebuilt, and those whose indexed segments lack the int8 copy
+        (built by an earlier version): those are rebuilt with it whatever the
+        minimum. Returns {collection: points that were outside the index, or all
+        its points when segments were rebuilt for the copy} for those it built.
         """
         optimized: dict[str, int] = {}
         with self._lock:
@@ -398,14 +400,16 @@ class EdgeVectorStore:
                 try:
                     info = shard.info()
                     outside = info.points_count - info.indexed_vectors_count
-                    if outside < max(1, min_unindexed):
+                    without_copy = _indexed_without_copy(self._collection_path(name))
+                    if outside < max(1, min_unindexed) and not without_copy:
                         continue
                     # False: nothing to build (a segment below the indexing threshold).
+                    # The engine also rebuilds the segments whose configuration changed.
                     built = shard.optimize()
                 except Exception as exc:
                     raise self._error(exc) from exc
                 if built:
-                    optimized[name] = outside
+                    optimized[name] = info.points_count if without_copy else outside
         if optimized:
             logger.info("Qdrant Edge search index built: %s", optimized)
         return optimized
@@ -435,6 +439,21 @@ class EdgeVectorStore:
             if self._lock_fd is not None:
                 os.close(self._lock_fd)  # releases the flock
                 self._lock_fd = None
+
+
+def _indexed_without_copy(shard_path: Path) -> bool:
+    """Whether a shard holds a segment with a search index and no int8 copy: indexed by a
+    version before the copy (vectors_edge.EDGE_QUANTILE). Read from the segments' files,
+    as the engine tells nothing of it; a layout it does not know reads as False."""
+    try:
+        segments = list((shard_path / "segments").iterdir())
+    except OSError:
+        return False
+    return any(
+        (segment / "vector_index" / "hnsw_config.json").is_file()
+        and not (segment / "vector_storage" / "quantized.config.json").is_file()
+        for segment in segments
+    )
 
 
 def _edge_config(dimension: int) -> Any:

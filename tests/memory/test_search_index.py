@@ -189,13 +189,17 @@ def test_an_indexed_search_walks_an_int8_copy_and_returns_the_exact_hits_and_cos
         reopened.close()
 
 
-def test_a_store_indexed_before_the_int8_copy_is_searched_as_before(
+def test_a_store_indexed_before_the_int8_copy_gets_it_from_the_upkeep(
     tmp_path, small_threshold, monkeypatch
 ):
     """A store built by an earlier version (its segments indexed without the int8 copy)
-    opens with the copy in its configuration and is searched on its stored vectors:
-    the same hits and cosines as exact search, until `reindex --recreate` rebuilds it."""
+    opens with the copy in its configuration and is searched on its stored vectors (the
+    hits and cosines of exact search); the index's upkeep (at `serve` start, then the
+    periodic task) rebuilds those segments with the copy, though no point lies outside
+    the index, once: then searches walk the copy, still with exact cosines."""
     import qdrant_edge as qe
+
+    from memory.services.maintenance import SEARCH_INDEX_MIN_UNINDEXED
 
     def earlier_config(dimension: int):
         return qe.EdgeConfig(
@@ -221,8 +225,33 @@ def test_a_store_indexed_before_the_int8_copy_is_searched_as_before(
 
     reopened = EdgeVectorStore(path)
     try:
-        found = _top(reopened, queries)
+        _assert_exact(exact, _top(reopened, queries))
         assert "quantization_config" in json.loads(config_file.read_text())["vectors"][""]
+        assert not _walks_a_copy(reopened, queries, exact, monkeypatch)
+
+        assert reopened.optimize(min_unindexed=SEARCH_INDEX_MIN_UNINDEXED) == {CONVERSATIONS: 600}
+        assert _walks_a_copy(reopened, queries, exact, monkeypatch)
+        _assert_exact(exact, _top(reopened, queries))
+        assert reopened.optimize(min_unindexed=SEARCH_INDEX_MIN_UNINDEXED) == {}  # done once
+        assert reopened.count(CONVERSATIONS) == 600
     finally:
         reopened.close()
-    _assert_exact(exact, found)
+
+
+def _walks_a_copy(store, queries, exact, monkeypatch) -> bool:
+    """Whether searches walk an int8 copy: asked not to rank again on the stored vectors,
+    their cosines then stray from exact search's (about 1e-3)."""
+    import qdrant_edge as qe
+
+    with monkeypatch.context() as raw:
+        raw.setattr(
+            vectors_edge,
+            "_edge_search_params",
+            lambda: qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=False)),
+        )
+        found = _top(store, queries)
+    return any(
+        abs(after[point_id] - before[point_id]) > 1e-4
+        for before, after in zip(exact, found, strict=True)
+        for point_id in before.keys() & after.keys()
+    )
