@@ -25,6 +25,8 @@ from memory.stores.vectors import (
     COLLECTIONS,
     DATETIME_FIELDS,
     DIMENSION_MISMATCH_MESSAGE,
+    INT8_OVERSAMPLING,
+    INT8_QUANTILE,
     KEYWORD_FIELDS,
     SCROLL_PAGE,
     STORE_CLOSED_MESSAGE,
@@ -52,15 +54,6 @@ _clock = time.monotonic
 # the process waited too: a search beside two embeddings took p95 3.4-4.4 ms with
 # the default against 0.34-0.40 ms with one thread (0.30 -> 0.22 ms p50).
 EDGE_SEARCH_THREADS = 1
-
-# Each shard keeps an int8 copy of its vectors in RAM (scalar quantization, built with
-# its search index): a search walks the graph on the int8 copy, takes twice the hits
-# asked, and ranks them again on the stored vectors, so the scores are the exact
-# cosines. On the 100k benchmark, built the same way with and without it: a search
-# p50 0.77-1.03 -> 0.32-0.34 ms at recall@16 0.936 -> 0.941 against exact search
-# (taking only the hits asked: 0.864); the pre-hook's Qdrant stage 3.5-3.7 -> 2.2 ms.
-EDGE_QUANTILE = 0.99
-EDGE_OVERSAMPLING = 2.0
 
 EDGE_LOCK_FILE = ".makilab.lock"
 EDGE_CONFIG_FILE = "edge_config.json"
@@ -443,7 +436,7 @@ class EdgeVectorStore:
 
 def _indexed_without_copy(shard_path: Path) -> bool:
     """Whether a shard holds a segment with a search index and no int8 copy: indexed by a
-    version before the copy (vectors_edge.EDGE_QUANTILE). Read from the segments' files,
+    version before the copy (vectors.INT8_QUANTILE). Read from the segments' files,
     as the engine tells nothing of it; a layout it does not know reads as False."""
     try:
         segments = list((shard_path / "segments").iterdir())
@@ -471,7 +464,7 @@ def _edge_config(dimension: int) -> Any:
             size=dimension,
             distance=qe.Distance.Cosine,
             quantization_config=qe.ScalarQuantizationConfig(
-                qe.ScalarType.Int8, quantile=EDGE_QUANTILE, always_ram=True
+                qe.ScalarType.Int8, quantile=INT8_QUANTILE, always_ram=True
             ),
         ),
         optimizers=optimizers,
@@ -482,12 +475,12 @@ def _edge_config(dimension: int) -> Any:
 @functools.lru_cache(maxsize=1)
 def _edge_search_params() -> Any:
     """Every search: on the int8 copy where a segment has one, then ranked again on the
-    stored vectors (EDGE_OVERSAMPLING times the hits asked). A segment without the copy
+    stored vectors (INT8_OVERSAMPLING times the hits asked). A segment without the copy
     (not indexed yet, or built before quantization) is searched on its vectors alone."""
     import qdrant_edge as qe
 
     return qe.SearchParams(
-        quantization=qe.QuantizationSearchParams(rescore=True, oversampling=EDGE_OVERSAMPLING)
+        quantization=qe.QuantizationSearchParams(rescore=True, oversampling=INT8_OVERSAMPLING)
     )
 
 

@@ -14,8 +14,11 @@ from typing import Any
 
 from memory.exceptions import DimensionMismatch, StoreUnavailable
 from memory.stores.vectors import (
+    COLLECTIONS,
     DATETIME_FIELDS,
     DIMENSION_MISMATCH_MESSAGE,
+    INT8_OVERSAMPLING,
+    INT8_QUANTILE,
     KEYWORD_FIELDS,
     SCROLL_PAGE,
     STORE_CLOSED_MESSAGE,
@@ -51,6 +54,7 @@ class ServerVectorStore:
     ) -> None:
         self.url = url or "(client fourni)"
         self._dimensions: dict[str, int] = {}
+        self._int8_checked: set[str] = set()  # collections known to have the int8 copy
         self._closed = False
         if client is None:
             from qdrant_client import QdrantClient
@@ -130,6 +134,7 @@ class ServerVectorStore:
                         vectors_config=models.VectorParams(
                             size=dimension, distance=models.Distance.COSINE
                         ),
+                        quantization_config=_server_int8_copy(),
                     )
                 except UnexpectedResponse as exc:
                     if exc.status_code != 409:  # 409: created meanwhile by another worker
@@ -219,6 +224,7 @@ class ServerVectorStore:
                     query_filter=_server_filter(filters),
                     with_payload=True if payload_fields is None else list(payload_fields),
                     with_vectors=with_vectors,
+                    search_params=_server_search_params(),
                 )
         except _CollectionGone:
             return []
@@ -292,7 +298,21 @@ class ServerVectorStore:
             self.client.delete_collection(name)
 
     def optimize(self, *, min_unindexed: int = 0, quiet_s: float = 0.0) -> dict[str, int]:
-        """A Qdrant server builds its indexes itself, in the background."""
+        """A Qdrant server builds its indexes itself, in the background. A collection
+        created before the int8 copy is given it here (the server builds it in the
+        background too), once per process; {} always: nothing was built here."""
+        for name in COLLECTIONS:
+            if name in self._int8_checked or self._dimension(name) is None:
+                continue
+            try:
+                with self._errors(name):
+                    info = self.client.get_collection(name)
+                    if info.config.quantization_config is None:
+                        self.client.update_collection(name, quantization_config=_server_int8_copy())
+                        logger.info("Qdrant collection %s: int8 copy asked", name)
+            except _CollectionGone:
+                continue
+            self._int8_checked.add(name)
         return {}
 
     def close(self) -> None:
@@ -301,6 +321,27 @@ class ServerVectorStore:
         self._closed = True
         with contextlib.suppress(Exception):
             self.client.close()
+
+
+def _server_int8_copy() -> Any:
+    """The int8 copy every collection keeps (vectors.INT8_QUANTILE), as on Qdrant Edge."""
+    from qdrant_client import models
+
+    return models.ScalarQuantization(
+        scalar=models.ScalarQuantizationConfig(
+            type=models.ScalarType.INT8, quantile=INT8_QUANTILE, always_ram=True
+        )
+    )
+
+
+def _server_search_params() -> Any:
+    """Every search walks the copy and ranks INT8_OVERSAMPLING times the hits asked again
+    on the stored vectors: the scores are the exact cosines."""
+    from qdrant_client import models
+
+    return models.SearchParams(
+        quantization=models.QuantizationSearchParams(rescore=True, oversampling=INT8_OVERSAMPLING)
+    )
 
 
 def _server_filter(filters: Filters | None) -> Any:

@@ -13,7 +13,7 @@ import random
 import pytest
 
 from memory.stores import vectors_edge
-from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, VectorPoint
+from memory.stores.vectors import CONVERSATIONS, INT8_QUANTILE, KNOWLEDGE, VectorPoint
 from memory.stores.vectors_edge import EdgeVectorStore
 
 pytestmark = pytest.mark.slow
@@ -156,7 +156,7 @@ def test_the_index_follows_the_collection_as_it_grows_once_the_store_is_idle(
 def test_an_indexed_search_walks_an_int8_copy_and_returns_the_exact_hits_and_cosines(
     tmp_path, small_threshold
 ):
-    """Scalar quantization (vectors_edge.EDGE_QUANTILE, EDGE_OVERSAMPLING): every shard,
+    """Scalar quantization (vectors.INT8_QUANTILE, INT8_OVERSAMPLING): every shard,
     created or reopened, keeps an int8 copy of its vectors, built with its index. A
     search walks the copy, then ranks its hits again on the stored vectors: the top
     hits and their cosines are those of exact search."""
@@ -174,9 +174,7 @@ def test_an_indexed_search_walks_an_int8_copy_and_returns_the_exact_hits_and_cos
 
     config_file = path / CONVERSATIONS / "edge_config.json"
     config = json.loads(config_file.read_text())
-    quantization = {
-        "scalar": {"type": "int8", "quantile": vectors_edge.EDGE_QUANTILE, "always_ram": True}
-    }
+    quantization = {"scalar": {"type": "int8", "quantile": INT8_QUANTILE, "always_ram": True}}
     assert config["vectors"][""]["quantization_config"] == quantization
     del config["vectors"][""]["quantization_config"]  # as a shard created by an earlier version
     config_file.write_text(json.dumps(config))
