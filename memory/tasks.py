@@ -111,7 +111,8 @@ def digest_schedule_task() -> int | None:
 
 @shared_task(name="memory.search_index_maintain", acks_late=True)
 def search_index_maintain_task() -> dict:
-    """The embedded Qdrant's search index follows the collection (when searches pause)."""
+    """The embedded Qdrant's search index follows the collection (when searches pause);
+    a Qdrant server's collections made before the int8 copy are given it."""
     from memory.services.maintenance import search_index_maintain
 
     return search_index_maintain()

@@ -300,11 +300,12 @@ class ServerVectorStore:
     def optimize(self, *, min_unindexed: int = 0, quiet_s: float = 0.0) -> dict[str, int]:
         """A Qdrant server builds its indexes itself, in the background. A collection
         created before the int8 copy is given it here (the server builds it in the
-        background too), once per process; {} always: nothing was built here."""
+        background too), once per process; {} always: nothing was built here. A server
+        that is down is asked again at the next pass, never raises here."""
         for name in COLLECTIONS:
-            if name in self._int8_checked or self._dimension(name) is None:
-                continue
             try:
+                if name in self._int8_checked or self._dimension(name) is None:
+                    continue
                 with self._errors(name):
                     info = self.client.get_collection(name)
                     if info.config.quantization_config is None:
@@ -312,6 +313,9 @@ class ServerVectorStore:
                         logger.info("Qdrant collection %s: int8 copy asked", name)
             except _CollectionGone:
                 continue
+            except StoreUnavailable as exc:
+                logger.warning("Qdrant upkeep postponed: %s", exc)
+                return {}
             self._int8_checked.add(name)
         return {}
 

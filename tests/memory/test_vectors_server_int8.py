@@ -28,11 +28,12 @@ INT8_COPY = {"scalar": {"type": "int8", "quantile": INT8_QUANTILE, "always_ram":
 
 class FakeQdrant:
     """Collections by name ({"size": n, "quantization": dict | None}) and every request
-    received as (method, path, JSON body)."""
+    answered, as (method, path, JSON body)."""
 
     def __init__(self) -> None:
         self.collections: dict[str, dict] = {}
         self.requests: list[tuple[str, str, dict | None]] = []
+        self.failing = False  # every request answered 503
 
     def sent(self, method: str, path: str) -> list[dict | None]:
         return [body for m, p, body in self.requests if m == method and p == path]
@@ -91,13 +92,16 @@ def fake_qdrant():
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
             path = self.path.split("?")[0]
-            result = fake.answer(self.command, path, body)
-            status = 404 if result is None else 200
-            payload = json.dumps(
-                {"result": result, "status": "ok", "time": 0.0}
-                if result is not None
-                else {"status": {"error": f"Not found: Collection `{path}` doesn't exist!"}}
-            ).encode()
+            if fake.failing:
+                status, payload = 503, b'{"status": {"error": "Service Unavailable"}}'
+            else:
+                result = fake.answer(self.command, path, body)
+                status = 404 if result is None else 200
+                payload = json.dumps(
+                    {"result": result, "status": "ok", "time": 0.0}
+                    if result is not None
+                    else {"status": {"error": f"Not found: Collection `{path}` doesn't exist!"}}
+                ).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -147,3 +151,20 @@ def test_the_upkeep_gives_a_server_collection_created_before_the_copy_its_int8_c
 
     store.optimize(min_unindexed=5000)
     assert len(fake_qdrant.sent("PATCH", f"/collections/{CONVERSATIONS}")) == 1  # once
+
+
+def test_the_upkeep_of_a_server_that_fails_asks_again_at_the_next_pass(fake_qdrant, caplog):
+    """The periodic task never fails on a server that answers errors: it asks again next
+    time."""
+    fake_qdrant.collections[CONVERSATIONS] = {"size": 4, "quantization": None}
+    store = ServerVectorStore(fake_qdrant.url, "", 2.0)
+
+    fake_qdrant.failing = True
+    assert store.optimize(min_unindexed=5000) == {}
+    assert "postponed" in caplog.text
+    assert fake_qdrant.sent("PATCH", f"/collections/{CONVERSATIONS}") == []
+
+    fake_qdrant.failing = False
+    store.optimize(min_unindexed=5000)
+    (patched,) = fake_qdrant.sent("PATCH", f"/collections/{CONVERSATIONS}")
+    assert patched["quantization_config"] == INT8_COPY
