@@ -104,7 +104,7 @@ def reindex(
 def search_index_maintain(*, quiet_s: float = SEARCH_INDEX_QUIET_S) -> dict[str, int]:
     """Index the points written since the last build (embedded Qdrant), and give what an
     earlier version indexed or created without the int8 copy its copy (a Qdrant server
-    builds it in the background), unless the store was searched or written in the last
+    builds it in the background), unless the store was searched, read or written in the last
     ``quiet_s`` seconds; {collection: points indexed here}.
 
     Run at `serve`'s start (quiet_s 0) and by the periodic task, so the index

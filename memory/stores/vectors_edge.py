@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 # default (about 6,000 vectors of 384 dimensions). Tests lower it.
 EDGE_INDEXING_THRESHOLD_KB: int | None = None
 
-# The clock of "when was this store last searched or written" (optimize's quiet_s);
+# The clock of "when was this store last searched, read or written" (optimize's quiet_s);
 # tests move it.
 _clock = time.monotonic
 
@@ -76,7 +76,7 @@ class EdgeVectorStore:
         self._dimensions: dict[str, int] = {}
         self._closed = False
         self._lock_fd: int | None = None
-        self._last_used = float("-inf")  # _clock() of the last search or upsert
+        self._last_used = float("-inf")  # _clock() of the last search, read or write
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -275,6 +275,7 @@ class EdgeVectorStore:
             shard = self._shard(name)
             if shard is None:
                 return
+            self._last_used = _clock()
             try:
                 shard.update(qe.UpdateOperation.delete_points(list(ids)))
             except Exception as exc:
@@ -291,6 +292,7 @@ class EdgeVectorStore:
             shard = self._shard(name)
             if shard is None:
                 return []
+            self._last_used = _clock()
             try:
                 records = shard.retrieve(
                     list(ids), with_payload=with_payload, with_vector=with_vectors
@@ -374,7 +376,7 @@ class EdgeVectorStore:
         points added to them: 5.3 s without; a segment below Qdrant's indexing
         threshold, ~6,500 vectors of 384
         dimensions, is left to exact search): call it at start, after a reindex
-        or a bulk load, or when the store was neither searched nor written for
+        or a bulk load, or when the store was neither searched, read nor written for
         ``quiet_s`` seconds (the periodic maintenance), never on a request.
         Only collections with at least ``min_unindexed`` points outside the
         index are rebuilt, and those whose indexed segments lack the int8 copy

@@ -153,6 +153,34 @@ def test_the_index_follows_the_collection_as_it_grows_once_the_store_is_idle(
     assert len(hits) == 1600  # nothing lost by the builds
 
 
+@pytest.mark.parametrize("use", ["delete", "retrieve"])
+def test_a_deletion_or_a_read_by_id_counts_as_use_for_the_upkeep(
+    vector_store, small_threshold, monkeypatch, use
+):
+    """Forgetting deletes points and the pre-hook reads vectors by id: the store is in
+    use then, and the upkeep must not start a build that holds the process for seconds."""
+    from memory import tasks
+    from memory.services import maintenance
+
+    monkeypatch.setattr(maintenance, "SEARCH_INDEX_MIN_UNINDEXED", 700)
+    quiet = maintenance.SEARCH_INDEX_QUIET_S
+    clock = [1_000.0]
+    monkeypatch.setattr(vectors_edge, "_clock", lambda: clock[0])
+    rng = random.Random(9)
+    points = _points(rng, 0, 800)
+    vector_store.upsert(CONVERSATIONS, points)
+    clock[0] += quiet
+    if use == "delete":
+        vector_store.delete(CONVERSATIONS, [points[0].id])
+    else:
+        assert len(vector_store.retrieve(CONVERSATIONS, [points[0].id])) == 1
+
+    assert tasks.search_index_maintain_task() == {}  # in use a moment ago: left alone
+    clock[0] += quiet
+    outside = 799 if use == "delete" else 800
+    assert tasks.search_index_maintain_task() == {CONVERSATIONS: outside}
+
+
 def test_an_indexed_search_walks_an_int8_copy_and_returns_the_exact_hits_and_cosines(
     tmp_path, small_threshold
 ):
