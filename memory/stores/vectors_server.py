@@ -7,6 +7,7 @@ tests/memory/test_embedders.py).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 from collections.abc import Iterator
@@ -303,10 +304,10 @@ class ServerVectorStore:
         background too), once per process; {} always: nothing was built here. A server
         that is down is asked again at the next pass, never raises here."""
         for name in COLLECTIONS:
+            if name in self._int8_checked:
+                continue
             try:
-                if name in self._int8_checked or self._dimension(name) is None:
-                    continue
-                with self._errors(name):
+                with self._errors(name):  # a collection that does not exist: _CollectionGone
                     info = self.client.get_collection(name)
                     if info.config.quantization_config is None:
                         self.client.update_collection(name, quantization_config=_server_int8_copy())
@@ -338,6 +339,7 @@ def _server_int8_copy() -> Any:
     )
 
 
+@functools.lru_cache(maxsize=1)
 def _server_search_params() -> Any:
     """Every search walks the copy and ranks INT8_OVERSAMPLING times the hits asked again
     on the stored vectors: the scores are the exact cosines."""
