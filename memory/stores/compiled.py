@@ -21,18 +21,29 @@ through placeholders:
 
 ``rows`` returns tuples (a ``values_list`` queryset); ``instances`` returns
 model instances (a plain queryset of one model, no select_related).
+
+Each call runs its SQL on the thread's SQLite connection itself (``raw_fetchall``),
+not through Django's cursor wrapper: the wrapper rewrites the placeholders, checks
+the thread and the async context and wraps every call, about 60 µs of Python per
+statement, and each access to ``django.db.connection`` is a thread-local lookup. What
+the wrapper guarantees is kept: the connection is opened (and health-checked) as
+Django opens it, a broken transaction still refuses, errors come out as Django's
+``DatabaseError`` family, and while queries are logged (DEBUG, a test counting them)
+the wrapper is used so that each one is seen. Ten thousand memories, alternating per
+call on one store: the pre-hook's CPU in the caller's thread p50 9.98 -> 9.13 ms.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model, QuerySet
 from django.db.models.expressions import RawSQL
 
@@ -45,6 +56,31 @@ _NOW = datetime(1901, 2, 3, 4, 5, 6, 789012, tzinfo=UTC)
 _INT_BASE = -7_340_211_900_000
 _int_names: dict[int, str] = {}
 _int_lock = threading.Lock()
+# Django's own rewrite of "format" placeholders for SQLite (sqlite3.base.FORMAT_QMARK_REGEX).
+_FORMAT_QMARK = re.compile(r"(?<!%)%s")
+
+
+def qmark_sql(sql: str) -> str:
+    """SQL written with Django's ``%s`` placeholders, as SQLite takes it (``?``)."""
+    return _FORMAT_QMARK.sub("?", sql).replace("%%", "%")
+
+
+def raw_fetchall(sql: str, params: list | tuple, *, qmark: str | None = None) -> list[tuple]:
+    """The rows of one read on this thread's connection (see the module's docstring).
+
+    ``sql`` uses Django's ``%s`` placeholders; ``qmark``: the same SQL already
+    rewritten by ``qmark_sql`` (a statement run often rewrites it once).
+    """
+    db = connections[DEFAULT_DB_ALIAS]
+    if db.queries_logged:
+        with db.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    db.validate_no_broken_transaction()
+    with db.wrap_database_errors:
+        return db.connection.execute(qmark or qmark_sql(sql), params).fetchall()
 
 
 def ids_in() -> RawSQL:
@@ -71,6 +107,7 @@ def int_param(name: str) -> int:
 @dataclass(frozen=True)
 class _Compiled:
     sql: str
+    qmark: str  # the same, as SQLite takes it
     params: tuple
     slots: tuple[tuple[int, str], ...]
     converters: tuple[tuple[int, tuple, Any], ...]
@@ -95,9 +132,8 @@ class CompiledRead:
         """The rows as model instances (the queryset's model); ``bind`` as for ``rows``."""
         compiled = self._compile(bind.get("shape", ()), model=True)
         start, end, attnames = compiled.fields
-        alias = connection.alias
         return [
-            compiled.model.from_db(alias, attnames, row[start:end])
+            compiled.model.from_db(DEFAULT_DB_ALIAS, attnames, row[start:end])
             for row in self._run(compiled, **bind)
         ]
 
@@ -109,7 +145,8 @@ class CompiledRead:
         now: datetime | None = None,
         shape: tuple = (),
         **values: object,
-    ) -> list[list]:
+    ) -> list[list] | list[tuple]:
+        db = connections[DEFAULT_DB_ALIAS]
         bound = list(compiled.params)
         for i, name in compiled.slots:
             if name == _IDS:
@@ -117,18 +154,19 @@ class CompiledRead:
             elif name == _NOW_SLOT:
                 if now is None:
                     raise ValueError("this read compares with the current time: give now")
-                bound[i] = connection.ops.adapt_datetimefield_value(now)
+                bound[i] = db.ops.adapt_datetimefield_value(now)
             else:
                 bound[i] = values[name]
-        with connection.cursor() as cursor:
-            cursor.execute(compiled.sql, bound)
-            rows = [list(row) for row in cursor.fetchall()]
+        fetched = raw_fetchall(compiled.sql, bound, qmark=compiled.qmark)
+        if not compiled.converters:
+            return fetched
+        rows = [list(row) for row in fetched]
         # The ORM's own conversions (dates, booleans, JSON...), as its iterables apply them.
         for row in rows:
             for pos, convs, expression in compiled.converters:
                 value = row[pos]
                 for convert in convs:
-                    value = convert(value, expression, connection)
+                    value = convert(value, expression, db)
                 row[pos] = value
         return rows
 
@@ -164,6 +202,7 @@ class CompiledRead:
             fields = (start, end, tuple(c[0].target.attname for c in select[start:end]))
         return _Compiled(
             sql=sql,
+            qmark=qmark_sql(sql),
             params=tuple(params),
             slots=tuple(slots),
             converters=tuple((pos, tuple(c), e) for pos, (c, e) in converters.items()),

@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
+from memory.stores.compiled import raw_fetchall
+
 # Long pastes would make huge queries for no gain: only the first words count.
 MAX_QUERY_TERMS = 64
 # Rows an OR query may have FTS5 rank (the sum of its words' document counts). Past
@@ -95,17 +97,18 @@ def term_rows(table: str, terms: list[str], *, column: str | None = None) -> dic
     if not terms:
         return {}
     placeholders = ", ".join(["%s"] * len(terms))
-    with connection.cursor() as cursor:
-        if column is None:
-            cursor.execute(
+    if column is None:
+        return dict(
+            raw_fetchall(
                 f"SELECT term, doc FROM {table}_vocab WHERE term IN ({placeholders})", terms
             )
-        else:
-            cursor.execute(
-                f"SELECT term, doc FROM {table}_col_vocab WHERE col = %s AND term IN ({placeholders})",
-                [column, *terms],
-            )
-        return dict(cursor.fetchall())
+        )
+    return dict(
+        raw_fetchall(
+            f"SELECT term, doc FROM {table}_col_vocab WHERE col = %s AND term IN ({placeholders})",
+            [column, *terms],
+        )
+    )
 
 
 def or_expression_within_budget(
@@ -325,9 +328,7 @@ def _rank_rowids(
         window[0],
         f"ORDER BY bm25({table}), {table}.rowid DESC LIMIT %s",
     ]
-    with connection.cursor() as cursor:
-        cursor.execute("\n".join(sql), [expression, *filter_params, *window[1], int(limit)])
-        return cursor.fetchall()
+    return raw_fetchall("\n".join(sql), [expression, *filter_params, *window[1], int(limit)])
 
 
 def _in_column(expression: str, column: str | None) -> str:
@@ -350,22 +351,21 @@ def _window_filter(
     Finding the window's oldest row walks the matches newest first without scoring
     them (a tenth of a microsecond a row); the rowid test leaves each row's score as it
     was (bm25's word weights are counted over the whole index)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "\n".join(
-                [
-                    f"SELECT {table}.rowid FROM {table}",
-                    join,
-                    f"WHERE {table} MATCH %s",
-                    *filters,
-                    f"ORDER BY {table}.rowid DESC LIMIT 1 OFFSET %s",
-                ]
-            ),
-            [expression, *filter_params, RANK_WINDOW - 1],
-        )
-        oldest = cursor.fetchone()
-    if oldest is None:
+    found = raw_fetchall(
+        "\n".join(
+            [
+                f"SELECT {table}.rowid FROM {table}",
+                join,
+                f"WHERE {table} MATCH %s",
+                *filters,
+                f"ORDER BY {table}.rowid DESC LIMIT 1 OFFSET %s",
+            ]
+        ),
+        [expression, *filter_params, RANK_WINDOW - 1],
+    )
+    if not found:
         return "", []
+    oldest = found[0]
     if not uncommon:
         return f"AND {table}.rowid >= %s", [oldest[0]]
     return (

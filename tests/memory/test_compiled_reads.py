@@ -7,6 +7,7 @@ observed, digested) the compiled SQL leaves out too, for any ids and any time.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -214,3 +215,54 @@ def test_the_settings_are_read_as_saved():
     assert (loaded.max_results, loaded.obsidian_context_notes) == (7, ["Profil.md"])
     assert loaded.auto_retrieve_enabled is True
     assert loaded.updated_at.tzinfo is not None
+
+
+# Compiled reads run on the SQLite connection itself, not through Django's cursor
+# wrapper: what the wrapper guaranteed still holds.
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_compiled_read_opens_a_closed_connection():
+    from django.db import connection
+
+    fact = Fact.objects.create(key="prenom", value="Mickael")
+    connection.close()
+    assert connection.connection is None
+    assert FACTS.rows(ids=[fact.pk], now=BASE) == [(fact.pk, "prenom", None)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_compiled_read_refuses_inside_a_broken_transaction():
+    from django.db import IntegrityError
+    from django.db.transaction import TransactionManagementError
+
+    fact = Fact.objects.create(key="prenom", value="Mickael")
+    with transaction.atomic():
+        with contextlib.suppress(IntegrityError):  # no savepoint around it
+            Fact.objects.create(pk=fact.pk, key="doublon", value="x")
+        with pytest.raises(TransactionManagementError):
+            FACTS.rows(ids=[fact.pk], now=BASE)
+
+
+def test_a_compiled_read_fails_with_djangos_errors():
+    """An interrupted read (the pre-hook's time limit) is Django's OperationalError, as callers expect."""
+    import sqlite3
+
+    import django.db
+
+    from memory.stores.fts import sql_deadline
+
+    Fact.objects.create(key="prenom", value="Mickael")
+    with sql_deadline(-1), pytest.raises(django.db.OperationalError, match="interrupted") as raised:
+        FACTS.rows(ids=list(range(1, 5000)), now=BASE)
+    assert not isinstance(raised.value, sqlite3.OperationalError)
+
+
+def test_a_compiled_read_is_seen_by_whoever_counts_the_queries():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    fact = Fact.objects.create(key="prenom", value="Mickael")
+    with CaptureQueriesContext(connection) as queries:
+        FACTS.rows(ids=[fact.pk], now=BASE)
+    assert len(queries) == 1 and "json_each" in queries[0]["sql"]
