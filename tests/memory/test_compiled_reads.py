@@ -266,3 +266,15 @@ def test_a_compiled_read_is_seen_by_whoever_counts_the_queries():
     with CaptureQueriesContext(connection) as queries:
         FACTS.rows(ids=[fact.pk], now=BASE)
     assert len(queries) == 1 and "json_each" in queries[0]["sql"]
+
+
+def test_a_compiled_read_refuses_to_run_in_an_event_loop():
+    import asyncio
+
+    from django.core.exceptions import SynchronousOnlyOperation
+
+    async def read():
+        return FACTS.rows(ids=[1], now=BASE)
+
+    with pytest.raises(SynchronousOnlyOperation):
+        asyncio.run(read())
