@@ -12,10 +12,10 @@ from agent.extraction import exchange_facts_save
 from memory.models import Fact, Message
 from memory.services.facts import fact_forget, fact_store
 from memory.services.forgetting import forget_exchange_exclude, topic_forget
-from memory.services.messages import message_save
 from memory.services.search import memory_search
 from memory.stores.fts import fts_search_facts
 from tests.fakes.anthropic import text_message
+from tests.memory.world import exchange_save
 
 pytestmark = pytest.mark.django_db
 
@@ -27,17 +27,11 @@ def world(vector_store, local_embedder, fake_anthropic, settings):
     return fake_anthropic
 
 
-def _exchange(channel, user, reply):
-    question = message_save(channel=channel, role="user", content=user)
-    answer = message_save(channel=channel, role="assistant", content=reply, reply_to_id=question.id)
-    return question, answer
-
-
 def test_compaction_never_summarises_forgotten_or_excluded_messages(world):
-    _exchange("whatsapp", "Le voyage à Zanzibar est réservé", "Génial !")
-    asked, _ = _exchange("whatsapp", "Oublie le voyage à Zanzibar", "C'est oublié.")
+    exchange_save("whatsapp", "Le voyage à Zanzibar est réservé", "Génial !")
+    asked, _ = exchange_save("whatsapp", "Oublie le voyage à Zanzibar", "C'est oublié.")
     for i in range(4):
-        _exchange("whatsapp", f"Séance de vélo numéro {i}", "Bravo.")
+        exchange_save("whatsapp", f"Séance de vélo numéro {i}", "Bravo.")
     trip = Message.objects.get(content__contains="est réservé")
     world.script(text_message(json.dumps({"ids": [f"message:{trip.id}"]})))  # the forget's judge
     topic_forget(topic="le voyage à Zanzibar", keep_message_ids=[asked.id])
@@ -52,8 +46,8 @@ def test_compaction_never_summarises_forgotten_or_excluded_messages(world):
     assert "Zanzibar" not in transcript and "oublié" not in transcript
 
 
-def test_extraction_never_reads_an_excluded_exchange(world):
-    asked, reply = _exchange("whatsapp", "Oublie tout sur Zanzibar", "C'est oublié.")
+def test_extraction_never_reads_an_excludedexchange_save(world):
+    asked, reply = exchange_save("whatsapp", "Oublie tout sur Zanzibar", "C'est oublié.")
     forget_exchange_exclude(message_ids=[asked.id])
 
     report = exchange_facts_save(message_ids=[asked.id], reply_id=reply.id, channel="whatsapp")
@@ -64,7 +58,7 @@ def test_extraction_never_reads_an_excluded_exchange(world):
 
 def test_an_exchange_forgotten_while_the_llm_reads_it_gives_no_fact(world, monkeypatch):
     """Extraction read the exchange, the owner forgot it, then the LLM answered."""
-    asked, reply = _exchange("whatsapp", "Le voyage à Zanzibar part le 3 août", "Noté !")
+    asked, reply = exchange_save("whatsapp", "Le voyage à Zanzibar part le 3 août", "Noté !")
     answer = {"facts": [{"key": "voyage_zanzibar", "value": "Départ pour Zanzibar le 3 août"}]}
     world.script(
         text_message(json.dumps(answer)),

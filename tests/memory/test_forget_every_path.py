@@ -16,11 +16,11 @@ from memory.models import Fact, Message, Summary
 from memory.services.channels import channel_settings_set
 from memory.services.facts import fact_store
 from memory.services.forgetting import forgetting_restore, forgettings_purge, topic_forget
-from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, index_rows
 from memory.services.maintenance import reindex
 from memory.services.messages import message_save
 from memory.services.retrieval import auto_retrieve
 from tests.dashboard.conftest import HTMX
+from tests.memory.world import exchange_save, index_everything
 
 pytestmark = pytest.mark.django_db
 
@@ -29,25 +29,13 @@ TOPIC = f"le voyage à {SECRET}"
 QUERY = "voyage en août avec Sophie"
 
 
-def _exchange(channel, user, reply):
-    question = message_save(channel=channel, role="user", content=user)
-    message_save(channel=channel, role="assistant", content=reply, reply_to_id=question.id)
-    return question
-
-
-def _index_everything():
-    index_rows(KIND_MESSAGE, list(Message.all_objects.values_list("id", flat=True)))
-    index_rows(KIND_FACT, list(Fact.all_objects.values_list("id", flat=True)))
-    index_rows(KIND_SUMMARY, list(Summary.all_objects.values_list("id", flat=True)))
-
-
 @pytest.fixture
 def world(vector_store, local_embedder, settings, tmp_path):
     settings.OBSIDIAN_API_URL = ""
     settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
     (tmp_path / "vault").mkdir()
-    _exchange("whatsapp", f"Le voyage à {SECRET} est réservé pour août", "Génial, bon voyage !")
-    _exchange("whatsapp", "Le vélo est au garage pour le dérailleur", "D'accord.")
+    exchange_save("whatsapp", f"Le voyage à {SECRET} est réservé pour août", "Génial, bon voyage !")
+    exchange_save("whatsapp", "Le vélo est au garage pour le dérailleur", "D'accord.")
     fact_store(key="voyage_ete", value=f"Voyage à {SECRET} en août avec Sophie")
     fact_store(key="velo", value="Le vélo de route est au garage")
     Summary.objects.create(channel="whatsapp", content=f"Préparation du voyage à {SECRET}.")
@@ -59,7 +47,7 @@ def world(vector_store, local_embedder, settings, tmp_path):
         author="david",
         content=f"Sophie part en voyage à {SECRET} en août",
     )
-    _index_everything()
+    index_everything()
     # A retrieval that injected the trip: its log must not keep it.
     auto_retrieve(message=f"Quand part le voyage à {SECRET} ?", channel="whatsapp")
     return vector_store
@@ -132,7 +120,7 @@ def test_no_path_returns_forgotten_content_after_the_forget_nor_after_the_purge(
 
     with django_capture_on_commit_callbacks(execute=True):
         result = topic_forget(topic=TOPIC, actor="user")
-    _index_everything()  # the tasks the forget sent
+    index_everything()  # the tasks the forget sent
     assert _leaks(_every_path(staff_client, agent_api)) == []
     assert _points_with_secret(world) == 0
 
@@ -153,7 +141,7 @@ def test_no_path_returns_forgotten_content_after_the_forget_nor_after_the_purge(
 
 def test_the_rest_of_the_memory_is_still_found(world, staff_client, agent_api):
     topic_forget(topic=TOPIC, actor="user")
-    _index_everything()
+    index_everything()
     response = agent_api.get("/api/memory/search", {"q": "vélo garage", "mode": "hybrid"})
     assert "garage" in response.content.decode()
 
@@ -164,12 +152,12 @@ def test_a_restore_brings_back_the_rows_their_fts_entries_and_their_points(
     messages_before = Message.objects.count()
     with django_capture_on_commit_callbacks(execute=True):
         result = topic_forget(topic=TOPIC, actor="user")
-    _index_everything()
+    index_everything()
     assert _points_with_secret(world) == 0 and Message.objects.count() == messages_before - 3
 
     with django_capture_on_commit_callbacks(execute=True):
         forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
-    _index_everything()  # the tasks the restore sent
+    index_everything()  # the tasks the restore sent
 
     assert Message.objects.count() == messages_before  # the question, its reply, the room's
     assert Fact.objects.filter(value__contains=SECRET, forgotten=False).count() == 1

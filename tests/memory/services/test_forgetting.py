@@ -28,10 +28,10 @@ from memory.services.forgetting import (
     topic_forget,
     topic_forget_preview,
 )
-from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, index_rows
-from memory.services.messages import message_save
+from memory.services.indexing import KIND_FACT, KIND_MESSAGE, index_rows
 from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, point_id
 from tests.fakes.anthropic import text_message
+from tests.memory.world import exchange_save, index_everything
 
 pytestmark = pytest.mark.django_db
 
@@ -47,25 +47,13 @@ UNRELATED = [
 WEDDING_WORDS = "mariage de marie a lisbonne"
 
 
-def _exchange(channel, user, reply):
-    question = message_save(channel=channel, role="user", content=user)
-    message_save(channel=channel, role="assistant", content=reply, reply_to_id=question.id)
-    return question
-
-
-def _index_everything():
-    index_rows(KIND_MESSAGE, list(Message.all_objects.values_list("id", flat=True)))
-    index_rows(KIND_FACT, list(Fact.all_objects.values_list("id", flat=True)))
-    index_rows(KIND_SUMMARY, list(Summary.all_objects.values_list("id", flat=True)))
-
-
 @pytest.fixture
 def world(vector_store, local_embedder, settings, tmp_path):
     settings.OBSIDIAN_API_URL = ""
     settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
     (tmp_path / "vault").mkdir()
-    wedding = [_exchange(*e) for e in WEDDING]
-    others = [_exchange(*e) for e in UNRELATED]
+    wedding = [exchange_save(*e)[0] for e in WEDDING]
+    others = [exchange_save(*e)[0] for e in UNRELATED]
     facts = {
         "wedding": fact_store(key="mariage_marie", value="Mariage de Marie à Lisbonne le 14 juin")[
             0
@@ -79,7 +67,7 @@ def world(vector_store, local_embedder, settings, tmp_path):
         ),
         "other": Summary.objects.create(channel="whatsapp", content="Sortie vélo à Tarbes."),
     }
-    _index_everything()
+    index_everything()
     return {
         "store": vector_store,
         "wedding": wedding,
@@ -136,7 +124,7 @@ def test_points_leave_qdrant_and_come_back_on_restore(world, django_capture_on_c
 
     with django_capture_on_commit_callbacks(execute=False):
         forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
-    _index_everything()  # what the tasks sent on commit do
+    index_everything()  # what the tasks sent on commit do
     assert wedding_points <= _points(store, CONVERSATIONS)
     assert fact_point in _points(store, KNOWLEDGE)
     assert Message.objects.count() == 10 and Fact.objects.count() == 3
@@ -192,7 +180,7 @@ def test_a_store_that_is_down_delays_the_points_never_the_forget(world, settings
     vector_store_reset()
     settings.QDRANT_URL = ""
     settings.QDRANT_PATH = folder
-    _index_everything()  # the sweep, once Qdrant is back
+    index_everything()  # the sweep, once Qdrant is back
     points = _points(get_vector_store(), CONVERSATIONS)
     assert not {point_id(KIND_MESSAGE, m.id) for m in world["wedding"]} & points
 

@@ -1,0 +1,23 @@
+"""A remembered world for the forgetting tests: exchanges saved as the agent saves them,
+and every row indexed at once (what the tasks sent on commit would do)."""
+
+from __future__ import annotations
+
+from memory.models import Fact, Message, Summary
+from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, index_rows
+from memory.services.messages import message_save
+
+
+def exchange_save(channel: str, user: str, reply: str) -> tuple[Message, Message]:
+    """The owner's message and the assistant's reply to it: (question, answer)."""
+    question = message_save(channel=channel, role="user", content=user)
+    answer = message_save(channel=channel, role="assistant", content=reply, reply_to_id=question.id)
+    return question, answer
+
+
+def index_everything() -> None:
+    """Index every message, fact and summary now, forgotten rows included: what the
+    indexing then does with them is what the tests check."""
+    index_rows(KIND_MESSAGE, list(Message.all_objects.values_list("id", flat=True)))
+    index_rows(KIND_FACT, list(Fact.all_objects.values_list("id", flat=True)))
+    index_rows(KIND_SUMMARY, list(Summary.all_objects.values_list("id", flat=True)))
