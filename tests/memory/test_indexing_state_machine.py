@@ -46,7 +46,7 @@ from memory.models import Fact, IndexState, Message, MessageRole
 from memory.services import index_queue, indexing
 from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, point_id
 from tests.fakes.embedder import HashEmbedder
-from tests.stateful import stateful_settings
+from tests.stateful import memory_wipe, stateful_settings
 
 PROFILES = {
     "ci": stateful_settings(examples=50, steps=30),
@@ -95,7 +95,6 @@ WORLD: World | None = None
 class IndexingMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        from memory.models import FactRevision, Forgetting, Job, MemoryRetrieval, Summary
         from memory.stores import embedders
         from memory.stores.vectors import get_vector_store, vector_store_reset
 
@@ -103,13 +102,7 @@ class IndexingMachine(RuleBasedStateMachine):
         self.world = WORLD
         self.world.examples += 1
         self.world.queue.clear()
-        for model in (FactRevision, Job, MemoryRetrieval):
-            model.objects.all().delete()
-        Message.all_objects.filter(reply_to__isnull=False).delete()
-        Message.all_objects.all().delete()
-        Fact.all_objects.all().delete()
-        Summary.all_objects.all().delete()
-        Forgetting.objects.all().delete()
+        memory_wipe()
         # A fresh embedded Qdrant in its own folder for every example.
         vector_store_reset()
         self.folder = Path(tempfile.mkdtemp(prefix="makilab-machine-"))

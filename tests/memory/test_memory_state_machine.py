@@ -29,8 +29,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from memory.models import Fact, Forgetting, IndexState, Message, Summary
+from memory.models import Fact, IndexState, Message
 from memory.services import index_queue, indexing
+from tests.stateful import memory_wipe
 
 KEYS = ("velo", "cafe", "chien")
 VALUES = {
@@ -50,16 +51,9 @@ STATS = {"examples": 0, "steps": 0}
 class MemoryMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        from memory.models import FactRevision, Job, MemoryRetrieval
         from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store
 
-        for model in (FactRevision, Job, MemoryRetrieval):
-            model.objects.all().delete()
-        Message.all_objects.filter(reply_to__isnull=False).delete()
-        Message.all_objects.all().delete()
-        Fact.all_objects.all().delete()
-        Summary.all_objects.all().delete()
-        Forgetting.objects.all().delete()
+        memory_wipe()
         self.store = get_vector_store()
         for collection in (CONVERSATIONS, KNOWLEDGE):
             self.store.drop_collection(collection)
