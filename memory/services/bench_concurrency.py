@@ -7,6 +7,11 @@ cache never helps, and prints calls per second with the p50/p95 latency of a cal
 Beside it, the ceiling: the bare query embedder alone, driven the same way
 (no pre-hook can serve more calls per second than it embeds queries); the best
 of its levels is the machine's ceiling the ratios are taken against.
+
+Each level also prints where the CPU goes: the process's CPU time per call on each
+side (every thread: the pre-hook's helpers and its log writer count) and how many of
+the cores were busy, and their difference, what a pre-hook costs beside its
+embedding. Once the cores are full, that difference is what bounds the ratio.
 """
 
 from __future__ import annotations
@@ -35,9 +40,9 @@ def concurrency_levels_parse(text: str) -> list[int]:
 
 def run_parallel(
     call: Callable[[int, int], object], *, calls: int, threads: int, first: int
-) -> tuple[float, list[float]]:
+) -> tuple[float, list[float], float]:
     """Run call(first + i, caller) for i < calls over ``threads`` callers (caller: the
-    thread's number): (seconds, latencies ms)."""
+    thread's number): (seconds, latencies ms, the process's CPU seconds meanwhile)."""
     from django.db import connections
 
     latencies: list[float] = []
@@ -66,9 +71,10 @@ def run_parallel(
         thread.start()
     barrier.wait()
     started = time.perf_counter()
+    cpu_started = time.process_time()
     for thread in workers:
         thread.join()
-    return time.perf_counter() - started, latencies
+    return time.perf_counter() - started, latencies, time.process_time() - cpu_started
 
 
 def concurrency_measure(*, levels: list[int], calls: int, out: Callable[[str], None]) -> None:
@@ -81,37 +87,59 @@ def concurrency_measure(*, levels: list[int], calls: int, out: Callable[[str], N
     # One channel per caller, as in `serve`: concurrent calls come from different
     # conversations (one channel's messages arrive one after the other and are coalesced).
     channels = ("whatsapp", "mission_control", "email")
-    rows: list[tuple[int, float, Timing, float, Timing]] = []
+    rows: list[tuple[int, _Side, _Side]] = []
     first = 1_000_000  # questions no earlier stage of the benchmark asked
     for level in levels:
         # Alternate the two sides per level so the machine's load weighs on both alike.
-        seconds, latencies = run_parallel(
-            lambda i, _: embedder.embed_query(bench_question(i)),
-            calls=calls,
-            threads=level,
-            first=first,
+        bare = _Side(
+            calls,
+            *run_parallel(
+                lambda i, _: embedder.embed_query(bench_question(i)),
+                calls=calls,
+                threads=level,
+                first=first,
+            ),
         )
         first += calls
-        bare = (calls / seconds, Timing("embedding", latencies))
-        seconds, latencies = run_parallel(
-            lambda i, caller: auto_retrieve(
-                message=bench_question(i), channel=channels[caller % 3]
+        pre_hook = _Side(
+            calls,
+            *run_parallel(
+                lambda i, caller: auto_retrieve(
+                    message=bench_question(i), channel=channels[caller % 3]
+                ),
+                calls=calls,
+                threads=level,
+                first=first,
             ),
-            calls=calls,
-            threads=level,
-            first=first,
         )
         first += calls
         retrieval_logs_wait()
-        rows.append((level, calls / seconds, Timing("total", latencies), *bare))
-    ceiling = max(row[3] for row in rows)
+        rows.append((level, pre_hook, bare))
+    ceiling = max(bare.rate for _, _, bare in rows)
     out(
         f"concurrency: {calls} calls per level; ceiling {ceiling:.1f} calls/s "
         "(the bare query embedder, best level)"
     )
-    for level, rate, timing, bare_rate, bare in rows:
+    for level, pre_hook, bare in rows:
+        timing = Timing("total", pre_hook.latencies)
+        bare_timing = Timing("embedding", bare.latencies)
         out(
-            f"callers {level:>2}  pre-hook {rate:6.1f} calls/s  p50 {timing.percentile(50):6.1f} ms  "
-            f"p95 {timing.percentile(95):6.1f} ms  | bare embedder {bare_rate:6.1f} calls/s  "
-            f"p50 {bare.percentile(50):6.1f} ms  | ratio to ceiling {rate / ceiling:.2f}x"
+            f"callers {level:>2}  pre-hook {pre_hook.rate:6.1f} calls/s  p50 {timing.percentile(50):6.1f} ms  "
+            f"p95 {timing.percentile(95):6.1f} ms  | bare embedder {bare.rate:6.1f} calls/s  "
+            f"p50 {bare_timing.percentile(50):6.1f} ms  | ratio to ceiling {pre_hook.rate / ceiling:.2f}x"
         )
+        out(
+            f"cpu     {level:>2}  pre-hook {pre_hook.cpu_ms:6.1f} ms a call ({pre_hook.cores:.2f} cores busy)"
+            f"  | bare embedder {bare.cpu_ms:6.1f} ms a call ({bare.cores:.2f} cores busy)"
+            f"  | beside the embedding {pre_hook.cpu_ms - bare.cpu_ms:6.1f} ms a call"
+        )
+
+
+class _Side:
+    """One side of a level: its calls per second, latencies and the process's CPU."""
+
+    def __init__(self, calls: int, seconds: float, latencies: list[float], cpu_s: float) -> None:
+        self.latencies = latencies
+        self.rate = calls / seconds
+        self.cpu_ms = cpu_s * 1000 / calls
+        self.cores = cpu_s / seconds

@@ -1,5 +1,6 @@
 """`manage.py benchmark indexing` prints its figures and leaves the owner's memory untouched."""
 
+import os
 import re
 from io import StringIO
 
@@ -128,6 +129,19 @@ def test_benchmark_retrieval_with_concurrency_prints_each_level_beside_the_ceili
         rate, bare, ratio = (float(g) for g in line.groups())
         assert bare <= float(ceiling.group(1))
         assert ratio == pytest.approx(rate / float(ceiling.group(1)), abs=0.01)
+        # Where the level's CPU goes: the pre-hook's per call, the bare embedder's, the rest.
+        cpu = re.search(
+            rf"^cpu\s+{level}\s+pre-hook\s+([\d.]+) ms a call \(([\d.]+) cores busy\)"
+            r"\s+\| bare embedder\s+([\d.]+) ms a call \(([\d.]+) cores busy\)"
+            r"\s+\| beside the embedding\s+(-?[\d.]+) ms a call$",
+            text,
+            re.M,
+        )
+        assert cpu, text
+        pre, pre_cores, bare_cpu, bare_cores, beside = (float(g) for g in cpu.groups())
+        assert pre > 0 and bare_cpu > 0
+        assert 0 < pre_cores <= os.cpu_count() + 0.5 and 0 < bare_cores <= os.cpu_count() + 0.5
+        assert beside == pytest.approx(pre - bare_cpu, abs=0.11)
 
 
 @pytest.mark.parametrize("levels", ["0", "1,x", ",", "1,99"])
