@@ -18,10 +18,10 @@ from tests.memory.test_forget_every_path import (
     SECRET,
     TOPIC,
     _every_path,
-    _index_everything,
     _leaks,
     _points_with_secret,
 )
+from tests.memory.world import index_everything
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,7 @@ FACT_QUERY = "code du portail"
 def code_fact(world):
     fact, _ = fact_store(key=FACT_KEY, value=f"Le code du portail est {CODE} depuis mars")
     fact_store(key=FACT_KEY, value=f"Le code du portail est {CODE}, changé en mars")  # a revision
-    _index_everything()
+    index_everything()
     auto_retrieve(message="Quel est le code du portail ?", channel="whatsapp")  # logs it
     return Fact.objects.get(key=FACT_KEY)
 
@@ -77,7 +77,7 @@ def test_an_erased_fact_leaves_every_path_and_its_history_at_once(
 
     with django_capture_on_commit_callbacks(execute=True):
         _erase_through(entry, code_fact, staff_client=staff_client, owner_api=owner_api)
-    _index_everything()
+    index_everything()
 
     assert _leaks(_every_path(staff_client, agent_api, **walk), CODE) == []
     assert _points_with_secret(world, CODE) == 0
@@ -115,7 +115,7 @@ def test_a_forget_erased_at_once_leaves_nothing_on_any_path(
     with django_capture_on_commit_callbacks(execute=True):
         response = owner_api.post(f"/api/memory/forgettings/{result.forgetting_id}/erase")
     assert response.status_code == 200, response.content
-    _index_everything()
+    index_everything()
 
     assert _leaks(_every_path(staff_client, agent_api)) == []
     assert not Message.all_objects.filter(content__contains=SECRET).exists()
