@@ -38,7 +38,6 @@ alternating per call on one store: the pre-hook's CPU in the caller's thread p50
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
 from django.db.models import Model, QuerySet
 from django.db.models.expressions import RawSQL
 
@@ -58,13 +58,12 @@ _NOW = datetime(1901, 2, 3, 4, 5, 6, 789012, tzinfo=UTC)
 _INT_BASE = -7_340_211_900_000
 _int_names: dict[int, str] = {}
 _int_lock = threading.Lock()
-# Django's own rewrite of "format" placeholders for SQLite (sqlite3.base.FORMAT_QMARK_REGEX).
-_FORMAT_QMARK = re.compile(r"(?<!%)%s")
 
 
 def qmark_sql(sql: str) -> str:
-    """SQL written with Django's ``%s`` placeholders, as SQLite takes it (``?``)."""
-    return _FORMAT_QMARK.sub("?", sql).replace("%%", "%")
+    """SQL written with Django's ``%s`` placeholders, as SQLite takes it (``?``): the
+    rewrite Django's SQLite cursor makes on every call, with its own pattern."""
+    return FORMAT_QMARK_REGEX.sub("?", sql).replace("%%", "%")
 
 
 def raw_fetchall(sql: str, params: list | tuple, *, qmark: str | None = None) -> list[tuple]:

@@ -278,3 +278,19 @@ def test_a_compiled_read_refuses_to_run_in_an_event_loop():
 
     with pytest.raises(SynchronousOnlyOperation):
         asyncio.run(read())
+
+
+def test_a_compiled_read_does_not_go_through_djangos_cursor(monkeypatch):
+    """The point of the raw path: no cursor wrapper on the pre-hook's hot reads (while
+    queries are not being logged)."""
+    from django.db import DEFAULT_DB_ALIAS, connections
+
+    fact = Fact.objects.create(key="prenom", value="Mickael")
+    db = connections[DEFAULT_DB_ALIAS]
+    assert not db.queries_logged
+
+    def no_cursor(*args, **kwargs):
+        raise AssertionError("a compiled read went through Django's cursor")
+
+    monkeypatch.setattr(db, "cursor", no_cursor)
+    assert FACTS.rows(ids=[fact.pk], now=BASE) == [(fact.pk, "prenom", None)]
