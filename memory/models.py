@@ -327,6 +327,10 @@ class Summary(Indexable):
         verbose_name = "résumé"
         verbose_name_plural = "résumés"
         ordering = ["-created_at", "-id"]
+        indexes = [
+            # T1 reads a channel's last summaries on every message (channel_summaries).
+            models.Index(fields=["channel", "created_at", "id"], name="summaries_channel_time")
+        ]
 
     def __str__(self) -> str:
         return f"[{self.channel}] {self.content[:60]}"
