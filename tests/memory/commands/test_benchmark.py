@@ -99,6 +99,12 @@ def test_benchmark_retrieval_prints_each_stage_and_its_ratio_to_the_floor_it_mea
         re.M,
     )
     assert kept and 0 <= float(kept.group(1)) <= 1
+    # No room is observed here: an empty collection has no recall to report (not 0.000).
+    assert re.search(r"^index     live: empty, nothing to search$", text, re.M)
+    recall = re.search(
+        r"^index     conversations: .*recall@16 against exact search ([\d.]+)", text, re.M
+    )
+    assert recall and float(recall.group(1)) > 0.9
     assert re.search(
         r"^bounded\s+p50 .*\(keyword OR query, within the budget and window\)", text, re.M
     )
