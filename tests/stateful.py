@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 from hypothesis import HealthCheck, settings
 
 
@@ -38,3 +42,22 @@ def memory_wipe() -> None:
     Fact.all_objects.all().delete()
     Summary.all_objects.all().delete()
     Forgetting.objects.all().delete()
+
+
+def qdrant_fresh(settings_fixture, *, prefix: str) -> Path:
+    """A fresh embedded Qdrant in a folder of its own for a machine's example (pytest's
+    ``settings`` fixture points QDRANT_PATH there); the folder, for ``qdrant_drop``."""
+    from memory.stores.vectors import vector_store_reset
+
+    vector_store_reset()
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    settings_fixture.QDRANT_PATH = folder / "qdrant"
+    return folder
+
+
+def qdrant_drop(folder: Path) -> None:
+    """Close the example's embedded Qdrant and delete its folder."""
+    from memory.stores.vectors import vector_store_reset
+
+    vector_store_reset()
+    shutil.rmtree(folder, ignore_errors=True)

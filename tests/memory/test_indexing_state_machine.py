@@ -24,12 +24,9 @@ profile; HYPOTHESIS_PROFILE=slow runs many more examples and longer ones.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -46,7 +43,7 @@ from memory.models import Fact, IndexState, Message, MessageRole
 from memory.services import index_queue, indexing
 from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, point_id
 from tests.fakes.embedder import HashEmbedder
-from tests.stateful import memory_wipe, stateful_settings
+from tests.stateful import memory_wipe, qdrant_drop, qdrant_fresh, stateful_settings
 
 PROFILES = {
     "ci": stateful_settings(examples=50, steps=30),
@@ -96,17 +93,14 @@ class IndexingMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         from memory.stores import embedders
-        from memory.stores.vectors import get_vector_store, vector_store_reset
+        from memory.stores.vectors import get_vector_store
 
         assert WORLD is not None
         self.world = WORLD
         self.world.examples += 1
         self.world.queue.clear()
         memory_wipe()
-        # A fresh embedded Qdrant in its own folder for every example.
-        vector_store_reset()
-        self.folder = Path(tempfile.mkdtemp(prefix="makilab-machine-"))
-        self.world.settings.QDRANT_PATH = self.folder / "qdrant"
+        self.folder = qdrant_fresh(self.world.settings, prefix="makilab-machine-")
         self.vectors = get_vector_store()
         self.embedder = HashEmbedder()
         embedders._embedder = self.embedder
@@ -117,13 +111,10 @@ class IndexingMachine(RuleBasedStateMachine):
         self.since_settle = 0
 
     def teardown(self) -> None:
-        from memory.stores.vectors import vector_store_reset
-
         try:
             self.settle()
         finally:
-            vector_store_reset()
-            shutil.rmtree(self.folder, ignore_errors=True)
+            qdrant_drop(self.folder)
 
     def _step(self) -> None:
         self.world.steps += 1

@@ -17,11 +17,8 @@ its point at its version, and `live` holds nothing else.
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
 from dataclasses import asdict
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -34,7 +31,7 @@ from memory.services import index_queue, indexing
 from memory.stores import vectors as vectors_module
 from memory.stores.vectors import LIVE, point_id
 from tests.fakes.embedder import HashEmbedder
-from tests.stateful import stateful_settings
+from tests.stateful import memory_wipe, qdrant_drop, qdrant_fresh, stateful_settings
 
 PROFILE = stateful_settings(examples=25, steps=25)
 ROOM = "lobby"
@@ -90,36 +87,28 @@ def _extract(messages):
 class LiveMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        from memory.models import ChannelSettings, Digest, FactRevision, Forgetting, Job
+        from memory.models import ChannelSettings, Digest
         from memory.stores import embedders
-        from memory.stores.vectors import get_vector_store, vector_store_reset
+        from memory.stores.vectors import get_vector_store
 
         assert WORLD is not None
         self.world = WORLD
         self.world.queue.clear()
         self.world.down = False
-        for model in (FactRevision, Job, Digest):
-            model.objects.all().delete()
-        Message.all_objects.all().delete()
-        Fact.all_objects.all().delete()
-        Forgetting.objects.all().delete()
+        memory_wipe()
+        Digest.objects.all().delete()
         ChannelSettings.objects.update_or_create(channel=ROOM, defaults={"observed": True})
         self.world.monkeypatch.setattr(vectors_module, "get_vector_store", STORE_FACTORY)
-        vector_store_reset()
-        self.folder = Path(tempfile.mkdtemp(prefix="makilab-live-"))
-        self.world.settings.QDRANT_PATH = self.folder / "qdrant"
+        self.folder = qdrant_fresh(self.world.settings, prefix="makilab-live-")
         self.vectors = get_vector_store()
         embedders._embedder = HashEmbedder()
         self.counter = 0
 
     def teardown(self) -> None:
-        from memory.stores.vectors import vector_store_reset
-
         try:
             self.settle()
         finally:
-            vector_store_reset()
-            shutil.rmtree(self.folder, ignore_errors=True)
+            qdrant_drop(self.folder)
 
     def _token(self) -> str:
         self.counter += 1
