@@ -21,6 +21,7 @@ from rest_framework.authtoken.models import Token
 from memory.mcp.http import POST_ONLY_MESSAGE, TOKEN_REQUIRED_MESSAGE
 from memory.mcp.server import TOOL_FAILED_MESSAGE
 from memory.models import Fact
+from tests.memory.mcp import MCP_TOOLS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -105,16 +106,7 @@ def test_a_client_with_a_bearer_token_uses_every_tool_and_reads_the_resources(li
     def keys(name):
         return [hit["key"] for hit in out[name].structured_content["results"]]
 
-    assert {t.name for t in out["tools"].tools} == {
-        "search",
-        "remember",
-        "forget",
-        "recent",
-        "context",
-        "self_search",
-        "self_remember",
-        "self_forget",
-    }
+    assert {t.name for t in out["tools"].tools} == MCP_TOOLS
     assert not out["remembered"].is_error
     assert out["remembered"].structured_content["action"] == "added"
     fact = Fact.all_objects.get(key="velo_mickael")

@@ -15,6 +15,7 @@ import sys
 import pytest
 from mcp import Client, StdioServerParameters
 
+from tests.memory.mcp import MCP_TOOLS
 from tests.memory.test_workers import ROOT, _env
 
 pytestmark = pytest.mark.slow
@@ -82,16 +83,7 @@ def test_a_client_remembers_searches_forgets_and_reads_resources_over_stdio(tmp_
 
     out = _session(tmp_path, steps)
 
-    assert {t.name for t in out["tools"].tools} == {
-        "search",
-        "remember",
-        "forget",
-        "recent",
-        "context",
-        "self_search",
-        "self_remember",
-        "self_forget",
-    }
+    assert {t.name for t in out["tools"].tools} == MCP_TOOLS
     assert out["remembered"].structured_content["action"] == "added"
     assert out["remembered"].structured_content["fact"]["index_state"] == "indexed"  # inline task
     assert out["identity_remembered"].structured_content["fact"]["memory_type"] == "identity"
