@@ -3,19 +3,15 @@
 import pytest
 
 from memory.models import Forgetting, ForgettingState, Message
-from memory.services.messages import message_save
 from tests.dashboard.conftest import HTMX
+from tests.memory.world import marie_messages_save
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def memory():
-    for text in (
-        "Le mariage de Marie à Lisbonne est le 14 juin",
-        "Le chien de Marie s'appelle Filou",
-    ):
-        message_save(channel="whatsapp", role="user", content=text)
+    marie_messages_save()
 
 
 def test_the_section_is_on_the_page_in_french(staff_client):

@@ -3,18 +3,14 @@
 import pytest
 
 from memory.models import Forgetting, Message
-from memory.services.messages import message_save
+from tests.memory.world import marie_messages_save
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def memory():
-    for text in (
-        "Le mariage de Marie à Lisbonne est le 14 juin",
-        "Le chien de Marie s'appelle Filou",
-    ):
-        message_save(channel="whatsapp", role="user", content=text)
+    marie_messages_save()
 
 
 def test_a_dry_run_answers_the_plan_and_changes_nothing(agent_api, memory):
