@@ -722,3 +722,44 @@ def test_only_the_bundled_engine_on_every_core_makes_the_sql_wait(world, monkeyp
     assert pipeline._embeds_on_every_core()
     monkeypatch.setattr(embedders, "get_embedder", lambda: object())
     assert not pipeline._embeds_on_every_core()
+
+
+def test_a_retrieval_runs_as_many_statements_whatever_the_memory_holds(world):
+    """The pre-hook reads T1 in a bounded number of statements: each source and each
+    hydration is one query whatever it finds, never one per memory (about a dozen
+    statements, 30-70 µs of Python each on the caller's thread). With ten times the
+    exchanges and facts and many hits hydrated: no more statements, and none run more
+    than three times (the keyword source maps its hits to their exchanges, the
+    hydration reads them, and again in fusion for what the semantic source adds)."""
+    import collections
+    import re
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def selects(message: str) -> list[str]:
+        auto_retrieve(message="Bonjour, que sais-tu ?", channel="whatsapp")  # facts view read
+        with CaptureQueriesContext(connection) as queries:
+            result = auto_retrieve(message=message, channel="whatsapp")
+        assert not result.failed_sources
+        assert len(result.memories) >= 3
+        # One shape per statement: literals (ids, words, times) are the parameters.
+        return [
+            re.sub(r"'[^']*'", "?", q["sql"])
+            for q in queries
+            if q["sql"].lstrip().upper().startswith("SELECT")
+        ]
+
+    def seed(first: int, count: int) -> None:
+        for i in range(first, first + count):
+            _exchange("mission_control", f"Le vélo numéro {i} est au garage de Lyon", "Noté.")
+            fact_store(key=f"velo_{i}", value=f"Le vélo {i} est rouge et rangé au garage")
+        _index_all()
+
+    seed(0, 3)
+    few = selects("Où est le vélo rouge du garage ?")
+    seed(3, 27)
+    many = selects("Où est le vélo rouge du garage de Lyon ?")
+    repeated = {sql: n for sql, n in collections.Counter(many).items() if n > 3}
+    assert not repeated, repeated
+    assert len(many) <= max(len(few), 16), "\n".join(many)
