@@ -93,6 +93,15 @@ def test_benchmark_retrieval_prints_each_stage_and_its_ratio_to_the_floor_it_mea
     assert re.search(r"^floor\s+p50 .*\(n=6\)\s+\(embedding \+ search, floor\)", text, re.M)
     assert re.search(r"ratio\s+total / embedding: p50 [\d.]+x  p95 [\d.]+x", text)
     assert re.search(r"ratio\s+total / embed\+search: p50 [\d.]+x  p95 [\d.]+x", text)
+    # What the pre-hook adds to its own embedding, and what the target leaves for it.
+    assert re.search(
+        r"^rest\s+p50 .*\(n=6\)\s+\(total minus the call's own query embedding\)", text, re.M
+    )
+    assert re.search(
+        r"^budget    1\.3x the embedding's p95 leaves about [\d.]+ ms for the rest \(its p95: [\d.]+ ms\)$",
+        text,
+        re.M,
+    )
     kept = re.search(
         r"^keywords  OR budget \d+ rows, rank window \d+: top-16 kept ([\d.]+) of the unbounded",
         text,
