@@ -124,6 +124,10 @@ def retrieval_benchmark(
     retrieval_measure(queries=queries, memories=memories, out=out)
 
 
+# The pre-hook's speed target at 10,000 memories: its p95 within 1.3x the embedding's.
+TARGET_P95_RATIO = 1.3
+
+
 def retrieval_measure(*, queries: int, memories: int, out: Callable[[str], None]) -> None:
     """auto_retrieve per stage, beside its floor measured in the same run.
 
@@ -204,11 +208,12 @@ def retrieval_measure(*, queries: int, memories: int, out: Callable[[str], None]
             f"p95 {_ratio(total, base, 95):.2f}x"
         )
     # Where the gap to the target is: what the pre-hook adds to its own embedding.
-    after = Timing("rest", rest)
-    out(after.line() + "  (total minus the call's own query embedding)")
+    rest_timing = Timing("rest", rest)
+    out(rest_timing.line() + "  (total minus the call's own query embedding)")
+    budget = (TARGET_P95_RATIO - 1) * embedding.percentile(95)
     out(
-        f"budget    1.3x the embedding's p95 leaves about {0.3 * embedding.percentile(95):.2f} ms"
-        f" for the rest (its p95: {after.percentile(95):.2f} ms)"
+        f"budget    {TARGET_P95_RATIO}x the embedding's p95 leaves about {budget:.2f} ms"
+        f" for the rest (its p95: {rest_timing.percentile(95):.2f} ms)"
     )
 
 

@@ -46,7 +46,7 @@ def test_compaction_never_summarises_forgotten_or_excluded_messages(world):
     assert "Zanzibar" not in transcript and "oublié" not in transcript
 
 
-def test_extraction_never_reads_an_excludedexchange_save(world):
+def test_extraction_never_reads_an_excluded_exchange(world):
     asked, reply = exchange_save("whatsapp", "Oublie tout sur Zanzibar", "C'est oublié.")
     forget_exchange_exclude(message_ids=[asked.id])
 

@@ -23,12 +23,11 @@ def index_everything() -> None:
     index_rows(KIND_SUMMARY, list(Summary.all_objects.values_list("id", flat=True)))
 
 
-# A topic to forget and its neighbour that must stay (the forget API's and page's tests).
-MARIE_WEDDING = "Le mariage de Marie à Lisbonne est le 14 juin"
-MARIE_DOG = "Le chien de Marie s'appelle Filou"
-
-
 def marie_messages_save(channel: str = "whatsapp") -> None:
-    """The owner's two messages about Marie: her wedding (the topic) and her dog."""
-    for text in (MARIE_WEDDING, MARIE_DOG):
+    """The owner's two messages about Marie: her wedding (the topic the forget API's and
+    page's tests forget) and her dog (the neighbour that must stay)."""
+    for text in (
+        "Le mariage de Marie à Lisbonne est le 14 juin",
+        "Le chien de Marie s'appelle Filou",
+    ):
         message_save(channel=channel, role="user", content=text)
