@@ -65,3 +65,15 @@ def _retrieval_logs_written():
     log = sys.modules.get("memory.services.retrieval.log")
     if log is not None:
         log.retrieval_logs_wait()
+
+
+@pytest.fixture(autouse=True)
+def _keywords_process_stopped():
+    """The keyword process a test started (retrieval_warm does) ends with it: the next
+    test ranks its keywords in this process unless it starts one itself."""
+    import sys
+
+    yield
+    process = sys.modules.get("memory.services.keywords_process")
+    if process is not None and process.keywords_process_state()["alive"]:
+        process.keywords_process_stop()

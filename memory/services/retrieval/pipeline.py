@@ -23,6 +23,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memory.models import Fact, MemorySettings, Message, MessageSource
+from memory.services.keywords_process import KeywordsRequest, keywords_request
 from memory.services.retrieval.block import agent_summary_lines, block_fill, self_block_fill
 from memory.services.retrieval.candidates import Seen
 from memory.services.retrieval.live import SOURCE_LIVE, live_hydrate, live_search
@@ -119,6 +120,13 @@ def _retrieve(
     every_core = _embeds_on_every_core()
     embedding = threading.Event()
     vector_ready: Future = Future()
+    # Alone on the machine, the keywords are ranked in their own process once the
+    # vector exists (memory.services.keywords_process), beside the searches and T1.
+    keywords_apart = (
+        keywords_request(text, limit=limit, timeout_s=timeouts[SOURCE_KEYWORDS])
+        if every_core
+        else None
+    )
     semantic_future: Future = _semantic_pool.submit(
         semantic_search,
         text,
@@ -126,6 +134,7 @@ def _retrieve(
         min_score=memory_settings.min_score,
         started=embedding.set,
         embedded=vector_ready,
+        on_vector=keywords_apart.send if keywords_apart is not None else None,
     )
     live_future: Future | None = None
     if memory_settings.live_max_results:
@@ -171,6 +180,7 @@ def _retrieve(
         timeouts=timeouts,
         result=result,
         facts_apart=every_core and not connection.in_atomic_block,
+        keywords_apart=keywords_apart,
     )
 
     # 3. Collect the threads, each within what is left of its own time limit.
@@ -278,10 +288,12 @@ def _sql_sources(
     timeouts: dict[str, float],
     result: RetrievalResult,
     facts_apart: bool,
+    keywords_apart: KeywordsRequest | None = None,
 ) -> _SqlSources:
     """The sources read from SQLite in the caller's thread: keywords, T1, the last
     turns' injections, and their hydration. ``facts_apart``: the facts' keyword query
-    on its own connection (keyword_search).
+    on its own connection (keyword_search). ``keywords_apart``: the keywords asked of
+    their process (memory.services.keywords_process), read after T1; ranked here if it never left.
 
     The keyword search first: FTS5 ranks in C without the GIL, beside the semantic
     thread's Qdrant searches (which hold it); T1's ORM reads would keep that thread
@@ -292,15 +304,9 @@ def _sql_sources(
     from memory.stores.fts import sql_deadline
 
     keywords: list[tuple[str, float]] | None = None
-    start = time.perf_counter()
-    try:
-        with sql_deadline(timeouts[SOURCE_KEYWORDS]):
-            keywords = keyword_search(
-                text, limit=limit, facts_apart=timeouts[SOURCE_KEYWORDS] if facts_apart else None
-            )
-    except Exception as exc:
-        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
-    result.timings_ms[SOURCE_KEYWORDS] = elapsed_ms(start)
+    asked = time.monotonic()
+    if keywords_apart is None:
+        keywords = _keywords_here(text, limit, timeouts, result, facts_apart=facts_apart)
 
     ranked: dict[str, list[tuple[str, float]]] = {}
     history: list[Message] = []
@@ -309,15 +315,21 @@ def _sql_sources(
     facts = None
     start = time.perf_counter()
     try:
-        with sql_deadline(timeouts["t1"]):
-            history, seen, core, ranked[SOURCE_T1], facts = t1_context(
-                channel, memory_settings, now, message_ids
+        try:
+            with sql_deadline(timeouts["t1"]):
+                history, seen, core, ranked[SOURCE_T1], facts = t1_context(
+                    channel, memory_settings, now, message_ids
+                )
+        except Exception as exc:  # never raise from the pre-hook
+            result.failed_sources[SOURCE_T1] = failure_text(exc)
+        # Who the agent is: in every block, whatever the gate says (the prompt no longer says it).
+        agent_lines = agent_summary_lines(result, facts=facts)
+        result.timings_ms[SOURCE_T1] = elapsed_ms(start)
+    finally:  # whatever happened, the process is answered for (and free for the next call)
+        if keywords_apart is not None:
+            keywords = _keywords_apart_collect(
+                keywords_apart, asked, text, limit, timeouts, result, facts_apart=facts_apart
             )
-    except Exception as exc:  # never raise from the pre-hook
-        result.failed_sources[SOURCE_T1] = failure_text(exc)
-    # Who the agent is: in every block, whatever the gate says (the prompt no longer says it).
-    agent_lines = agent_summary_lines(result, facts=facts)
-    result.timings_ms[SOURCE_T1] = elapsed_ms(start)
     if keywords is not None:
         ranked[SOURCE_KEYWORDS] = keywords  # after T1's list, as the sources always came
 
@@ -333,6 +345,49 @@ def _sql_sources(
         result.failed_sources["prefetch"] = failure_text(exc)
     result.timings_ms["prefetch"] = elapsed_ms(start)
     return _SqlSources(ranked, history, seen, core, agent_lines, recent_ids, prefetched)
+
+
+def _keywords_apart_collect(
+    request: KeywordsRequest,
+    asked: float,
+    text: str,
+    limit: int,
+    timeouts: dict[str, float],
+    result: RetrievalResult,
+    *,
+    facts_apart: bool,
+) -> list[tuple[str, float]] | None:
+    """The keywords the process ranked, within the source's time limit from ``asked``
+    (time.monotonic); ranked in this thread if the request never left."""
+    try:
+        keywords = request.result(deadline=asked + timeouts[SOURCE_KEYWORDS])
+    except Exception as exc:
+        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
+        return None
+    if keywords is None:
+        return _keywords_here(text, limit, timeouts, result, facts_apart=facts_apart)
+    result.timings_ms[SOURCE_KEYWORDS] = request.elapsed_ms
+    return keywords
+
+
+def _keywords_here(
+    text: str, limit: int, timeouts: dict[str, float], result: RetrievalResult, *, facts_apart: bool
+) -> list[tuple[str, float]] | None:
+    """The keyword source in this thread (the facts' query on its own connection when
+    ``facts_apart``); None when it failed (recorded in ``result``)."""
+    from memory.stores.fts import sql_deadline
+
+    keywords = None
+    start = time.perf_counter()
+    try:
+        with sql_deadline(timeouts[SOURCE_KEYWORDS]):
+            keywords = keyword_search(
+                text, limit=limit, facts_apart=timeouts[SOURCE_KEYWORDS] if facts_apart else None
+            )
+    except Exception as exc:
+        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
+    result.timings_ms[SOURCE_KEYWORDS] = elapsed_ms(start)
+    return keywords
 
 
 def _embeds_on_every_core() -> bool:

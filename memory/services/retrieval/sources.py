@@ -59,15 +59,20 @@ def retrieval_warm() -> dict[str, float]:
     index from them). The preview (nothing logged, nothing written) pays every
     other first time: the observed rooms' collection opened, the reads compiled,
     the facts read, the folding table of accented text built (the first message
-    took 215 ms against 40 for the next with the stores alone warmed). Never
-    raises: a store that is down is warmed by the first real request.
+    took 215 ms against 40 for the next with the stores alone warmed). The
+    keyword process is started (keywords_process). Never raises: a store that is
+    down is warmed by the first real request.
     """
+    from memory.services.keywords_process import keywords_process_start
     from memory.stores.sqlite import planner_statistics_refresh
 
     timings: dict[str, float] = {}
     start = time.perf_counter()
     planner_statistics_refresh()
     timings["sqlite"] = elapsed_ms(start)
+    start = time.perf_counter()
+    keywords_process_start()
+    timings["keywords_process"] = elapsed_ms(start)
     start = time.perf_counter()
     try:
         from memory.services.relevance import query_background
@@ -111,13 +116,16 @@ def semantic_search(
     min_score: float | None,
     started: Callable[[], None] | None = None,
     embedded: Future | None = None,
+    on_vector: Callable[[], None] | None = None,
 ) -> dict:
     """Runs in a worker thread: no database access here.
 
     Scores are on the common relevance scale (embedders.relevance_score), so
     ``min_score`` means the same with the local model and with Voyage.
     ``started`` is called as the embedding begins (see auto_retrieve);
-    ``embedded`` receives (query vector, embedder) as soon as they exist.
+    ``embedded`` receives (query vector, embedder) as soon as they exist;
+    ``on_vector`` is called just before, while no thread waiting on ``embedded``
+    is awake to take the GIL from it (keywords_process).
     """
     from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, OWNER_KNOWLEDGE, get_vector_store
@@ -133,6 +141,8 @@ def semantic_search(
         if embedded is not None:
             embedded.set_exception(exc)
         raise
+    if on_vector is not None:
+        on_vector()
     if embedded is not None:
         # The live source searches with the same query vector (retrieval.live).
         embedded.set_result((vector, embedder))

@@ -1,0 +1,219 @@
+"""The keyword source in a process of its own, for a pre-hook alone on the machine.
+
+Once the query vector exists, a lone pre-hook has about 7 ms of work left on
+one interpreter: three Qdrant searches (Qdrant Edge holds the GIL through
+each), FTS5's bm25 over both indexes, T1, hydration, fusion. SQLite ranks
+without the GIL, but each statement takes it back between its steps (and for
+its progress handler), behind whichever search holds it: the keyword stage
+took 3.4 ms where it takes 1.2 alone. In a helper process it runs on the other
+core beside the searches and T1, with no GIL to share (10,000 memories,
+alternating per call on one store: what a call adds to its own query embedding
+p50 8.74 -> 7.00 ms, p95 12.44 -> 10.45; total p50 26.6 -> 25.5, p95 33.9 -> 31.7).
+
+The request leaves as soon as the vector exists, before the threads waiting on
+it wake (a pipe write after they woke waited behind their GIL use: 1.2 ms p50
+instead of 0.09). Before the vector the process would take a core from the
+embedding's team. The process reads on its own connection, so only a caller
+outside any transaction may use it (it would not see uncommitted rows), as for
+the facts' own connection (sources.keyword_search); what it finds is hydrated
+on the caller's connection, so a memory forgotten meanwhile is still dropped.
+
+Anything else (not started, busy with another caller, dead, late) leaves the
+keyword stage to the caller's thread as before, or records the source as
+failed past its time limit: the pre-hook never raises. `serve` and the
+benchmarks start it with the rest of the warm-up (retrieval_warm).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+# How long start() waits for a new process to load Django and answer.
+START_TIMEOUT_S = 30.0
+
+
+@dataclass
+class KeywordsRequest:
+    """One pre-hook's use of the process: sent once the vector exists, answered once."""
+
+    text: str
+    limit: int
+    timeout_s: float
+    database: str
+    request_id: int
+    pipe: Any  # the process's end of the pipe when asked (a restart gives another)
+    busy: threading.Lock  # the process's lock this request holds until answered
+    sent: bool = False
+    given_up: bool = False  # the caller stopped waiting before it was sent
+    elapsed_ms: float = 0.0  # the process's own time for it
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def send(self) -> None:
+        """Ask the process (called in the semantic thread as the vector is ready)."""
+        with self._lock:
+            if self.given_up:
+                return
+            try:
+                self.pipe.send(
+                    (self.request_id, self.database, self.text, self.limit, self.timeout_s)
+                )
+            except Exception as exc:  # a dead process: the caller ranks the keywords itself
+                logger.warning("the keyword process is gone: %s", exc)
+                _process.alive = False
+                return
+            self.sent = True
+
+    def result(self, deadline: float) -> list[tuple[str, float]] | None:
+        """The ranked keyword ids; None when the request never left (the caller ranks them
+        itself). Raises TimeoutError past ``deadline`` (time.monotonic), RuntimeError with
+        the process's error. Call it once."""
+        try:
+            with self._lock:
+                if not self.sent:
+                    self.given_up = True
+                    return None
+            while True:
+                if not self.pipe.poll(max(0.0, deadline - time.monotonic())):
+                    raise _Late(f"timeout after {int(self.timeout_s * 1000)} ms")
+                request_id, ok, value, elapsed_ms = self.pipe.recv()
+                if request_id == self.request_id:
+                    self.elapsed_ms = round(elapsed_ms, 2)
+                    break
+                # A late answer to an earlier request that gave up waiting: dropped.
+            if not ok:
+                raise RuntimeError(value)
+            _process.answered += 1
+            return value
+        except _Late as exc:
+            raise TimeoutError(str(exc)) from None
+        except (EOFError, OSError) as exc:  # (TimeoutError is an OSError: raised apart)
+            _process.alive = False
+            raise RuntimeError(f"the keyword process is gone: {exc}") from exc
+        finally:
+            self.busy.release()
+
+
+class _Late(Exception):
+    """No answer before the deadline."""
+
+
+class _Process:
+    def __init__(self) -> None:
+        self.handle: Any = None
+        self.pipe: Any = None
+        self.alive = False
+        self.busy = threading.Lock()  # one request in flight
+        self.ids = itertools.count(1)
+        self.answered = 0  # requests answered in time
+        self.start_lock = threading.Lock()
+
+
+_process = _Process()
+
+
+def keywords_process_start() -> bool:
+    """Start the process (idempotent) and wait until it answers; False if it could not."""
+    with _process.start_lock:
+        if _process.alive and _process.handle is not None and _process.handle.is_alive():
+            return True
+        keywords_process_stop()
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        handle = context.Process(target=_serve, args=(child,), name="makilab-keywords", daemon=True)
+        try:
+            handle.start()
+            child.close()
+            if not parent.poll(START_TIMEOUT_S) or parent.recv() != "ready":
+                raise RuntimeError("no answer")
+        except Exception as exc:
+            logger.warning("the keyword process did not start: %s", exc)
+            handle.kill()
+            return False
+        _process.handle, _process.pipe, _process.alive = handle, parent, True
+        _process.busy = threading.Lock()  # a request left on the last one holds the old
+        return True
+
+
+def keywords_process_state() -> dict:
+    """Whether the process is up, and how many requests it answered in time."""
+    return {"alive": _process.alive, "answered": _process.answered}
+
+
+def keywords_process_stop() -> None:
+    """Stop the process (tests; a daemon process also ends with this one)."""
+    handle, pipe = _process.handle, _process.pipe
+    _process.handle, _process.pipe, _process.alive = None, None, False
+    if pipe is not None:
+        pipe.close()  # the process ends on EOF
+    if handle is not None:
+        handle.join(timeout=5)
+        if handle.is_alive():
+            handle.kill()
+
+
+def keywords_request(text: str, *, limit: int, timeout_s: float) -> KeywordsRequest | None:
+    """A request for this pre-hook, or None: the process is not there, or another
+    pre-hook uses it, or the caller is inside a transaction (the process would not
+    see its uncommitted rows) or on an in-memory database."""
+    from django.db import connection
+
+    if not _process.alive or connection.in_atomic_block or connection.is_in_memory_db():
+        return None
+    busy, pipe = _process.busy, _process.pipe
+    if pipe is None or not busy.acquire(blocking=False):
+        return None
+    return KeywordsRequest(
+        text=text,
+        limit=limit,
+        timeout_s=timeout_s,
+        database=str(connection.settings_dict["NAME"]),
+        request_id=next(_process.ids),
+        pipe=pipe,
+        busy=busy,
+    )
+
+
+def _serve(pipe) -> None:
+    """The process: rank the keywords of each request on its own connection."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "makilab.settings")
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    from memory.services.retrieval.sources import keyword_search
+    from memory.stores.fts import sql_deadline
+
+    pipe.send("ready")
+    database = None
+    while True:
+        try:
+            request_id, name, text, limit, timeout_s = pipe.recv()
+        except (EOFError, OSError):
+            return
+        start = time.perf_counter()
+        try:
+            if name != database:  # the caller's database changed (a throw-away memory)
+                connection.close()
+                connection.settings_dict["NAME"] = name
+                database = name
+            with sql_deadline(timeout_s):
+                ok, value = True, keyword_search(text, limit=limit)
+        except Exception as exc:
+            connection.close()
+            database = None
+            ok, value = False, f"{type(exc).__name__}: {exc}"
+        answer = (request_id, ok, value, (time.perf_counter() - start) * 1000)
+        try:
+            pipe.send(answer)
+        except (EOFError, OSError):
+            return

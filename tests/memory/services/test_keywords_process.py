@@ -1,0 +1,179 @@
+"""The keyword source ranked in a process of its own (memory.services.keywords_process).
+
+A real spawned process on the test database: committed rows only, so these tests
+commit (transaction=True) except where the caller's transaction is the point.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from memory.services import keywords_process
+from memory.services.facts import fact_store
+from memory.services.forgetting import topic_forget
+from memory.services.keywords_process import (
+    keywords_process_start,
+    keywords_process_state,
+    keywords_request,
+)
+from memory.services.retrieval import auto_retrieve
+from memory.services.retrieval.sources import keyword_search
+from tests.memory.world import exchange_save, index_everything
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def alone(vector_store, local_embedder, settings, tmp_path, monkeypatch):
+    """A pre-hook alone on the machine (its query embedded on every core), the process up."""
+    from memory.stores import local_engine
+
+    settings.OBSIDIAN_API_URL = ""
+    settings.OBSIDIAN_VAULT_PATH = tmp_path
+    monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: True)
+    assert keywords_process_start()
+    yield
+    # (tests/conftest.py stops the process after every test)
+
+
+def _bike_memory():
+    fact = fact_store(key="bike", value="Le vélo est au garage")[0]
+    exchange_save("whatsapp", "Mon vélo rouge a un pneu crevé", "Noté.")
+    for i in range(3):
+        exchange_save("mission_control", f"Point {i} sur le tableau de bord", "Noté.")
+    index_everything()
+    return fact
+
+
+def _ranked_here(monkeypatch, found: list[int] | None = None) -> list[str]:
+    """Spy on this process's FTS5 ranking: the names of the threads that ran one (and
+    the facts it found, into ``found``)."""
+    import threading
+
+    from memory.stores import fts
+
+    threads: list[str] = []
+    for name in ("fts_rank_messages", "fts_search_facts"):
+        real = getattr(fts, name)
+
+        def spy(*args, _real=real, **kwargs):
+            threads.append(threading.current_thread().name)
+            hits = _real(*args, **kwargs)
+            if found is not None:
+                found.extend(getattr(hit, "fact_id", None) for hit in hits)
+            return hits
+
+        monkeypatch.setattr(fts, name, spy)
+    return threads
+
+
+def test_alone_the_keywords_are_ranked_in_their_process_as_here(alone, monkeypatch):
+    fact = _bike_memory()
+    here = _ranked_here(monkeypatch)
+    answered = keywords_process_state()["answered"]
+
+    result = auto_retrieve(message="Où est le vélo ?", channel="mission_control")
+
+    assert not result.failed_sources
+    assert keywords_process_state()["answered"] == answered + 1
+    assert here == []  # nothing ranked in this process
+    assert f"fact:{fact.id}" in [m["id"] for m in result.memories]
+    # The process ranks exactly what this thread would.
+    request = keywords_request("Où est le vélo ?", limit=16, timeout_s=5.0)
+    request.send()
+    monkeypatch.undo()
+    expected = keyword_search("Où est le vélo ?", limit=16)
+    assert request.result(deadline=time.monotonic() + 5) == expected
+    assert f"fact:{fact.id}" in [item for item, _ in expected]
+
+
+def test_inside_a_transaction_the_keywords_stay_on_the_callers_connection(alone, monkeypatch):
+    from django.db import transaction
+
+    _bike_memory()
+    found: list[int] = []
+    here = _ranked_here(monkeypatch, found)
+    answered = keywords_process_state()["answered"]
+    with transaction.atomic():
+        scooter = fact_store(key="scooter", value="La trottinette est chez Paul")[0]
+        result = auto_retrieve(message="Où est la trottinette ?", channel="mission_control")
+        # Its row is not committed: only the caller's connection sees it.
+        assert scooter.id in found and not result.failed_sources
+    assert here and keywords_process_state()["answered"] == answered
+
+
+def test_a_dead_process_leaves_the_keywords_to_the_caller_and_restarts(alone, monkeypatch):
+    fact = _bike_memory()
+    keywords_process._process.handle.kill()
+    keywords_process._process.handle.join(5)
+    here = _ranked_here(monkeypatch)
+
+    result = auto_retrieve(message="Où est le vélo ?", channel="mission_control")
+
+    assert not result.failed_sources
+    assert here  # ranked in this process instead
+    assert f"fact:{fact.id}" in [m["id"] for m in result.memories]
+    assert not keywords_process_state()["alive"]
+    assert keywords_process_start() and keywords_process_state()["alive"]
+    here.clear()
+    auto_retrieve(message="Où est le garage ?", channel="mission_control")
+    assert here == []
+
+
+class _Silent:
+    """A pipe end whose answers do not come in time (the caller gives up)."""
+
+    def __init__(self, pipe):
+        self._pipe = pipe
+
+    def send(self, message):
+        self._pipe.send(message)
+
+    def poll(self, timeout):
+        return False
+
+
+def test_a_late_answer_is_not_taken_for_the_next_request(alone):
+    _bike_memory()
+    late = keywords_request("Où est le vélo ?", limit=16, timeout_s=0.05)
+    late.pipe = _Silent(late.pipe)
+    late.send()
+    with pytest.raises(TimeoutError):
+        late.result(deadline=time.monotonic() + 0.05)
+
+    # Its answer is still on its way, or already waiting in the pipe: either way the
+    # next request gets its own (and the process is free for it).
+    after = keywords_request("Le tableau de bord", limit=16, timeout_s=5.0)
+    assert after is not None
+    after.send()
+    assert after.result(deadline=time.monotonic() + 5) == keyword_search(
+        "Le tableau de bord", limit=16
+    )
+
+
+def test_a_request_given_up_before_the_vector_is_never_sent(alone):
+    request = keywords_request("Où est le vélo ?", limit=16, timeout_s=1.0)
+    assert request.result(deadline=time.monotonic()) is None  # the caller ranks them itself
+    request.send()  # the vector came late: too late to ask
+    assert not request.sent
+    again = keywords_request("Où est le vélo ?", limit=16, timeout_s=1.0)
+    assert again is not None  # the process is free for the next caller
+    assert again.result(deadline=time.monotonic()) is None
+
+
+def test_a_memory_forgotten_is_not_injected_through_the_process(alone):
+    fact = _bike_memory()
+    assert f"fact:{fact.id}" in [
+        m["id"]
+        for m in auto_retrieve(message="Où est le vélo ?", channel="mission_control").memories
+    ]
+    topic_forget(topic="vélo", only=[f"fact:{fact.id}"])
+    answered = keywords_process_state()["answered"]
+
+    result = auto_retrieve(message="Où est le vélo garage ?", channel="mission_control")
+
+    assert keywords_process_state()["answered"] == answered + 1
+    assert f"fact:{fact.id}" not in [m["id"] for m in result.memories]
+    assert "garage" not in result.prompt_block
