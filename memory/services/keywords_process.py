@@ -20,8 +20,9 @@ on the caller's connection, so a memory forgotten meanwhile is still dropped.
 
 Anything else (not started, busy with another caller, dead, late) leaves the
 keyword stage to the caller's thread as before, or records the source as
-failed past its time limit: the pre-hook never raises. `serve` and the
-benchmarks start it with the rest of the warm-up (retrieval_warm).
+failed past its time limit: the pre-hook never raises; a late answer is dropped
+by its request id, and a dead process is started again in the background.
+`serve` and the benchmarks start it with the rest of the warm-up (retrieval_warm).
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-# How long start() waits for a new process to load Django and answer.
+# How long a start waits for a new process to load Django and answer.
 START_TIMEOUT_S = 30.0
+# A dead process is started again at most this often (a pre-hook finding it dead asks).
+RESTART_INTERVAL_S = 10.0
 
 
 @dataclass
@@ -111,6 +114,8 @@ class _Process:
         self.handle: Any = None
         self.pipe: Any = None
         self.alive = False
+        self.wanted = False  # started, and not stopped since: a dead one is restarted
+        self.restarted_at = float("-inf")  # time.monotonic() of the last restart tried
         self.busy = threading.Lock()  # one request in flight
         self.ids = itertools.count(1)
         self.answered = 0  # requests answered in time
@@ -121,26 +126,50 @@ _process = _Process()
 
 
 def keywords_process_start() -> bool:
-    """Start the process (idempotent) and wait until it answers; False if it could not."""
+    """Start the process (idempotent) and wait until it answers; False if it could not.
+    From then on a process found dead is started again in the background
+    (RESTART_INTERVAL_S apart at most), until keywords_process_stop()."""
     with _process.start_lock:
-        if _process.alive and _process.handle is not None and _process.handle.is_alive():
-            return True
-        keywords_process_stop()
-        context = multiprocessing.get_context("spawn")
-        parent, child = context.Pipe()
-        handle = context.Process(target=_serve, args=(child,), name="makilab-keywords", daemon=True)
-        try:
-            handle.start()
-            child.close()
-            if not parent.poll(START_TIMEOUT_S) or parent.recv() != "ready":
-                raise RuntimeError("no answer")
-        except Exception as exc:
-            logger.warning("the keyword process did not start: %s", exc)
-            handle.kill()
-            return False
-        _process.handle, _process.pipe, _process.alive = handle, parent, True
-        _process.busy = threading.Lock()  # a request left on the last one holds the old
+        _process.wanted = True
+        return _start()
+
+
+def _start() -> bool:
+    """Start it unless it is up. Hold start_lock."""
+    if _process.alive and _process.handle is not None and _process.handle.is_alive():
         return True
+    _stop()
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    handle = context.Process(target=_serve, args=(child,), name="makilab-keywords", daemon=True)
+    try:
+        handle.start()
+        child.close()
+        if not parent.poll(START_TIMEOUT_S) or parent.recv() != "ready":
+            raise RuntimeError("no answer")
+    except Exception as exc:
+        logger.warning("the keyword process did not start: %s", exc)
+        handle.kill()
+        return False
+    _process.handle, _process.pipe, _process.alive = handle, parent, True
+    _process.busy = threading.Lock()  # a request left on the last one holds the old
+    return True
+
+
+def _restart_in_background() -> None:
+    """Start a dead process again, off the caller's thread (a start takes a second or two)."""
+    now = time.monotonic()
+    if now - _process.restarted_at < RESTART_INTERVAL_S:
+        return
+    _process.restarted_at = now
+
+    def restart() -> None:
+        with _process.start_lock:
+            if _process.wanted:  # not stopped meanwhile
+                logger.info("restarting the keyword process")
+                _start()
+
+    threading.Thread(target=restart, name="keywords-process-restart", daemon=True).start()
 
 
 def keywords_process_state() -> dict:
@@ -149,7 +178,13 @@ def keywords_process_state() -> dict:
 
 
 def keywords_process_stop() -> None:
-    """Stop the process (tests; a daemon process also ends with this one)."""
+    """Stop the process and its restarts (tests; a daemon process ends with this one)."""
+    with _process.start_lock:
+        _process.wanted = False
+        _stop()
+
+
+def _stop() -> None:
     handle, pipe = _process.handle, _process.pipe
     _process.handle, _process.pipe, _process.alive = None, None, False
     if pipe is not None:
@@ -166,7 +201,11 @@ def keywords_request(text: str, *, limit: int, timeout_s: float) -> KeywordsRequ
     see its uncommitted rows) or on an in-memory database."""
     from django.db import connection
 
-    if not _process.alive or connection.in_atomic_block or connection.is_in_memory_db():
+    if not _process.alive:
+        if _process.wanted:
+            _restart_in_background()
+        return None
+    if connection.in_atomic_block or connection.is_in_memory_db():
         return None
     busy, pipe = _process.busy, _process.pipe
     if pipe is None or not busy.acquire(blocking=False):
