@@ -37,6 +37,7 @@ import itertools
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -229,6 +230,9 @@ def keywords_request(text: str, *, limit: int, timeout_s: float) -> KeywordsRequ
 
 def _serve(pipe) -> None:
     """The process: rank the keywords of each request on its own connection."""
+    # Ctrl-C in a terminal reaches the whole process group: this one ends when `serve`
+    # does (its pipe closes), without a KeyboardInterrupt traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "makilab.settings")
     import django
 

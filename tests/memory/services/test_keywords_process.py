@@ -181,3 +181,21 @@ def test_a_memory_forgotten_is_not_injected_through_the_process(alone):
     assert keywords_process_state()["answered"] == answered + 1
     assert f"fact:{fact.id}" not in [m["id"] for m in result.memories]
     assert "garage" not in result.prompt_block
+
+
+def test_ctrl_c_leaves_the_process_to_end_with_serve(alone):
+    """Ctrl-C reaches the whole process group: the process ignores it (no traceback of
+    its own) and still answers until its pipe closes."""
+    import os
+    import signal
+
+    _bike_memory()
+    handle = keywords_process._process.handle
+    os.kill(handle.pid, signal.SIGINT)
+    time.sleep(0.3)
+    assert handle.is_alive()
+    request = keywords_request("Où est le vélo ?", limit=16, timeout_s=5.0)
+    request.send()
+    assert request.result(deadline=time.monotonic() + 5) == keyword_search(
+        "Où est le vélo ?", limit=16
+    )
