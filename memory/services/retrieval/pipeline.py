@@ -2,7 +2,8 @@
 
 The query embedding and the Qdrant searches (and the Obsidian notes) run in
 worker threads while this thread reads FTS5 and T1 in SQLite (after the vector
-when the bundled engine embeds the query on every core); then the gate, fusion,
+when the bundled engine embeds the query on every core, the keywords then ranked
+in their own process: memory.services.keywords_process); then the gate, fusion,
 selection, the block and the log. Nothing here raises: a failing source is
 skipped and recorded.
 """
@@ -117,7 +118,7 @@ def _retrieve(
         return _finish(result, started, log=log)
 
     # 1. Start the slow, database-free sources in worker threads.
-    every_core = _embeds_on_every_core()
+    every_core = embeds_on_every_core()
     embedding = threading.Event()
     vector_ready: Future = Future()
     # Alone on the machine, the keywords are ranked in their own process once the
@@ -390,8 +391,9 @@ def _keywords_here(
     return keywords
 
 
-def _embeds_on_every_core() -> bool:
-    """The query will be embedded by the bundled engine on a team of every core."""
+def embeds_on_every_core() -> bool:
+    """The query will be embedded by the bundled engine on a team of every core (then
+    the SQL waits for the vector, and the keywords may go to their process)."""
     from memory.stores.embedders import LocalEmbedder, get_embedder
     from memory.stores.local_engine import query_gets_every_core
 

@@ -60,7 +60,8 @@ def retrieval_warm() -> dict[str, float]:
     other first time: the observed rooms' collection opened, the reads compiled,
     the facts read, the folding table of accented text built (the first message
     took 215 ms against 40 for the next with the stores alone warmed). The
-    keyword process is started (keywords_process). Never raises: a store that is
+    keyword process is started when the bundled engine embeds a query on every
+    core (memory.services.keywords_process). Never raises: a store that is
     down is warmed by the first real request.
     """
     from memory.services.keywords_process import keywords_process_start
@@ -70,9 +71,6 @@ def retrieval_warm() -> dict[str, float]:
     start = time.perf_counter()
     planner_statistics_refresh()
     timings["sqlite"] = elapsed_ms(start)
-    start = time.perf_counter()
-    keywords_process_start()
-    timings["keywords_process"] = elapsed_ms(start)
     start = time.perf_counter()
     try:
         from memory.services.relevance import query_background
@@ -90,6 +88,14 @@ def retrieval_warm() -> dict[str, float]:
         timings["stores"] = elapsed_ms(start)
     except Exception as exc:  # warming is an optimisation, never a failure
         logger.warning("retrieval warm-up incomplete: %s", exc)
+    from memory.services.retrieval.pipeline import embeds_on_every_core
+
+    start = time.perf_counter()
+    # Only a query embedded on every core leaves the keywords to it (not with Voyage,
+    # nor on one core): no process kept for nothing.
+    if embeds_on_every_core():
+        keywords_process_start()
+    timings["keywords_process"] = elapsed_ms(start)
     start = time.perf_counter()
     try:
         from zoneinfo import ZoneInfo

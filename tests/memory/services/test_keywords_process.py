@@ -199,3 +199,18 @@ def test_ctrl_c_leaves_the_process_to_end_with_serve(alone):
     assert request.result(deadline=time.monotonic() + 5) == keyword_search(
         "Où est le vélo ?", limit=16
     )
+
+
+def test_the_warm_up_starts_it_only_for_a_query_embedded_on_every_core(
+    vector_store, local_embedder, monkeypatch
+):
+    """Voyage, or one core: the keywords stay in the caller's thread, no process kept."""
+    from memory.services.retrieval import retrieval_warm
+    from memory.stores import local_engine
+
+    monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: False)
+    retrieval_warm()
+    assert not keywords_process_state()["alive"]
+    monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: True)
+    retrieval_warm()
+    assert keywords_process_state()["alive"]

@@ -719,9 +719,9 @@ def test_only_the_bundled_engine_on_every_core_makes_the_sql_wait(world, monkeyp
     from memory.stores import embedders, local_engine
 
     monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: True)
-    assert pipeline._embeds_on_every_core()
+    assert pipeline.embeds_on_every_core()
     monkeypatch.setattr(embedders, "get_embedder", lambda: object())
-    assert not pipeline._embeds_on_every_core()
+    assert not pipeline.embeds_on_every_core()
 
 
 def test_a_retrieval_runs_as_many_statements_whatever_the_memory_holds(world):
