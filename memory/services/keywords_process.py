@@ -26,8 +26,10 @@ on the caller's connection, so a memory forgotten meanwhile is still dropped.
 
 Anything else (not started, busy with another caller, dead, late) leaves the
 keyword stage to the caller's thread as before, or records the source as
-failed past its time limit: the pre-hook never raises; a late answer is dropped
-by its request id, and a dead process is started again in the background.
+failed past its time limit: the pre-hook never raises. Until a late answer has
+come back (and been dropped) no request goes to the process
+(queued behind it, each would time out in turn: on a slow database the backlog
+would only grow); a dead process is started again in the background.
 `serve` and the benchmarks start it with the rest of the warm-up (retrieval_warm).
 """
 
@@ -78,7 +80,7 @@ class KeywordsRequest:
                 )
             except Exception as exc:  # a dead process: the caller ranks the keywords itself
                 logger.warning("the keyword process is gone: %s", exc)
-                _process.alive = False
+                _gone(self.pipe)
                 return
             self.sent = True
 
@@ -91,22 +93,21 @@ class KeywordsRequest:
                 if not self.sent:
                     self.given_up = True
                     return None
-            while True:
-                if not self.pipe.poll(max(0.0, deadline - time.monotonic())):
-                    raise _Late(f"timeout after {int(self.timeout_s * 1000)} ms")
-                request_id, ok, value, elapsed_ms = self.pipe.recv()
-                if request_id == self.request_id:
-                    self.elapsed_ms = round(elapsed_ms, 2)
-                    break
-                # A late answer to an earlier request that gave up waiting: dropped.
+            if not self.pipe.poll(max(0.0, deadline - time.monotonic())):
+                raise _Late(f"timeout after {int(self.timeout_s * 1000)} ms")
+            request_id, ok, value, elapsed_ms = self.pipe.recv()
+            if request_id != self.request_id:  # late answers are drained before one is sent
+                raise OSError(f"answer {request_id} for request {self.request_id}")
+            self.elapsed_ms = round(elapsed_ms, 2)
             if not ok:
                 raise RuntimeError(value)
             _process.answered += 1
             return value
         except _Late as exc:
+            _process.late += 1  # no request goes to it until this answer is drained
             raise TimeoutError(str(exc)) from None
         except (EOFError, OSError) as exc:  # (TimeoutError is an OSError: raised apart)
-            _process.alive = False
+            _gone(self.pipe)
             raise RuntimeError(f"the keyword process is gone: {exc}") from exc
         finally:
             self.busy.release()
@@ -114,6 +115,12 @@ class KeywordsRequest:
 
 class _Late(Exception):
     """No answer before the deadline."""
+
+
+def _gone(pipe: Any) -> None:
+    """The process at the other end of ``pipe`` is dead (not a newer one started since)."""
+    if _process.pipe is pipe:
+        _process.alive = False
 
 
 class _Process:
@@ -126,6 +133,9 @@ class _Process:
         self.busy = threading.Lock()  # one request in flight
         self.ids = itertools.count(1)
         self.answered = 0  # requests answered in time
+        # Requests given up on whose answers have not come back: while there are any,
+        # the process is still busy with them, and a new request would wait behind.
+        self.late = 0
         self.start_lock = threading.Lock()
 
 
@@ -216,6 +226,17 @@ def keywords_request(text: str, *, limit: int, timeout_s: float) -> KeywordsRequ
         return None
     busy, pipe = _process.busy, _process.pipe
     if pipe is None or not busy.acquire(blocking=False):
+        return None
+    try:
+        while _process.late and pipe.poll(0):
+            pipe.recv()  # an answer nobody waits for any more
+            _process.late -= 1
+    except (EOFError, OSError):
+        _gone(pipe)
+    if _process.late or not _process.alive:
+        # Still at work on a request given up on (a slow database): this caller ranks its
+        # keywords itself rather than queue behind it, and time out in turn.
+        busy.release()
         return None
     return KeywordsRequest(
         text=text,
