@@ -93,28 +93,28 @@ class KeywordsRequest:
                 if not self.sent:
                     self.given_up = True
                     return None
-            if not self.pipe.poll(max(0.0, deadline - time.monotonic())):
-                raise _Late(f"timeout after {int(self.timeout_s * 1000)} ms")
-            request_id, ok, value, elapsed_ms = self.pipe.recv()
+            try:
+                answered = self.pipe.poll(max(0.0, deadline - time.monotonic()))
+                if answered:
+                    request_id, ok, value, elapsed_ms = self.pipe.recv()
+            except (EOFError, OSError) as exc:
+                _gone(self.pipe)
+                raise RuntimeError(f"the keyword process is gone: {exc}") from exc
+            if not answered:
+                _process.late += 1  # no request goes to it until this answer is drained
+                raise TimeoutError(f"timeout after {int(self.timeout_s * 1000)} ms")
             if request_id != self.request_id:  # late answers are drained before one is sent
-                raise OSError(f"answer {request_id} for request {self.request_id}")
+                _gone(self.pipe)
+                raise RuntimeError(
+                    f"the keyword process answered {request_id} for {self.request_id}"
+                )
             self.elapsed_ms = round(elapsed_ms, 2)
             if not ok:
                 raise RuntimeError(value)
             _process.answered += 1
             return value
-        except _Late as exc:
-            _process.late += 1  # no request goes to it until this answer is drained
-            raise TimeoutError(str(exc)) from None
-        except (EOFError, OSError) as exc:  # (TimeoutError is an OSError: raised apart)
-            _gone(self.pipe)
-            raise RuntimeError(f"the keyword process is gone: {exc}") from exc
         finally:
             self.busy.release()
-
-
-class _Late(Exception):
-    """No answer before the deadline."""
 
 
 def _gone(pipe: Any) -> None:
