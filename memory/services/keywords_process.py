@@ -166,7 +166,10 @@ def _start() -> bool:
             raise RuntimeError("no answer")
     except Exception as exc:
         logger.warning("the keyword process did not start: %s", exc)
-        handle.kill()
+        parent.close()
+        child.close()
+        if handle.pid is not None:  # started, but it never said it was ready
+            handle.kill()
         return False
     _process.handle, _process.pipe, _process.alive = handle, parent, True
     _process.busy = threading.Lock()  # a request left on the last one holds the old

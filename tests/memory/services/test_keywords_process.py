@@ -213,3 +213,32 @@ def test_the_warm_up_starts_it_only_for_a_query_embedded_on_every_core(
     monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: True)
     retrieval_warm()
     assert keywords_process_state()["alive"]
+
+
+def test_a_process_that_cannot_start_leaves_the_warm_up_and_the_keywords_as_they_were(
+    vector_store, local_embedder, settings, tmp_path, monkeypatch
+):
+    """Spawning can fail before the child exists (a main module without its
+    ``if __name__ == "__main__"`` guard, no more processes allowed): the warm-up
+    does not raise and the pre-hook ranks its keywords in its own thread."""
+    import multiprocessing.context
+
+    from memory.services.retrieval import retrieval_warm
+    from memory.stores import local_engine
+
+    def refused(process):
+        raise RuntimeError("An attempt has been made to start a new process before ...")
+
+    settings.OBSIDIAN_API_URL = ""
+    settings.OBSIDIAN_VAULT_PATH = tmp_path
+    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "_Popen", staticmethod(refused))
+    monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: True)
+    fact = _bike_memory()
+
+    retrieval_warm()
+
+    assert not keywords_process_state()["alive"]
+    here = _ranked_here(monkeypatch)
+    result = auto_retrieve(message="Où est le vélo ?", channel="mission_control")
+    assert here and not result.failed_sources
+    assert f"fact:{fact.id}" in [m["id"] for m in result.memories]
