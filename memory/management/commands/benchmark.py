@@ -31,6 +31,9 @@ class Command(BaseCommand):
             "--live", type=int, default=0, help="Messages of an observed room seeded in live."
         )
         retrieval.add_argument(
+            "--notes", type=int, default=0, help="Notes seeded in the vault folder (50 a folder)."
+        )
+        retrieval.add_argument(
             "--concurrency",
             default="",
             help="Also run the pre-hook with this many callers at once, e.g. 1,2,4.",
@@ -87,6 +90,8 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from exc
             if options["calls"] < 1:
                 raise CommandError("--calls doit être au moins 1.")
+            if options["notes"] < 0 or options["live"] < 0:
+                raise CommandError("--notes et --live ne peuvent pas être négatifs.")
         with throwaway_memory():
             if options["which"] == "indexing":
                 from memory.services.benchmarks import indexing_benchmark
@@ -128,6 +133,7 @@ class Command(BaseCommand):
                     memories=options["memories"],
                     queries=options["queries"],
                     live=options["live"],
+                    notes=options["notes"],
                     out=out,
                 )
                 if levels:

@@ -165,3 +165,43 @@ def test_benchmark_retrieval_refuses_a_bad_concurrency_in_french(levels):
 
     with pytest.raises(CommandError, match="entiers de 1 à 64"):
         call_command("benchmark", "retrieval", "--memories", "10", "--concurrency", levels)
+
+
+def test_benchmark_retrieval_reads_the_notes_it_seeded_never_the_owners(
+    local_embedder, settings, tmp_path, monkeypatch
+):
+    """--notes N seeds a vault folder of the throw-away memory, which the pre-hook reads
+    before every message; the owner's vault (or Obsidian API) is never read."""
+    from memory.services.retrieval import pipeline
+
+    owner = tmp_path / "coffre"
+    owner.mkdir()
+    (owner / "Secret.md").write_text("Le coffre du propriétaire #makilab", encoding="utf-8")
+    settings.OBSIDIAN_API_URL = ""
+    settings.OBSIDIAN_VAULT_PATH = owner
+    read: list[str] = []
+    real = pipeline.notes_fetch
+
+    def spy(memory_settings):
+        found = real(memory_settings)
+        read.extend(note.path for note in found.notes)
+        return found
+
+    monkeypatch.setattr(pipeline, "notes_fetch", spy)
+    out = StringIO()
+    call_command(
+        "benchmark", "retrieval", "--memories", "40", "--queries", "2", "--notes", "120",
+        stdout=out,
+    )  # fmt: skip
+
+    assert "seeded 40 memories, 0 live messages and 120 notes" in out.getvalue()
+    assert read and "Secret.md" not in read
+    assert "Dossier 000/Note 0.md" in read  # one in ten tagged #makilab, the default tag
+    assert sorted(p.name for p in owner.iterdir()) == ["Secret.md"]
+
+
+def test_benchmark_retrieval_refuses_a_negative_count_in_french():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="ne peuvent pas être négatifs"):
+        call_command("benchmark", "retrieval", "--memories", "10", "--notes", "-1")
