@@ -182,6 +182,7 @@ def _retrieve(
         result=result,
         facts_apart=every_core and not connection.in_atomic_block,
         keywords_apart=keywords_apart,
+        semantic_future=semantic_future,
     )
 
     # 3. Collect the threads, each within what is left of its own time limit.
@@ -290,11 +291,16 @@ def _sql_sources(
     result: RetrievalResult,
     facts_apart: bool,
     keywords_apart: KeywordsRequest | None = None,
+    semantic_future: Future | None = None,
 ) -> _SqlSources:
     """The sources read from SQLite in the caller's thread: keywords, T1, the last
     turns' injections, and their hydration. ``facts_apart``: the facts' keyword query
     on its own connection (keyword_search). ``keywords_apart``: the keywords asked of
-    their process (memory.services.keywords_process), read after T1; ranked here if it never left.
+    their process (memory.services.keywords_process), read after T1 and the
+    hydration of what is known by then (T1's list, the last turns' finds, the
+    semantic hits if ``semantic_future`` is done): the caller would otherwise wait
+    for the process with nothing to do, and fusion hydrates the keyword hits it
+    keeps. Ranked here if the request never left.
 
     The keyword search first: FTS5 ranks in C without the GIL, beside the semantic
     thread's Qdrant searches (which hold it); T1's ORM reads would keep that thread
@@ -314,6 +320,7 @@ def _sql_sources(
     seen = Seen()
     core: list[Fact] = []
     facts = None
+    early: tuple[set[str], tuple | None] | None = None
     start = time.perf_counter()
     try:
         try:
@@ -326,6 +333,9 @@ def _sql_sources(
         # Who the agent is: in every block, whatever the gate says (the prompt no longer says it).
         agent_lines = agent_summary_lines(result, facts=facts)
         result.timings_ms[SOURCE_T1] = elapsed_ms(start)
+        if keywords_apart is not None:  # while the process ranks
+            known = {**ranked, SOURCE_SEMANTIC: _semantic_if_done(semantic_future)}
+            early = _prefetched(known, channel, memory_settings, text, now, tz, result)
     finally:  # whatever happened, the process is answered for (and free for the next call)
         if keywords_apart is not None:
             keywords = _keywords_apart_collect(
@@ -333,9 +343,23 @@ def _sql_sources(
             )
     if keywords is not None:
         ranked[SOURCE_KEYWORDS] = keywords  # after T1's list, as the sources always came
+    recent_ids, prefetched = early or _prefetched(
+        ranked, channel, memory_settings, text, now, tz, result
+    )
+    return _SqlSources(ranked, history, seen, core, agent_lines, recent_ids, prefetched)
 
-    # Hydrate what T1 and keywords found (and the last turns' finds), before the
-    # semantic hits arrive.
+
+def _prefetched(
+    ranked: dict[str, list[tuple[str, float]]],
+    channel: str,
+    memory_settings: MemorySettings,
+    text: str,
+    now,
+    tz,
+    result: RetrievalResult,
+) -> tuple[set[str], tuple | None]:
+    """The last turns' injections, and the hydration of what ``ranked`` found and of them
+    (ranking.prefetch's answer, None when it failed: fusion hydrates what is missing)."""
     start = time.perf_counter()
     prefetched = None
     recent_ids: set[str] = set()
@@ -345,7 +369,14 @@ def _sql_sources(
     except Exception as exc:  # never raise from the pre-hook; fuse hydrates what is missing
         result.failed_sources["prefetch"] = failure_text(exc)
     result.timings_ms["prefetch"] = elapsed_ms(start)
-    return _SqlSources(ranked, history, seen, core, agent_lines, recent_ids, prefetched)
+    return recent_ids, prefetched
+
+
+def _semantic_if_done(future: Future | None) -> list[tuple[str, float]]:
+    """The semantic source's ranked ids if it has already answered, else none (no wait)."""
+    if future is None or not future.done() or future.cancelled() or future.exception():
+        return []
+    return semantic_ids(future.result()["hits"])
 
 
 def _keywords_apart_collect(

@@ -242,3 +242,33 @@ def test_a_process_that_cannot_start_leaves_the_warm_up_and_the_keywords_as_they
     result = auto_retrieve(message="Où est le vélo ?", channel="mission_control")
     assert here and not result.failed_sources
     assert f"fact:{fact.id}" in [m["id"] for m in result.memories]
+
+
+def test_while_the_process_ranks_the_caller_hydrates_what_it_knows(alone, monkeypatch):
+    """T1's list, the last turns' finds and the semantic hits are hydrated before the
+    caller waits for the keywords; fusion hydrates the keyword hits it keeps."""
+    from memory.services.keywords_process import KeywordsRequest
+    from memory.services.retrieval import pipeline
+
+    fact = _bike_memory()
+    order: list[str] = []
+    real_prefetch, real_result = pipeline.prefetch, KeywordsRequest.result
+
+    def prefetch(ranked, **kwargs):
+        order.append("prefetch")
+        return real_prefetch(ranked, **kwargs)
+
+    def result(self, deadline):
+        order.append("keywords")
+        return real_result(self, deadline)
+
+    monkeypatch.setattr(pipeline, "prefetch", prefetch)
+    monkeypatch.setattr(KeywordsRequest, "result", result)
+    answered = keywords_process_state()["answered"]
+
+    found = auto_retrieve(message="Où est le vélo ?", channel="mission_control")
+
+    assert order == ["prefetch", "keywords"]
+    assert keywords_process_state()["answered"] == answered + 1
+    assert f"fact:{fact.id}" in [m["id"] for m in found.memories]
+    assert not found.failed_sources
