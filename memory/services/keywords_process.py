@@ -170,6 +170,7 @@ def _start() -> bool:
         child.close()
         if handle.pid is not None:  # started, but it never said it was ready
             handle.kill()
+            handle.join(timeout=5)
         return False
     _process.handle, _process.pipe, _process.alive = handle, parent, True
     _process.busy = threading.Lock()  # a request left on the last one holds the old
