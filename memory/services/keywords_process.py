@@ -29,7 +29,9 @@ keyword stage to the caller's thread as before, or records the source as
 failed past its time limit: the pre-hook never raises. Until a late answer has
 come back (and been dropped) no request goes to the process
 (queued behind it, each would time out in turn: on a slow database the backlog
-would only grow); a dead process is started again in the background.
+would only grow); a dead process is started again in the background, 10 s after
+the last attempt, twice as long after each that no answer followed (up to 10
+minutes: a start loads Django in a new interpreter).
 `serve` and the benchmarks start it with the rest of the warm-up (retrieval_warm).
 """
 
@@ -49,8 +51,15 @@ logger = logging.getLogger(__name__)
 
 # How long a start waits for a new process to load Django and answer.
 START_TIMEOUT_S = 30.0
-# A dead process is started again at most this often (a pre-hook finding it dead asks).
+# A dead process is started again by a pre-hook finding it dead, this long after the
+# last attempt; twice as long after each attempt that no answered request followed (a
+# start costs a new interpreter loading Django), up to RESTART_INTERVAL_MAX_S.
 RESTART_INTERVAL_S = 10.0
+RESTART_INTERVAL_MAX_S = 600.0
+
+
+def _clock() -> float:
+    return time.monotonic()
 
 
 @dataclass
@@ -112,6 +121,7 @@ class KeywordsRequest:
             if not ok:
                 raise RuntimeError(value)
             _process.answered += 1
+            _process.restarts = 0
             return value
         finally:
             self.busy.release()
@@ -129,7 +139,8 @@ class _Process:
         self.pipe: Any = None
         self.alive = False
         self.wanted = False  # started, and not stopped since: a dead one is restarted
-        self.restarted_at = float("-inf")  # time.monotonic() of the last restart tried
+        self.restarted_at = float("-inf")  # _clock() of the last start tried
+        self.restarts = 0  # restarts tried since the last start asked or request answered
         self.busy = threading.Lock()  # one request in flight
         self.ids = itertools.count(1)
         self.answered = 0  # requests answered in time
@@ -145,10 +156,15 @@ _process = _Process()
 def keywords_process_start() -> bool:
     """Start the process (idempotent) and wait until it answers; False if it could not.
     From then on a process found dead is started again in the background
-    (RESTART_INTERVAL_S apart at most), until keywords_process_stop()."""
+    (RESTART_INTERVAL_S after the last attempt, longer after each one that no answer
+    followed), until keywords_process_stop()."""
     with _process.start_lock:
         _process.wanted = True
-        return _start()
+        _process.restarts = 0
+        started = _start()
+        # A start that failed counts as the last attempt: the next waits after it.
+        _process.restarted_at = float("-inf") if started else _clock()
+        return started
 
 
 def _start() -> bool:
@@ -179,10 +195,12 @@ def _start() -> bool:
 
 def _restart_in_background() -> None:
     """Start a dead process again, off the caller's thread (a start takes a second or two)."""
-    now = time.monotonic()
-    if now - _process.restarted_at < RESTART_INTERVAL_S:
+    now = _clock()
+    wait = min(RESTART_INTERVAL_MAX_S, RESTART_INTERVAL_S * 2 ** min(_process.restarts, 16))
+    if now - _process.restarted_at < wait:
         return
     _process.restarted_at = now
+    _process.restarts += 1
 
     def restart() -> None:
         with _process.start_lock:
@@ -202,6 +220,7 @@ def keywords_process_stop() -> None:
     """Stop the process and its restarts (tests; a daemon process ends with this one)."""
     with _process.start_lock:
         _process.wanted = False
+        _process.restarts, _process.restarted_at = 0, float("-inf")
         _stop()
 
 

@@ -6,6 +6,7 @@ commit (transaction=True) except where the caller's transaction is the point.
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -272,3 +273,50 @@ def test_while_the_process_ranks_the_caller_hydrates_what_it_knows(alone, monkey
     assert keywords_process_state()["answered"] == answered + 1
     assert f"fact:{fact.id}" in [m["id"] for m in found.memories]
     assert not found.failed_sources
+
+
+def test_a_process_that_keeps_dying_is_started_again_less_and_less_often(monkeypatch):
+    """Each start costs a new interpreter loading Django (a second or two of CPU): one
+    that never answers is tried again 10 s after the last attempt, then 20, 40… up to
+    every 10 minutes, not every 10 s for ever; an answer starts the count again."""
+    import threading
+
+    from memory.services.keywords_process import KeywordsRequest
+
+    clock = [5_000.0]
+    tried: list[float] = []
+
+    def start() -> bool:
+        tried.append(clock[0])
+        return False
+
+    monkeypatch.setattr(keywords_process, "_clock", lambda: clock[0])
+    monkeypatch.setattr(keywords_process, "_start", start)
+    keywords_process_start()  # wanted from now on, and it did not start
+
+    for _ in range(2500):  # a pre-hook every second
+        clock[0] += 1
+        assert keywords_request("vélo", limit=5, timeout_s=1.0) is None
+        for thread in threading.enumerate():
+            if thread.name == "keywords-process-restart":
+                thread.join()
+
+    gaps = [round(b - a) for a, b in itertools.pairwise(tried)]
+    assert gaps[:7] == [10, 20, 40, 80, 160, 320, 600]
+    assert set(gaps[7:]) == {600}
+
+    class Answering:  # the process's end of the pipe, answering request 7
+        def poll(self, timeout):
+            return True
+
+        def recv(self):
+            return (7, True, [], 1.0)
+
+    busy = threading.Lock()
+    busy.acquire()
+    request = KeywordsRequest(
+        text="vélo", limit=5, timeout_s=1.0, database="x", request_id=7,
+        pipe=Answering(), busy=busy, sent=True,
+    )  # fmt: skip
+    assert request.result(deadline=time.monotonic() + 1) == []
+    assert keywords_process._process.restarts == 0
