@@ -190,6 +190,7 @@ def _start() -> bool:
         return False
     _process.handle, _process.pipe, _process.alive = handle, parent, True
     _process.busy = threading.Lock()  # a request left on the last one holds the old
+    _process.late = 0  # the answers the last one owed died with it
     return True
 
 

@@ -157,6 +157,36 @@ def test_a_late_answer_holds_the_next_requests_back_then_is_dropped(alone):
     )
 
 
+def test_a_process_that_dies_owing_a_late_answer_is_used_again_once_restarted(alone):
+    """The late answer died with the process: its successor owes nothing, and the next
+    requests go to it."""
+    import os
+    import signal
+
+    _bike_memory()
+    dead = keywords_process._process.handle
+    os.kill(dead.pid, signal.SIGSTOP)
+    late = keywords_request("Où est le vélo ?", limit=16, timeout_s=0.05)
+    late.send()
+    with pytest.raises(TimeoutError):
+        late.result(deadline=time.monotonic() + 0.05)
+    os.kill(dead.pid, signal.SIGKILL)
+    dead.join(5)
+    assert keywords_request("Le tableau de bord", limit=16, timeout_s=5.0) is None  # found dead
+
+    deadline = time.monotonic() + 60
+    while not keywords_process_state()["alive"] and time.monotonic() < deadline:
+        keywords_request("Le tableau de bord", limit=16, timeout_s=5.0)  # asks for the restart
+        time.sleep(0.1)
+    assert keywords_process_state()["alive"]
+    after = keywords_request("Le tableau de bord", limit=16, timeout_s=5.0)
+    assert after is not None
+    after.send()
+    assert after.result(deadline=time.monotonic() + 5) == keyword_search(
+        "Le tableau de bord", limit=16
+    )
+
+
 def test_a_request_given_up_before_the_vector_is_never_sent(alone):
     request = keywords_request("Où est le vélo ?", limit=16, timeout_s=1.0)
     assert request.result(deadline=time.monotonic()) is None  # the caller ranks them itself
