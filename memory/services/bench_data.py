@@ -133,37 +133,41 @@ def retrieval_seed(memories: int, *, templates: int = 300) -> None:
     n_facts = memories - n_exchanges - n_summaries
     channels = ("whatsapp", "mission_control", "email")
 
-    users = Message.objects.bulk_create(
-        [
+    # Each exchange's user message then its reply, in id order as the agent loop saves them:
+    # the channels have the history the agent loop sends (replies written after every
+    # user message left each channel's last rows all replies, so an empty history).
+    first = (Message.objects.order_by("-id").values_list("id", flat=True).first() or 0) + 1
+    exchanges = []
+    for i in range(n_exchanges):
+        at = now - timedelta(minutes=10 * (n_exchanges - i))
+        user_id = first + 2 * i
+        exchanges.append(
             Message(
+                id=user_id,
                 channel=channels[i % 3],
                 role=MessageRole.USER,
                 content=_sentence(i),
-                created_at=now - timedelta(minutes=10 * (n_exchanges - i)),
-                index_state=IndexState.INDEXED,
-            )
-            for i in range(n_exchanges)
-        ],
-        batch_size=1000,
-    )
-    roots = list(
-        Message.objects.filter(role=MessageRole.USER)
-        .order_by("id")
-        .values_list("id", "channel", "created_at")
-    )
-    Message.objects.bulk_create(
-        [
-            Message(
-                channel=ch,
-                role=MessageRole.ASSISTANT,
-                content=f"C'est noté ({rid}).",
-                reply_to_id=rid,
                 created_at=at,
                 index_state=IndexState.INDEXED,
             )
-            for rid, ch, at in roots
-        ],
-        batch_size=1000,
+        )
+        exchanges.append(
+            Message(
+                id=user_id + 1,
+                channel=channels[i % 3],
+                role=MessageRole.ASSISTANT,
+                content=f"C'est noté ({user_id}).",
+                reply_to_id=user_id,
+                created_at=at,
+                index_state=IndexState.INDEXED,
+            )
+        )
+    Message.objects.bulk_create(exchanges, batch_size=1000)
+    del exchanges
+    roots = list(
+        Message.objects.filter(role=MessageRole.USER, id__gte=first)
+        .order_by("id")
+        .values_list("id", "channel", "created_at")
     )
     Fact.objects.bulk_create(
         [
@@ -192,7 +196,6 @@ def retrieval_seed(memories: int, *, templates: int = 300) -> None:
         ],
         batch_size=1000,
     )
-    del users
     for kind, model in ((KIND_MESSAGE, None), (KIND_FACT, Fact), (KIND_SUMMARY, Summary)):
         ids = (
             [r[0] for r in roots]
