@@ -212,3 +212,34 @@ def test_the_live_gate_keeps_a_hit_clear_of_the_background_or_sharing_a_word(mon
     )
 
     assert [message_id for message_id, _ in found["hits"]] == [1, 2, 4]
+
+
+def test_one_pre_hook_gates_its_semantic_and_live_hits_on_one_background(
+    world, eager_tasks, django_capture_on_commit_callbacks, monkeypatch
+):
+    """The query's background (its closeness to unrelated text) is computed once per
+    query vector, though both the semantic and the live source gate on it, each in its
+    own thread; another query gets its own."""
+    import memory.services.relevance as relevance
+    from memory.services.facts import fact_store
+    from memory.services.retrieval import auto_retrieve
+
+    with django_capture_on_commit_callbacks(execute=True):
+        said = room_says("Je pars en Grèce demain pour une semaine")
+        fact_store(key="vacances_david", value="David passe ses vacances en Grèce")
+    reference = relevance._reference_matrix
+    products = []
+
+    def counted(embedder):
+        products.append(embedder)
+        return reference(embedder)
+
+    monkeypatch.setattr(relevance, "_reference_matrix", counted)
+
+    result = auto_retrieve(message="Où part David en vacances ?", channel="whatsapp")
+
+    assert [extract["id"] for extract in result.live] == [f"message:{said.id}"]
+    assert any(m["id"].startswith("fact:") for m in result.memories)  # the semantic source too
+    assert len(products) == 1
+    auto_retrieve(message="Qui part en Grèce demain ?", channel="whatsapp")
+    assert len(products) == 2
