@@ -164,11 +164,6 @@ def retrieval_seed(memories: int, *, templates: int = 300) -> None:
         )
     Message.objects.bulk_create(exchanges, batch_size=1000)
     del exchanges
-    roots = list(
-        Message.objects.filter(role=MessageRole.USER, id__gte=first)
-        .order_by("id")
-        .values_list("id", "channel", "created_at")
-    )
     Fact.objects.bulk_create(
         [
             Fact(
@@ -198,7 +193,7 @@ def retrieval_seed(memories: int, *, templates: int = 300) -> None:
     )
     for kind, model in ((KIND_MESSAGE, None), (KIND_FACT, Fact), (KIND_SUMMARY, Summary)):
         ids = (
-            [r[0] for r in roots]
+            [first + 2 * i for i in range(n_exchanges)]  # the user messages, as created above
             if model is None
             else list(model.objects.values_list("id", flat=True))
         )
