@@ -24,7 +24,7 @@ from memory.api.parsers import (
     LimitedJSONParser,
     PayloadTooLarge,
 )
-from memory.api.permissions import IsOwner, IsStaffOrToken
+from memory.api.permissions import IsOwner, IsStaffOrToken, is_owner
 from memory.api.serializers import (
     FactInputSerializer,
     FactListQuerySerializer,
@@ -126,10 +126,9 @@ class MemoryApi(APIView):
         return super().handle_exception(exc)
 
     def actor(self, request: Request) -> str:
-        """Who is writing: the agent (token) or the owner (dashboard session)."""
-        if isinstance(request.successful_authenticator, TokenAuthentication):
-            return Actor.AGENT
-        return Actor.USER
+        """Who is writing: the owner (a staff account, by its session or its token) or
+        the agent (a plain account's token), as the scopes say (permissions.is_owner)."""
+        return Actor.USER if is_owner(request.user) else Actor.AGENT
 
     def paginate(self, request: Request, queryset, serializer_class) -> Response:
         paginator = (self.pagination_class or MemoryPagination)()

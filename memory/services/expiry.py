@@ -23,8 +23,13 @@ def expired_purge(*, now: datetime | None = None) -> int:
     purged = 0
     # Every kind: an item of the agent's self or goals given a TTL expires too.
     expired = Fact.all_objects.filter(forgetting__isnull=True, forgotten=False, expires_at__lte=now)
-    for fact in expired.iterator():
+    for pk in list(expired.values_list("pk", flat=True)):
         with transaction.atomic():
+            # The row as it is NOW (the transaction holds the write lock): the owner may
+            # have kept it (expiry removed or moved) or forgotten it since the list was read.
+            fact = expired.select_for_update().filter(pk=pk).first()
+            if fact is None:
+                continue
             fact.forgotten = True
             fact.forgotten_at = now
             fact.save(update_fields=["forgotten", "forgotten_at", "updated_at"])

@@ -18,6 +18,7 @@ from memory.models import (
     FactRevision,
     FactSource,
     MemoryType,
+    Message,
     RevisionReason,
 )
 from memory.services.indexing import KIND_FACT, index_enqueue
@@ -186,6 +187,10 @@ def fact_store(
         ttl=ttl,
     )
     existing = Fact.all_objects.select_for_update().filter(key=key).first()
+    if existing is not None and _stated_before_forget(existing, actor, source_message_id):
+        # Read before the owner forgot it (a slow or retried extraction): the forget stands.
+        logger.info("%s was forgotten after the message it comes from: not stored", key)
+        return existing, False
     if existing is not None and existing.forgetting_id is not None:
         # Its history names what the owner asked to forget: start afresh.
         existing.revisions.all().delete()
@@ -232,6 +237,21 @@ def fact_store(
     return fact, False
 
 
+def _stated_before_forget(fact: Fact, actor: str, source_message_id: int | None) -> bool:
+    """Whether an agent restatement of a forgotten fact comes from a message written
+    before the forget (an extraction that was slow, or retried): it never undoes the
+    forget. A message written after it is news and brings the fact back; so does the
+    agent stating it with no message (a tool). A source message gone counts as before."""
+    if actor != Actor.AGENT or not fact.forgotten or source_message_id is None:
+        return False
+    written = (
+        Message.all_objects.filter(pk=source_message_id)
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    return written is None or fact.forgotten_at is None or written <= fact.forgotten_at
+
+
 def _owned(owned: list[str], actor: str, names: Iterable[str]) -> list[str]:
     """The owner's fields after ``actor`` set ``names``."""
     if actor not in OWNER_ACTORS:
@@ -242,6 +262,9 @@ def _owned(owned: list[str], actor: str, names: Iterable[str]) -> list[str]:
 def _agent_fields(current: Fact, fields: dict[str, object]) -> dict[str, object]:
     """What an agent write may change: never a field the owner set; subjects only added to."""
     locked = set(current.owner_fields or []) - {"subjects"}
+    if "value" in locked:
+        # A fact the owner wrote lives as long as the owner said (no expiry: for good).
+        locked.add("expires_at")
     allowed: dict[str, object] = {}
     for name, value in fields.items():
         if name in locked and getattr(current, name) != value:

@@ -327,17 +327,21 @@ def agent_item_store(
     action, target, decided_by = _decide(
         kind=kind, category=category, key=key, content=content, use_llm=use_llm
     )
-    if target is not None and actor == Actor.AGENT and "value" in (target.owner_fields or []):
-        # The owner wrote that item's text: the agent never rewrites it (nor half of
-        # it, its category alone); what it learnt is kept beside it.
-        action = "ADD"
-    if action == "ADD" or target is None:
-        importance = DEFAULT_IMPORTANCE.get(category, GOAL_IMPORTANCE)
-        item, _ = fact_store(**store_kwargs, importance=importance)
-        return AgentItemResult(item, "added", decided_by)
-    if action == "NOOP":
-        return AgentItemResult(target, "noop", decided_by)
-    return _replace(target, action, category, content, actor, key, decided_by)
+    with transaction.atomic():  # the write lock: no edit between this read and the write
+        if target is not None and actor == Actor.AGENT:
+            # The row as it is now: the decision may have taken an LLM call's time.
+            target = Fact.all_objects.select_for_update().get(pk=target.pk)
+            if "value" in (target.owner_fields or []):
+                # The owner wrote that item's text: the agent never rewrites it (nor
+                # half of it, its category alone); what it learnt is kept beside it.
+                action = "ADD"
+        if action == "ADD" or target is None:
+            importance = DEFAULT_IMPORTANCE.get(category, GOAL_IMPORTANCE)
+            item, _ = fact_store(**store_kwargs, importance=importance)
+            return AgentItemResult(item, "added", decided_by)
+        if action == "NOOP":
+            return AgentItemResult(target, "noop", decided_by)
+        return _replace(target, action, category, content, actor, key, decided_by)
 
 
 def _decide(*, kind: str, category: str, key: str, content: str, use_llm: bool):

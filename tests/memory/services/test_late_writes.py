@@ -1,0 +1,189 @@
+"""Writes decided before the owner acted never undo what the owner did since.
+
+Each test puts the owner's act (a forget, an edit, an expiry removed) inside the
+agent's slow step (an LLM call, the purge's loop, a job killed and run again),
+then checks the owner's act stands.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+import agent.client
+import agent.extraction as extraction
+import memory.services.expiry as expiry
+from agent.extraction import exchange_facts_save, extraction_job_enqueue
+from memory.models import Actor, Fact, FactKind, Job
+from memory.services.facts import fact_forget, fact_store, fact_update
+from memory.services.jobs import job_run, jobs_sweep
+from memory.services.messages import message_save
+from memory.services.self_memory import agent_item_store
+from tests.fakes.anthropic import text_message
+
+pytestmark = pytest.mark.django_db
+
+BROTHER = json.dumps(
+    {"facts": [{"key": "brother_city", "value": "David habite à Toulouse", "type": "fact"}]},
+    ensure_ascii=False,
+)
+
+
+def _exchange(text: str = "Mon frère David habite à Toulouse."):
+    question = message_save(channel="whatsapp", role="user", content=text)
+    reply = message_save(
+        channel="whatsapp", role="assistant", content="Noté !", reply_to_id=question.id
+    )
+    return question, reply
+
+
+def test_the_purge_leaves_a_fact_whose_expiry_the_owner_removed_while_it_ran(monkeypatch):
+    first, _ = fact_store(key="a_mood", value="fatigué", ttl="1h", actor=Actor.AGENT)
+    second, _ = fact_store(key="b_parking", value="Garé niveau -2", ttl="1h", actor=Actor.AGENT)
+    Fact.objects.filter(pk__in=[first.pk, second.pk]).update(
+        expires_at=timezone.now() - timedelta(minutes=1)
+    )
+    record = expiry.revision_record
+    kept: list[int] = []
+
+    def owner_keeps_the_other(**kwargs):
+        # The purge has listed both and expires one: the owner keeps the other for good.
+        if not kept:
+            kept.append(second.pk if kwargs["fact"].pk == first.pk else first.pk)
+            fact_update(fact=Fact.all_objects.get(pk=kept[0]), actor=Actor.USER, ttl="")
+        return record(**kwargs)
+
+    monkeypatch.setattr(expiry, "revision_record", owner_keeps_the_other)
+    assert expiry.expired_purge() == 1
+    fact = Fact.all_objects.get(pk=kept[0])
+    assert (fact.forgotten, fact.expires_at) == (False, None)
+    assert fact.revisions.first().reason != "expired"
+
+
+def test_an_extraction_read_before_the_owner_forgot_does_not_bring_the_fact_back(
+    vector_store, local_embedder, fake_anthropic, monkeypatch
+):
+    fact, _ = fact_store(key="brother_city", value="David habite à Toulouse", actor=Actor.AGENT)
+    question, reply = _exchange()
+    llm_json = agent.client.llm_json
+
+    def owner_forgets_meanwhile(**kwargs):
+        fact_forget(fact=Fact.objects.get(pk=fact.pk), actor=Actor.USER)
+        return llm_json(**kwargs)
+
+    monkeypatch.setattr(agent.client, "llm_json", owner_forgets_meanwhile)
+    fake_anthropic.script(text_message(BROTHER))
+    exchange_facts_save(message_ids=[question.id], reply_id=reply.id, channel="whatsapp")
+    after = Fact.all_objects.get(pk=fact.pk)
+    assert after.forgotten
+    assert after.revisions.first().reason == "forgotten"
+
+
+class _Killed(BaseException):
+    """The worker dies before it marks the job done."""
+
+
+def test_an_extraction_job_run_again_after_the_owner_forgot_does_not_bring_the_fact_back(
+    vector_store, local_embedder, fake_anthropic, monkeypatch
+):
+    question, reply = _exchange()
+    job = extraction_job_enqueue(message_ids=[question.id], reply_id=reply.id, channel="whatsapp")
+    fake_anthropic.script(text_message(BROTHER))
+    store = extraction.fact_candidate_store
+
+    def store_then_die(*args, **kwargs):
+        store(*args, **kwargs)
+        raise _Killed()
+
+    monkeypatch.setattr(extraction, "fact_candidate_store", store_then_die)
+    with pytest.raises(_Killed):
+        job_run(job.id)
+    monkeypatch.setattr(extraction, "fact_candidate_store", store)
+    fact = Fact.objects.get(key="brother_city")
+    fact_forget(fact=fact, actor=Actor.USER)
+    Job.objects.filter(pk=job.pk).update(lease_until=timezone.now() - timedelta(days=1))
+    jobs_sweep()
+    assert job_run(job.id) == "done"
+    assert fake_anthropic.pending == 0  # its saved answer, not a second LLM call
+    assert Fact.all_objects.get(pk=fact.pk).forgotten
+
+
+def test_a_fact_the_owner_forgot_comes_back_when_a_later_message_states_it_again(
+    vector_store, local_embedder, fake_anthropic
+):
+    fact, _ = fact_store(key="brother_city", value="David habite à Toulouse", actor=Actor.AGENT)
+    fact_forget(fact=fact, actor=Actor.USER)
+    question, reply = _exchange("Au fait, mon frère David habite toujours à Toulouse.")
+    fake_anthropic.script(text_message(BROTHER))
+    exchange_facts_save(message_ids=[question.id], reply_id=reply.id, channel="whatsapp")
+    assert not Fact.all_objects.get(pk=fact.pk).forgotten  # news after the forget
+
+
+def test_a_late_supersede_leaves_an_item_the_owner_rewrote_whole(
+    vector_store, local_embedder, fake_anthropic, monkeypatch
+):
+    old = agent_item_store(
+        kind=FactKind.SELF,
+        category="limitation",
+        content="Je ne peux pas lire les PDF",
+        use_llm=False,
+    ).item
+    llm_json = agent.client.llm_json
+
+    def owner_rewrites_meanwhile(**kwargs):
+        fact_update(
+            fact=Fact.all_objects.get(pk=old.pk),
+            actor=Actor.USER,
+            value="Je ne peux pas lire les PDF scannés",
+        )
+        return llm_json(**kwargs)
+
+    monkeypatch.setattr(agent.client, "llm_json", owner_rewrites_meanwhile)
+    fake_anthropic.script(text_message(f'{{"action": "SUPERSEDE", "id": {old.pk}}}'))
+    result = agent_item_store(
+        kind=FactKind.SELF, category="capability", content="Je peux lire les PDF"
+    )
+    item = Fact.all_objects.get(pk=old.pk)
+    assert (item.value, item.category) == ("Je ne peux pas lire les PDF scannés", "limitation")
+    # What the agent learnt is kept beside it.
+    assert result.action == "added" and result.item.pk != old.pk
+    assert result.item.category == "capability"
+
+
+def test_an_edit_with_the_owners_token_is_the_owners(owner_api, agent_api):
+    fact_store(key="city", value="Lyon", actor=Actor.AGENT)
+    response = owner_api.patch(
+        "/api/v1/memory/facts/city", {"value": "Paris", "importance": 0.9}, format="json"
+    )
+    assert response.status_code == 200
+    fact = Fact.objects.get(key="city")
+    assert fact.revisions.first().actor == Actor.USER
+    assert {"value", "importance"} <= set(fact.owner_fields)
+    fact_store(key="city", value="Lyon", importance=0.5, actor=Actor.AGENT)
+    fact.refresh_from_db()
+    assert (fact.value, fact.importance) == ("Paris", 0.9)
+    # The agent's token (a plain account's) still writes as the agent.
+    response = agent_api.patch("/api/v1/memory/facts/city", {"subjects": ["ville"]}, format="json")
+    assert response.status_code == 200
+    assert Fact.objects.get(key="city").revisions.first().actor == Actor.AGENT
+
+
+def test_the_agent_gives_no_expiry_to_a_fact_the_owner_wrote(owner_api, time_machine):
+    response = owner_api.post(
+        "/api/v1/memory/facts",
+        {"key": "allergy", "value": "Allergique à la pénicilline", "importance": 1.0},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    fact_store(key="allergy", value="Allergique à la pénicilline", ttl="1h", actor=Actor.AGENT)
+    time_machine.move_to(timezone.now() + timedelta(hours=2))
+    expiry.expired_purge()
+    fact = Fact.all_objects.get(key="allergy")
+    assert (fact.forgotten, fact.expires_at) == (False, None)
+    # On a fact the agent learnt, its TTL still counts.
+    fact_store(key="parking", value="Garé niveau -2", actor=Actor.AGENT)
+    fact_store(key="parking", value="Garé niveau -2", ttl="1h", actor=Actor.AGENT)
+    assert Fact.objects.get(key="parking").expires_at is not None
