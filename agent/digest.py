@@ -120,9 +120,10 @@ def _store(found: list[dict], messages, present: list[int]) -> int:
     stored = 0
     for item in found:
         sources = [messages[p - 1] for p in item["sources"]] or list(messages)
-        sources = [m for m in sources if m.id in kept]
-        if not sources:
-            continue  # the messages it came from were forgotten meanwhile
+        if any(m.id not in kept for m in sources):
+            # One of the messages it was drawn from was forgotten meanwhile: what it
+            # says may come from that one (with no sources named, any of the batch).
+            continue
         data = item["candidate"]
         candidate = FactCandidate(**{**data, "subjects": tuple(data["subjects"])})
         started = timezone.now()

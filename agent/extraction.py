@@ -249,6 +249,10 @@ def exchange_facts_save(
         return report
     reply = Message.objects.filter(pk=reply_id).first() if reply_id else None
     if candidates is None:
+        if tool_results and _forgotten_since(user_messages[0].created_at):
+            # The tools' results (a memory search's hits) may quote what the owner forgot
+            # since the exchange: neither the LLM nor the memory reads them again.
+            tool_results = ()
         candidates, report.dropped = facts_extract(
             user_message="\n\n".join(m.content for m in user_messages),
             reply=reply.content if reply else "",
@@ -277,6 +281,17 @@ def exchange_facts_save(
         report.stored += 1
         report.actions[result.action] = report.actions.get(result.action, 0) + 1
     return report
+
+
+def _forgotten_since(moment) -> bool:
+    """Whether anything was forgotten or erased since ``moment``: a topic or a fact erased
+    (a Forgetting row), a single fact forgotten (its forgotten_at)."""
+    from memory.models import Fact, Forgetting
+
+    return (
+        Forgetting.objects.filter(created_at__gte=moment).exists()
+        or Fact.all_objects.filter(forgotten=True, forgotten_at__gte=moment).exists()
+    )
 
 
 def extraction_job_enqueue(

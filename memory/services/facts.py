@@ -376,8 +376,11 @@ def fact_forget(*, fact: Fact, actor: str, note: str = "") -> Fact:
         before=before,
         note=note,
     )
-    # The indexing machine removes the point of a forgotten fact.
+    # The indexing machine removes the point of a forgotten fact; the logs keep no text of it.
     index_enqueue(KIND_FACT, current.id)
+    from memory.services.removal import redact_logs
+
+    redact_logs(items={f"fact:{current.pk}"})
     fact.forgotten, fact.forgotten_at = current.forgotten, current.forgotten_at
     return current
 

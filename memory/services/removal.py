@@ -61,11 +61,24 @@ def _points_delete(root_ids: list[int], fact_ids: list[int], summary_ids: list[i
 
 def redact_logs(*, items: set[str], terms: list[str] = (), message_texts: Iterable[str] = ()):
     """Retrieval logs keep no forgotten text: their memories and message previews are redacted."""
+    from django.db.models import Q, TextField
+    from django.db.models.functions import Cast
+
     from memory.services.forgetting_select import contains_all
     from memory.services.formatting import clean_text
 
     previews = {clean_text(t, max_chars=200) for t in message_texts}
-    for row in MemoryRetrieval.objects.all().iterator():
+    rows = MemoryRetrieval.objects.all()
+    if not terms and not previews:
+        if not items:
+            return
+        # Only the rows naming one of the items (their JSON holds its quoted id): a single
+        # fact's forget does not read every log row in Python.
+        named = Q()
+        for item in items:
+            named |= Q(memories_text__contains=f'"{item}"')
+        rows = rows.annotate(memories_text=Cast("memories", TextField())).filter(named)
+    for row in rows.iterator():
         changed = False
         for memory in row.memories:
             if memory.get("id") in items and memory.get("text") != REDACTED:
@@ -79,3 +92,29 @@ def redact_logs(*, items: set[str], terms: list[str] = (), message_texts: Iterab
             changed = True
         if changed:
             row.save(update_fields=["memories", "message_preview"])
+
+
+def memories_present(ids: Iterable[str]) -> set[str]:
+    """Which of these memory ids ("fact:12", "message:34", "summary:5") are still in
+    memory: neither forgotten (alone or with a topic) nor erased. Ids of another shape
+    are returned as they are."""
+    from memory.models import Fact, Message, Summary
+
+    wanted: dict[str, set[int]] = {"fact": set(), "message": set(), "summary": set()}
+    present: set[str] = set()
+    for item in ids:
+        kind, _, raw = item.partition(":")
+        if kind in wanted and raw.isdigit():
+            wanted[kind].add(int(raw))
+        else:
+            present.add(item)
+    reads = {
+        "fact": Fact.all_objects.filter(forgotten=False, forgetting__isnull=True),
+        "message": Message.objects.all(),
+        "summary": Summary.objects.all(),
+    }
+    for kind, pks in wanted.items():
+        if pks:
+            found = reads[kind].filter(pk__in=pks).values_list("pk", flat=True)
+            present.update(f"{kind}:{pk}" for pk in found)
+    return present

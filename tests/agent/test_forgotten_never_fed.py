@@ -90,3 +90,87 @@ def test_forgotten_facts_never_crowd_live_ones_out_of_the_text_search(world):
     assert [hit.fact_id for hit in fts_search_facts(["velo"], limit=3)] == [live.id]
     hits = memory_search(query="vélo", mode="text", limit=3)
     assert [h.id for h in hits if h.kind == "fact"] == [str(live.id)]
+
+
+SECRET = "Zanzibar"
+TOPIC = f"le voyage à {SECRET}"
+
+
+def _forget_and_extract(body: dict) -> str:
+    """The fake LLM: the topic forget's judge keeps what names the topic; the extractor
+    extracts the trip whenever it is shown it; the digest draws one fact from 2 messages."""
+    from memory.services.forgetting_select import contains_all, topic_terms
+
+    system = body.get("system")
+    system = system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
+    prompt = body["messages"][-1]["content"]
+    prompt = prompt if isinstance(prompt, str) else " ".join(b.get("text", "") for b in prompt)
+    if "SUJET" in system.upper() and "souvenirs" in prompt:
+        data = json.loads(prompt)
+        terms = topic_terms(data["sujet"])
+        return json.dumps(
+            {"ids": [s["id"] for s in data["souvenirs"] if contains_all(s["texte"], terms)]}
+        )
+    if "extrais des faits" in system:
+        found = SECRET in prompt
+        trip = {"key": "voyage_ete", "value": f"Voyage à {SECRET} en août", "type": "event"}
+        return json.dumps({"facts": [trip] if found else []})
+    trip = f"Sophie part en voyage à {SECRET} avec sa sœur en août"
+    return json.dumps(
+        {"facts": [{"key": "sophie_voyage", "value": trip, "type": "event", "sources": [1, 2]}]}
+    )
+
+
+def test_a_late_extraction_never_shows_the_llm_tool_results_quoting_what_was_forgotten(world):
+    from memory.services.jobs import job_run
+    from tests.memory.world import index_everything
+
+    world.handler = _forget_and_extract
+    fact_store(key="voyage_ete", value=f"Voyage à {SECRET} en août avec Sophie")
+    question, reply = exchange_save(
+        "whatsapp", "Qu'est-ce que j'ai de prévu en août ?", "Tu pars en vacances avec Sophie."
+    )
+    job = extraction.extraction_job_enqueue(
+        message_ids=[question.id],
+        reply_id=reply.id,
+        channel="whatsapp",
+        tool_results=[f"voyage_ete : Voyage à {SECRET} en août avec Sophie"],
+    )
+    index_everything()
+    # The worker was busy: the owner forgets the trip before the job runs (the exchange,
+    # which does not name it, stays).
+    assert topic_forget(topic=TOPIC, actor="user").counts["facts"] == 1
+    asked = len(world.message_requests)
+    assert job_run(job.id) == "done"
+    sent = world.message_requests[asked:]
+    assert sent and not any(SECRET in json.dumps(r.json, ensure_ascii=False) for r in sent)
+    assert not Fact.objects.filter(value__contains=SECRET).exists()
+
+
+def test_a_digest_keeps_no_fact_drawn_from_a_message_forgotten_while_the_llm_read_it(
+    world, monkeypatch
+):
+    import agent.digest as agent_digest
+    from memory.services.channels import channel_settings_set
+    from memory.services.messages import message_save
+    from tests.memory.world import index_everything
+
+    world.handler = _forget_and_extract
+    channel_settings_set(channel="lobby", observed=True)
+    message_save(
+        channel="lobby", role="user", author="david", content=f"Sophie part en voyage à {SECRET}"
+    )
+    message_save(channel="lobby", role="user", author="david", content="Elle y va avec sa sœur")
+    index_everything()
+    extract = agent_digest.digest_extract
+
+    def owner_forgets_meanwhile(messages):
+        found = extract(messages)
+        topic_forget(topic=TOPIC, actor="user")  # takes the first message, not the second
+        return found
+
+    monkeypatch.setattr(agent_digest, "digest_extract", owner_forgets_meanwhile)
+    agent_digest.digest_run(trigger="manual")
+    assert not Message.objects.filter(content__contains=SECRET).exists()
+    assert Message.objects.filter(content="Elle y va avec sa sœur").exists()
+    assert not Fact.objects.filter(value__contains=SECRET).exists()

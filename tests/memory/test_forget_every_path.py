@@ -166,3 +166,61 @@ def test_a_restore_brings_back_the_rows_their_fts_entries_and_their_points(
     assert seen["fts messages_fts"] == SECRET and seen["fts facts_fts"] == SECRET
     assert _points_with_secret(world) == 4  # the exchange, the live message, the fact, the summary
     assert {"api search text", "api search semantic", "tool memory__search"} <= set(_leaks(seen))
+
+
+def test_a_single_fact_forgotten_leaves_no_path_but_its_restorable_row(
+    vector_store, local_embedder, settings, tmp_path, staff_client, agent_api
+):
+    """DELETE /facts/<key> forgets one fact: only the lists that show forgotten facts
+    (to restore them) still have it; its text leaves the retrieval log too."""
+    settings.OBSIDIAN_API_URL = ""
+    settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
+    (tmp_path / "vault").mkdir()
+    exchange_save("whatsapp", "Le vélo est au garage pour le dérailleur", "D'accord.")
+    fact_store(key="voyage_ete", value=f"Voyage à {SECRET} en août avec Sophie")
+    index_everything()
+    auto_retrieve(message="Quand part le voyage en août avec Sophie ?", channel="whatsapp")
+    assert "retrievals" in _leaks(_every_path(staff_client, agent_api))
+    assert agent_api.delete("/api/memory/facts/voyage_ete").status_code in (200, 204)
+    index_everything()
+    leaks = _leaks(_every_path(staff_client, agent_api))
+    assert sorted(leaks) == ["facts api", "facts page"]  # restorable from there, by design
+    assert "[oublié]" in agent_api.get("/api/memory/retrievals").content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_log_row_still_queued_when_a_forget_commits_is_written_redacted(
+    vector_store, local_embedder, settings, tmp_path, agent_api, monkeypatch
+):
+    """The row waits for the writer (its batch not yet begun) while a topic forget redacts
+    the logs: it is written after the forget, and must not carry the forgotten text."""
+    import threading
+
+    from memory.services.retrieval import log as retrieval_log
+
+    settings.OBSIDIAN_API_URL = ""
+    settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
+    (tmp_path / "vault").mkdir()
+    fact_store(key="voyage_ete", value=f"Voyage à {SECRET} en août avec Sophie")
+    fact_store(key="velo", value="Le vélo de route est au garage")
+    index_everything()
+    release = threading.Event()
+    write_batch = retrieval_log._LogWriter._write_batch
+
+    def held(batch):
+        release.wait(20)
+        return write_batch(batch)
+
+    monkeypatch.setattr(retrieval_log._LogWriter, "_write_batch", staticmethod(held))
+    try:
+        result = auto_retrieve(
+            message="Quand part mon voyage en août avec Sophie ?", channel="whatsapp"
+        )
+        assert SECRET in json.dumps(result.memories, ensure_ascii=False)
+        topic_forget(topic=TOPIC, actor="user")
+    finally:
+        release.set()
+    retrieval_log.retrieval_logs_wait()
+    logged = agent_api.get("/api/memory/retrievals").content.decode()
+    assert SECRET not in logged
+    assert "[oublié]" in logged  # the row is there, its memory redacted

@@ -254,11 +254,27 @@ def _row_fields(result: RetrievalResult) -> dict:
     }
 
 
+def _forgotten_redacted(fields: dict) -> None:
+    """Redact in this row, about to be written, the text of every memory forgotten or
+    erased since its retrieval: a forget committed while the row waited for the writer
+    ran its redaction of the logs before the row existed. Called inside the writing
+    transaction, which holds SQLite's write lock: a forget commits before it (seen
+    here) or after it (its own pass then sees the row)."""
+    from memory.services.removal import REDACTED, memories_present
+
+    ids = {memory["id"] for memory in fields["memories"] if "id" in memory}
+    gone = ids - memories_present(ids) if ids else set()
+    for memory in fields["memories"]:
+        if memory.get("id") in gone:
+            memory["text"] = REDACTED
+
+
 def _write(fields: dict, accessed: list[int]) -> int | None:
     from memory.services.facts import facts_accessed
 
     try:
         with transaction.atomic():  # in a batch, its own savepoint
+            _forgotten_redacted(fields)
             facts_accessed(accessed)
             return MemoryRetrieval.objects.create(**fields).pk
     except DatabaseError:
