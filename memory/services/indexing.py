@@ -11,7 +11,11 @@ Every indexable row (exchange root, fact, summary) carries ``version`` and
              the row; a row already indexed at its version is released untouched
     write    the row is read at version v; its point is upserted with payload
              version v, or deleted when the row must have none (forgotten,
-             expired, excluded): the Document / Removal of index_documents
+             expired, excluded): the Document / Removal of index_documents. Just
+             before, a fence renews the lease of the rows still ours at v and
+             leaves out the others (our lease ran out and the row may be indexed
+             at a newer version by now: a write then, and a crash before the
+             finish, would leave a point older than its row for good)
     finish   compare-and-set: marked indexed at v only WHERE version = v AND the
              lease is still ours. If that matches no row, the row changed or our
              lease expired and another task took it: our write may be stale, so
@@ -233,10 +237,49 @@ def _upsert(documents: list[Document], vectors: list[list[float]]) -> None:
         store.upsert(collection, batch)
 
 
-def _write(documents: list[Document], removals: list[Removal]) -> None:
-    """Remove, embed, upsert: one task's writes to Qdrant."""
+def _write(claim: IndexClaim, vectors: list[list[float]]) -> None:
+    """Remove and upsert what the fence leaves: one task's writes to Qdrant."""
+    documents, vectors, removals = _fence(claim, vectors)
     _remove(removals)
-    _upsert(documents, _embed(documents))
+    _upsert(documents, vectors)
+
+
+def _fence(
+    claim: IndexClaim, vectors: list[list[float]]
+) -> tuple[list[Document], list[list[float]], list[Removal]]:
+    """Just before the writes: the items whose rows still hold our lease at the version we
+    read, their lease renewed (the writes that follow are ours alone for another LEASE).
+
+    A task whose lease ran out (a slow embedding) may find the row changed and indexed
+    by another task since: its point, written now, would be older than the row says,
+    and if the task then died before its finish nothing would ever overwrite it. Those
+    rows are left alone here; the finish finds them not ours and changes them again.
+    """
+    items = {item.row_id: item for item in claim.items}
+    model = model_for(claim.kind)
+    now = timezone.now()
+    with transaction.atomic():
+        # As the finish's compare-and-set: a lease that ran out with no other task taking
+        # it is still ours (the token stays until another claim replaces it).
+        ours = model.all_objects.filter(pk__in=list(items), index_lease_token=claim.token)
+        kept = {
+            row_id
+            for row_id, version in ours.values_list("id", "version")
+            if version == items[row_id].version
+        }
+        model.all_objects.filter(pk__in=kept, index_lease_token=claim.token).update(
+            index_lease_until=now + LEASE
+        )
+    if len(kept) < len(items):
+        logger.info(
+            "indexing %s: %d rows no longer ours, not written", claim.kind, len(items) - len(kept)
+        )
+    pairs = [(d, v) for d, v in zip(claim.documents, vectors, strict=True) if d.row_id in kept]
+    return (
+        [d for d, _ in pairs],
+        [v for _, v in pairs],
+        [r for r in claim.removals if r.row_id in kept],
+    )
 
 
 @dataclass
@@ -412,8 +455,7 @@ def index_write(claim: IndexClaim) -> IndexReport:
         return claim.report
 
     def step() -> None:
-        _remove(claim.removals)
-        _upsert(claim.documents, claim.vectors or [])
+        _write(claim, claim.vectors or [])
 
     if _attempt(claim, step):
         _finish_all(claim)
@@ -428,7 +470,7 @@ def index_rows(kind: str, row_ids: Sequence[int], *, force: bool = False) -> Ind
     rows already indexed at their version (reindex after a dropped collection).
     """
     claim = index_claim(kind, row_ids, force=force)
-    if claim.items and _attempt(claim, lambda: _write(claim.documents, claim.removals)):
+    if claim.items and _attempt(claim, lambda: _write(claim, _embed(claim.documents))):
         _finish_all(claim)
     return claim.report
 

@@ -17,6 +17,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
+import memory.services.indexing as indexing
 from memory.models import Fact, IndexState, Message
 from memory.selectors import memory_stats_get
 from memory.services.expiry import expired_purge
@@ -118,6 +119,49 @@ def test_a_slow_worker_never_leaves_its_stale_vector_behind_a_row_marked_indexed
 
     embedder.hook = meanwhile
     broker.run(KIND_FACT, fact.pk)  # A
+    settle(broker, time_machine)
+
+    fact = fact_row(fact.pk)
+    point = the_point(store, KNOWLEDGE, KIND_FACT, fact.pk, with_vectors=True)
+    assert fact.index_state == IndexState.INDEXED
+    assert point.payload["content"] == fact.value == "Mickael habite à Nantes"
+    assert_vector_of(embedder, point, fact_text(fact))
+
+
+class _Killed(BaseException):
+    """The worker dies (SIGKILL, or its finish refused) between its write and its finish."""
+
+
+def test_a_worker_whose_lease_ran_out_writes_nothing_even_if_it_dies_before_its_finish(
+    world, time_machine, monkeypatch
+):
+    """A embeds v1 past its lease; the owner edits the fact and B indexes v2 and finishes;
+    A then dies before its finish, its message delivered again: no v1 point is left
+    behind a row marked indexed (nothing would ever overwrite it)."""
+    store, embedder, broker = world
+    fact, _ = fact_store(key="ville", value="Mickael habite à Lyon depuis 2019")
+
+    def meanwhile(texts):
+        if texts == ["Mickael habite à Lyon depuis 2019"]:
+            fact_update(fact=fact_row(fact.pk), actor="user", value="Mickael habite à Nantes")
+            time_machine.shift(LEASE_RUNS_OUT)
+            broker.run(KIND_FACT, fact.pk)  # B, inside A's embedding
+
+    embedder.hook = meanwhile
+    finish = indexing._finish_all
+    finishes = []
+
+    def a_dies_at_its_finish(claim):
+        finishes.append(claim.token)
+        if len(finishes) == 1:
+            return finish(claim)  # B's
+        raise _Killed()
+
+    monkeypatch.setattr(indexing, "_finish_all", a_dies_at_its_finish)
+    with pytest.raises(_Killed):
+        broker.run(KIND_FACT, fact.pk)  # A
+    monkeypatch.setattr(indexing, "_finish_all", finish)
+    indexing.index_row(KIND_FACT, fact.pk)  # A's message, delivered again
     settle(broker, time_machine)
 
     fact = fact_row(fact.pk)
