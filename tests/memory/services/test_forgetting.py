@@ -196,10 +196,10 @@ def test_a_point_written_by_a_task_that_read_the_row_before_the_forget_does_not_
     Message.all_objects.filter(pk=root.pk).update(version=99)  # a change: the task will embed
     real_write = indexing._write
 
-    def write_after_a_forget(documents, removals):
-        if any(d.row_id == root.pk for d in documents):
+    def write_after_a_forget(claim, vectors):
+        if any(d.row_id == root.pk for d in claim.documents):
             topic_forget(topic="le mariage de Marie à Lisbonne")
-        return real_write(documents, removals)
+        return real_write(claim, vectors)
 
     monkeypatch.setattr(indexing, "_write", write_after_a_forget)
     report = index_rows(KIND_MESSAGE, [root.pk])
