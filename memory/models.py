@@ -534,8 +534,22 @@ class FactRevision(models.Model):
     changes = models.JSONField("changements", default=dict, blank=True)
     note = models.TextField(blank=True, default="")
     created_at = models.DateTimeField("date", default=timezone.now, db_index=True)
+    # A topic forget that took this line of a fact it left (an old value about the topic).
+    forgetting = models.ForeignKey(
+        Forgetting,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="revisions",
+        verbose_name="oubli",
+    )
+
+    all_objects = Manager()
+    objects = InMemoryManager()
 
     class Meta:
+        base_manager_name = "all_objects"
+        default_manager_name = "objects"
         verbose_name = "révision"
         verbose_name_plural = "révisions"
         ordering = ["-created_at", "-id"]

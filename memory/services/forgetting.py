@@ -268,6 +268,10 @@ def forgetting_take(
     )
     summary_ids = [s.id for s in chosen.summaries]
     Summary.all_objects.filter(pk__in=summary_ids).update(forgetting=forgetting)
+    # The facts it leaves may have been about the topic once: those lines of their history go.
+    FactRevision.all_objects.filter(pk__in=_revisions_about(list(terms), fact_ids)).update(
+        forgetting=forgetting
+    )
     rows_changed(KIND_MESSAGE, list(chosen.exchanges))
     rows_changed(KIND_FACT, fact_ids)
     rows_changed(KIND_SUMMARY, summary_ids)
@@ -283,6 +287,24 @@ def forgetting_take(
         roots = list(chosen.exchanges)
         transaction.on_commit(lambda: remove_points(roots, fact_ids, summary_ids))
     return forgetting
+
+
+def _revisions_about(terms: list[str], taken: list[int]) -> list[int]:
+    """The history lines of facts the forget leaves whose values hold every word of the
+    topic (an old value about it, edited away since): the word rule, the same as for a
+    log's message preview; the facts it takes keep their whole history with them."""
+    from memory.services.forgetting_select import contains_all
+
+    if not terms:
+        return []
+    lines = FactRevision.objects.exclude(fact_id__in=taken).values_list(
+        "id", "old_value", "new_value", "changes"
+    )
+    return [
+        line_id
+        for line_id, old_value, new_value, changes in lines.iterator()
+        if any(contains_all(text, terms) for text in (old_value, new_value, str(changes)))
+    ]
 
 
 def _revisions_add(facts: Iterable[Fact], *, actor: str, reason: str, note: str) -> None:
@@ -332,6 +354,7 @@ def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
     )
     summaries = list(Summary.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
     Summary.all_objects.filter(pk__in=summaries).update(forgetting=None)
+    FactRevision.all_objects.filter(forgetting=forgetting).update(forgetting=None)
     rows_changed(KIND_MESSAGE, sorted({r or m for m, r in all_ids} | set(roots)))
     rows_changed(KIND_FACT, [f.id for f in facts])
     rows_changed(KIND_SUMMARY, summaries)
@@ -366,7 +389,8 @@ def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> 
     roots = list(messages.filter(reply_to__isnull=True).values_list("id", flat=True))
     facts = list(Fact.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
     summaries = list(Summary.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
-    FactRevision.objects.filter(fact_id__in=facts).delete()
+    FactRevision.all_objects.filter(fact_id__in=facts).delete()
+    FactRevision.all_objects.filter(forgetting=forgetting).delete()
     Fact.all_objects.filter(pk__in=facts).delete()
     Summary.all_objects.filter(pk__in=summaries).delete()
     # Replies first: nothing may point at a deleted row.

@@ -12,7 +12,7 @@ from django.utils import timezone
 from agent.loop import history_build
 from agent.tools import ToolContext, tool_run
 from memory.exceptions import MemoryServiceError
-from memory.models import Fact, Message, Summary
+from memory.models import Fact, FactRevision, Message, Summary
 from memory.services.channels import channel_settings_set
 from memory.services.facts import fact_store
 from memory.services.forgetting import forgetting_restore, forgettings_purge, topic_forget
@@ -224,3 +224,33 @@ def test_a_log_row_still_queued_when_a_forget_commits_is_written_redacted(
     logged = agent_api.get("/api/memory/retrievals").content.decode()
     assert SECRET not in logged
     assert "[oublié]" in logged  # the row is there, its memory redacted
+
+
+def test_a_fact_the_forget_leaves_keeps_no_line_of_its_history_about_the_topic(
+    world, agent_api, owner_api
+):
+    """The owner planned the trip, then changed the fact: the forget leaves the fact (it is
+    no longer about the trip) but takes the old value from its history; an undo gives it
+    back, a purge deletes it."""
+    fact_store(key="vacances", value=f"Voyage à {SECRET} en août avec Sophie")
+    fact_store(key="vacances", value="Vacances à la maison cet été")
+
+    def history() -> str:
+        return agent_api.get("/api/memory/facts/vacances/revisions").content.decode()
+
+    def export() -> str:
+        response = owner_api.get("/api/memory/export")
+        return b"".join(response.streaming_content).decode()
+
+    assert SECRET in history()
+    result = topic_forget(topic=TOPIC, actor="user")
+    assert Fact.objects.filter(key="vacances").exists()  # the fact itself stays
+    assert SECRET not in history() and SECRET not in export()
+    assert Fact.objects.get(key="vacances").value == "Vacances à la maison cet été"
+    forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
+    assert SECRET in history()
+    result = topic_forget(topic=TOPIC, actor="user")
+    forgettings_purge(now=timezone.now() + timedelta(days=30))
+    assert SECRET not in history()
+    assert not FactRevision.all_objects.filter(old_value__contains=SECRET).exists()
+    assert not FactRevision.all_objects.filter(new_value__contains=SECRET).exists()
