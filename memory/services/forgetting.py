@@ -2,8 +2,9 @@
 
 ``topic_forget_preview`` shows what a forget would take (nothing changes);
 ``topic_forget`` takes it: the exchanges (a user message and its replies),
-facts and summaries *about* the topic (memory.services.forgetting_select)
-are attached to a ``Forgetting`` row. From that moment no read path returns
+facts and summaries *about* the topic (memory.services.forgetting_select),
+and the history lines of the facts it leaves that hold every word of the
+topic, are attached to a ``Forgetting`` row. From that moment no read path returns
 them: the default managers hide them (history, retrieval, search, extraction,
 compaction, the dashboard), the FTS5 views and triggers drop them, the
 indexing machine removes their points (their version is bumped; the points
