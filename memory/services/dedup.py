@@ -200,7 +200,8 @@ def fact_remember(
     }
     if Fact.all_objects.filter(key=key).exists():
         fact, _ = fact_store(**store_kwargs)
-        return RememberResult(fact=fact, action="updated")
+        # Still forgotten: the restatement did not undo the forget (fact_store).
+        return RememberResult(fact=fact, action="noop" if fact.forgotten else "updated")
 
     try:
         candidates = fact_candidates(key=key, value=value)

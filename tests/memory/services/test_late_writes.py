@@ -76,7 +76,8 @@ def test_an_extraction_read_before_the_owner_forgot_does_not_bring_the_fact_back
 
     monkeypatch.setattr(agent.client, "llm_json", owner_forgets_meanwhile)
     fake_anthropic.script(text_message(BROTHER))
-    exchange_facts_save(message_ids=[question.id], reply_id=reply.id, channel="whatsapp")
+    report = exchange_facts_save(message_ids=[question.id], reply_id=reply.id, channel="whatsapp")
+    assert report.actions == {"noop": 1}  # said so, not "updated"
     after = Fact.all_objects.get(pk=fact.pk)
     assert after.forgotten
     assert after.revisions.first().reason == "forgotten"
