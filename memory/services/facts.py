@@ -192,9 +192,12 @@ def fact_store(
         logger.info("%s was forgotten after the message it comes from: not stored", key)
         return existing, False
     if existing is not None and existing.forgetting_id is not None:
-        # Its history names what the owner asked to forget: start afresh.
-        existing.revisions.all().delete()
-        existing.delete()
+        # Taken by a topic forget that can still be undone: the new statement starts a
+        # new fact, and the forgotten one, hidden with its history, moves to a key of its
+        # own until the undo gives its key back (forgetting_restore) or the purge ends it.
+        Fact.all_objects.filter(pk=existing.pk).update(
+            key=aside_key(existing.key, existing.forgetting_id)
+        )
         existing = None
     if existing is not None and existing.kind != kind:
         raise MemoryServiceError(KEY_OF_OTHER_KIND_MESSAGE.format(key=key))
@@ -235,6 +238,15 @@ def fact_store(
         **stated,
     )
     return fact, False
+
+
+ASIDE_KEY = "{key} (oubli n° {id})"
+
+
+def aside_key(key: str, forgetting_id: int) -> str:
+    """The key a topic-forgotten fact waits under while its own is used again."""
+    suffix = ASIDE_KEY.format(key="", id=forgetting_id)
+    return key[: Fact._meta.get_field("key").max_length - len(suffix)] + suffix
 
 
 def _stated_before_forget(fact: Fact, actor: str, source_message_id: int | None) -> bool:

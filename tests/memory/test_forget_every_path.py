@@ -14,7 +14,8 @@ from agent.tools import ToolContext, tool_run
 from memory.exceptions import MemoryServiceError
 from memory.models import Fact, FactRevision, Message, Summary
 from memory.services.channels import channel_settings_set
-from memory.services.facts import fact_store
+from memory.services.dedup import fact_remember
+from memory.services.facts import fact_store, fact_update
 from memory.services.forgetting import forgetting_restore, forgettings_purge, topic_forget
 from memory.services.maintenance import reindex
 from memory.services.messages import message_save
@@ -254,3 +255,31 @@ def test_a_fact_the_forget_leaves_keeps_no_line_of_its_history_about_the_topic(
     assert SECRET not in history()
     assert not FactRevision.all_objects.filter(old_value__contains=SECRET).exists()
     assert not FactRevision.all_objects.filter(new_value__contains=SECRET).exists()
+
+
+def test_an_undo_gives_back_a_fact_whose_key_the_agent_stated_again_meanwhile(world):
+    """The owner's edited fact is taken by a forget; the agent states its key again; the
+    undo brings the owner's fact back under its key, the agent's words as a restatement."""
+    fact = Fact.objects.get(key="voyage_ete")
+    fact_update(fact=fact, actor="user", value=f"Voyage à {SECRET} du 3 au 17 août")
+    result = topic_forget(topic=TOPIC, actor="user")
+    assert Fact.all_objects.get(pk=fact.pk).forgetting_id == result.forgetting_id
+    fact_remember(key="voyage_ete", value="Pas de grand voyage cet été", actor="agent")
+    assert Fact.objects.get(key="voyage_ete").pk != fact.pk  # a new fact meanwhile
+    assert SECRET not in json.dumps(list(Fact.objects.values_list("key", "value")))
+    forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
+    back = Fact.objects.get(key="voyage_ete")
+    assert back.pk == fact.pk
+    assert back.value == f"Voyage à {SECRET} du 3 au 17 août"  # the owner's, kept
+    assert Fact.all_objects.filter(key__startswith="voyage_ete").count() == 1
+
+
+def test_an_undo_leaves_the_key_to_a_fact_the_owner_stated_again_meanwhile(world):
+    fact = Fact.objects.get(key="voyage_ete")
+    result = topic_forget(topic=TOPIC, actor="user")
+    fact_store(key="voyage_ete", value="Finalement, vacances à Biarritz", actor="user")
+    forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
+    assert Fact.objects.get(key="voyage_ete").value == "Finalement, vacances à Biarritz"
+    restored = Fact.objects.get(pk=fact.pk)  # both are there: nothing lost
+    assert restored.key == f"voyage_ete (oubli n° {result.forgetting_id})"
+    assert SECRET in restored.value
