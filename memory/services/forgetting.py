@@ -298,8 +298,10 @@ def _revisions_about(terms: list[str], taken: list[int]) -> list[int]:
 
     if not terms:
         return []
-    lines = FactRevision.objects.exclude(fact_id__in=taken).values_list(
-        "id", "old_value", "new_value", "changes"
+    lines = (
+        FactRevision.objects.exclude(fact_id__in=taken)
+        .filter(fact__forgetting__isnull=True)  # not of a fact an earlier forget took
+        .values_list("id", "old_value", "new_value", "changes")
     )
     return [
         line_id
