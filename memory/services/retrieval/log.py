@@ -114,6 +114,8 @@ class _LogWriter:
             with transaction.atomic():
                 for entry, fields, accessed in batch:
                     # Each in its own savepoint; None when the database refused it.
+                    # A row that waited for this thread: what it shows may be forgotten since.
+                    _forgotten_redacted(fields)
                     entry.inserted_id = _write(fields, accessed)
                     entry.refused = entry.inserted_id is None
         except Exception:
@@ -259,7 +261,8 @@ def _forgotten_redacted(fields: dict) -> None:
     erased since its retrieval: a forget committed while the row waited for the writer
     ran its redaction of the logs before the row existed. Called inside the writing
     transaction, which holds SQLite's write lock: a forget commits before it (seen
-    here) or after it (its own pass then sees the row)."""
+    here) or after it (its own pass then sees the row). A row written at once in its
+    caller's transaction needs none: that transaction held the lock from the start."""
     from memory.services.removal import REDACTED, memories_present
 
     ids = {memory["id"] for memory in fields["memories"] if "id" in memory}
@@ -274,7 +277,6 @@ def _write(fields: dict, accessed: list[int]) -> int | None:
 
     try:
         with transaction.atomic():  # in a batch, its own savepoint
-            _forgotten_redacted(fields)
             facts_accessed(accessed)
             return MemoryRetrieval.objects.create(**fields).pk
     except DatabaseError:
