@@ -18,9 +18,9 @@ from memory.models import (
     FactRevision,
     FactSource,
     MemoryType,
-    Message,
     RevisionReason,
 )
+from memory.services.forgetting_restated import set_aside, stated_before_forget
 from memory.services.indexing import KIND_FACT, index_enqueue
 from memory.services.ttl import parse_ttl
 
@@ -187,7 +187,7 @@ def fact_store(
         ttl=ttl,
     )
     existing = Fact.all_objects.select_for_update().filter(key=key).first()
-    if existing is not None and _stated_before_forget(existing, actor, source_message_id):
+    if existing is not None and stated_before_forget(existing, actor, source_message_id):
         # Read before the owner forgot it (a slow or retried extraction): the forget stands.
         logger.info("%s was forgotten after the message it comes from: not stored", key)
         return existing, False
@@ -195,9 +195,7 @@ def fact_store(
         # Taken by a topic forget that can still be undone: the new statement starts a
         # new fact, and the forgotten one, hidden with its history, moves to a key of its
         # own until the undo gives its key back (forgetting_restore) or the purge ends it.
-        Fact.all_objects.filter(pk=existing.pk).update(
-            key=aside_key(existing.key, existing.forgetting_id)
-        )
+        set_aside(existing)
         existing = None
     if existing is not None and existing.kind != kind:
         raise MemoryServiceError(KEY_OF_OTHER_KIND_MESSAGE.format(key=key))
@@ -238,30 +236,6 @@ def fact_store(
         **stated,
     )
     return fact, False
-
-
-ASIDE_KEY = "{key} (oubli n° {id})"
-
-
-def aside_key(key: str, forgetting_id: int) -> str:
-    """The key a topic-forgotten fact waits under while its own is used again."""
-    suffix = ASIDE_KEY.format(key="", id=forgetting_id)
-    return key[: Fact._meta.get_field("key").max_length - len(suffix)] + suffix
-
-
-def _stated_before_forget(fact: Fact, actor: str, source_message_id: int | None) -> bool:
-    """Whether an agent restatement of a forgotten fact comes from a message written
-    before the forget (an extraction that was slow, or retried): it never undoes the
-    forget. A message written after it is news and brings the fact back; so does the
-    agent stating it with no message (a tool). A source message gone counts as before."""
-    if actor != Actor.AGENT or not fact.forgotten or source_message_id is None:
-        return False
-    written = (
-        Message.all_objects.filter(pk=source_message_id)
-        .values_list("created_at", flat=True)
-        .first()
-    )
-    return written is None or fact.forgotten_at is None or written <= fact.forgotten_at
 
 
 def _owned(owned: list[str], actor: str, names: Iterable[str]) -> list[str]:

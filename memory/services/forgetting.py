@@ -43,6 +43,7 @@ from memory.models import (
     RevisionReason,
     Summary,
 )
+from memory.services.forgetting_restated import key_back
 from memory.services.forgetting_select import (  # re-exported
     EXCERPT_CHARS,
     TOPIC_EMPTY_MESSAGE,
@@ -356,7 +357,7 @@ def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
         forgetting=None, forgotten=False, forgotten_at=None
     )
     for fact in facts:
-        _key_back(fact, forgetting)
+        key_back(fact, forgetting)
     summaries = list(Summary.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
     Summary.all_objects.filter(pk__in=summaries).update(forgetting=None)
     FactRevision.all_objects.filter(forgetting=forgetting).update(forgetting=None)
@@ -367,41 +368,6 @@ def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
     forgetting.restored_at = timezone.now()
     forgetting.save(update_fields=["state", "restored_at"])
     return forgetting
-
-
-def _key_back(fact: Fact, forgetting: Forgetting) -> None:
-    """A restored fact whose key was stated again meanwhile (facts.aside_key) takes it back.
-
-    When the agent stated it (a fact it made since the forget, with nothing of the
-    owner's), the restored fact takes the key and the agent's statement becomes a
-    restatement of it, under the usual rule (the agent never overwrites what the owner
-    set). When the owner stated it, the owner's newer fact keeps the key and the
-    restored one stays under its aside key, both visible.
-    """
-    from memory.services.facts import aside_key, fact_update
-
-    if not fact.key.endswith(aside_key("", forgetting.id)):
-        return
-    key = fact.key[: -len(aside_key("", forgetting.id))]
-    holder = Fact.all_objects.filter(key=key).first()
-    if holder is not None and (holder.owner_fields or holder.forgotten or holder.kind != fact.kind):
-        return
-    stated = None
-    if holder is not None:  # the agent's: restated on the restored fact below
-        stated = {"value": holder.value, "subjects": holder.subjects}
-        holder_id = holder.pk
-        FactRevision.all_objects.filter(fact_id=holder_id).delete()
-        Fact.all_objects.filter(pk=holder_id).delete()
-        transaction.on_commit(lambda: remove_points([], [holder_id], []))
-    Fact.all_objects.filter(pk=fact.pk).update(key=key)
-    if stated is not None:
-        fact_update(
-            fact=Fact.all_objects.get(pk=fact.pk),
-            actor=Actor.AGENT,
-            reason=RevisionReason.EXTRACTED,
-            note=f"énoncé pendant l'oubli n° {forgetting.id}",
-            **stated,
-        )
 
 
 def forgettings_purge(*, now: datetime | None = None) -> int:

@@ -1,0 +1,79 @@
+"""A forgotten fact stated again: when the statement undoes the forget, and what an undo
+of a topic forget does with a key stated again meanwhile.
+
+- An agent restatement drawn from a message written before the forget (a slow or
+  retried extraction) never undoes it; one from a later message is news, and so
+  is the agent stating it with no message (a tool): it brings the fact back.
+- A key a topic forget took, stated again while the forget can be undone, starts a
+  new fact; the forgotten one waits, hidden with its history, under a key of its
+  own ("<key> (oubli n° N)") until the undo gives its key back or the purge ends it.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from memory.models import Actor, Fact, FactRevision, Forgetting, Message, RevisionReason
+
+ASIDE_KEY = "{key} (oubli n° {id})"
+
+
+def stated_before_forget(fact: Fact, actor: str, source_message_id: int | None) -> bool:
+    """Whether an agent restatement of the forgotten ``fact`` comes from a message written
+    before the forget (a source message gone counts as before): it must not undo it."""
+    if actor != Actor.AGENT or not fact.forgotten or source_message_id is None:
+        return False
+    written = (
+        Message.all_objects.filter(pk=source_message_id)
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    return written is None or fact.forgotten_at is None or written <= fact.forgotten_at
+
+
+def aside_key(key: str, forgetting_id: int) -> str:
+    """The key a topic-forgotten fact waits under while its own is used again."""
+    suffix = ASIDE_KEY.format(key="", id=forgetting_id)
+    return key[: Fact._meta.get_field("key").max_length - len(suffix)] + suffix
+
+
+def set_aside(fact: Fact) -> None:
+    """Free the key of a fact a topic forget took (``fact.forgetting_id``) for a new one."""
+    Fact.all_objects.filter(pk=fact.pk).update(key=aside_key(fact.key, fact.forgetting_id))
+
+
+def key_back(fact: Fact, forgetting: Forgetting) -> None:
+    """On the undo of ``forgetting``: a restored fact set aside takes its key back.
+
+    When the agent stated the key meanwhile (a fact with nothing of the owner's), the
+    restored fact takes it and the agent's statement becomes a restatement of it, under
+    the usual rule (the agent never overwrites what the owner set). When the owner
+    stated it, the owner's newer fact keeps the key and the restored one stays under
+    its aside key, both visible. The caller holds the transaction.
+    """
+    from memory.services.facts import fact_update
+    from memory.services.removal import remove_points
+
+    suffix = aside_key("", forgetting.id)
+    if not fact.key.endswith(suffix):
+        return
+    key = fact.key[: -len(suffix)]
+    holder = Fact.all_objects.filter(key=key).first()
+    if holder is not None and (holder.owner_fields or holder.forgotten or holder.kind != fact.kind):
+        return
+    stated = None
+    if holder is not None:  # the agent's: restated on the restored fact below
+        stated = {"value": holder.value, "subjects": holder.subjects}
+        holder_id = holder.pk
+        FactRevision.all_objects.filter(fact_id=holder_id).delete()
+        Fact.all_objects.filter(pk=holder_id).delete()
+        transaction.on_commit(lambda: remove_points([], [holder_id], []))
+    Fact.all_objects.filter(pk=fact.pk).update(key=key)
+    if stated is not None:
+        fact_update(
+            fact=Fact.all_objects.get(pk=fact.pk),
+            actor=Actor.AGENT,
+            reason=RevisionReason.EXTRACTED,
+            note=f"énoncé pendant l'oubli n° {forgetting.id}",
+            **stated,
+        )
