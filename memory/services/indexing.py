@@ -257,18 +257,10 @@ def _fence(
     """
     items = {item.row_id: item for item in claim.items}
     model = model_for(claim.kind)
-    now = timezone.now()
     with transaction.atomic():
-        # As the finish's compare-and-set: a lease that ran out with no other task taking
-        # it is still ours (the token stays until another claim replaces it).
-        ours = model.all_objects.filter(pk__in=list(items), index_lease_token=claim.token)
-        kept = {
-            row_id
-            for row_id, version in ours.values_list("id", "version")
-            if version == items[row_id].version
-        }
+        kept = set(_ours_at_version(claim))  # the finish's own condition
         model.all_objects.filter(pk__in=kept, index_lease_token=claim.token).update(
-            index_lease_until=now + LEASE
+            index_lease_until=timezone.now() + LEASE
         )
     if len(kept) < len(items):
         logger.info(
@@ -388,6 +380,21 @@ def _attempt(claim: IndexClaim, step) -> bool:
     return False
 
 
+def _ours_at_version(claim: IndexClaim) -> list[int]:
+    """The claim's rows that still hold its lease token at the version it read. A lease
+    that ran out with no other task taking it is still ours (the token stays until
+    another claim replaces it). Call it inside the transaction that acts on the answer."""
+    items = {item.row_id: item for item in claim.items}
+    rows = model_for(claim.kind).all_objects.filter(
+        pk__in=list(items), index_lease_token=claim.token
+    )
+    return [
+        row_id
+        for row_id, version in rows.values_list("id", "version")
+        if version == items[row_id].version
+    ]
+
+
 def _finish_all(claim: IndexClaim) -> IndexReport:
     """Compare-and-set every written row at once: indexed at the version we wrote, if current.
 
@@ -399,12 +406,7 @@ def _finish_all(claim: IndexClaim) -> IndexReport:
     items = {item.row_id: item for item in claim.items}
     model = model_for(kind)
     with transaction.atomic():
-        current = model.all_objects.filter(pk__in=list(items), index_lease_token=token)
-        done_ids = [
-            row_id
-            for row_id, version in current.values_list("id", "version")
-            if version == items[row_id].version
-        ]
+        done_ids = _ours_at_version(claim)
         now = timezone.now()
         model.all_objects.filter(pk__in=done_ids).update(
             index_state=IndexState.INDEXED,
