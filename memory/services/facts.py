@@ -364,9 +364,9 @@ def fact_forget(*, fact: Fact, actor: str, note: str = "") -> Fact:
     )
     # The indexing machine removes the point of a forgotten fact; the logs keep no text of it.
     index_enqueue(KIND_FACT, current.id)
-    from memory.services.removal import redact_logs
+    from memory.services.removal import redact_copies
 
-    redact_logs(items={f"fact:{current.pk}"})
+    redact_copies(items={f"fact:{current.pk}"})
     fact.forgotten, fact.forgotten_at = current.forgotten, current.forgotten_at
     return current
 

@@ -54,7 +54,7 @@ from memory.services.forgetting_select import (  # re-exported
     topic_terms,
 )
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
-from memory.services.removal import redact_logs, remove_points
+from memory.services.removal import redact_copies, remove_points
 from memory.services.search_hits import excerpt
 
 __all__ = [
@@ -277,7 +277,7 @@ def forgetting_take(
     rows_changed(KIND_MESSAGE, list(chosen.exchanges))
     rows_changed(KIND_FACT, fact_ids)
     rows_changed(KIND_SUMMARY, summary_ids)
-    redact_logs(
+    redact_copies(
         items={
             *(f"message:{i}" for i in chosen.exchanges),
             *(f"fact:{i}" for i in fact_ids),
@@ -422,5 +422,5 @@ def forget_exchange_exclude(*, message_ids: Iterable[int]) -> int:
     ids |= set(Message.all_objects.filter(reply_to_id__in=ids).values_list("id", flat=True))
     changed = Message.all_objects.filter(pk__in=ids).update(memory_excluded=True)
     rows_changed(KIND_MESSAGE, sorted(ids))
-    redact_logs(items={f"message:{i}" for i in ids}, message_texts=texts)
+    redact_copies(items={f"message:{i}" for i in ids}, message_texts=texts)
     return changed

@@ -100,10 +100,15 @@ def _checkpoint(job_id: int, token: str, payload: dict):
     """``checkpoint(**fields)`` for a handler: saves fields into the payload while the lease is ours."""
 
     def checkpoint(**fields) -> None:
+        # Into the stored payload, not the copy read at the start: a forget may have
+        # taken from it since (memory.services.removal) what must not be written back.
         payload.update(fields)
-        saved = Job.objects.filter(pk=job_id, lease_token=token).update(
-            payload=payload, lease_until=timezone.now() + LEASE
-        )
+        mine = Job.objects.filter(pk=job_id, lease_token=token)
+        with transaction.atomic():
+            stored = mine.values_list("payload", flat=True).first()
+            saved = stored is not None and mine.update(
+                payload={**stored, **fields}, lease_until=timezone.now() + LEASE
+            )
         if not saved:
             raise JobLeaseLost(f"job {job_id}: lease lost")
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 
 from memory.models import MemoryRetrieval
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY
@@ -59,17 +61,68 @@ def _points_delete(root_ids: list[int], fact_ids: list[int], summary_ids: list[i
     )
 
 
-def redact_logs(*, items: set[str], terms: list[str] = (), message_texts: Iterable[str] = ()):
-    """Retrieval logs keep no forgotten text: their memories and message previews are redacted."""
+def redact_copies(*, items: set[str], terms: list[str] = (), message_texts: Iterable[str] = ()):
+    """The copies a forget cannot delete keep no forgotten text: the retrieval logs (their
+    memories and message previews) and the extraction jobs not done yet."""
+    _redact_logs(
+        items=items, rule=PreviewRule.of(terms=[terms] if terms else [], texts=message_texts)
+    )
+    _redact_jobs(items=items, terms=terms)
+
+
+@dataclass
+class PreviewRule:
+    """Which logged message previews a forget redacts: those holding every word of its
+    topic, and those of the exchanges it excluded (the request to forget)."""
+
+    term_sets: list[list[str]]
+    previews: set[str]
+
+    @classmethod
+    def of(cls, *, terms: Iterable[Iterable[str]] = (), texts: Iterable[str] = ()) -> PreviewRule:
+        from memory.services.formatting import clean_text
+        from memory.services.retrieval.log import PREVIEW_CHARS
+
+        return cls(
+            term_sets=[list(t) for t in terms if t],
+            previews={clean_text(t, max_chars=PREVIEW_CHARS) for t in texts},
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.term_sets or self.previews)
+
+    def hits(self, preview: str) -> bool:
+        from memory.services.forgetting_select import contains_all
+
+        return preview != REDACTED and (
+            preview in self.previews or any(contains_all(preview, t) for t in self.term_sets)
+        )
+
+
+def previews_forgotten_since(moment: datetime) -> PreviewRule:
+    """The preview rule of every forget and exclusion made since ``moment``: what their
+    passes redacted in the logs, for a row that was not in the table yet."""
+    from memory.models import ForgetSelection, Forgetting, ForgettingState, Message
+    from memory.services.forgetting_select import topic_terms
+
+    topics = (
+        Forgetting.objects.filter(created_at__gte=moment, state=ForgettingState.ACTIVE)
+        .exclude(selection=ForgetSelection.ERASE)
+        .values_list("topic", flat=True)
+    )
+    excluded = Message.all_objects.filter(created_at__gte=moment, memory_excluded=True)
+    return PreviewRule.of(
+        terms=[topic_terms(topic) for topic in topics],
+        texts=excluded.values_list("content", flat=True),
+    )
+
+
+def _redact_logs(*, items: set[str], rule: PreviewRule) -> None:
     from django.db.models import Q, TextField
     from django.db.models.functions import Cast
 
-    from memory.services.forgetting_select import contains_all
-    from memory.services.formatting import clean_text
-
-    previews = {clean_text(t, max_chars=200) for t in message_texts}
     rows = MemoryRetrieval.objects.all()
-    if not terms and not previews:
+    if not rule:
         if not items:
             return
         # Only the rows naming one of the items (their JSON holds its quoted id): a single
@@ -84,14 +137,42 @@ def redact_logs(*, items: set[str], terms: list[str] = (), message_texts: Iterab
             if memory.get("id") in items and memory.get("text") != REDACTED:
                 memory["text"] = REDACTED
                 changed = True
-        preview_hit = row.message_preview in previews or (
-            terms and contains_all(row.message_preview, terms)
-        )
-        if preview_hit and row.message_preview != REDACTED:
+        if rule.hits(row.message_preview):
             row.message_preview = REDACTED
             changed = True
         if changed:
             row.save(update_fields=["memories", "message_preview"])
+
+
+def _redact_jobs(*, items: set[str], terms: Iterable[str]) -> None:
+    """An extraction job's payload (shown by the admin) keeps nothing a forget took: its
+    tool results go (a run after a forget drops them: agent.extraction), and so do the
+    LLM's saved candidates when the exchange was taken, or stating a forgotten fact's
+    key, or holding every word of the topic (a run stores none of them again)."""
+    from memory.models import Fact, Job, JobKind, JobState, Message
+    from memory.services.forgetting_select import contains_all
+
+    terms = list(terms)
+    fact_ids = [int(i.split(":")[1]) for i in items if i.startswith("fact:")]
+    keys = set(Fact.all_objects.filter(pk__in=fact_ids).values_list("key", flat=True))
+
+    def taken(candidate: dict) -> bool:
+        text = f"{candidate.get('key', '')} {candidate.get('value', '')}"
+        return candidate.get("key") in keys or bool(terms and contains_all(text, terms))
+
+    jobs = Job.objects.filter(kind=JobKind.EXTRACT).exclude(state=JobState.DONE)
+    for job in jobs.iterator():
+        payload = dict(job.payload)
+        ids = set(payload.get("message_ids") or [])
+        exchange_gone = Message.objects.filter(pk__in=ids).count() != len(ids)
+        if payload.get("tool_results"):
+            payload["tool_results"] = []
+        if payload.get("candidates"):
+            payload["candidates"] = [
+                c for c in payload["candidates"] if not exchange_gone and not taken(c)
+            ]
+        if payload != job.payload:
+            Job.objects.filter(pk=job.pk).update(payload=payload)
 
 
 def memories_present(ids: Iterable[str]) -> set[str]:

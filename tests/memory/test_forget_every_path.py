@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import timedelta
 
@@ -189,12 +190,10 @@ def test_a_single_fact_forgotten_leaves_no_path_but_its_restorable_row(
     assert "[oublié]" in agent_api.get("/api/memory/retrievals").content.decode()
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_log_row_still_queued_when_a_forget_commits_is_written_redacted(
-    vector_store, local_embedder, settings, tmp_path, agent_api, monkeypatch
-):
-    """The row waits for the writer (its batch not yet begun) while a topic forget redacts
-    the logs: it is written after the forget, and must not carry the forgotten text."""
+@contextlib.contextmanager
+def _writer_held(settings, tmp_path, monkeypatch):
+    """The trip and the bike in memory; the log writer holds each batch until the block
+    ends, then writes it, and the block waits for those rows."""
     import threading
 
     from memory.services.retrieval import log as retrieval_log
@@ -214,14 +213,24 @@ def test_a_log_row_still_queued_when_a_forget_commits_is_written_redacted(
 
     monkeypatch.setattr(retrieval_log._LogWriter, "_write_batch", staticmethod(held))
     try:
+        yield
+    finally:
+        release.set()
+    retrieval_log.retrieval_logs_wait()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_log_row_still_queued_when_a_forget_commits_is_written_redacted(
+    vector_store, local_embedder, settings, tmp_path, agent_api, monkeypatch
+):
+    """The row waits for the writer (its batch not yet begun) while a topic forget redacts
+    the logs: it is written after the forget, and must not carry the forgotten text."""
+    with _writer_held(settings, tmp_path, monkeypatch):
         result = auto_retrieve(
             message="Quand part mon voyage en août avec Sophie ?", channel="whatsapp"
         )
         assert SECRET in json.dumps(result.memories, ensure_ascii=False)
         topic_forget(topic=TOPIC, actor="user")
-    finally:
-        release.set()
-    retrieval_log.retrieval_logs_wait()
     logged = agent_api.get("/api/memory/retrievals").content.decode()
     assert SECRET not in logged
     assert "[oublié]" in logged  # the row is there, its memory redacted
@@ -283,3 +292,116 @@ def test_an_undo_leaves_the_key_to_a_fact_the_owner_stated_again_meanwhile(world
     restored = Fact.objects.get(pk=fact.pk)  # both are there: nothing lost
     assert restored.key == f"voyage_ete (oubli n° {result.forgetting_id})"
     assert SECRET in restored.value
+
+
+def _pending_extraction(
+    *, tool_result: str, candidates: list[dict], state: str = "queued", question: str = ""
+):
+    """An exchange's extraction job not yet done: its payload quotes a memory search's hit
+    (a tool result) and holds the LLM's saved answer (a crash after the checkpoint)."""
+    from agent.extraction import extraction_job_enqueue
+    from memory.models import Job
+
+    question, reply = exchange_save(
+        "whatsapp", question or "On part quand déjà ?", "En août, avec Sophie."
+    )
+    job = extraction_job_enqueue(
+        message_ids=[question.id], reply_id=reply.id, channel="whatsapp", tool_results=[tool_result]
+    )
+    Job.objects.filter(pk=job.pk).update(
+        state=state, payload={**job.payload, "candidates": candidates}
+    )
+    return job
+
+
+def _candidate(key: str, value: str) -> dict:
+    return {
+        "key": key,
+        "value": value,
+        "memory_type": "event",
+        "importance": 0.6,
+        "subjects": ["Sophie"],
+        "ttl": None,
+    }
+
+
+def test_an_extraction_job_waiting_to_run_keeps_no_text_of_a_topic_forgotten(world, staff_client):
+    """The admin shows a job's payload: a forget takes from it the tool results (the run
+    would drop them anyway) and every saved candidate about the topic, waiting or failed."""
+    from memory.models import Job
+
+    kept = _candidate("velo_garage", "Le vélo de route est au garage")
+    queued = _pending_extraction(
+        tool_result=f"memory__search: Voyage à {SECRET} en août avec Sophie",
+        candidates=[_candidate("depart_voyage", f"Départ en voyage pour {SECRET}"), kept],
+    )
+    # The exchange itself is about the trip: the forget takes it, and every candidate
+    # drawn from it goes, this one included though it lacks the word "voyage".
+    failed = _pending_extraction(
+        tool_result=f"[fact voyage_ete] Voyage à {SECRET}",
+        candidates=[_candidate("depart_sophie", f"Sophie part pour {SECRET} en août")],
+        state="failed",
+        question=f"Le voyage à {SECRET}, c'est toujours pour août ?",
+    )
+    assert SECRET in staff_client.get(f"/admin/memory/job/{queued.pk}/change/").content.decode()
+
+    topic_forget(topic=TOPIC, actor="user")
+
+    for job in (queued, failed):
+        page = staff_client.get(f"/admin/memory/job/{job.pk}/change/")
+        assert page.status_code == 200
+        assert SECRET not in page.content.decode()
+    payload = Job.objects.get(pk=queued.pk).payload
+    assert payload["tool_results"] == [] and payload["candidates"] == [kept]
+    assert payload["message_ids"] and payload["reply_id"]  # the job itself still runs
+
+
+def test_an_extraction_job_waiting_to_run_keeps_no_text_of_a_fact_forgotten(
+    vector_store, local_embedder, agent_api
+):
+    from memory.models import Job
+
+    fact_store(key="voyage_ete", value=f"Voyage à {SECRET} en août avec Sophie")
+    job = _pending_extraction(
+        tool_result=f"[fact voyage_ete] Voyage à {SECRET} en août avec Sophie",
+        candidates=[_candidate("voyage_ete", f"Voyage à {SECRET} en août")],
+    )
+    assert agent_api.delete("/api/memory/facts/voyage_ete").status_code in (200, 204)
+    payload = Job.objects.get(pk=job.pk).payload
+    assert SECRET not in json.dumps(payload, ensure_ascii=False)
+    assert payload["tool_results"] == [] and payload["candidates"] == []
+
+
+def test_a_checkpoint_after_a_forget_does_not_write_the_tool_results_back(world):
+    """A job was running (its payload read) when the forget took its tool results: its
+    checkpoint saves the LLM's answer, not the copy of the payload it read before."""
+    from memory.models import Job
+    from memory.services.jobs import _checkpoint
+
+    job = _pending_extraction(
+        tool_result=f"memory__search: Voyage à {SECRET} en août avec Sophie",
+        candidates=[_candidate("velo_garage", "Le vélo de route est au garage")],
+    )
+    Job.objects.filter(pk=job.pk).update(state="running", lease_token="t" * 32)
+    read_before = dict(Job.objects.get(pk=job.pk).payload)
+    topic_forget(topic=TOPIC, actor="user")
+    checkpoint = _checkpoint(job.pk, "t" * 32, read_before)
+    checkpoint(candidates=[_candidate("velo_garage", "Le vélo de route est au garage")])
+    payload = Job.objects.get(pk=job.pk).payload
+    assert SECRET not in json.dumps(payload, ensure_ascii=False)
+    assert payload["candidates"][0]["key"] == "velo_garage"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_log_row_still_queued_when_a_forget_commits_keeps_no_preview_of_the_topic(
+    vector_store, local_embedder, settings, tmp_path, agent_api, monkeypatch
+):
+    """The owner asks about the trip, then forgets it while the row waits for the writer:
+    the message's preview, which names the topic, is redacted as the forget's pass would."""
+    with _writer_held(settings, tmp_path, monkeypatch):
+        auto_retrieve(message=f"Tu te souviens de mon voyage à {SECRET} ?", channel="whatsapp")
+        auto_retrieve(message="Et le vélo, il est où ?", channel="whatsapp")
+        topic_forget(topic=TOPIC, actor="user")
+    logged = agent_api.get("/api/memory/retrievals").content.decode()
+    assert SECRET not in logged
+    assert "[oublié]" in logged and "Et le vélo" in logged  # only the topic's preview

@@ -18,12 +18,19 @@ import queue
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
 
 from memory.models import MemoryRetrieval
 from memory.services.formatting import clean_text
+from memory.services.removal import (
+    REDACTED,
+    PreviewRule,
+    memories_present,
+    previews_forgotten_since,
+)
 from memory.services.retrieval.result import RetrievalResult
 from memory.stores.compiled import CompiledRead, param
 from memory.stores.thread_connection import connection_follow
@@ -38,6 +45,9 @@ LOG_WAIT_SECONDS = 10.0
 LOG_BATCH_MAX = 64
 # The writer closes its connection after this long without a row.
 LOG_IDLE_CLOSE_S = 1.0
+# A waiting row is checked against the forgets made since its retrieval, less this: a
+# forget's transaction (its row's date taken at its start) lasts far less.
+FORGET_RACE_MARGIN = timedelta(minutes=1)
 
 
 @dataclass(eq=False)
@@ -50,6 +60,7 @@ class _Queued:
 
     memories: list[dict]
     future: Future = field(default_factory=Future)
+    queued_at: datetime = field(default_factory=timezone.now)
     inserted_id: int | None = None
     refused: bool = False
 
@@ -112,10 +123,12 @@ class _LogWriter:
         False when the commit itself failed (every row of the batch lost)."""
         try:
             with transaction.atomic():
+                # Rows that waited for this thread: what they show may be forgotten since.
+                since = min(entry.queued_at for entry, _, _ in batch) - FORGET_RACE_MARGIN
+                previews = previews_forgotten_since(since)
                 for entry, fields, accessed in batch:
                     # Each in its own savepoint; None when the database refused it.
-                    # A row that waited for this thread: what it shows may be forgotten since.
-                    _forgotten_redacted(fields)
+                    _forgotten_redacted(fields, previews)
                     entry.inserted_id = _write(fields, accessed)
                     entry.refused = entry.inserted_id is None
         except Exception:
@@ -256,20 +269,21 @@ def _row_fields(result: RetrievalResult) -> dict:
     }
 
 
-def _forgotten_redacted(fields: dict) -> None:
+def _forgotten_redacted(fields: dict, previews: PreviewRule) -> None:
     """Redact in this row, about to be written, the text of every memory forgotten or
-    erased since its retrieval: a forget committed while the row waited for the writer
-    ran its redaction of the logs before the row existed. Called inside the writing
-    transaction, which holds SQLite's write lock: a forget commits before it (seen
-    here) or after it (its own pass then sees the row). A row written at once in its
-    caller's transaction needs none: that transaction held the lock from the start."""
-    from memory.services.removal import REDACTED, memories_present
-
+    erased since its retrieval, and its message's preview as the passes of the forgets
+    made meanwhile (``previews``) would have: a forget committed while the row waited
+    for the writer ran its redaction of the logs before the row existed. Called inside
+    the writing transaction, which holds SQLite's write lock: a forget commits before
+    it (seen here) or after it (its own pass then sees the row). A row written at once
+    in its caller's transaction needs none: that transaction held the lock from the start."""
     ids = {memory["id"] for memory in fields["memories"] if "id" in memory}
     gone = ids - memories_present(ids) if ids else set()
     for memory in fields["memories"]:
         if memory.get("id") in gone:
             memory["text"] = REDACTED
+    if previews.hits(fields["message_preview"]):
+        fields["message_preview"] = REDACTED
 
 
 def _write(fields: dict, accessed: list[int]) -> int | None:
