@@ -40,7 +40,7 @@ class ForgetInputSerializer(StrictInputSerializer):
         default=False, help_text="true : montrer ce qui serait oublié, sans rien changer."
     )
     ids = serializers.ListField(
-        child=serializers.RegexField(r"^(message|fact|summary):\d+$", max_length=40),
+        child=serializers.RegexField(r"^(message|fact|summary|revision):\d+$", max_length=40),
         required=False,
         max_length=2000,
         help_text="Les ids de l'aperçu confirmé (``ids`` du dry run) : rien d'autre n'est pris.",
@@ -52,6 +52,9 @@ class ForgetCountsSerializer(serializers.Serializer):
     messages = serializers.IntegerField()
     facts = serializers.IntegerField()
     summaries = serializers.IntegerField()
+    history = serializers.IntegerField(
+        help_text="Lignes d'historique de faits laissés (une ancienne valeur sur le sujet)."
+    )
 
 
 class ForgetPlanSerializer(serializers.Serializer):
@@ -64,6 +67,7 @@ class ForgetPlanSerializer(serializers.Serializer):
     exchanges = serializers.ListField(child=serializers.DictField())
     facts = serializers.ListField(child=serializers.DictField())
     summaries = serializers.ListField(child=serializers.DictField())
+    history = serializers.ListField(child=serializers.DictField())
 
 
 class ForgettingSerializer(serializers.ModelSerializer):

@@ -90,11 +90,12 @@ class ForgetPlan:
     exchanges: list[dict] = field(default_factory=list)
     facts: list[dict] = field(default_factory=list)
     summaries: list[dict] = field(default_factory=list)
+    history: list[dict] = field(default_factory=list)  # lines of facts it leaves
     messages: int = 0
 
     @property
     def empty(self) -> bool:
-        return not (self.exchanges or self.facts or self.summaries)
+        return not (self.exchanges or self.facts or self.summaries or self.history)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -102,6 +103,7 @@ class ForgetPlan:
             "messages": self.messages,
             "facts": len(self.facts),
             "summaries": len(self.summaries),
+            "history": len(self.history),
         }
 
     def item_ids(self) -> list[str]:
@@ -110,6 +112,7 @@ class ForgetPlan:
             [f"message:{e['id']}" for e in self.exchanges]
             + [f"fact:{f['id']}" for f in self.facts]
             + [f"summary:{s['id']}" for s in self.summaries]
+            + [f"revision:{h['id']}" for h in self.history]
         )
 
     def as_dict(self) -> dict:
@@ -121,6 +124,7 @@ class ForgetPlan:
             "exchanges": self.exchanges,
             "facts": self.facts,
             "summaries": self.summaries,
+            "history": self.history,
         }
 
     def as_text(self) -> str:
@@ -131,6 +135,9 @@ class ForgetPlan:
         lines.extend(f"- [{e['channel']}] {e['excerpt']}" for e in self.exchanges[:10])
         lines.extend(f"- fait {f['key']} : {f['value'][:EXCERPT_CHARS]}" for f in self.facts[:20])
         lines.extend(f"- résumé [{s['channel']}] {s['excerpt']}" for s in self.summaries[:5])
+        lines.extend(
+            f"- ancienne valeur du fait {h['key']} : {h['excerpt']}" for h in self.history[:10]
+        )
         return "\n".join(lines)
 
 
@@ -187,7 +194,24 @@ def _plan(topic: str, chosen: Selection) -> ForgetPlan:
         {"id": s.id, "channel": s.channel, "excerpt": excerpt(s.content, terms, size=EXCERPT_CHARS)}
         for s in chosen.summaries
     ]
+    plan.history = [
+        {
+            "id": line.id,
+            "key": line.fact.key,
+            "date": line.created_at.isoformat(),
+            "excerpt": excerpt(_line_text(line, terms), terms, size=EXCERPT_CHARS),
+        }
+        for line in chosen.revisions
+    ]
     return plan
+
+
+def _line_text(line: FactRevision, terms: list[str]) -> str:
+    """The value of a history line that is about the topic (its old one, else its new one)."""
+    from memory.services.forgetting_select import contains_all
+
+    texts = (line.old_value, line.new_value, str(line.changes))
+    return next((text for text in texts if contains_all(text, terms)), line.old_value)
 
 
 def _clean_topic(topic: str) -> str:
@@ -271,7 +295,7 @@ def forgetting_take(
     summary_ids = [s.id for s in chosen.summaries]
     Summary.all_objects.filter(pk__in=summary_ids).update(forgetting=forgetting)
     # The facts it leaves may have been about the topic once: those lines of their history go.
-    FactRevision.all_objects.filter(pk__in=_revisions_about(list(terms), fact_ids)).update(
+    FactRevision.all_objects.filter(pk__in=[line.id for line in chosen.revisions]).update(
         forgetting=forgetting
     )
     rows_changed(KIND_MESSAGE, list(chosen.exchanges))
@@ -289,26 +313,6 @@ def forgetting_take(
         roots = list(chosen.exchanges)
         transaction.on_commit(lambda: remove_points(roots, fact_ids, summary_ids))
     return forgetting
-
-
-def _revisions_about(terms: list[str], taken: list[int]) -> list[int]:
-    """The history lines of facts the forget leaves whose values hold every word of the
-    topic (an old value about it, edited away since): the word rule, the same as for a
-    log's message preview; the facts it takes keep their whole history with them."""
-    from memory.services.forgetting_select import contains_all
-
-    if not terms:
-        return []
-    lines = (
-        FactRevision.objects.exclude(fact_id__in=taken)
-        .filter(fact__forgetting__isnull=True)  # not of a fact an earlier forget took
-        .values_list("id", "old_value", "new_value", "changes")
-    )
-    return [
-        line_id
-        for line_id, old_value, new_value, changes in lines.iterator()
-        if any(contains_all(text, terms) for text in (old_value, new_value, str(changes)))
-    ]
 
 
 def _revisions_add(facts: Iterable[Fact], *, actor: str, reason: str, note: str) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
-from memory.models import Fact, Message, MessageRole, Summary
+from memory.models import Fact, FactRevision, Message, MessageRole, Summary
 from memory.services.keywords import STOP_WORDS
 from memory.stores.fts import fts_search, fts_search_facts, query_terms
 
@@ -89,6 +89,8 @@ class Selection:
     message_ids: set[int] = field(default_factory=set)  # every message to take
     facts: list[Fact] = field(default_factory=list)
     summaries: list[Summary] = field(default_factory=list)
+    # The history lines of facts it leaves that are about the topic (an old value).
+    revisions: list[FactRevision] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
 
 
@@ -103,6 +105,7 @@ def restricted(selection: Selection, only: Iterable[str]) -> Selection:
     kept.exchanges = {i: m for i, m in selection.exchanges.items() if f"message:{i}" in wanted}
     kept.facts = [f for f in selection.facts if f"fact:{f.id}" in wanted]
     kept.summaries = [s for s in selection.summaries if f"summary:{s.id}" in wanted]
+    kept.revisions = [r for r in selection.revisions if f"revision:{r.id}" in wanted]
     replies = Message.all_objects.filter(reply_to_id__in=list(kept.exchanges)).values_list(
         "id", flat=True
     )
@@ -250,4 +253,29 @@ def select(topic: str, *, keep: Iterable[int] = ()) -> Selection:
         if candidates[item].score is not None:
             result.scores[item] = candidates[item].score
     result.message_ids -= keep_ids
+    result.revisions = history_about(terms, [f.id for f in result.facts])
     return result
+
+
+def history_about(terms: list[str], taken: list[int]) -> list[FactRevision]:
+    """The history lines of facts the forget leaves whose values hold every word of the
+    topic (an old value about it, edited away since): the word rule, the same as for a
+    log's message preview. The facts it takes keep their whole history with them; a
+    fact it leaves though its value still holds every word (the LLM judged it about
+    something else, or the owner kept it) keeps its history too: the lines show
+    nothing the fact does not."""
+    lines = (
+        FactRevision.objects.exclude(fact_id__in=taken)
+        .filter(fact__forgetting__isnull=True)  # not of a fact an earlier forget took
+        .select_related("fact")
+        .order_by("created_at", "id")
+    )
+    return [
+        line
+        for line in lines.iterator()
+        if not contains_all(line.fact.value, terms)
+        and any(
+            contains_all(text, terms)
+            for text in (line.old_value, line.new_value, str(line.changes))
+        )
+    ]

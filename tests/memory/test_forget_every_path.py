@@ -405,3 +405,40 @@ def test_a_log_row_still_queued_when_a_forget_commits_keeps_no_preview_of_the_to
     logged = agent_api.get("/api/memory/retrievals").content.decode()
     assert SECRET not in logged
     assert "[oublié]" in logged and "Et le vélo" in logged  # only the topic's preview
+
+
+def test_the_preview_shows_the_history_lines_a_forget_takes_and_a_confirmation_no_more(
+    world, agent_api, staff_client
+):
+    """The owner sees every line the forget would take, the old value of a fact it leaves
+    included; a confirmation of a preview that did not show a line leaves that line."""
+    fact_store(key="vacances", value=f"Voyage à {SECRET} en août avec Sophie")
+    fact_store(key="vacances", value="Vacances à la maison cet été")
+    preview = agent_api.post(
+        "/api/memory/forget", {"topic": TOPIC, "dry_run": True}, format="json"
+    ).json()
+    lines = preview["history"]  # the fact's creation, and the edit that left the trip
+    assert len(lines) == 2 == preview["counts"]["history"]
+    assert {line["key"] for line in lines} == {"vacances"}
+    assert all(SECRET in line["excerpt"] for line in lines)
+    shown = [f"revision:{line['id']}" for line in lines]
+    assert set(shown) <= set(preview["ids"])
+    page = staff_client.post("/memory/forget/preview/", {"topic": TOPIC}, **HTMX).content.decode()
+    assert "vacances" in page and all(f'value="{item}"' in page for item in shown)
+    tool = tool_run(
+        name="memory__forget",
+        tool_input={"topic": TOPIC, "dry_run": True},
+        context=ToolContext(channel="mission_control", message_ids=()),
+    )
+    assert "vacances" in tool.content
+
+    older = [i for i in preview["ids"] if i not in shown]  # a preview without those lines
+    response = agent_api.post("/api/memory/forget", {"topic": TOPIC, "ids": older}, format="json")
+    assert response.status_code == 201
+    assert response.json()["counts"]["history"] == 0
+    assert FactRevision.objects.filter(fact__key="vacances").count() == 2  # not shown: kept
+
+    again = agent_api.post("/api/memory/forget", {"topic": TOPIC, "dry_run": True}, format="json")
+    assert sorted(again.json()["ids"]) == sorted(shown)
+    agent_api.post("/api/memory/forget", {"topic": TOPIC, "ids": shown}, format="json")
+    assert SECRET not in agent_api.get("/api/memory/facts/vacances/revisions").content.decode()

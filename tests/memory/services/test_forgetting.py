@@ -84,7 +84,13 @@ def _points(store, collection):
 def test_a_forget_takes_what_is_about_the_topic_and_nothing_else(world):
     result = topic_forget(topic="le mariage de Marie à Lisbonne")
 
-    assert result.counts == {"exchanges": 2, "messages": 4, "facts": 1, "summaries": 1}
+    assert result.counts == {
+        "exchanges": 2,
+        "messages": 4,
+        "facts": 1,
+        "summaries": 1,
+        "history": 0,
+    }
     assert set(Message.objects.values_list("content", flat=True)) >= {u for _, u, _ in UNRELATED}
     assert not Message.objects.filter(content__contains="mariage de Marie").exists()
     assert set(Fact.objects.values_list("key", flat=True)) == {"chien_marie", "notre_mariage"}
@@ -93,7 +99,13 @@ def test_a_forget_takes_what_is_about_the_topic_and_nothing_else(world):
 
 def test_the_preview_shows_what_it_would_take_and_changes_nothing(world):
     plan = topic_forget_preview(topic="le mariage de Marie à Lisbonne")
-    assert plan.counts() == {"exchanges": 2, "messages": 4, "facts": 1, "summaries": 1}
+    assert plan.counts() == {
+        "exchanges": 2,
+        "messages": 4,
+        "facts": 1,
+        "summaries": 1,
+        "history": 0,
+    }
     assert [f["key"] for f in plan.facts] == ["mariage_marie"]
     assert "mariage de Marie" in plan.as_text()
     assert not Forgetting.objects.exists()
