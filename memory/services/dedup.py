@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
 from memory.models import Actor, Fact, FactKind, FactSource, RevisionReason
 from memory.services.facts import fact_store, fact_update
+from memory.services.forgetting_restated import restates_forgotten
 from memory.services.ttl import parse_ttl
 
 logger = logging.getLogger(__name__)
@@ -198,6 +199,13 @@ def fact_remember(
         "source_message_id": source_message_id,
         "actor": actor,
     }
+    forgotten = restates_forgotten(
+        key=key, value=value, kind=FactKind.OWNER, actor=actor, source_message_id=source_message_id
+    )
+    if forgotten is not None:
+        # Drawn from a message older than the forget, under whatever key: it stands.
+        logger.info("%s states a fact forgotten since its message: not stored", key)
+        return RememberResult(fact=forgotten, action="noop")
     if Fact.all_objects.filter(key=key).exists():
         fact, _ = fact_store(**store_kwargs)
         # Still forgotten: the restatement did not undo the forget (fact_store).

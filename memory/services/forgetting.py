@@ -283,15 +283,18 @@ def forgetting_take(
         actor=actor,
         selection=chosen.selection,
         counts=plan.counts(),
+        created_at=now,
         purge_after=now + retention,
     )
     note = FORGET_NOTE.format(id=forgetting.id)
     Message.all_objects.filter(pk__in=chosen.message_ids).update(forgetting=forgetting)
     fact_ids = [f.id for f in chosen.facts]
     _revisions_add(chosen.facts, actor=actor, reason=RevisionReason.FORGOTTEN, note=note)
-    Fact.all_objects.filter(pk__in=fact_ids).update(
-        forgetting=forgetting, forgotten=True, forgotten_at=now
+    # A fact already forgotten alone keeps its date: an undo gives it back forgotten.
+    Fact.all_objects.filter(pk__in=fact_ids, forgotten=False).update(
+        forgotten=True, forgotten_at=now
     )
+    Fact.all_objects.filter(pk__in=fact_ids).update(forgetting=forgetting)
     summary_ids = [s.id for s in chosen.summaries]
     Summary.all_objects.filter(pk__in=summary_ids).update(forgetting=forgetting)
     # The facts it leaves may have been about the topic once: those lines of their history go.
@@ -354,12 +357,15 @@ def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
     all_ids = list(messages.values_list("id", "reply_to_id"))
     messages.update(forgetting=None)
     facts = list(Fact.all_objects.filter(forgetting=forgetting))
+    # A fact forgotten alone before this forget took it goes back to being forgotten alone.
+    back = [f for f in facts if f.forgotten_at is None or f.forgotten_at >= forgetting.created_at]
     _revisions_add(
-        facts, actor=actor, reason=RevisionReason.RESTORED, note=f"oubli n° {forgetting.id} annulé"
+        back, actor=actor, reason=RevisionReason.RESTORED, note=f"oubli n° {forgetting.id} annulé"
     )
-    Fact.all_objects.filter(pk__in=[f.id for f in facts]).update(
+    Fact.all_objects.filter(pk__in=[f.id for f in back]).update(
         forgetting=None, forgotten=False, forgotten_at=None
     )
+    Fact.all_objects.filter(pk__in=[f.id for f in facts]).update(forgetting=None)
     for fact in facts:
         key_back(fact, forgetting)
     summaries = list(Summary.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))

@@ -31,6 +31,62 @@ def stated_before_forget(fact: Fact, actor: str, source_message_id: int | None) 
     return written is None or fact.forgotten_at is None or written <= fact.forgotten_at
 
 
+# At most this many facts forgotten since a statement's message are compared with it.
+RESTATED_COMPARED_MAX = 50
+
+
+def restates_forgotten(
+    *, key: str, value: str, kind: str, actor: str, source_message_id: int | None
+) -> Fact | None:
+    """The fact forgotten since the message an agent statement is drawn from that it states
+    again under any key (a late extraction that named it otherwise): the forget stands.
+
+    The same rule as dedup's without an LLM (memory.services.dedup.rule_decide): a text
+    this close, saying the same numbers. Without the embedder, only the same text counts.
+    """
+    if actor != Actor.AGENT or source_message_id is None:
+        return None
+    written = (
+        Message.all_objects.filter(pk=source_message_id)
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    forgotten = Fact.all_objects.filter(kind=kind, forgotten=True)
+    if written is not None:
+        forgotten = forgotten.filter(forgotten_at__gte=written)
+    recent = list(forgotten.order_by("-forgotten_at")[:RESTATED_COMPARED_MAX])
+    if not recent:
+        return None
+    same = [f for f in recent if " ".join(f.value.split()) == " ".join(value.split())]
+    if same:
+        return same[0]
+    return _near_duplicate(key, value, recent)
+
+
+def _near_duplicate(key: str, value: str, facts: list[Fact]) -> Fact | None:
+    import numpy as np
+
+    from memory.exceptions import StoreUnavailable
+    from memory.services.dedup import Candidate, rule_decide
+    from memory.services.index_documents import fact_text
+    from memory.stores.embedders import get_embedder
+
+    try:
+        vectors = get_embedder().embed_documents(
+            [fact_text(Fact(key=key, value=value)), *(fact_text(f) for f in facts)]
+        )
+    except StoreUnavailable:
+        return None
+    matrix = np.asarray(vectors)
+    scores = matrix[1:] @ matrix[0]
+    ranked = sorted(
+        (Candidate(fact=f, score=float(score)) for f, score in zip(facts, scores, strict=True)),
+        key=lambda c: -c.score,
+    )
+    _, target = rule_decide(value, ranked)
+    return target
+
+
 def aside_key(key: str, forgetting_id: int) -> str:
     """The key a topic-forgotten fact waits under while its own is used again."""
     suffix = ASIDE_KEY.format(key="", id=forgetting_id)

@@ -23,8 +23,10 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.db.models import Q
+
 from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
-from memory.models import Fact, FactRevision, Message, MessageRole, Summary
+from memory.models import Fact, FactKind, FactRevision, Message, MessageRole, Summary
 from memory.services.keywords import STOP_WORDS
 from memory.stores.fts import fts_search, fts_search_facts, query_terms
 
@@ -69,6 +71,11 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word[-1] in "sx" else word
 
 
+def _shares_a_word(text: str, terms: Iterable[str]) -> bool:
+    words = {_stem(w) for w in query_terms(text or "")}
+    return any(_stem(term) in words for term in terms)
+
+
 def contains_all(text: str, terms: Iterable[str]) -> bool:
     """Whether ``text`` holds every term (folded words, plural s/x ignored)."""
     words = {_stem(w) for w in query_terms(text or "")}
@@ -87,6 +94,7 @@ class Selection:
     selection: str  # "words" | "llm"
     exchanges: dict[int, Message] = field(default_factory=dict)  # root id -> root
     message_ids: set[int] = field(default_factory=set)  # every message to take
+    members: dict[int, int] = field(default_factory=dict)  # message id -> its exchange's root
     facts: list[Fact] = field(default_factory=list)
     summaries: list[Summary] = field(default_factory=list)
     # The history lines of facts it leaves that are about the topic (an old value).
@@ -101,15 +109,18 @@ def restricted(selection: Selection, only: Iterable[str]) -> Selection:
     a second selection could differ from the first.
     """
     wanted = set(only)
-    kept = Selection(selection=selection.selection, scores=selection.scores)
+    kept = Selection(
+        selection=selection.selection, scores=selection.scores, members=selection.members
+    )
     kept.exchanges = {i: m for i, m in selection.exchanges.items() if f"message:{i}" in wanted}
     kept.facts = [f for f in selection.facts if f"fact:{f.id}" in wanted]
     kept.summaries = [s for s in selection.summaries if f"summary:{s.id}" in wanted]
     kept.revisions = [r for r in selection.revisions if f"revision:{r.id}" in wanted]
-    replies = Message.all_objects.filter(reply_to_id__in=list(kept.exchanges)).values_list(
-        "id", flat=True
-    )
-    kept.message_ids = (set(kept.exchanges) | set(replies)) & selection.message_ids
+    kept.message_ids = {
+        message_id
+        for message_id in selection.message_ids
+        if selection.members.get(message_id) in kept.exchanges
+    }
     return kept
 
 
@@ -139,10 +150,33 @@ def _semantic_candidates(topic: str) -> dict[str, float]:
 
 
 def _exchanges(root_ids: Iterable[int], keep: set[int]) -> dict[int, tuple[Message, list[Message]]]:
+    """Each root with the messages of its exchange: its replies, and the tool results and
+    system notes recorded between it and its last reply (an outside agent's exchange),
+    which then stand as roots of their own no more. A tool result outside any exchange
+    is a root alone."""
     roots = Message.objects.filter(pk__in=set(root_ids) - keep)
     result = {m.id: (m, []) for m in roots}
     for reply in Message.objects.filter(reply_to_id__in=list(result)).order_by("created_at", "id"):
         result[reply.reply_to_id][1].append(reply)
+    spans = {
+        root_id: (root.channel, root_id, max(r.id for r in replies))
+        for root_id, (root, replies) in result.items()
+        if replies
+    }
+    if spans:
+        inner = Message.objects.filter(
+            role__in=(MessageRole.TOOL, MessageRole.SYSTEM),
+            reply_to__isnull=True,
+            channel__in={channel for channel, _, _ in spans.values()},
+            id__gt=min(first for _, first, _ in spans.values()),
+            id__lt=max(last for _, _, last in spans.values()),
+        ).exclude(pk__in=keep)
+        for message in inner.order_by("id"):
+            for root_id, (channel, first, last) in spans.items():
+                if message.channel == channel and first < message.id < last:
+                    result[root_id][1].append(message)
+                    result.pop(message.id, None)
+                    break
     return result
 
 
@@ -164,23 +198,29 @@ def candidates_gather(
     for hit in fts_search_facts(terms, limit=FORGET_MAX_POINTS, any_term=True, bounded=False):
         ids.add(f"fact:{hit.fact_id}")
     for summary in Summary.objects.only("id", "content").iterator():
-        if any(_stem(t) in {_stem(w) for w in query_terms(summary.content)} for t in terms):
+        if _shares_a_word(summary.content, terms):
             ids.add(f"summary:{summary.id}")
+    # The facts facts_fts leaves out but a forget takes: the agent's self and goals, and
+    # facts forgotten alone (restorable until a topic forget ends them with its purge).
+    outside_fts = Fact.all_objects.filter(forgetting__isnull=True).filter(
+        Q(forgotten=True) | ~Q(kind=FactKind.OWNER)
+    )
+    for fact in outside_fts.only("id", "key", "value").iterator():
+        if _shares_a_word(f"{fact.key.replace('_', ' ')} {fact.value}", terms):
+            ids.add(f"fact:{fact.id}")
     by_kind: dict[str, set[int]] = {"message": set(), "fact": set(), "summary": set()}
     for item in ids:
         kind, _, raw = item.partition(":")
         by_kind.setdefault(kind, set()).add(int(raw))
+    # A tool result or a system note found by its words is a root until its exchange claims it.
     roots = {
         m.reply_to_id or m.id
         for m in Message.objects.filter(pk__in=by_kind["message"]).only("id", "reply_to_id")
-        if m.role in (MessageRole.USER, MessageRole.ASSISTANT)
     }
     exchanges = _exchanges(roots, keep)
     rows: dict[str, Fact | Summary] = {}
     # Every kind of Fact row (the owner's, the agent's self and goals).
-    for fact in Fact.all_objects.filter(
-        pk__in=by_kind["fact"], forgotten=False, forgetting__isnull=True
-    ):
+    for fact in Fact.all_objects.filter(pk__in=by_kind["fact"], forgetting__isnull=True):
         rows[f"fact:{fact.id}"] = fact
     for summary in Summary.objects.filter(pk__in=by_kind["summary"]):
         rows[f"summary:{summary.id}"] = summary
@@ -245,7 +285,9 @@ def select(topic: str, *, keep: Iterable[int] = ()) -> Selection:
         if kind == "message":
             root, replies = exchanges[row_id]
             result.exchanges[row_id] = root
-            result.message_ids |= {root.id, *(r.id for r in replies)}
+            for message in (root, *replies):
+                result.message_ids.add(message.id)
+                result.members[message.id] = root.id
         elif kind == "fact":
             result.facts.append(rows[item])
         else:

@@ -1,0 +1,141 @@
+"""A topic forget reaches every row about its topic, whatever path stored it: a tool result
+inside an exchange, a fact already forgotten alone, a self item not indexed yet; and a late
+extraction does not bring a forgotten fact back under another key."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memory.models import Actor, Fact, Message
+from memory.services.dedup import fact_remember
+from memory.services.facts import fact_store
+from memory.services.forgetting import forgetting_restore, forgettings_purge, topic_forget
+from memory.services.messages import message_save
+from memory.services.self_memory import agent_item_store
+from tests.dashboard.conftest import HTMX
+from tests.memory.world import index_everything
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "Zanzibar"
+TOPIC = f"le voyage à {SECRET}"
+
+
+@pytest.fixture
+def no_vault(settings, tmp_path):
+    settings.OBSIDIAN_API_URL = ""
+    settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
+    (tmp_path / "vault").mkdir()
+
+
+def test_the_tool_results_of_a_forgotten_exchange_leave_with_it(agent_api, no_vault):
+    """An outside agent records an exchange with its tool result in the middle; the tool
+    result quotes the topic, and also the flight, which names no word of the topic."""
+    response = agent_api.post(
+        "/api/memory/messages",
+        {
+            "messages": [
+                {"channel": "whatsapp", "role": "user", "content": f"Réserve le {TOPIC}"},
+                {"channel": "whatsapp", "source": "tool", "content": "agenda : vol AF 1234"},
+                {
+                    "channel": "whatsapp",
+                    "source": "tool",
+                    "content": f"agenda : voyage à {SECRET}, hôtel Stone Town",
+                },
+                {"channel": "whatsapp", "role": "assistant", "content": "C'est noté, réservé."},
+            ]
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    result = topic_forget(topic=TOPIC, actor="user")
+    assert result.counts["exchanges"] == 1 and result.counts["messages"] == 4
+    assert not Message.objects.filter(content__contains="agenda").exists()
+    text = agent_api.get("/api/memory/search", {"q": "hôtel vol agenda", "mode": "text"})
+    assert text.json()["results"] == []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'agenda'")
+        assert cursor.fetchone()[0] == 0
+    forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
+    assert Message.objects.filter(content__contains="agenda").count() == 2
+
+
+def test_a_tool_result_outside_any_exchange_is_taken_by_its_own_words(agent_api, no_vault):
+    agent_api.post(
+        "/api/memory/messages",
+        {"channel": "whatsapp", "source": "tool", "content": f"note : voyage à {SECRET} en août"},
+        format="json",
+    )
+    topic_forget(topic=TOPIC, actor="user")
+    assert not Message.objects.filter(content__contains=SECRET).exists()
+
+
+def test_a_fact_forgotten_alone_leaves_with_the_topic_and_an_undo_leaves_it_forgotten(
+    agent_api, staff_client, no_vault
+):
+    fact_store(key="voyage_ete", value=f"Voyage à {SECRET} en août avec Sophie")
+    fact_store(key="velo", value="Le vélo de route est au garage")
+    assert agent_api.delete("/api/memory/facts/voyage_ete").status_code == 204
+    forgotten_at = Fact.all_objects.get(key="voyage_ete").forgotten_at
+
+    result = topic_forget(topic=TOPIC, actor="user")
+    assert result.counts["facts"] == 1
+    forgetting_restore(forgetting_id=result.forgetting_id, actor="user")
+    back = Fact.all_objects.get(key="voyage_ete")
+    assert back.forgotten and back.forgetting_id is None  # as the owner left it
+    assert back.forgotten_at == forgotten_at
+
+    topic_forget(topic=TOPIC, actor="user")
+    forgettings_purge(now=timezone.now() + timedelta(days=30))
+    seen = {
+        "facts api": agent_api.get("/api/memory/facts", {"include_forgotten": "true"}),
+        "fact api": agent_api.get("/api/memory/facts/voyage_ete"),
+        "facts page": staff_client.get("/memory/facts/", {"forgotten": "on"}, **HTMX),
+        "admin": staff_client.get("/admin/memory/fact/"),
+    }
+    assert [path for path, r in seen.items() if SECRET in r.content.decode()] == []
+    assert not Fact.all_objects.filter(value__contains=SECRET).exists()
+    assert Fact.objects.filter(key="velo").exists()
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["not-indexed-yet", "indexed"])
+def test_a_topic_forget_takes_the_agents_self_item_about_it(
+    vector_store, local_embedder, no_vault, indexed
+):
+    item = agent_item_store(
+        kind="self",
+        category="relation",
+        content=f"J'aide Sophie à préparer son voyage à {SECRET} en août",
+    ).item
+    other = agent_item_store(
+        kind="goal", category="understanding", content="Comprendre comment réparer le vélo"
+    ).item
+    if indexed:
+        index_everything()
+    topic_forget(topic=TOPIC, actor="user")
+    assert Fact.all_objects.get(pk=item.pk).forgetting_id is not None
+    assert Fact.all_objects.get(pk=other.pk).forgetting_id is None
+
+
+def test_a_late_extraction_under_another_key_does_not_bring_a_forgotten_fact_back(
+    agent_api, vector_store, local_embedder
+):
+    old = message_save(channel="whatsapp", role="user", content=f"Voyage à {SECRET} en août")
+    value = f"Voyage à {SECRET} en août avec Sophie"
+    fact_store(key="voyage_ete", value=value, actor=Actor.AGENT, source_message_id=old.id)
+    fact_store(key="vacances", value="Vacances à la maison", actor=Actor.AGENT)
+    assert agent_api.delete("/api/memory/facts/voyage_ete").status_code == 204
+    # The extraction of the old exchange ran late (a retry); the LLM chose other keys.
+    for key in ("vacances_zanzibar", "vacances"):
+        result = fact_remember(key=key, value=value, source_message_id=old.id, actor=Actor.AGENT)
+        assert result.action == "noop"
+    assert not Fact.objects.filter(forgotten=False, value__contains=SECRET).exists()
+    assert Fact.objects.get(key="vacances").value == "Vacances à la maison"
+    # News after the forget still counts: a later message states it again.
+    new = message_save(channel="whatsapp", role="user", content=f"Finalement, {SECRET} en août")
+    result = fact_remember(key="vacances_zanzibar", value=value, source_message_id=new.id)
+    assert result.action == "added"
