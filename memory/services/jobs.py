@@ -34,6 +34,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memory.exceptions import StoreUnavailable
 from memory.models import Job, JobState
 
 logger = logging.getLogger(__name__)
@@ -130,9 +131,21 @@ def _mark_done(job_id: int, token: str) -> bool:
     )
 
 
+def _wait(mine, exc: Exception, delay: timedelta) -> None:
+    """Back in the queue, due in ``delay``, its attempts untouched; the error says why."""
+    mine.update(
+        state=JobState.QUEUED,
+        lease_token="",
+        lease_until=None,
+        queued_at=None,
+        run_after=timezone.now() + delay,
+        error=str(exc)[:ERROR_MAX_CHARS],
+    )
+
+
 def job_run(job_id: int) -> str:
     """Run one job if it is ours to run. Returns what happened (for logs and tests)."""
-    from agent.exceptions import LlmNotConfigured
+    from agent.exceptions import LlmNotConfigured, LlmUnavailable
 
     token = uuid.uuid4().hex
     now = timezone.now()
@@ -147,14 +160,15 @@ def job_run(job_id: int) -> str:
         logger.info("job %s: lease lost while it ran; left to its new owner", job.key)
         return "lost"
     except LlmNotConfigured as exc:
-        mine.update(
-            state=JobState.QUEUED,
-            lease_token="",
-            lease_until=None,
-            queued_at=None,
-            run_after=timezone.now() + WAIT_FOR_CONFIGURATION,
-            error=str(exc)[:ERROR_MAX_CHARS],
-        )
+        _wait(mine, exc, WAIT_FOR_CONFIGURATION)
+        return "waiting"
+    except (StoreUnavailable, LlmUnavailable) as exc:
+        # A store or the LLM that is down delays the job, never fails it: it waits longer
+        # as the outage lasts, its attempts untouched (they count the job's own failures).
+        waited = (timezone.now() - job.created_at).total_seconds()
+        delay = min(BACKOFF_CAP_S, max(BACKOFF_BASE_S, waited / 4))
+        logger.warning("job %s (%s) waits %.0f s: %s", job.key, job.kind, delay, exc)
+        _wait(mine, exc, timedelta(seconds=delay * random.uniform(0.8, 1.2)))
         return "waiting"
     except Exception as exc:
         attempts = job.attempts + 1

@@ -148,9 +148,10 @@ def test_an_erase_while_qdrant_is_down_leaves_a_durable_job_that_removes_the_poi
     code_fact, world, settings, django_capture_on_commit_callbacks
 ):
     """The rows are gone for good, so the indexing machine has nothing left to act on:
-    the points' removal is a durable job, retried until Qdrant answers."""
+    the points' removal is a durable job, retried until Qdrant answers, however long the
+    outage lasts (a store that is down never makes a job fail for good)."""
     from memory.models import Job, JobState
-    from memory.services.jobs import job_run
+    from memory.services.jobs import MAX_ATTEMPTS, job_run, jobs_sweep
     from memory.stores.vectors import vector_store_reset
 
     assert _points_with_secret(world, CODE) == 1
@@ -162,10 +163,15 @@ def test_an_erase_while_qdrant_is_down_leaves_a_durable_job_that_removes_the_poi
     assert not Fact.all_objects.filter(key=FACT_KEY).exists()
     job = Job.objects.get(kind="points_remove")
     assert CODE not in str(job.payload)  # ids only, never the erased content
+    for _ in range(MAX_ATTEMPTS + 1):  # longer than any count of attempts
+        Job.objects.filter(pk=job.pk).update(run_after=None)  # its wait has passed
+        assert job_run(job.pk) == "waiting"
 
     vector_store_reset()
     settings.QDRANT_URL, settings.QDRANT_PATH = "", folder  # Qdrant is back
-    Job.objects.filter(pk=job.pk).update(run_after=None)  # its backoff has passed
+    # What the service does on its own: the sweep sends the job once it is due.
+    Job.objects.filter(pk=job.pk).update(run_after=None, queued_at=None)
+    assert jobs_sweep() == 1
     assert job_run(job.pk) == "done"
     assert Job.objects.get(pk=job.pk).state == JobState.DONE
     from memory.stores.vectors import get_vector_store

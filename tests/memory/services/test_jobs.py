@@ -7,6 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from agent.exceptions import LlmUnavailable
+from memory.exceptions import StoreUnavailable
 from memory.models import Job, JobState
 from memory.services import jobs
 from memory.services.jobs import job_enqueue, job_run, jobs_restart_recover, jobs_sweep
@@ -25,11 +27,24 @@ def _boom(payload, *, checkpoint):
     raise RuntimeError("panne")
 
 
+DOWN: list[Exception] = []
+
+
+def _down_then_up(payload, *, checkpoint):
+    """A store or the LLM that answers no more while DOWN holds its error."""
+    if DOWN:
+        raise DOWN[0]
+    RUNS.append(payload)
+    return {}
+
+
 @pytest.fixture(autouse=True)
 def handlers(monkeypatch):
     RUNS.clear()
     monkeypatch.setitem(jobs.HANDLERS, "ok", f"{__name__}:_ok")
     monkeypatch.setitem(jobs.HANDLERS, "boom", f"{__name__}:_boom")
+    monkeypatch.setitem(jobs.HANDLERS, "down", f"{__name__}:_down_then_up")
+    DOWN.clear()
     sent: list[int] = []
     monkeypatch.setattr(jobs, "_send", sent.append)
     return sent
@@ -63,6 +78,30 @@ def test_failures_back_off_and_end_failed_with_their_error(time_machine):
     job.refresh_from_db()
     assert job.state == JobState.FAILED and "panne" in job.error
     assert jobs_sweep(now=timezone.now() + timedelta(days=1)) == 0  # final
+
+
+@pytest.mark.parametrize(
+    "error",
+    [StoreUnavailable("Qdrant injoignable"), LlmUnavailable("Anthropic surchargé")],
+    ids=["store", "llm"],
+)
+def test_a_store_down_delays_a_job_however_long_it_lasts_and_never_fails_it(time_machine, error):
+    """A down store or LLM is no failure of the job: it waits, longer as the outage lasts
+    (never more than the backoff's cap), without burning its attempts, then runs."""
+    time_machine.move_to(timezone.now(), tick=True)
+    DOWN.append(error)
+    job = job_enqueue(kind="down", key="k", payload={"n": 1})
+    waits = []
+    for _ in range(jobs.MAX_ATTEMPTS * 3):  # an outage of about a day
+        assert job_run(job.pk) == "waiting"
+        job.refresh_from_db()
+        assert job.state == JobState.QUEUED and job.attempts == 0 and job.error
+        waits.append(job.run_after - timezone.now())
+        assert job_run(job.pk) == "skipped"  # not due before its wait
+        time_machine.shift(job.run_after - timezone.now() + timedelta(seconds=1))
+    assert waits[-1] > waits[0] and max(waits) <= timedelta(seconds=jobs.BACKOFF_CAP_S * 1.2)
+    DOWN.clear()  # back
+    assert job_run(job.pk) == "done" and RUNS == [{"n": 1}]
 
 
 def test_without_an_llm_an_extraction_waits_without_burning_attempts(settings):
