@@ -14,7 +14,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.serializers import StrictInputSerializer
+from memory.api.serializers import DateTimeInRangeField, StrictInputSerializer
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 from memory.models import MessageRole, MessageSource
 from memory.services.messages import (
@@ -65,7 +65,7 @@ class MessageInputSerializer(StrictInputSerializer):
         help_text="user, system ou tool (le résultat d'un outil, lu par l'extraction des faits).",
     )
     author = serializers.CharField(max_length=128, required=False, default="", allow_blank=True)
-    timestamp = serializers.DateTimeField(
+    timestamp = DateTimeInRangeField(
         required=False, default=None, help_text="Date d'origine (imports); absente : maintenant."
     )
     memory_excluded = serializers.BooleanField(

@@ -8,6 +8,8 @@ values.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
@@ -27,12 +29,37 @@ from memory.models import (
     validate_fact_key,
 )
 from memory.selectors import FACTS_RECENT_MAX
-from memory.services.search import MAX_LIMIT, SEARCH_MODES
+from memory.services.search import DATE_RANGE_MESSAGE, MAX_LIMIT, SEARCH_MODES, date_in_range
 from memory.services.settings import EDITABLE_FIELDS, model_field_range
 from memory.services.ttl import parse_ttl
 
 # Caps on what one request may carry (the body size itself is capped by the parsers).
 VALUE_MAX_CHARS = FACT_VALUE_MAX_CHARS
+
+
+class DateTimeInRangeField(serializers.DateTimeField):
+    """A date the memory accepts (memory.services.search.DATE_YEARS): a French 400 for one
+    at the calendar's ends, where DRF's move to the time zone would overflow (a 500)."""
+
+    default_error_messages = {"range": DATE_RANGE_MESSAGE}
+
+    def to_internal_value(self, value):
+        parsed = self._parsed(value)
+        if parsed is not None and not date_in_range(parsed):
+            self.fail("range")
+        return super().to_internal_value(value)
+
+    def _parsed(self, value):
+        from django.utils.dateparse import parse_date, parse_datetime
+
+        if not isinstance(value, str):
+            return value if isinstance(value, datetime) else None
+        try:
+            return parse_datetime(value.strip()) or parse_date(value.strip())
+        except ValueError:
+            return None
+
+
 SUBJECT_MAX_CHARS = 100
 SUBJECTS_MAX = 50
 TTL_MAX_CHARS = 20
@@ -250,13 +277,13 @@ class SearchQuerySerializer(serializers.Serializer):
         default="",
         help_text="Sujets séparés par des virgules : les faits qui portent l'un d'eux.",
     )
-    since = serializers.DateTimeField(
+    since = DateTimeInRangeField(
         required=False,
         default=None,
         input_formats=["iso-8601", "%Y-%m-%d"],
         help_text="À partir de cette date (incluse).",
     )
-    until = serializers.DateTimeField(
+    until = DateTimeInRangeField(
         required=False,
         default=None,
         input_formats=["iso-8601", "%Y-%m-%d"],

@@ -75,6 +75,12 @@ class SearchFilters:
 
 
 BAD_DATE_MESSAGE = "Date invalide : « {value} » (attendu AAAA-MM-JJ ou une date ISO 8601)."
+# The dates a filter or a message may carry: far from the calendar's ends, where moving a
+# moment to UTC or by a day overflows.
+DATE_YEARS = (1000, 9998)
+DATE_RANGE_MESSAGE = (
+    f"Date hors de l'intervalle accepté (de l'an {DATE_YEARS[0]} à l'an {DATE_YEARS[1]})."
+)
 BAD_RANGE_MESSAGE = "La fin doit être après le début."
 BAD_MEMORY_TYPE_MESSAGE = "Type de mémoire inconnu : « {value} »."
 
@@ -130,9 +136,16 @@ def _moment(value: str | date | None, field: str) -> datetime | None:
         value = parsed
     if not isinstance(value, datetime):
         value = datetime.combine(value, time.min)
+    if not date_in_range(value):
+        raise ValidationError({field: DATE_RANGE_MESSAGE})
     if timezone.is_naive(value):
         value = timezone.make_aware(value)
     return value
+
+
+def date_in_range(value: datetime) -> bool:
+    """Whether ``value`` is a moment the memory accepts (``DATE_YEARS``)."""
+    return DATE_YEARS[0] <= value.year <= DATE_YEARS[1]
 
 
 def memory_search(
