@@ -301,6 +301,14 @@ def fact_update(
     reviving = current.forgotten and current.forgetting_id is None
     if reviving and current.is_expired and "expires_at" not in fields:
         fields["expires_at"] = None
+    if (
+        actor in OWNER_ACTORS
+        and "value" in fields
+        and "expires_at" not in fields
+        and "expires_at" not in (current.owner_fields or [])
+    ):
+        # The owner's value lives as long as the owner says: not by the agent's TTL.
+        fields["expires_at"] = None
     if actor == Actor.AGENT:
         fields = _agent_fields(current, fields)
         expiry = fields.get("expires_at", current.expires_at)

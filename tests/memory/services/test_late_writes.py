@@ -188,3 +188,26 @@ def test_the_agent_gives_no_expiry_to_a_fact_the_owner_wrote(owner_api, time_mac
     fact_store(key="parking", value="Garé niveau -2", actor=Actor.AGENT)
     fact_store(key="parking", value="Garé niveau -2", ttl="1h", actor=Actor.AGENT)
     assert Fact.objects.get(key="parking").expires_at is not None
+
+
+def test_a_value_the_owner_rewrote_does_not_expire_with_the_agents_ttl(owner_api, time_machine):
+    """The agent learnt the parking spot for an hour; the owner rewrote it: the owner's
+    value keeps the expiry the owner gave it, none here (kept for good)."""
+    fact_store(key="parking", value="Garé niveau -2", ttl="1h", actor=Actor.AGENT)
+    fact_store(key="train", value="Train à 7h40", ttl="1h", actor=Actor.AGENT)
+    response = owner_api.patch(
+        "/api/v1/memory/facts/parking", {"value": "Garé au niveau -3, place 42"}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    response = owner_api.patch(  # an owner who says how long it lasts is heard
+        "/api/v1/memory/facts/train",
+        {"value": "Train à 7h45", "ttl": "1h"},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    time_machine.move_to(timezone.now() + timedelta(hours=2))
+    expiry.expired_purge()
+    parking = Fact.all_objects.get(key="parking")
+    assert (parking.forgotten, parking.expires_at) == (False, None)
+    assert parking.value == "Garé au niveau -3, place 42"
+    assert Fact.all_objects.get(key="train").forgotten
