@@ -184,6 +184,19 @@ class Forgetting(models.Model):
         return f"{self.topic[:60]} ({self.state})"
 
 
+def forgetting_link(*, related_name: str) -> models.ForeignKey:
+    """The forget that took a row (None: the row is in memory). PROTECT: a forget's row
+    cannot be deleted while rows it took point to it (its purge deletes those rows)."""
+    return models.ForeignKey(
+        Forgetting,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name=related_name,
+        verbose_name="oubli",
+    )
+
+
 class InMemoryManager(models.Manager):
     """Rows that are part of the memory: not forgotten (a forgotten row is reachable by no read)."""
 
@@ -248,14 +261,7 @@ class Message(Indexable):
         verbose_name="réponse à",
     )
     # The forget that took this message (restorable until its purge).
-    forgetting = models.ForeignKey(
-        Forgetting,
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="messages",
-        verbose_name="oubli",
-    )
+    forgetting = forgetting_link(related_name="messages")
     # Part of an exchange that asked to forget: never feeds retrieval, search,
     # extraction or compaction (it names what was forgotten).
     memory_excluded = models.BooleanField("exclu de la mémoire", default=False)
@@ -309,14 +315,7 @@ class Summary(Indexable):
     period_start = models.DateTimeField("début de la période", null=True, blank=True)
     period_end = models.DateTimeField("fin de la période", null=True, blank=True)
     created_at = models.DateTimeField("créé le", default=timezone.now, db_index=True)
-    forgetting = models.ForeignKey(
-        Forgetting,
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="summaries",
-        verbose_name="oubli",
-    )
+    forgetting = forgetting_link(related_name="summaries")
 
     all_objects = Manager()
     objects = InMemoryManager()
@@ -432,14 +431,7 @@ class Fact(Indexable):
     forgotten = models.BooleanField("oublié", default=False, db_index=True)
     forgotten_at = models.DateTimeField("oublié le", null=True, blank=True)
     # The topic forget that took this fact (it is then out of every read path).
-    forgetting = models.ForeignKey(
-        Forgetting,
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="facts",
-        verbose_name="oubli",
-    )
+    forgetting = forgetting_link(related_name="facts")
     # Fields the owner set (user or admin): the agent never overwrites them.
     owner_fields = models.JSONField("champs fixés par le propriétaire", default=list, blank=True)
     # Whose memory it is: the owner's (default) or the agent's self / goals, with
@@ -535,14 +527,7 @@ class FactRevision(models.Model):
     note = models.TextField(blank=True, default="")
     created_at = models.DateTimeField("date", default=timezone.now, db_index=True)
     # A topic forget that took this line of a fact it left (an old value about the topic).
-    forgetting = models.ForeignKey(
-        Forgetting,
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="revisions",
-        verbose_name="oubli",
-    )
+    forgetting = forgetting_link(related_name="revisions")
 
     all_objects = Manager()
     objects = InMemoryManager()
