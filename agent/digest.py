@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.utils import timezone
 
-from agent.exceptions import LlmInvalidJson, LlmRequestRejected
+from agent.exceptions import LlmInvalidJson
 from agent.extraction import EXTRACTION_MAX_TOKENS, FactCandidate, candidate_from
 
 logger = logging.getLogger(__name__)
@@ -90,7 +90,8 @@ def digest_parse(answer: object, count: int) -> list[dict]:
 
 
 def digest_extract(messages) -> list[dict]:
-    """One LLM call on a batch: its candidates. LlmUnavailable is raised (retried later)."""
+    """One LLM call on a batch: its candidates. LlmUnavailable and LlmRequestRejected are
+    raised (the job waits or retries)."""
     from agent.client import llm_json
 
     try:
@@ -100,8 +101,9 @@ def digest_extract(messages) -> list[dict]:
             purpose="digest",
             max_tokens=EXTRACTION_MAX_TOKENS,
         )
-    except (LlmInvalidJson, LlmRequestRejected) as exc:
-        # Nothing usable in this answer: the batch is digested without facts.
+    except LlmInvalidJson as exc:
+        # An answer, unusable: the batch is digested without facts. A refused request
+        # (LlmRequestRejected) is raised: the job fails visibly, the batch stays to digest.
         logger.warning("digest: the LLM gave nothing usable: %s", exc)
         return []
     return digest_parse(answer, len(messages))

@@ -12,10 +12,11 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 
-from agent.exceptions import LlmInvalidJson, LlmRequestRejected
+from agent.exceptions import LlmInvalidJson
 from agent.prompts import EXTRACTION_PROMPT, EXTRACTION_SYSTEM_PROMPT, EXTRACTION_TOOL_SECTION
 from memory.exceptions import InvalidTTL, MemoryServiceError
 from memory.models import Actor, FactSource, MemoryType
@@ -31,6 +32,9 @@ MAX_MESSAGE_CHARS = 8000
 MAX_TOOL_RESULT_CHARS = 4000
 MAX_TOOL_RESULTS_CHARS = 12000
 EXTRACTION_MAX_TOKENS = 1500
+# An extraction held by a forget runs this long after the forget's purge time (by then
+# purged: nothing to extract, the job ends).
+UNDO_MARGIN = timedelta(minutes=5)
 
 # Our prompt's own delimiters: stripped from quoted text so it cannot close them.
 _DELIMITERS = re.compile(
@@ -195,7 +199,9 @@ def facts_extract(
             max_tokens=EXTRACTION_MAX_TOKENS,
             channel=channel,
         )
-    except (LlmInvalidJson, LlmRequestRejected) as exc:
+    except LlmInvalidJson as exc:
+        # An answer, unusable: the exchange is extracted with no facts. A refused request
+        # (LlmRequestRejected) is raised: the job fails visibly and can be retried.
         logger.warning("extraction on %s gave nothing usable: %s", channel, exc)
         return [], 1
     return facts_parse(answer)
@@ -244,8 +250,10 @@ def exchange_facts_save(
         report.skipped = "no LLM"
         return report
     user_messages = list(Message.objects.filter(pk__in=message_ids).order_by("id"))
+    if len(user_messages) != len(set(message_ids)):
+        _wait_for_undo([*message_ids, *([reply_id] if reply_id else [])])
     if not user_messages:
-        report.skipped = "messages gone"  # forgotten meanwhile: nothing to extract
+        report.skipped = "messages gone"  # forgotten for good: nothing to extract
         return report
     reply = Message.objects.filter(pk=reply_id).first() if reply_id else None
     if candidates is None:
@@ -267,6 +275,7 @@ def exchange_facts_save(
     if visible != len(user_messages) or (
         reply and not Message.objects.filter(pk=reply.pk).exists()
     ):
+        _wait_for_undo([m.id for m in user_messages] + ([reply.pk] if reply else []))
         report.skipped = "messages gone"
         return report
     for candidate in candidates:
@@ -283,6 +292,22 @@ def exchange_facts_save(
     return report
 
 
+def _wait_for_undo(message_ids: Sequence[int]) -> None:
+    """Raise JobWait when a forget that can still be undone holds some of these messages:
+    the extraction waits for the undo (which sends it again) or the purge (which ends it),
+    instead of being lost with an undo."""
+    from django.db.models import Max
+
+    from memory.models import ForgettingState, Message
+    from memory.services.jobs import JobWait
+
+    held = Message.all_objects.filter(
+        pk__in=list(message_ids), forgetting__state=ForgettingState.ACTIVE
+    ).aggregate(until=Max("forgetting__purge_after"))["until"]
+    if held is not None:
+        raise JobWait("échange pris par un oubli encore annulable", until=held + UNDO_MARGIN)
+
+
 def _forgotten_since(moment) -> bool:
     """Whether anything was forgotten or erased since ``moment``: a topic or a fact erased
     (a Forgetting row), a single fact forgotten (its forgotten_at)."""
@@ -292,6 +317,20 @@ def _forgotten_since(moment) -> bool:
         Forgetting.objects.filter(created_at__gte=moment).exists()
         or Fact.all_objects.filter(forgotten=True, forgotten_at__gte=moment).exists()
     )
+
+
+def extraction_job_key(*, message_ids: Sequence[int], reply_id: int | None) -> str:
+    """One extraction per exchange: keyed on its reply, else on its last message."""
+    return f"extract:{reply_id}" if reply_id else f"extract:message:{message_ids[-1]}"
+
+
+def extraction_job_keys(message_ids: Iterable[int]) -> list[str]:
+    """Every key an extraction of an exchange among these messages may have."""
+    ids = list(message_ids)
+    return [
+        *(extraction_job_key(message_ids=[i], reply_id=i) for i in ids),
+        *(extraction_job_key(message_ids=[i], reply_id=None) for i in ids),
+    ]
 
 
 def extraction_job_enqueue(
@@ -306,7 +345,7 @@ def extraction_job_enqueue(
 
     return job_enqueue(
         kind="extract",
-        key=f"extract:{reply_id}" if reply_id else f"extract:message:{message_ids[-1]}",
+        key=extraction_job_key(message_ids=message_ids, reply_id=reply_id),
         payload={
             "message_ids": list(message_ids),
             "reply_id": reply_id,

@@ -17,7 +17,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
+from memory.exceptions import (
+    DimensionMismatch,
+    EmbeddingInvalid,
+    MemoryServiceError,
+    StoreUnavailable,
+)
 from memory.models import Actor, Fact, FactKind, FactSource, RevisionReason
 from memory.services.facts import fact_store, fact_update
 from memory.services.forgetting_restated import restates_forgotten
@@ -213,8 +218,9 @@ def fact_remember(
 
     try:
         candidates = fact_candidates(key=key, value=value)
-    except (StoreUnavailable, DimensionMismatch) as exc:
-        # No vectors now: store it; the candidates will be found next time.
+    except (StoreUnavailable, DimensionMismatch, EmbeddingInvalid) as exc:
+        # No vectors now: store it (the indexing machine marks a row it cannot embed
+        # failed); the candidates will be found next time.
         logger.warning("dedup candidates unavailable (%s): adding %s", exc, key)
         candidates = []
 

@@ -119,9 +119,10 @@ STATED_FIELDS = (
     "channel",
     "expires_at",
 )
-# ``category`` (the agent's self and goal items) changes with what the agent learns
-# (a limitation superseded by a capability): never locked as the owner's.
-UPDATABLE_FIELDS = {*STATED_FIELDS, "ttl", "key", "source_message_id", "category"}
+# ``category`` (the agent's self and goal items) changes with what the agent learns (a
+# limitation superseded by a capability), unless the owner set it, or wrote the item's text.
+OWNED_FIELDS = (*STATED_FIELDS, "category")
+UPDATABLE_FIELDS = {*OWNED_FIELDS, "ttl", "key", "source_message_id"}
 
 
 def _stated(
@@ -242,15 +243,16 @@ def _owned(owned: list[str], actor: str, names: Iterable[str]) -> list[str]:
     """The owner's fields after ``actor`` set ``names``."""
     if actor not in OWNER_ACTORS:
         return list(owned)
-    return sorted(set(owned) | {n for n in names if n in STATED_FIELDS})
+    return sorted(set(owned) | {n for n in names if n in OWNED_FIELDS})
 
 
 def _agent_fields(current: Fact, fields: dict[str, object]) -> dict[str, object]:
     """What an agent write may change: never a field the owner set; subjects only added to."""
     locked = set(current.owner_fields or []) - {"subjects"}
     if "value" in locked:
-        # A fact the owner wrote lives as long as the owner said (no expiry: for good).
-        locked.add("expires_at")
+        # A fact the owner wrote lives as long as the owner said (no expiry: for good),
+        # and an item's text the owner wrote keeps the category the owner left it in.
+        locked |= {"expires_at", "category"}
     allowed: dict[str, object] = {}
     for name, value in fields.items():
         if name in locked and getattr(current, name) != value:

@@ -374,6 +374,11 @@ def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
     rows_changed(KIND_MESSAGE, sorted({r or m for m, r in all_ids} | set(roots)))
     rows_changed(KIND_FACT, [f.id for f in facts])
     rows_changed(KIND_SUMMARY, summaries)
+    # The extractions that waited for this undo (agent.extraction) run now.
+    from agent.extraction import extraction_job_keys
+    from memory.services.jobs import jobs_send
+
+    jobs_send(extraction_job_keys(m for m, _ in all_ids))
     forgetting.state = ForgettingState.RESTORED
     forgetting.restored_at = timezone.now()
     forgetting.save(update_fields=["state", "restored_at"])

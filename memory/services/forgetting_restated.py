@@ -66,7 +66,7 @@ def restates_forgotten(
 def _near_duplicate(key: str, value: str, facts: list[Fact]) -> Fact | None:
     import numpy as np
 
-    from memory.exceptions import StoreUnavailable
+    from memory.exceptions import EmbeddingInvalid, StoreUnavailable
     from memory.services.dedup import Candidate, rule_decide
     from memory.services.index_documents import fact_text
     from memory.stores.embedders import get_embedder
@@ -75,7 +75,7 @@ def _near_duplicate(key: str, value: str, facts: list[Fact]) -> Fact | None:
         vectors = get_embedder().embed_documents(
             [fact_text(Fact(key=key, value=value)), *(fact_text(f) for f in facts)]
         )
-    except StoreUnavailable:
+    except (StoreUnavailable, EmbeddingInvalid):
         return None
     matrix = np.asarray(vectors)
     scores = matrix[1:] @ matrix[0]
@@ -101,7 +101,8 @@ def set_aside(fact: Fact) -> None:
 def key_back(fact: Fact, forgetting: Forgetting) -> None:
     """On the undo of ``forgetting``: a restored fact set aside takes its key back.
 
-    When the agent stated the key meanwhile (a fact with nothing of the owner's), the
+    When the key's holder was taken by another forget meanwhile, that one moves aside in
+    its turn. When the agent stated the key meanwhile (a fact with nothing of the owner's), the
     restored fact takes it and the agent's statement becomes a restatement of it, under
     the usual rule (the agent never overwrites what the owner set). When the owner
     stated it, the owner's newer fact keeps the key and the restored one stays under
@@ -115,6 +116,10 @@ def key_back(fact: Fact, forgetting: Forgetting) -> None:
         return
     key = fact.key[: -len(suffix)]
     holder = Fact.all_objects.filter(key=key).first()
+    if holder is not None and holder.forgetting_id is not None:
+        # Taken by another forget meanwhile: it waits aside in its turn.
+        set_aside(holder)
+        holder = None
     if holder is not None and (holder.owner_fields or holder.forgotten or holder.kind != fact.kind):
         return
     stated = None

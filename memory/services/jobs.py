@@ -61,6 +61,15 @@ class JobLeaseLost(Exception):
     """Our lease ended (a restart voided it, or the run outlasted LEASE): another run owns the job."""
 
 
+class JobWait(Exception):
+    """Raised by a handler whose job cannot run yet (what it reads is held, e.g. by a
+    forget that can still be undone): back in the queue until ``until``, attempts untouched."""
+
+    def __init__(self, message: str, *, until: datetime) -> None:
+        super().__init__(message)
+        self.until = until
+
+
 def _handler(kind: str):
     module, _, name = HANDLERS[kind].partition(":")
     return getattr(importlib.import_module(module), name)
@@ -162,6 +171,9 @@ def job_run(job_id: int) -> str:
     except LlmNotConfigured as exc:
         _wait(mine, exc, WAIT_FOR_CONFIGURATION)
         return "waiting"
+    except JobWait as exc:
+        _wait(mine, exc, max(exc.until - timezone.now(), timedelta(0)))
+        return "waiting"
     except (StoreUnavailable, LlmUnavailable) as exc:
         # A store or the LLM that is down delays the job, never fails it: it waits longer
         # as the outage lasts, its attempts untouched (they count the job's own failures).
@@ -202,6 +214,24 @@ def jobs_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> int:
     Job.objects.filter(pk__in=ids).update(queued_at=now)
     for job_id in ids:
         _send(job_id)
+    return len(ids)
+
+
+def jobs_retry_failed() -> int:
+    """Give the failed jobs a new round of attempts (``memory_doctor --fix``, once the cause
+    is fixed: an LLM account refilled, a bug repaired); the sweep sends them."""
+    return Job.objects.filter(state=JobState.FAILED).update(
+        state=JobState.QUEUED, attempts=0, run_after=None, queued_at=None, finished_at=None
+    )
+
+
+def jobs_send(keys: list[str]) -> int:
+    """Make these queued jobs due now and send them (after the caller's commit)."""
+    jobs = Job.objects.filter(key__in=keys, state=JobState.QUEUED)
+    ids = list(jobs.values_list("id", flat=True))
+    jobs.update(run_after=None, queued_at=timezone.now())
+    for job_id in ids:
+        transaction.on_commit(lambda job_id=job_id: _send(job_id))
     return len(ids)
 
 

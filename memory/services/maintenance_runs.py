@@ -66,6 +66,7 @@ def doctor_run(
     *, collection: str = "all", fix: bool = False, progress: Progress | None = None
 ) -> Outcome:
     from memory.selectors import job_stats_get
+    from memory.services.jobs import jobs_retry_failed
     from memory.services.maintenance import memory_doctor
 
     reports = memory_doctor(collection=collection, fix=fix)
@@ -93,7 +94,10 @@ def doctor_run(
     jobs = job_stats_get()
     for job in jobs["failed"][:5]:
         lines.append(f"tâche de fond en échec {job['key']} : {job['error']}")
-    healthy = all(r.healthy or r.fixed for r in reports) and not jobs["failed"]
+    retried = jobs_retry_failed() if fix else 0
+    if retried:
+        lines.append(f"{retried} tâche(s) de fond en échec relancée(s)")
+    healthy = all(r.healthy or r.fixed for r in reports) and (retried or not jobs["failed"])
     lines.append(
         "Tout est cohérent." if healthy else "Des différences restent : relancez avec --fix."
     )

@@ -167,10 +167,11 @@ def _redact_jobs(*, items: set[str], terms: Iterable[str]) -> None:
         exchange_gone = Message.objects.filter(pk__in=ids).count() != len(ids)
         if payload.get("tool_results"):
             payload["tool_results"] = []
-        if payload.get("candidates"):
-            payload["candidates"] = [
-                c for c in payload["candidates"] if not exchange_gone and not taken(c)
-            ]
+        if exchange_gone:
+            # Asked again if an undo gives the exchange back (the job waits for it).
+            payload.pop("candidates", None)
+        elif payload.get("candidates"):
+            payload["candidates"] = [c for c in payload["candidates"] if not taken(c)]
         if payload != job.payload:
             Job.objects.filter(pk=job.pk).update(payload=payload)
 

@@ -35,7 +35,12 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import QuerySet
 
-from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
+from memory.exceptions import (
+    DimensionMismatch,
+    EmbeddingInvalid,
+    MemoryServiceError,
+    StoreUnavailable,
+)
 from memory.models import (
     KIND_CATEGORIES,
     Actor,
@@ -221,7 +226,7 @@ def agent_item_search(
     hits: list[AgentItemHit] = []
     try:
         hits = _semantic(kind=kind, query=query, active=active, limit=limit)
-    except (StoreUnavailable, DimensionMismatch) as exc:
+    except (StoreUnavailable, DimensionMismatch, EmbeddingInvalid) as exc:
         logger.warning("self search: semantic search unavailable (%s)", exc)
     if hits:
         return hits, "semantic"
@@ -356,7 +361,7 @@ def _decide(*, kind: str, category: str, key: str, content: str, use_llm: bool):
             return "SUPERSEDE", contradicted, "rule"
     try:
         candidates = fact_candidates(key=key, value=content, kind=kind)
-    except (StoreUnavailable, DimensionMismatch) as exc:
+    except (StoreUnavailable, DimensionMismatch, EmbeddingInvalid) as exc:
         logger.warning("self dedup: candidates unavailable (%s): adding %s", exc, key)
         candidates = []
     if not candidates:

@@ -12,6 +12,7 @@ from agent.extraction import exchange_facts_save
 from memory.models import Fact, Message
 from memory.services.facts import fact_forget, fact_store
 from memory.services.forgetting import forget_exchange_exclude, topic_forget
+from memory.services.jobs import JobWait
 from memory.services.search import memory_search
 from memory.stores.fts import fts_search_facts
 from tests.fakes.anthropic import text_message
@@ -72,9 +73,9 @@ def test_an_exchange_forgotten_while_the_llm_reads_it_gives_no_fact(world, monke
         return found
 
     monkeypatch.setattr(extraction, "facts_extract", extract_then_forget)
-    report = exchange_facts_save(message_ids=[asked.id], reply_id=reply.id, channel="whatsapp")
-
-    assert report.skipped == "messages gone" and report.stored == 0
+    # Nothing stored; the job waits for the undo (which would give the exchange back).
+    with pytest.raises(JobWait):
+        exchange_facts_save(message_ids=[asked.id], reply_id=reply.id, channel="whatsapp")
     assert not Fact.all_objects.filter(value__contains="Zanzibar").exists()
 
 

@@ -139,3 +139,21 @@ def test_a_late_extraction_under_another_key_does_not_bring_a_forgotten_fact_bac
     new = message_save(channel="whatsapp", role="user", content=f"Finalement, {SECRET} en août")
     result = fact_remember(key="vacances_zanzibar", value=value, source_message_id=new.id)
     assert result.action == "added"
+
+
+def test_an_undo_gives_the_key_back_when_another_forget_took_the_agents_restatement(
+    vector_store, local_embedder
+):
+    fact, _ = fact_store(key="voyage_ete", value="Voyage à Lisbonne du 3 au 17 août")
+    first = topic_forget(topic="Lisbonne", actor="user")
+    # The agent states the key again meanwhile (a new fact), which a second forget takes.
+    fact_remember(key="voyage_ete", value="Voyage à Porto en septembre", actor=Actor.AGENT)
+    second = topic_forget(topic="Porto", actor="user")
+    assert second.counts["facts"] == 1
+    forgetting_restore(forgetting_id=first.forgetting_id, actor="user")
+    assert Fact.objects.get(pk=fact.pk).key == "voyage_ete"
+    porto = Fact.all_objects.get(value__contains="Porto")
+    assert porto.key == f"voyage_ete (oubli n° {second.forgetting_id})"  # waits aside
+    forgettings_purge(now=timezone.now() + timedelta(days=30))
+    assert Fact.objects.get(key="voyage_ete").pk == fact.pk
+    assert not Fact.all_objects.filter(value__contains="Porto").exists()

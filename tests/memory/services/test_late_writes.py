@@ -123,15 +123,20 @@ def test_a_fact_the_owner_forgot_comes_back_when_a_later_message_states_it_again
     assert not Fact.all_objects.get(pk=fact.pk).forgotten  # news after the forget
 
 
-def test_a_late_supersede_leaves_an_item_the_owner_rewrote_whole(
-    vector_store, local_embedder, fake_anthropic, monkeypatch
-):
-    old = agent_item_store(
+def _pdf_limitation():
+    """The agent states a limitation of its own (the rules decide: no LLM call)."""
+    return agent_item_store(
         kind=FactKind.SELF,
         category="limitation",
         content="Je ne peux pas lire les PDF",
         use_llm=False,
-    ).item
+    )
+
+
+def test_a_late_supersede_leaves_an_item_the_owner_rewrote_whole(
+    vector_store, local_embedder, fake_anthropic, monkeypatch
+):
+    old = _pdf_limitation().item
     llm_json = agent.client.llm_json
 
     def owner_rewrites_meanwhile(**kwargs):
@@ -211,3 +216,23 @@ def test_a_value_the_owner_rewrote_does_not_expire_with_the_agents_ttl(owner_api
     assert (parking.forgotten, parking.expires_at) == (False, None)
     assert parking.value == "Garé au niveau -3, place 42"
     assert Fact.all_objects.get(key="train").forgotten
+
+
+@pytest.mark.parametrize("rewritten", [True, False], ids=["text-and-category", "category-alone"])
+def test_the_agent_restating_a_self_item_leaves_the_category_the_owner_gave_it(
+    vector_store, local_embedder, rewritten
+):
+    """The owner moved the agent's limitation to a preference (rewording it or not); the
+    agent states its first words again (same key): the owner's category stays."""
+    item = _pdf_limitation().item
+    value = "Je préfère ne pas lire les PDF" if rewritten else item.value
+    fact_update(fact=item, actor=Actor.USER, value=value, category="preference")
+    _pdf_limitation()
+    after = Fact.all_objects.get(pk=item.pk)
+    assert (after.value, after.category) == (value, "preference")
+    # An item the owner never touched still follows what the agent learns.
+    other = agent_item_store(
+        kind=FactKind.SELF, category="limitation", content="Je ne peux pas envoyer de SMS"
+    ).item
+    fact_update(fact=other, actor=Actor.AGENT, category="capability")
+    assert Fact.all_objects.get(pk=other.pk).category == "capability"
