@@ -1,12 +1,14 @@
 """The memory's promises as invariants, under any order of events (hypothesis stateful).
 
 Rules are what users and workers do: store, restate, edit, forget, restore,
-expire, forget a topic and undo it, and the indexing tasks run out of order,
+expire, chat (an outside agent's exchange may hold a tool result), state a fact
+about the topic, forget the topic, undo it or purge it, and the indexing tasks run out of order,
 twice, late, lost, or raced by a second worker holding the same row. Against
 the real SQLite (FTS5) and the real embedded Qdrant with the bundled embedder.
 
 After every step: nothing forgotten is reachable by a read path, and no owner
-edit was lost. At each settle point (the sweep and the queued tasks drained):
+edit was lost; after a topic forget no row about it is left in memory, and its
+undo gives back forgotten what the owner had forgotten alone. At each settle point (the sweep and the queued tasks drained):
 T1 and Qdrant agree row by row and version by version, and nothing is pending.
 
 CI runs a bounded number of examples; HYPOTHESIS_PROFILE=slow runs many more.
@@ -40,6 +42,7 @@ VALUES = {
     "chien": ("Le chien s'appelle Filou", "Le chien s'appelle Rex"),
 }
 SECRET = "Zanzibar"
+TRIP = "voyage_ete"  # a fact about the topic
 PROFILES = {
     "ci": settings(max_examples=40, stateful_step_count=40, deadline=None),
     "slow": settings(max_examples=200, stateful_step_count=60, deadline=None),
@@ -58,7 +61,7 @@ class MemoryMachine(RuleBasedStateMachine):
         for collection in (CONVERSATIONS, KNOWLEDGE):
             self.store.drop_collection(collection)
         QUEUE.clear()
-        self.owner_importance: dict[str, float] = {}  # what the owner set, last
+        self.owner_importance: dict[int, float] = {}  # per fact: what the owner set, last
         self.forgotten_topics: list[int] = []
         STATS["examples"] += 1
 
@@ -83,9 +86,9 @@ class MemoryMachine(RuleBasedStateMachine):
         fact = Fact.objects.filter(key=key).first()
         if fact is not None and not fact.forgotten:
             fact_update(fact=fact, actor="user", importance=importance)
-            self.owner_importance[key] = importance
+            self.owner_importance[fact.pk] = importance
 
-    @rule(key=st.sampled_from(KEYS))
+    @rule(key=st.sampled_from((*KEYS, TRIP)))
     def forget(self, key):
         from memory.services.facts import fact_forget
 
@@ -93,11 +96,13 @@ class MemoryMachine(RuleBasedStateMachine):
         if fact is not None:
             fact_forget(fact=fact, actor="user")
 
-    @rule(key=st.sampled_from(KEYS))
+    @rule(key=st.sampled_from((*KEYS, TRIP)))
     def restore(self, key):
         from memory.services.facts import fact_restore
 
         fact = Fact.objects.filter(key=key).first()
+        for _, alone in self.forgotten_topics:
+            alone.discard(fact and fact.pk)  # the owner gives it back: not forgotten alone
         if fact is not None:
             fact_restore(fact=fact, actor="user")
             self._refresh_owner(key)
@@ -109,28 +114,66 @@ class MemoryMachine(RuleBasedStateMachine):
         Fact.objects.filter(key=key).update(expires_at=timezone.now() - timedelta(seconds=1))
         expired_purge()
 
-    @rule(secret=st.booleans())
-    def chat(self, secret):
+    @rule(secret=st.booleans(), tool=st.sampled_from([None, "plain", "secret"]))
+    def chat(self, secret, tool):
+        """An exchange; an outside agent's may hold a tool result between question and reply."""
         from memory.services.messages import message_save
 
         text = f"Le voyage à {SECRET} est en août" if secret else "Le potager demande de l'eau"
         question = message_save(channel="whatsapp", role="user", content=text)
+        if tool is not None:
+            found = f"agenda : voyage à {SECRET}" if tool == "secret" else "agenda : vol AF 1234"
+            message_save(channel="whatsapp", role="tool", source="tool", content=found)
         message_save(channel="whatsapp", role="assistant", content="Noté.", reply_to_id=question.id)
+
+    @rule(agent=st.booleans())
+    def store_trip(self, agent):
+        """A fact about the topic, by the owner or restated by the agent."""
+        from memory.services.dedup import fact_remember
+        from memory.services.facts import fact_store
+
+        value = f"Voyage à {SECRET} en août avec Sophie"
+        for _, alone in self.forgotten_topics:
+            alone.clear()  # stated again: news that may bring it back (the restatement rules)
+        if agent:
+            fact_remember(key=TRIP, value=value, actor="agent")
+        else:
+            fact_store(key=TRIP, value=value, actor="user")
 
     @rule()
     def forget_topic(self):
         from memory.services.forgetting import topic_forget
 
+        alone = set(
+            Fact.all_objects.filter(
+                forgotten=True, forgetting__isnull=True, value__contains=SECRET
+            ).values_list("pk", flat=True)
+        )
         result = topic_forget(topic=f"voyage {SECRET}", actor="user")
         if result.forgetting_id:
-            self.forgotten_topics.append(result.forgetting_id)
+            self.forgotten_topics.append((result.forgetting_id, alone))
+        # Every row about the topic left, whatever path stored it (tool results inside an
+        # exchange, a fact forgotten alone and still restorable).
+        assert not Message.objects.filter(content__contains=SECRET).exists()
+        assert not Fact.all_objects.filter(forgetting__isnull=True, value__contains=SECRET).exists()
 
     @precondition(lambda self: self.forgotten_topics)
     @rule()
     def undo_topic(self):
         from memory.services.forgetting import forgetting_restore
 
-        forgetting_restore(forgetting_id=self.forgotten_topics.pop(), actor="user")
+        forgetting_id, alone = self.forgotten_topics.pop()
+        forgetting_restore(forgetting_id=forgetting_id, actor="user")
+        # What the owner had forgotten alone before the topic comes back forgotten.
+        assert all(Fact.all_objects.get(pk=pk).forgotten for pk in alone)
+
+    @rule()
+    def purge_topics(self):
+        """The end of every undo window: what the forgets took is gone for good."""
+        from memory.services.forgetting import forgettings_purge
+
+        forgettings_purge(now=timezone.now() + timedelta(days=30))
+        self.forgotten_topics.clear()
 
     # --- workers ------------------------------------------------------------------------
 
@@ -171,7 +214,7 @@ class MemoryMachine(RuleBasedStateMachine):
                 fact = Fact.all_objects.filter(pk=row_id, forgotten=False).first()
                 if fact is not None:
                     fact_update(fact=fact, actor="user", importance=0.7)
-                    self.owner_importance[fact.key] = 0.7
+                    self.owner_importance[fact.pk] = 0.7
             elif meanwhile == "forget" and kind == "fact":
                 from memory.services.facts import fact_forget
 
@@ -215,7 +258,7 @@ class MemoryMachine(RuleBasedStateMachine):
     def _refresh_owner(self, key):
         fact = Fact.objects.filter(key=key).first()
         if fact is not None and "importance" in (fact.owner_fields or []):
-            self.owner_importance[key] = fact.importance
+            self.owner_importance[fact.pk] = fact.importance
 
     @invariant()
     def nothing_forgotten_is_reachable(self):
@@ -225,17 +268,20 @@ class MemoryMachine(RuleBasedStateMachine):
         hits = memory_search(query=f"voyage {SECRET}", mode="text")
         hits += memory_search(query=f"voyage {SECRET} en août", mode="semantic", limit=20)
         reachable = " ".join(h.excerpt for h in hits)
-        topic_live = Message.objects.filter(content__contains=SECRET).exists()
+        topic_live = (
+            Message.objects.filter(content__contains=SECRET).exists()
+            or Fact.objects.filter(forgotten=False, value__contains=SECRET).exists()
+        )
         assert topic_live or SECRET not in reachable
         forgotten = set(Fact.all_objects.filter(forgotten=True).values_list("pk", flat=True))
         assert not {int(h.id) for h in hits if h.kind == "fact"} & forgotten
 
     @invariant()
     def no_owner_edit_is_lost(self):
-        for key, importance in self.owner_importance.items():
-            fact = Fact.all_objects.filter(key=key).first()
+        for pk, importance in self.owner_importance.items():
+            fact = Fact.all_objects.filter(pk=pk).first()  # a purge may have ended it
             if fact is not None:
-                assert fact.importance == importance, (key, fact.importance, importance)
+                assert fact.importance == importance, (fact.key, fact.importance, importance)
 
     def _check_agreement(self):
         from memory.services.index_documents import KINDS, desired, model_for
