@@ -12,7 +12,7 @@ from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -55,6 +55,9 @@ from memory.services.self_memory import agent_item_store
 from memory.services.settings import memory_settings_update
 
 EMPTY_PATCH_MESSAGE = "Aucun champ à modifier."
+FORGOTTEN_EDIT_MESSAGE = (
+    "Le fait « {key} » a été oublié : seul le propriétaire peut le restaurer ou le modifier."
+)
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 
@@ -225,7 +228,11 @@ class FactDetailApi(MemoryApi):
         body.is_valid(raise_exception=True)
         if not body.validated_data:
             raise ValidationError({"non_field_errors": [EMPTY_PATCH_MESSAGE]})
-        fact = fact_update(fact=fact, actor=self.actor(request), **body.validated_data)
+        actor = self.actor(request)
+        if fact.forgotten and actor == Actor.AGENT:
+            # An edit revives a forgotten fact: that undo is the owner's, as …/restore.
+            raise PermissionDenied(FORGOTTEN_EDIT_MESSAGE.format(key=fact.key))
+        fact = fact_update(fact=fact, actor=actor, **body.validated_data)
         return Response(FactOutputSerializer(fact).data)
 
     @extend_schema(

@@ -236,3 +236,26 @@ def test_the_agent_restating_a_self_item_leaves_the_category_the_owner_gave_it(
     ).item
     fact_update(fact=other, actor=Actor.AGENT, category="capability")
     assert Fact.all_objects.get(pk=other.pk).category == "capability"
+
+
+def test_the_agents_token_cannot_bring_back_by_an_edit_a_fact_the_owner_forgot(
+    owner_api, agent_api
+):
+    """Undoing a forget is the owner's (POST …/restore answers the agent 403): a PATCH of
+    any field by the agent's token is refused the same, and the fact stays forgotten."""
+    created = owner_api.post(
+        "/api/v1/memory/facts", {"key": "ex_address", "value": "Rue Victor Hugo"}, format="json"
+    )
+    assert created.status_code == 201, created.content
+    assert owner_api.delete("/api/v1/memory/facts/ex_address").status_code == 204
+    assert agent_api.post("/api/v1/memory/facts/ex_address/restore").status_code == 403
+    response = agent_api.patch(
+        "/api/v1/memory/facts/ex_address", {"importance": 0.4}, format="json"
+    )
+    assert response.status_code == 403 and "oublié" in response.json()["message"]
+    assert Fact.all_objects.get(key="ex_address").forgotten
+    # The owner's own edit of it is a restore, as before.
+    response = owner_api.patch(
+        "/api/v1/memory/facts/ex_address", {"importance": 0.4}, format="json"
+    )
+    assert response.status_code == 200 and not Fact.objects.get(key="ex_address").forgotten
