@@ -45,6 +45,19 @@ SMALL_TALK = frozenset(
     """.split()
 )
 
+# Politeness made of words that name a topic elsewhere ("un souci de freins", "rien à
+# signaler"): small talk only as a whole phrase (folded, FR and EN).
+SMALL_TALK_PHRASES = tuple(
+    tuple(fold(word) for word in phrase.split())
+    for phrase in """
+    pas de souci|pas de soucis|aucun souci|sans souci|pas de probleme|aucun probleme
+    pas de pb|de rien|avec plaisir|je vois|ok je vois|ca roule|ca me va|entendu
+    no worries|no problem|no prob|great thanks|great|sounds good|got it|you're welcome
+    my pleasure|all good|i see|makes sense
+    """.replace("\n", "|").split("|")
+    if phrase.strip()
+)
+
 # Neutral sentences, unrelated to any owner: a query's background closeness.
 REFERENCE_TEXTS = (
     "Le train de 8h12 a été supprimé à cause d'une grève.",
@@ -127,8 +140,19 @@ def _content_words_cached(text: str) -> tuple[str, ...]:
 
 
 def is_small_talk(text: str) -> bool:
-    """True when a message names no topic at all ("ok", "merci !", "👍", "Bonne nuit")."""
-    return not content_words(text)
+    """True when a message names no topic at all ("ok", "merci !", "👍", "Bonne nuit",
+    "pas de souci", "No worries")."""
+    words = content_words(text)
+    if not words:
+        return True
+    if len(text) > 80:
+        return False
+    folded = [fold(word) for word in text.replace("'", " ").replace("’", " ").split()]
+    folded = [w.strip('.,;:!?…"()') for w in folded]
+    spoken = " " + " ".join(w for w in folded if w) + " "
+    for phrase in SMALL_TALK_PHRASES:
+        spoken = spoken.replace(" " + " ".join(phrase) + " ", " ")
+    return not content_words(spoken)
 
 
 def _reference_matrix(embedder):

@@ -48,7 +48,9 @@ def block_fill(
     result.core = [fact_dict(f, now, tz) for f in core]
     result.memories = [memory_dict(c, entry, now, tz) for c, entry in kept]
     try:
-        carried = carried_memories(recent_ids, kept, seen, now, hydrated)
+        # A core fact is in the block already: carried, it would be there twice.
+        core_ids = {f"fact:{fact.pk}" for fact in core}
+        carried = carried_memories(recent_ids - core_ids, kept, seen, now, hydrated)
     except Exception as exc:  # never raise from the pre-hook
         result.failed_sources["carried"] = failure_text(exc)
         carried = []

@@ -212,11 +212,13 @@ def _retrieve(
             result.failed_sources[SOURCE_LIVE] = failure_text(exc)
 
     # The relevance gate: does any source's evidence say the memory holds this topic?
+    # Two sources agreeing on the channel's own history (dropped below as seen) say
+    # nothing about what the memory holds: only unseen ids count as agreement.
     if (embedder is not None or semantic is None) and not gate_passes(
         margin=semantic["margin"] if semantic is not None else None,
         gate_margin=embedder.gate_margin if embedder is not None else 1.0,
-        semantic_ids=[i for i, _ in ranked.get(SOURCE_SEMANTIC, [])],
-        keyword_ids=[i for i, _ in ranked.get(SOURCE_KEYWORDS, [])],
+        semantic_ids=_unseen(ranked.get(SOURCE_SEMANTIC, []), seen),
+        keyword_ids=_unseen(ranked.get(SOURCE_KEYWORDS, []), seen),
     ):
         # Nothing new about this message; what the last turns found is still carried.
         result.gate = "off_topic"
@@ -446,6 +448,15 @@ def _finish(result: RetrievalResult, started: float, *, log: bool) -> RetrievalR
     result.total_ms = elapsed_ms(started)
     result.timings_ms["total"] = result.total_ms
     return result
+
+
+def _unseen(ranked: list, seen) -> list[str]:
+    """The ranked ids that are not an exchange of the channel's history."""
+    return [
+        item
+        for item, _ in ranked
+        if not (item.startswith("message:") and int(item[8:]) in seen.message_ids)
+    ]
 
 
 class _Gated(Exception):
