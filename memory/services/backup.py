@@ -37,6 +37,7 @@ MANIFEST_FILE = "backup.json"
 MEMORY_TABLES = ("core_memory", "messages", "memory_summary")
 
 BACKUP_EXISTS = "Le dossier {dir} contient déjà une sauvegarde : choisissez un autre dossier."
+BACKUP_DIRECTORY = "Impossible de créer le dossier de sauvegarde {dir} : {detail}"
 NOT_A_BACKUP = "Pas de sauvegarde Makilab dans {dir} (fichier {file} absent ou illisible)."
 BAD_BACKUP = "La sauvegarde {file} est abîmée : {error}."
 TARGET_NOT_EMPTY = (
@@ -107,7 +108,10 @@ def memory_backup(*, directory: Path) -> BackupReport:
     target = directory / DATABASE_FILE
     if target.exists() or (directory / MANIFEST_FILE).exists():
         raise MemoryServiceError(BACKUP_EXISTS.format(dir=directory))
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file there, or under it; no permission
+        raise MemoryServiceError(BACKUP_DIRECTORY.format(dir=directory, detail=exc)) from exc
     source = _connect(database_path())
     copy = sqlite3.connect(target)
     try:

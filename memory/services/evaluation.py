@@ -25,6 +25,7 @@ from pathlib import Path
 
 from django.test.utils import override_settings
 
+from memory.exceptions import MemoryServiceError
 from memory.models import (
     Fact,
     IndexState,
@@ -56,9 +57,24 @@ class ModeScore:
     negative_tokens: float = 0.0
 
 
+DATASET_UNREADABLE = "Jeu d'évaluation illisible ({path}) : {detail}"
+DATASET_SHAPE = "un objet JSON avec les listes « memories » et « questions » est attendu"
+
+
 def dataset_load(path: Path = DATASET_PATH) -> dict:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    """The dataset, or MemoryServiceError (French) when it is not one."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise MemoryServiceError(DATASET_UNREADABLE.format(path=path, detail=exc)) from exc
+    if not (
+        isinstance(data, dict)
+        and isinstance(data.get("memories"), list)
+        and isinstance(data.get("questions"), list)
+    ):
+        raise MemoryServiceError(DATASET_UNREADABLE.format(path=path, detail=DATASET_SHAPE))
+    return data
 
 
 def _dt(value: str) -> datetime:

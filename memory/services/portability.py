@@ -212,4 +212,8 @@ def parse_since(value: str) -> datetime:
         parsed = None
     if parsed is None:
         raise ValueError(BAD_SINCE.format(value=value))
+    from memory.services.search import DATE_RANGE_MESSAGE, date_in_range
+
+    if not date_in_range(parsed):
+        raise ValueError(f"--since : {DATE_RANGE_MESSAGE}")
     return timezone.make_aware(parsed) if timezone.is_naive(parsed) else parsed

@@ -21,7 +21,7 @@ from memory.models import Actor, Fact
 
 FIELDS = ("kind", "category", "content")
 LINE_ERROR = "{where} : {detail}"
-NOT_OBJECT = 'un objet JSON {{"kind", "category", "content"}} est attendu'
+NOT_OBJECT = 'un objet JSON {"kind", "category", "content"} est attendu'
 BAD_JSON = "JSON invalide ({detail})"
 MISSING = "champ « {name} » manquant"
 UNKNOWN = "champ inconnu « {name} » (attendus : kind, category, content)"

@@ -23,12 +23,23 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, mode, dataset, tags, misses, **options):
-        from memory.services.evaluation import DATASET_PATH, MODES, evaluation_run, scores_table
+        from memory.exceptions import MemoryServiceError
+        from memory.services.evaluation import (
+            DATASET_PATH,
+            MODES,
+            dataset_load,
+            evaluation_run,
+            scores_table,
+        )
 
         path = dataset or DATASET_PATH
         if not path.exists():
             raise CommandError(f"Jeu d'évaluation introuvable : {path}")
         modes = MODES if mode == "all" else (mode,)
+        try:
+            dataset_load(path)  # a French error before any work
+        except MemoryServiceError as exc:
+            raise CommandError(str(exc)) from exc
         scores = evaluation_run(modes=modes, path=path, out=self.stdout.write)
         self.stdout.write(scores_table(scores))
         for score in scores:

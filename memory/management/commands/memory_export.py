@@ -34,6 +34,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         if not file.parent.is_dir():
             raise CommandError(f"Dossier introuvable : {file.parent}")
+        if file.is_dir():
+            raise CommandError(f"C'est un dossier, pas un fichier : {file}")
         counts = memory_export(path=file, since=since_at)
         parts = ", ".join(f"{counts.get(t, 0)} {label}" for t, label in TYPE_LABELS.items())
         self.stdout.write(f"Export écrit dans {file} : {parts}, réglages.")

@@ -1,0 +1,59 @@
+"""Management commands given wrong arguments answer a French CommandError, never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import CommandError, call_command
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _french_command_error(*args):
+    try:
+        call_command(*args)
+    except CommandError as exc:
+        return str(exc)
+    except SystemExit as exc:
+        raise AssertionError(f"{args}: SystemExit {exc}") from exc
+    except Exception as exc:  # a traceback for the operator
+        raise AssertionError(f"{args}: traceback {type(exc).__name__}: {exc}") from exc
+    raise AssertionError(f"{args}: no error at all")
+
+
+def test_export_into_a_directory_is_a_command_error(tmp_path):
+    _french_command_error("memory_export", str(tmp_path))
+
+
+def test_export_since_year_one_is_a_command_error(tmp_path):
+    _french_command_error("memory_export", "--since", "0001-01-01", str(tmp_path / "x.jsonl"))
+
+
+def test_backup_onto_an_existing_file_is_a_command_error(tmp_path):
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    _french_command_error("memory_backup", str(target))
+
+
+def test_backup_under_a_file_is_a_command_error(tmp_path):
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    _french_command_error("memory_backup", str(target / "sub"))
+
+
+def test_eval_with_a_non_utf8_dataset_is_a_command_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"\xff\xfe\x00garbage")
+    _french_command_error("memory_eval", "--dataset", str(bad))
+
+
+def test_eval_with_a_dataset_of_the_wrong_shape_is_a_command_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('"just a string"')
+    _french_command_error("memory_eval", "--dataset", str(bad))
+
+
+def test_seed_self_error_message_has_no_format_escapes(tmp_path):
+    bad = tmp_path / "seed.json"
+    bad.write_text('"just a string"')
+    message = _french_command_error("memory_seed_self", str(bad))
+    assert "{{" not in message, f"raw format escape in the French message: {message!r}"
