@@ -128,14 +128,30 @@ class Seen:
 
     message_ids: frozenset[int] = frozenset()
     summary_id: int | None = None
+    # The content words of each history message (relevance.content_words).
+    said: tuple[frozenset[str], ...] = ()
 
     def covers(self, candidate: Candidate) -> bool:
         if candidate.kind == "exchange":
             # Only an exchange received whole: a half is still worth injecting.
             return set(candidate.row_ids) <= self.message_ids
+        if candidate.kind == "fact":
+            # A fact whose value a history message already says word for word (drawn
+            # from it, say); once its value changes it says something new.
+            words = _value_words(candidate.text)
+            return bool(words) and any(words <= message for message in self.said)
         return candidate.kind == "summary" and candidate.row_ids == (self.summary_id,)
+
+
+def _value_words(line: str) -> frozenset[str]:
+    from memory.services.relevance import content_words
+
+    return frozenset(content_words(line.split(FACT_LINE_SEPARATOR, 1)[-1]))
+
+
+FACT_LINE_SEPARATOR = " : "
 
 
 def fact_line(key: str, value: str) -> str:
     """How a fact reads in the block: its key as words, then its value."""
-    return f"{key.replace('_', ' ')} : {value}"
+    return f"{key.replace('_', ' ')}{FACT_LINE_SEPARATOR}{value}"

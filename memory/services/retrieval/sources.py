@@ -24,6 +24,7 @@ from memory.models import (
     MessageSource,
     Summary,
 )
+from memory.services.relevance import content_words
 from memory.services.retrieval.candidates import Seen
 from memory.services.retrieval.facts_view import FactsView, facts_view
 from memory.services.retrieval.result import elapsed_ms
@@ -263,6 +264,7 @@ def t1_context(
     seen = Seen(
         message_ids=frozenset(m.pk for m in history),
         summary_id=summary_ids[0] if summary_ids else None,
+        said=tuple(frozenset(content_words(m.content)) for m in history),
     )
     return T1Context(history, seen, list(facts.core), ranked, facts)
 

@@ -118,3 +118,23 @@ def test_the_channels_own_history_does_not_open_the_gate_to_an_off_topic_questio
     # A question about something the history and the memory both hold still passes.
     asked = auto_retrieve(message="Où en est le souci de freins ?", channel="mission_control")
     assert "freins" in asked.prompt_block
+
+
+def test_a_fact_saying_what_the_history_already_says_is_not_injected_again(world):
+    """The history holds the owner's message; the fact drawn from it says the same words.
+    Once the owner changes the fact, it says something new and is injected."""
+    question = _exchange("whatsapp", "Le code du portail est 4821", "C'est noté.")
+    fact = fact_store(
+        key="gate_code", value="Le code du portail est 4821", source_message_id=question.id
+    )[0]
+    Fact.all_objects.update(created_at="2026-01-01T00:00:00Z")
+    _index_all()
+    result = auto_retrieve(message="c'est quoi le code du portail déjà ?", channel="whatsapp")
+    assert question.pk in [m.pk for m in result.history]
+    assert f"fact:{fact.pk}" not in [m["id"] for m in result.memories], result.prompt_block
+    from memory.services.facts import fact_update
+
+    fact_update(fact=fact, actor="user", value="Le code du portail est 4822")
+    _index_all()
+    result = auto_retrieve(message="c'est quoi le code du portail déjà ?", channel="whatsapp")
+    assert "4822" in result.prompt_block
