@@ -1,0 +1,147 @@
+"""What a forget takes, as the owner sees it before (the plan: its dry run and the
+confirmation's ids) and as the agent is told after (the result: counts only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from memory.models import FactRevision
+from memory.services.forgetting_select import EXCERPT_CHARS, Selection, topic_terms
+from memory.services.search_hits import excerpt
+
+
+@dataclass
+class ForgetPlan:
+    """What a forget takes (or would take: the dry run)."""
+
+    topic: str
+    selection: str
+    exchanges: list[dict] = field(default_factory=list)
+    facts: list[dict] = field(default_factory=list)
+    summaries: list[dict] = field(default_factory=list)
+    history: list[dict] = field(default_factory=list)  # lines of facts it leaves
+    messages: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.exchanges or self.facts or self.summaries or self.history)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "exchanges": len(self.exchanges),
+            "messages": self.messages,
+            "facts": len(self.facts),
+            "summaries": len(self.summaries),
+            "history": len(self.history),
+        }
+
+    def item_ids(self) -> list[str]:
+        """The ids a confirmation sends back (topic_forget's ``only``)."""
+        return (
+            [f"message:{e['id']}" for e in self.exchanges]
+            + [f"fact:{f['id']}" for f in self.facts]
+            + [f"summary:{s['id']}" for s in self.summaries]
+            + [f"revision:{h['id']}" for h in self.history]
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "topic": self.topic,
+            "selection": self.selection,
+            "counts": self.counts(),
+            "ids": self.item_ids(),
+            "exchanges": self.exchanges,
+            "facts": self.facts,
+            "summaries": self.summaries,
+            "history": self.history,
+        }
+
+    def as_text(self) -> str:
+        """The dry run, in French, for the owner (the tool shows it before a confirmation)."""
+        if self.empty:
+            return f"Rien à oublier sur « {self.topic} »."
+        lines = [f"Oublier « {self.topic} » prendrait :"]
+        lines.extend(f"- [{e['channel']}] {e['excerpt']}" for e in self.exchanges[:10])
+        lines.extend(f"- fait {f['key']} : {f['value'][:EXCERPT_CHARS]}" for f in self.facts[:20])
+        lines.extend(f"- résumé [{s['channel']}] {s['excerpt']}" for s in self.summaries[:5])
+        lines.extend(
+            f"- ancienne valeur du fait {h['key']} : {h['excerpt']}" for h in self.history[:10]
+        )
+        return "\n".join(lines)
+
+
+@dataclass
+class ForgetResult:
+    """What a forget took. Its text names no forgotten content (it goes to the LLM)."""
+
+    topic: str
+    forgetting_id: int | None
+    counts: dict[str, int]
+    purge_after: datetime | None
+    selection: str = "words"
+
+    @property
+    def empty(self) -> bool:
+        return not any(self.counts.get(k) for k in ("exchanges", "facts", "summaries"))
+
+    def as_dict(self) -> dict:
+        return {
+            "forgetting_id": self.forgetting_id,
+            "counts": self.counts,
+            "purge_after": self.purge_after.isoformat() if self.purge_after else None,
+            "selection": self.selection,
+        }
+
+    def as_text(self) -> str:
+        if self.empty:
+            return "Rien à oublier sur ce sujet."
+        c = self.counts
+        days = max(0, round((self.purge_after - timezone.now()) / timedelta(days=1)))
+        return (
+            f"C'est oublié : {c['exchanges']} échange(s), {c['facts']} fait(s) et "
+            f"{c['summaries']} résumé(s) ne sont plus dans la mémoire. Le propriétaire peut "
+            f"annuler cet oubli (n° {self.forgetting_id}) depuis la page Mémoire pendant "
+            f"{days} jour(s) ; ensuite il est définitif. Ne répète pas ce qui a été oublié."
+        )
+
+
+def plan_of(topic: str, chosen: Selection) -> ForgetPlan:
+    """What ``chosen`` takes, as the owner sees it (the dry run) and the forget records it."""
+    terms = topic_terms(topic)
+    plan = ForgetPlan(topic=topic, selection=chosen.selection, messages=len(chosen.message_ids))
+    plan.exchanges = [
+        {
+            "id": root.id,
+            "channel": root.channel,
+            "date": root.created_at.isoformat(),
+            "excerpt": excerpt(root.content, terms, size=EXCERPT_CHARS),
+            "score": chosen.scores.get(f"message:{root.id}"),
+        }
+        for root in sorted(chosen.exchanges.values(), key=lambda m: (m.created_at, m.id))
+    ]
+    plan.facts = [{"id": f.id, "key": f.key, "value": f.value} for f in chosen.facts]
+    plan.summaries = [
+        {"id": s.id, "channel": s.channel, "excerpt": excerpt(s.content, terms, size=EXCERPT_CHARS)}
+        for s in chosen.summaries
+    ]
+    plan.history = [
+        {
+            "id": line.id,
+            "key": line.fact.key,
+            "date": line.created_at.isoformat(),
+            "excerpt": excerpt(_line_text(line, terms), terms, size=EXCERPT_CHARS),
+        }
+        for line in chosen.revisions
+    ]
+    return plan
+
+
+def _line_text(line: FactRevision, terms: list[str]) -> str:
+    """The value of a history line that is about the topic (its old one, else its new one)."""
+    from memory.services.forgetting_select import contains_all
+
+    texts = (line.old_value, line.new_value, str(line.changes))
+    return next((text for text in texts if contains_all(text, terms)), line.old_value)
