@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponseRedirect
@@ -25,7 +26,13 @@ from memory.models import (
     Summary,
 )
 from memory.services.erasing import fact_erase, forgetting_erase
-from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
+from memory.services.facts import (
+    STATED_FIELDS,
+    fact_forget,
+    fact_restore,
+    fact_store,
+    fact_update,
+)
 from memory.services.forgetting import forgetting_restore
 
 
@@ -69,8 +76,30 @@ class FactRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
         return True
 
 
+KEY_TAKEN_MESSAGE = (
+    "La clé « {key} » est déjà prise par une autre mémoire (un fait pris par un oubli "
+    "encore annulable, ou un élément de l'agent) : choisissez-en une autre."
+)
+
+
+class FactAdminForm(forms.ModelForm):
+    """The owner's fact: its key must be free among every row, the ones the list hides too
+    (the model's own check reads Fact.objects, which hides them: the insert failed, a 500)."""
+
+    class Meta:
+        model = Fact
+        fields = ("key", *STATED_FIELDS)  # what an owner's write may state
+
+    def clean_key(self):
+        key = self.cleaned_data["key"]
+        if Fact.all_objects.filter(key=key).exclude(pk=self.instance.pk).exists():
+            raise forms.ValidationError(KEY_TAKEN_MESSAGE.format(key=key))
+        return key
+
+
 @admin.register(Fact)
 class FactAdmin(admin.ModelAdmin):
+    form = FactAdminForm
     list_display = (
         "key",
         "value",

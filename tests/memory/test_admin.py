@@ -313,3 +313,55 @@ def test_django_s_own_admin_messages_are_french(staff_client, rows):
     history = staff_client.get(reverse("admin:memory_memorysettings_history", args=[1]))
     assert _english(history.content.decode()) == set()
     assert "Modification de" in history.content.decode()  # "Changed max results." in French
+
+
+def _fact_form(fact, **over):
+    data = {
+        "key": fact.key,
+        "value": fact.value,
+        "memory_type": fact.memory_type,
+        "importance": str(fact.importance),
+        "subjects": "[]",
+        "source": fact.source,
+        "channel": fact.channel,
+        "expires_at_0": "",
+        "expires_at_1": "",
+        "revisions-TOTAL_FORMS": "0",
+        "revisions-INITIAL_FORMS": "0",
+        "revisions-MIN_NUM_FORMS": "0",
+        "revisions-MAX_NUM_FORMS": "1000",
+        "_save": "Enregistrer",
+    }
+    return {**data, **over}
+
+
+@pytest.mark.parametrize("holder", ["topic_forgotten", "agent_item"])
+@pytest.mark.parametrize("adding", [False, True], ids=["rename", "add"])
+def test_a_key_held_by_a_row_the_fact_list_hides_is_refused_in_french(staff_client, holder, adding):
+    """The key of a fact a topic forget took (still undoable) or of the agent's own item:
+    the form says it is taken (it answered 500: UNIQUE constraint, or the store's error)."""
+    from memory.services.forgetting import topic_forget
+    from memory.services.self_memory import agent_item_store
+
+    if holder == "topic_forgotten":
+        key = fact_store(key="marie_birthday", value="Marie est née le 3 mars")[0].key
+        topic_forget(topic="Marie", actor="user")
+    else:
+        key = agent_item_store(
+            kind="self", category="capability", content="Je peux lire le Lobby", actor="admin"
+        ).item.key
+    other = fact_store(key="paul_city", value="Paul habite Lyon")[0]
+    staff_client.raise_request_exception = False
+    if adding:
+        url = reverse("admin:memory_fact_add")
+        new = Fact(
+            key=key, value="autre chose", memory_type="fact", importance=0.5, source="manual"
+        )
+        response = staff_client.post(url, _fact_form(new))
+    else:
+        url = reverse("admin:memory_fact_change", args=[other.pk])
+        response = staff_client.post(url, _fact_form(other, key=key))
+    assert response.status_code == 200, response.status_code
+    assert "est déjà prise" in unescape(response.content.decode())
+    assert Fact.objects.get(pk=other.pk).key == "paul_city"
+    assert Fact.all_objects.filter(key=key).count() == 1
