@@ -312,6 +312,11 @@ def fact_update(
         # The owner's value lives as long as the owner says: not by the agent's TTL.
         fields["expires_at"] = None
     if actor == Actor.AGENT:
+        if reviving and "value" in (current.owner_fields or []):
+            # The owner forgot the words they had set: the agent's news (a restatement
+            # that may undo the forget, see fact_store) is stored, and the forgotten value
+            # does not come back under the owner's lock (their other settings stay).
+            current.owner_fields = [f for f in current.owner_fields if f != "value"]
         fields = _agent_fields(current, fields)
         expiry = fields.get("expires_at", current.expires_at)
         if reviving and expiry is not None and expiry <= timezone.now():

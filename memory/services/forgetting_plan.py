@@ -12,6 +12,8 @@ from memory.models import FactRevision
 from memory.services.forgetting_select import EXCERPT_CHARS, Selection, topic_terms
 from memory.services.search_hits import excerpt
 
+FORGOTTEN_VALUE = "(déjà oublié)"
+
 
 @dataclass
 class ForgetPlan:
@@ -122,7 +124,11 @@ def plan_of(topic: str, chosen: Selection) -> ForgetPlan:
         }
         for root in sorted(chosen.exchanges.values(), key=lambda m: (m.created_at, m.id))
     ]
-    plan.facts = [{"id": f.id, "key": f.key, "value": f.value} for f in chosen.facts]
+    # A fact already forgotten one by one shows by its key: its words stay unread.
+    plan.facts = [
+        {"id": f.id, "key": f.key, "value": FORGOTTEN_VALUE if f.forgotten else f.value}
+        for f in chosen.facts
+    ]
     plan.summaries = [
         {"id": s.id, "channel": s.channel, "excerpt": excerpt(s.content, terms, size=EXCERPT_CHARS)}
         for s in chosen.summaries

@@ -85,17 +85,24 @@ def _line(record: dict) -> str:
 
 def exportable_facts(since: datetime | None = None):
     """Facts in the memory: not forgotten by the owner, expired or taken by a topic forget."""
-    facts = Fact.objects.filter(forgotten=False)
+    facts = Fact.objects.filter(forgotten=False).filter(_not_expired())
     if since is not None:
         facts = facts.filter(updated_at__gte=since)
     return facts.order_by("id")
+
+
+def _not_expired():
+    """An expired fact the hourly purge has not reached yet is out of the memory already."""
+    return Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
 
 
 def exportable_agent_items(since: datetime | None = None):
     """The agent's self and goal items in the memory (see exportable_facts)."""
     from memory.services.self_memory import AGENT_KINDS
 
-    items = Fact.all_objects.filter(forgetting__isnull=True, forgotten=False, kind__in=AGENT_KINDS)
+    items = Fact.all_objects.filter(
+        _not_expired(), forgetting__isnull=True, forgotten=False, kind__in=AGENT_KINDS
+    )
     if since is not None:
         items = items.filter(updated_at__gte=since)
     return items.order_by("id")

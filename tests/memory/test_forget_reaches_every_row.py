@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from memory.models import Actor, Fact, Message
 from memory.services.dedup import fact_remember
-from memory.services.facts import fact_store
+from memory.services.facts import fact_forget, fact_store
 from memory.services.forgetting import forgetting_restore, forgettings_purge, topic_forget
 from memory.services.messages import message_save
 from memory.services.self_memory import agent_item_store
@@ -157,3 +157,39 @@ def test_an_undo_gives_the_key_back_when_another_forget_took_the_agents_restatem
     forgettings_purge(now=timezone.now() + timedelta(days=30))
     assert Fact.objects.get(key="voyage_ete").pk == fact.pk
     assert not Fact.all_objects.filter(value__contains="Porto").exists()
+
+
+def test_the_agent_stating_a_key_the_owner_forgot_stores_its_news_not_the_forgotten_value():
+    """The owner wrote then forgot 'Grenoble'; the agent states 'Lyon' (news: no source
+    message). The owner's lock was on words the owner forgot: the news is stored, and
+    the forgotten value does not come back."""
+    fact, _ = fact_store(key="user_city", value="Mickael habite Grenoble", actor="user")
+    fact_forget(fact=fact, actor="user")
+    result = fact_remember(key="user_city", value="Mickael habite Lyon", actor=Actor.AGENT)
+    row = Fact.all_objects.get(key="user_city")
+    assert (row.forgotten, row.value) == (False, "Mickael habite Lyon"), result.action
+    assert "Grenoble" not in result.fact.value
+
+
+def test_a_forget_preview_does_not_show_the_value_of_a_fact_already_forgotten():
+    """The plan lists a fact forgotten one by one (the forget takes it for good) by its key:
+    the agent that asks for the preview does not read the forgotten words."""
+    from memory.services.forgetting import topic_forget_preview
+
+    fact, _ = fact_store(key="marie_secret", value="Marie cache un diagnostic", actor="user")
+    fact_forget(fact=fact, actor="user")
+    plan = topic_forget_preview(topic="Marie diagnostic")
+    assert [f["key"] for f in plan.facts] == ["marie_secret"]
+    assert "cache" not in plan.as_text() and "cache" not in str(plan.as_dict())
+
+
+def test_an_expired_fact_the_purge_has_not_reached_is_not_exported():
+    from memory.services.portability import export_lines
+
+    fact_store(key="rdv_dentiste", value="Dentiste mardi à 9 h")
+    fact_store(key="velo", value="Le vélo est au garage")
+    Fact.all_objects.filter(key="rdv_dentiste").update(
+        expires_at=timezone.now() - timedelta(hours=1)
+    )
+    exported = "".join(export_lines())
+    assert "Dentiste" not in exported and "garage" in exported
