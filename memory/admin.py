@@ -202,6 +202,8 @@ class FactAdmin(admin.ModelAdmin):
 class AgentItemAdmin(FactAdmin):
     """The agent's memories about itself and its goals (Fact rows of kind self / goal)."""
 
+    form = forms.ModelForm  # its own fields (kind, category); keys are derived from the text
+
     list_display = ("value", "kind", "category", "importance", "forgotten", "updated_at")
     list_display_links = ("value",)
     list_editable = ()
