@@ -149,7 +149,7 @@ def _redact_jobs(*, items: set[str], terms: Iterable[str]) -> None:
     tool results go (a run after a forget drops them: agent.extraction), and so do the
     LLM's saved candidates when the exchange was taken, or stating a forgotten fact's
     key, or holding every word of the topic (a run stores none of them again)."""
-    from memory.models import Fact, Job, JobKind, JobState, Message
+    from memory.models import Fact, Job, JobKind, JobState
     from memory.services.forgetting_select import contains_all
 
     terms = list(terms)
@@ -160,11 +160,12 @@ def _redact_jobs(*, items: set[str], terms: Iterable[str]) -> None:
         text = f"{candidate.get('key', '')} {candidate.get('value', '')}"
         return candidate.get("key") in keys or bool(terms and contains_all(text, terms))
 
-    jobs = Job.objects.filter(kind=JobKind.EXTRACT).exclude(state=JobState.DONE)
-    for job in jobs.iterator():
+    jobs = list(Job.objects.filter(kind=JobKind.EXTRACT).exclude(state=JobState.DONE))
+    asked = {f"message:{i}" for job in jobs for i in job.payload.get("message_ids") or []}
+    present = memories_present(asked)
+    for job in jobs:
         payload = dict(job.payload)
-        ids = set(payload.get("message_ids") or [])
-        exchange_gone = Message.objects.filter(pk__in=ids).count() != len(ids)
+        exchange_gone = any(f"message:{i}" not in present for i in payload.get("message_ids") or [])
         if payload.get("tool_results"):
             payload["tool_results"] = []
         if exchange_gone:
