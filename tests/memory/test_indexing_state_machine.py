@@ -194,10 +194,19 @@ class IndexingMachine(RuleBasedStateMachine):
 
     @rule()
     def purge_expired(self):
+        self._step()
+        self._purge()
+
+    def _purge(self) -> None:
+        """The beat's purge. A fact it takes is forgotten like one the owner forgot: the
+        owner's words ran out, and the agent's news may bring the fact back in its words."""
         from memory.services.expiry import expired_purge
 
-        self._step()
+        before = set(Fact.all_objects.filter(forgotten=False).values_list("key", flat=True))
         expired_purge()
+        after = set(Fact.all_objects.filter(forgotten=False).values_list("key", flat=True))
+        for key in before - after:
+            self._owner_forgot(key)
 
     @rule(with_reply=st.booleans())
     def chat(self, with_reply):
@@ -338,7 +347,6 @@ class IndexingMachine(RuleBasedStateMachine):
         indexing.index_write(claim)
 
     def _change(self, kind: str, row_id: int, what: str) -> None:
-        from memory.services.expiry import expired_purge
         from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
         from memory.services.messages import message_save
 
@@ -372,7 +380,7 @@ class IndexingMachine(RuleBasedStateMachine):
             Fact.all_objects.filter(pk=row_id).update(
                 expires_at=timezone.now() - timedelta(seconds=1)
             )
-            expired_purge()
+            self._purge()
 
     @precondition(lambda self: self.workers)
     @rule(data=st.data())
@@ -414,8 +422,6 @@ class IndexingMachine(RuleBasedStateMachine):
 
     def settle(self):
         """Quiescence: workers finish, the queue drains, time passes, the beat runs."""
-        from memory.services.expiry import expired_purge
-
         self.world.settles += 1
         self.since_settle = 0
         while self.workers:
@@ -426,7 +432,7 @@ class IndexingMachine(RuleBasedStateMachine):
                 self.delivered.append((kind, row_id))
                 indexing.index_row(kind, row_id)  # a busy row is left to the sweep
             self.world.traveller.shift(LATER)
-            expired_purge()
+            self._purge()
             indexing.pending_sweep()
             if not self.world.queue:
                 break
