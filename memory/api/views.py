@@ -42,6 +42,7 @@ from memory.api.serializers import (
 from memory.exceptions import FactNotFound
 from memory.models import Actor, Fact, FactKind
 from memory.selectors import (
+    FACT_NOT_FOUND_MESSAGE,
     fact_get,
     fact_list,
     facts_recent,
@@ -55,6 +56,7 @@ from memory.services.self_memory import agent_item_store
 from memory.services.settings import memory_settings_update
 
 EMPTY_PATCH_MESSAGE = "Aucun champ à modifier."
+FORGOTTEN_LIST_MESSAGE = "Seul le propriétaire peut voir les faits oubliés."
 FORGOTTEN_EDIT_MESSAGE = (
     "Le fait « {key} » a été oublié : seul le propriétaire peut le restaurer ou le modifier."
 )
@@ -139,12 +141,17 @@ class MemoryApi(APIView):
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 
-def fact_or_404(key: str) -> Fact:
-    # By key, any kind: the agent's self and goal items are read and written here too.
+def fact_or_404(key: str, *, forgotten_hidden: bool = False) -> Fact:
+    """The fact ``key``, any kind: the agent's self and goal items are read and written here
+    too. ``forgotten_hidden`` (a read by the agent's token): a forgotten fact is not found,
+    as a key never stored; only the owner's scope sees it, to restore it."""
     try:
-        return fact_get(key=key, any_kind=True)
+        fact = fact_get(key=key, any_kind=True)
     except FactNotFound as exc:
         raise NotFound(str(exc)) from None
+    if forgotten_hidden and fact.forgotten:
+        raise NotFound(FACT_NOT_FOUND_MESSAGE.format(key=key))
+    return fact
 
 
 class FactListCreateApi(MemoryApi):
@@ -164,6 +171,8 @@ class FactListCreateApi(MemoryApi):
     def get(self, request: Request) -> Response:
         query = FactListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
+        if query.validated_data["include_forgotten"] and self.actor(request) == Actor.AGENT:
+            raise PermissionDenied(FORGOTTEN_LIST_MESSAGE)
         return self.paginate(request, fact_list(**query.validated_data), FactOutputSerializer)
 
     @extend_schema(
@@ -204,12 +213,14 @@ class FactDetailApi(MemoryApi):
     @extend_schema(
         operation_id="facts_get",
         summary="Lire un fait",
-        description="Le fait, même oublié ou expiré (voir ``forgotten`` et ``is_expired``).",
+        description="Le fait, même expiré (voir ``is_expired``) ; même oublié (``forgotten``) pour le "
+        "propriétaire seulement : le jeton de l'agent reçoit 404.",
         parameters=[KEY_PARAMETER],
         responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
     )
     def get(self, request: Request, key: str) -> Response:
-        return Response(FactOutputSerializer(fact_or_404(key)).data)
+        fact = fact_or_404(key, forgotten_hidden=self.actor(request) == Actor.AGENT)
+        return Response(FactOutputSerializer(fact).data)
 
     @extend_schema(
         operation_id="facts_update",
@@ -278,7 +289,7 @@ class FactRevisionListApi(MemoryApi):
         responses={200: FactRevisionSerializer(many=True), **ERRORS, **PAGE_NOT_FOUND},
     )
     def get(self, request: Request, key: str) -> Response:
-        fact = fact_or_404(key)
+        fact = fact_or_404(key, forgotten_hidden=self.actor(request) == Actor.AGENT)
         return self.paginate(request, fact.revisions.all(), FactRevisionSerializer)
 
 

@@ -35,7 +35,7 @@ def test_it_lists_active_facts_with_their_fields(agent_api):
     assert {"expires_at", "source", "channel", "index_state", "created_at"} <= set(fact)
 
 
-def test_forgotten_and_expired_facts_are_hidden_unless_asked(agent_api):
+def test_forgotten_and_expired_facts_are_hidden_unless_the_owner_asks(agent_api, owner_api):
     fact_store(key="kept", value="gardé")
     forgotten, _ = fact_store(key="gone", value="oublié")
     fact_forget(fact=forgotten, actor=Actor.USER)
@@ -44,9 +44,11 @@ def test_forgotten_and_expired_facts_are_hidden_unless_asked(agent_api):
 
     keys = {f["key"] for f in agent_api.get(FACTS).json()["results"]}
     assert keys == {"kept"}
+    keys = {f["key"] for f in agent_api.get(FACTS, {"include_expired": "true"}).json()["results"]}
+    assert keys == {"kept", "old"}
     keys = {
         f["key"]
-        for f in agent_api.get(
+        for f in owner_api.get(
             FACTS, {"include_forgotten": "true", "include_expired": "true"}
         ).json()["results"]
     }
@@ -171,10 +173,10 @@ def test_a_body_over_the_size_limit_is_refused_with_413(agent_api, settings):
     assert not Fact.objects.exists()
 
 
-def test_get_one_fact_even_forgotten(agent_api):
+def test_the_owner_gets_one_fact_even_forgotten(owner_api):
     fact, _ = fact_store(key="nick", value="Mika")
     fact_forget(fact=fact, actor=Actor.USER)
-    response = agent_api.get(f"{FACTS}/nick")
+    response = owner_api.get(f"{FACTS}/nick")
     assert response.status_code == 200
     assert response.json()["forgotten"] is True
 
@@ -243,11 +245,11 @@ def test_delete_forgets_the_fact_and_restore_brings_it_back(agent_api, owner_api
     assert "secret" in {f["key"] for f in agent_api.get(FACTS).json()["results"]}
 
 
-def test_revisions_list_the_history_newest_first(agent_api):
+def test_revisions_list_the_history_newest_first(agent_api, owner_api):
     fact_store(key="city", value="Lyon", actor=Actor.AGENT)
     agent_api.patch(f"{FACTS}/city", {"value": "Paris"}, format="json")
     agent_api.delete(f"{FACTS}/city")
-    response = agent_api.get(f"{FACTS}/city/revisions")
+    response = owner_api.get(f"{FACTS}/city/revisions")  # forgotten: the owner's to see
     assert response.status_code == 200
     reasons = [r["reason"] for r in response.json()["results"]]
     assert reasons == ["forgotten", "edited", "extracted"]
