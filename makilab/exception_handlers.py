@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
 
 from memory.exceptions import MemoryServiceError, StoreUnavailable
@@ -28,6 +29,19 @@ def _as_drf(exc: Exception) -> Exception:
     if isinstance(exc, Http404):
         return exceptions.NotFound()
     return exc
+
+
+def _null_body_said_in_french(fields: dict) -> dict:
+    """DRF's serializer answers a body of ``null`` with "No data provided" (code "null"),
+    a text its translations lack: say what the APIs say of any body that is not an object.
+    A field's own null error sits under the field's name, never here."""
+    from memory.api.messages import BODY_NOT_AN_OBJECT  # the API's modules import late
+
+    errors = fields.get(api_settings.NON_FIELD_ERRORS_KEY)
+    if not isinstance(errors, list) or not any(getattr(e, "code", "") == "null" for e in errors):
+        return fields
+    said = [BODY_NOT_AN_OBJECT if getattr(e, "code", "") == "null" else e for e in errors]
+    return {**fields, api_settings.NON_FIELD_ERRORS_KEY: said}
 
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
@@ -54,7 +68,8 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
             if isinstance(response.data, dict)
             else {"non_field_errors": response.data}
         )
-        response.data = {"message": VALIDATION_MESSAGE, "extra": {"fields": extra}}
+        fields = _null_body_said_in_french(extra)
+        response.data = {"message": VALIDATION_MESSAGE, "extra": {"fields": fields}}
     else:
         detail = (
             response.data.get("detail", "") if isinstance(response.data, dict) else response.data

@@ -32,6 +32,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db import transaction
 from django.db.models import QuerySet
 
@@ -118,6 +120,11 @@ def agent_item_validate(*, kind: str, category: str, content: str) -> str:
         )
     if not isinstance(content, str) or not content.strip():
         raise MemoryServiceError(CONTENT_EMPTY_MESSAGE)
+    try:
+        # The rule (and French message) DRF's CharField applies to every other tool.
+        ProhibitNullCharactersValidator()(content)
+    except DjangoValidationError as exc:
+        raise MemoryServiceError(exc.messages[0]) from None
     content = " ".join(content.split())
     if len(content) > CONTENT_MAX_CHARS:
         raise MemoryServiceError(

@@ -22,7 +22,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from agent.prompts import EXTRACTION_SYSTEM_PROMPT
-from memory.services.forgetting_select import FORGET_JUDGE_PROMPT
+from memory.services.forgetting_judge import FORGET_JUDGE_PROMPT
 from tests.fakes.anthropic import text_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
