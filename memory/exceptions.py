@@ -40,3 +40,7 @@ class NoteNotFound(MemoryServiceError):
 
 class UnsafeNotePath(MemoryServiceError):
     """A note path that is absolute, climbs out of the vault or is not a note."""
+
+
+class FactErased(MemoryServiceError):
+    """An agent statement drawn from a message older than the owner's erasure of that fact."""

@@ -742,6 +742,25 @@ class MessageRecording(models.Model):
         return self.key
 
 
+class ErasedMark(models.Model):
+    """A one-way digest of a row a purge or an erasure deleted for good (never its text).
+
+    An import of an older export and a late extraction drawn from a message older
+    than the erasure are recognised by it and kept out (memory.services.erased_marks).
+    """
+
+    digest = models.CharField("empreinte", max_length=32, db_index=True)
+    erased_at = models.DateTimeField("effacé le", default=timezone.now)
+
+    class Meta:
+        db_table = "memory_erased_marks"
+        verbose_name = "empreinte d'effacement"
+        verbose_name_plural = "empreintes d'effacement"
+
+    def __str__(self) -> str:
+        return self.digest
+
+
 CHANNEL_OBSERVED_HELP = (
     "Les messages d'un salon observé sont gardés et cherchés par l'auto-retrieval "
     "(collection live) ; l'agent n'y répond pas. Le digest en tire les faits durables."

@@ -40,6 +40,12 @@ BACKUP_EXISTS = "Le dossier {dir} contient déjà une sauvegarde : choisissez un
 BACKUP_DIRECTORY = "Impossible de créer le dossier de sauvegarde {dir} : {detail}"
 NOT_A_BACKUP = "Pas de sauvegarde Makilab dans {dir} (fichier {file} absent ou illisible)."
 BAD_BACKUP = "La sauvegarde {file} est abîmée : {error}."
+EMPTY_DATABASE = "le fichier est vide"
+COUNTS_DIFFER = "{found} lignes dans {table}, {manifest} en annonce {expected}"
+TARGET_UNREADABLE = (
+    "La base actuelle {file} est illisible ({error}). Relancez avec --force pour la "
+    "remplacer par la sauvegarde."
+)
 TARGET_NOT_EMPTY = (
     "La mémoire de destination n'est pas vide ({what}) : la restauration l'écraserait. "
     "Relancez avec --force pour l'écraser, ou choisissez un MAKILAB_DATA_DIR vide."
@@ -151,17 +157,56 @@ def backup_read(directory: Path) -> dict:
         raise MemoryServiceError(NOT_A_BACKUP.format(dir=directory, file=MANIFEST_FILE)) from None
     if not isinstance(manifest, dict) or manifest.get("format") != BACKUP_FORMAT:
         raise MemoryServiceError(NOT_A_BACKUP.format(dir=directory, file=MANIFEST_FILE))
+    expected = manifest.get("counts")
+    if not isinstance(expected, dict):
+        raise MemoryServiceError(NOT_A_BACKUP.format(dir=directory, file=MANIFEST_FILE))
     database = directory / str(manifest.get("database") or DATABASE_FILE)
     if not database.is_file():
         raise MemoryServiceError(NOT_A_BACKUP.format(dir=directory, file=database.name))
+    if database.stat().st_size == 0:  # SQLite reads it as a sound, empty database
+        raise MemoryServiceError(BAD_BACKUP.format(file=database, error=EMPTY_DATABASE))
     db = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
     try:
         _check(db, database)
+        counts = _counts(db)
     except sqlite3.DatabaseError as exc:
         raise MemoryServiceError(BAD_BACKUP.format(file=database, error=exc)) from None
     finally:
         db.close()
+    # The manifest's counts were taken from the copy itself: any difference is damage.
+    differ = [
+        COUNTS_DIFFER.format(
+            table=table,
+            found=counts.get(table, 0),
+            manifest=MANIFEST_FILE,
+            expected=expected.get(table, 0),
+        )
+        for table in sorted(set(counts) | set(expected))
+        if counts.get(table, 0) != expected.get(table, 0)
+    ]
+    if differ:
+        raise MemoryServiceError(BAD_BACKUP.format(file=database, error=" ; ".join(differ)))
     return manifest | {"database_path": database}
+
+
+def _database_error(path: Path) -> str | None:
+    """Why SQLite cannot read the database at ``path`` (None: it can, or there is none)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    db = _connect(path)
+    try:
+        _counts(db)
+    except sqlite3.DatabaseError as exc:  # "file is not a database", a damaged page
+        return str(exc)
+    finally:
+        db.close()
+    return None
+
+
+def _database_remove(path: Path) -> None:
+    """Remove an unreadable database, with its WAL: a stale WAL would be replayed into the copy."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def _target_content(target: Path) -> str | None:
@@ -184,7 +229,8 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
     """Copy a backup into the configured database; returns the backup's manifest.
 
     The service must be stopped. Refuses a destination that holds a memory
-    (rows, or an embedded Qdrant folder with content) unless ``force``.
+    (rows, or an embedded Qdrant folder with content), or a database SQLite
+    cannot read, unless ``force``. The backup is checked first (``backup_read``).
     """
     from memory.services.serve_link import serve_running
 
@@ -192,10 +238,15 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
         raise MemoryServiceError(SERVE_RUNNING)
     manifest = backup_read(directory)
     target = database_path()
-    found = _target_content(target)
+    unreadable = _database_error(target)
+    if unreadable and not force:
+        raise MemoryServiceError(TARGET_UNREADABLE.format(file=target, error=unreadable))
+    found = None if unreadable else _target_content(target)
     if found and not force:
         raise MemoryServiceError(TARGET_NOT_EMPTY.format(what=found))
     connection.close()
+    if unreadable:  # SQLite cannot copy into it: the backup replaces the file
+        _database_remove(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     source = sqlite3.connect(f"file:{manifest['database_path']}?mode=ro", uri=True)
     destination = _connect(target)

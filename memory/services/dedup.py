@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from memory.exceptions import (
     DimensionMismatch,
     EmbeddingInvalid,
+    FactErased,
     MemoryServiceError,
     StoreUnavailable,
 )
 from memory.models import Actor, Fact, FactKind, FactSource, RevisionReason
+from memory.services.erased_marks import statement_erased
 from memory.services.facts import fact_store, fact_update
 from memory.services.forgetting_restated import restates_forgotten
 from memory.services.ttl import parse_ttl
@@ -31,6 +33,7 @@ from memory.services.ttl import parse_ttl
 logger = logging.getLogger(__name__)
 
 CANDIDATE_LIMIT = 5
+ERASED_MESSAGE = "Le fait « {key} » a été effacé par le propriétaire après ce message."
 ADD, UPDATE, NOOP, SUPERSEDE = "ADD", "UPDATE", "NOOP", "SUPERSEDE"
 
 DEDUP_SYSTEM_PROMPT = """Tu maintiens la mémoire à long terme d'un assistant personnel.
@@ -204,6 +207,9 @@ def fact_remember(
         "source_message_id": source_message_id,
         "actor": actor,
     }
+    if statement_erased(key=key, value=value, actor=actor, source_message_id=source_message_id):
+        # The owner erased it after this message was written: erased stays erased.
+        raise FactErased(ERASED_MESSAGE.format(key=key))
     forgotten = restates_forgotten(
         key=key, value=value, kind=FactKind.OWNER, actor=actor, source_message_id=source_message_id
     )

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.exceptions import MemoryServiceError
@@ -42,6 +43,7 @@ from memory.models import (
     RevisionReason,
     Summary,
 )
+from memory.services.erased_marks import marks_record
 from memory.services.forgetting_plan import ForgetPlan, ForgetResult, plan_of
 from memory.services.forgetting_restated import key_back
 from memory.services.forgetting_select import (  # re-exported
@@ -275,6 +277,13 @@ def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> 
     roots = list(messages.filter(reply_to__isnull=True).values_list("id", flat=True))
     facts = list(Fact.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
     summaries = list(Summary.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
+    marks_record(
+        facts=Fact.all_objects.filter(pk__in=facts),
+        revisions=FactRevision.all_objects.filter(Q(fact_id__in=facts) | Q(forgetting=forgetting)),
+        messages=messages,
+        summaries=Summary.all_objects.filter(pk__in=summaries),
+        now=now,
+    )
     FactRevision.all_objects.filter(fact_id__in=facts).delete()
     FactRevision.all_objects.filter(forgetting=forgetting).delete()
     Fact.all_objects.filter(pk__in=facts).delete()

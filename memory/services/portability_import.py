@@ -14,6 +14,9 @@ changes nothing the second time:
 - a message on (channel, role, author, source, created_at, content), a
   summary on (channel, created_at, content); a row forgotten here is not
   brought back;
+- a row erased here for good (a purged forget, an erasure) is not brought
+  back either: its mark (memory.services.erased_marks) is matched, its text
+  is gone. A fact whose text was erased here is not imported (reported);
 - the settings are the file's: only the knobs that differ are written.
 
 New rows enter through the FTS5 triggers like any insert and are left
@@ -35,6 +38,13 @@ from django.db import transaction
 
 from memory.exceptions import MemoryServiceError
 from memory.models import Fact, FactRevision, MemorySettings, Message, Summary
+from memory.services.erased_marks import (
+    MESSAGE_KEY,
+    fact_text_mark,
+    marks_known,
+    message_mark,
+    summary_mark,
+)
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
 from memory.services.messages import BAD_CHANNEL, EMPTY_MESSAGE, channel_validate
 from memory.services.portability import MESSAGE_FIELDS, NOTES_FIELDS, SETTINGS_FIELDS
@@ -54,13 +64,16 @@ from memory.services.portability_validate import (
     UNKNOWN_REF,
     UNKNOWN_TYPE,
     ImportLineError,
+    LineDecoder,
     header_check,
     model_check,
     record_check,
+    settings_check,
 )
 from memory.services.settings import memory_settings_update
 
 __all__ = [
+    "CONFLICT_ERASED",
     "CONFLICT_FORGOTTEN",
     "CONFLICT_VALUE",
     "ImportLineError",
@@ -71,11 +84,12 @@ __all__ = [
 
 CONFLICT_VALUE = "fait « {key} » : une autre valeur existe ici, elle est gardée."
 CONFLICT_FORGOTTEN = "fait « {key} » : oublié dans cette mémoire, il le reste."
+CONFLICT_ERASED = "fait « {key} » : effacé de cette mémoire, non réimporté."
 FORGOTTEN_ROW = "{kind} du {date} : oublié dans cette mémoire, non réimporté."
 # New rows are written by batches (one INSERT per batch; the FTS triggers fire per row).
 BATCH = 500
 # The natural key of a message: (channel, role, author, source, created_at, content digest).
-_MESSAGE_KEY = ("channel", "role", "author", "source", "created_at", "content")
+_MESSAGE_KEY = MESSAGE_KEY
 assert set(_MESSAGE_KEY) == set(MESSAGE_FIELDS) - {"compacted"}
 
 
@@ -117,6 +131,7 @@ class _Importer:
         # What this memory holds, read once: the matching keys of messages and facts.
         self._messages: dict[tuple, tuple[int | Message, bool]] | None = None
         self._facts: dict[str, tuple[str, bool]] | None = None
+        self._erased: set[str] | None = None
         self._message_batch: list[tuple[int, Message, int | None]] = []
         self._fact_batch: list[tuple[Fact, datetime, list[FactRevision]]] = []
 
@@ -140,6 +155,7 @@ class _Importer:
         unknown = sorted(set(values) - set(SETTINGS_FIELDS))
         if unknown:
             raise ImportLineError(line, UNKNOWN_FIELDS.format(names=", ".join(unknown)))
+        settings_check(line, values)
         self._settings_apply(line, values)
 
     def _context_notes(self, line: int, record: dict) -> None:
@@ -173,6 +189,11 @@ class _Importer:
             }
         return self._messages
 
+    def _was_erased(self, mark: str) -> bool:
+        if self._erased is None:
+            self._erased = marks_known()
+        return mark in self._erased
+
     def _message(self, line: int, record: dict) -> None:
         observed = {k: record[k] for k in MESSAGE_OBSERVED_SPEC if k in record}
         record = {k: v for k, v in record.items() if k not in MESSAGE_OBSERVED_SPEC}
@@ -197,9 +218,7 @@ class _Importer:
         model_check(line, message, exclude=["reply_to", "forgetting"])
         if reply_to in self.forgotten:
             # Its exchange is forgotten here: the reply stays out too.
-            self.message_ids[file_id] = None
-            self.forgotten.add(file_id)
-            self._kept("message", True, values["created_at"], present=False)
+            self._left_out(file_id, values)
             return
         existing = self._existing_messages()
         key = _message_key(values)
@@ -210,11 +229,20 @@ class _Importer:
                 self.forgotten.add(file_id)
             self._kept("message", forgotten, values["created_at"])
             return
+        if self._was_erased(message_mark(values)):
+            self._left_out(file_id, values)
+            return
         existing[key] = (message, False)
         self.message_ids[file_id] = message
         self._message_batch.append((file_id, message, reply_to))
         if len(self._message_batch) >= BATCH:
             self._flush_messages()
+
+    def _left_out(self, file_id: int, values: dict) -> None:
+        """A message forgotten or erased here: neither it nor what points at it comes in."""
+        self.message_ids[file_id] = None
+        self.forgotten.add(file_id)
+        self._kept("message", True, values["created_at"], present=False)
 
     def _row_id(self, file_id: int | None) -> int | None:
         """The row id of a message of the file (the waiting batch is written if it holds it)."""
@@ -248,6 +276,9 @@ class _Importer:
         values = record_check(line, record, SPECS["summary"])
         key = {k: values[k] for k in ("channel", "created_at", "content")}
         existing = Summary.all_objects.filter(**key).values_list("id", "forgetting_id").first()
+        if existing is None and self._was_erased(summary_mark(key)):
+            self._kept("summary", True, values["created_at"], present=False)
+            return
         if existing is not None:
             self._kept("summary", existing[1] is not None, values["created_at"])
             return
@@ -313,6 +344,9 @@ class _Importer:
                 self.report.conflicts.append(CONFLICT_VALUE.format(key=key))
             self.report.count(self.report.unchanged, "fact")
             return
+        if self._was_erased(fact_text_mark(values["value"])):
+            self.report.conflicts.append(CONFLICT_ERASED.format(key=key))
+            return
         fact.source_message_id = self._row_id(source_message)
         self._fact_batch.append((fact, values["updated_at"], revisions))
         if len(self._fact_batch) >= BATCH:
@@ -368,7 +402,7 @@ def memory_import_lines(lines: Iterable[str | bytes], *, dry_run: bool = False) 
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                record = json.loads(raw, cls=LineDecoder)
             except ValueError as exc:
                 raise ImportLineError(number, BAD_JSON.format(error=exc)) from None
             if not header_seen:

@@ -1,26 +1,35 @@
 """Validation of the lines of a memory export (memory.services.portability_import reads them).
 
-Every line is checked before anything is written from it: its fields and
-their JSON types here (``record_check``), then the model's own validators
-(choices, lengths, ranges, the key rule: ``model_check``). A failure is an
-``ImportLineError`` naming the line, in French.
+Every line is checked before anything is written from it: its JSON, stricter
+than the json module (``LineDecoder``), its fields and their JSON types here
+(``record_check``), then the model's own validators (choices, lengths,
+ranges, the key rule: ``model_check``). A failure is an ``ImportLineError``
+naming the line, in French.
 """
 
 from __future__ import annotations
 
+import json
+import math
+from datetime import datetime
+
 from django.core.exceptions import ValidationError
+from django.db import models
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory.exceptions import MemoryServiceError
+from memory.models import MemorySettings
 from memory.services.portability import (
     FACT_FIELDS,
     FORMAT_NAME,
     FORMAT_VERSION,
     MESSAGE_FIELDS,
     REVISION_FIELDS,
+    SETTINGS_FIELDS,
     SUMMARY_FIELDS,
 )
+from memory.services.search import DATE_RANGE_MESSAGE, date_in_range
 
 LINE_ERROR = "ligne {line} : {message}"
 EMPTY_FILE = "le fichier est vide (un en-tête makilab-memory est attendu)."
@@ -33,9 +42,16 @@ MISSING_FIELD = "champ « {name} » manquant."
 UNKNOWN_FIELDS = "champ(s) inconnu(s) : {names}."
 BAD_TYPE = "champ « {name} » : {expected} attendu."
 BAD_DATE = "champ « {name} » : date ISO 8601 attendue."
+DATE_OUT_OF_RANGE = "champ « {name} » : " + DATE_RANGE_MESSAGE
 DUPLICATE_ID = "le message {id} apparaît deux fois dans le fichier."
 DUPLICATE_KEY = "le fait « {key} » apparaît deux fois dans le fichier."
 UNKNOWN_REF = "champ « {name} » : aucun message {id} sur une ligne précédente."
+BAD_SETTING = "réglages invalides, « {name} » : {expected} attendu."
+# LineDecoder's refusals (the importer shows them as BAD_JSON).
+DUPLICATE_FIELD = "champ « {name} » écrit deux fois"
+NOT_A_NUMBER = "{value} n'est pas un nombre JSON"
+LONE_SURROGATE = "un texte contient un \\ud800…\\udfff seul, impossible en UTF-8"
+TOO_DEEP = "imbrication trop profonde"
 
 STR, INT, FLOAT, BOOL, DATE, LIST, DICT = "str", "int", "float", "bool", "date", "list", "dict"
 EXPECTED = {
@@ -92,6 +108,17 @@ MESSAGE_OBSERVED_SPEC = {"observed": (BOOL, False), "digested_at": (DATE, True)}
 FACT_AGENT_SPEC = {"kind": (STR, False), "category": (STR, False)}
 assert set(SPECS["revision"]) == set(REVISION_FIELDS)
 RECORD_TYPES = ("settings", "context_notes", "message", "summary", "fact")
+# A settings line may name some knobs only (an export writes them all); each has its
+# model field's JSON type: the model would take true for 1 and cut 7.9 to 7.
+_FIELD_KINDS = ((models.BooleanField, BOOL), (models.IntegerField, INT), (models.FloatField, FLOAT))
+SETTINGS_SPEC: dict[str, str] = {
+    name: next(
+        kind
+        for field_class, kind in _FIELD_KINDS
+        if isinstance(MemorySettings._meta.get_field(name), field_class)
+    )
+    for name in SETTINGS_FIELDS
+}
 
 
 class ImportLineError(MemoryServiceError):
@@ -100,6 +127,71 @@ class ImportLineError(MemoryServiceError):
     def __init__(self, line: int, message: str):
         self.line = line
         super().__init__(LINE_ERROR.format(line=line, message=message))
+
+
+class LineDecoder(json.JSONDecoder):
+    """``json.loads(text, cls=LineDecoder)``: a line of the file, read strictly.
+
+    The json module takes what is not JSON, or not text: refused here with a
+    ValueError, like any invalid JSON, are a field written twice (which value
+    would be the memory's?), NaN and Infinity (SQLite refuses them), a float
+    too big (1e400 reads as inf), a lone UTF-16 surrogate (``\\ud800``: no
+    UTF-8 text holds it) and a nesting deeper than the parser's recursion.
+    """
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("object_pairs_hook", _object_without_duplicates)
+        kwargs.setdefault("parse_constant", _not_a_number)
+        kwargs.setdefault("parse_float", _finite_float)
+        super().__init__(**kwargs)
+
+    def decode(self, s, *args, **kwargs):
+        try:
+            value = super().decode(s, *args, **kwargs)
+            # A surrogate comes from an escape only: the line was decoded from UTF-8.
+            if "\\u" in s:
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except RecursionError:
+            raise ValueError(TOO_DEEP) from None
+        except UnicodeEncodeError:
+            raise ValueError(LONE_SURROGATE) from None
+        return value
+
+
+def _object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        twice = next(name for name, _ in pairs if name in seen or seen.add(name))
+        raise ValueError(DUPLICATE_FIELD.format(name=twice))
+    return value
+
+
+def _not_a_number(name: str):
+    raise ValueError(NOT_A_NUMBER.format(value=name))
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(NOT_A_NUMBER.format(value=text))
+    return value
+
+
+def _is_kind(value: object, kind: str) -> bool:
+    """Whether a JSON value is of a spec's kind (a bool is no int; a float holds a number)."""
+    if kind == INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == FLOAT:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        try:
+            return math.isfinite(float(value))
+        except OverflowError:  # an int of 400 digits
+            return False
+    if kind == LIST:
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return isinstance(value, {STR: str, BOOL: bool, DICT: dict}[kind])
 
 
 def record_check(
@@ -119,25 +211,34 @@ def record_check(
             values[name] = value
             continue
         if kind == DATE:
-            parsed = parse_datetime(value) if isinstance(value, str) else None
-            if parsed is None:
-                raise ImportLineError(line, where + BAD_DATE.format(name=name))
-            if timezone.is_naive(parsed):
-                parsed = timezone.make_aware(parsed)
-            values[name] = parsed
+            values[name] = _date_check(line, value, name, where)
             continue
-        ok = {
-            STR: isinstance(value, str),
-            INT: isinstance(value, int) and not isinstance(value, bool),
-            FLOAT: isinstance(value, int | float) and not isinstance(value, bool),
-            BOOL: isinstance(value, bool),
-            LIST: isinstance(value, list) and all(isinstance(v, str) for v in value),
-            DICT: isinstance(value, dict),
-        }[kind]
-        if not ok:
+        if not _is_kind(value, kind):
             raise ImportLineError(line, where + BAD_TYPE.format(name=name, expected=EXPECTED[kind]))
         values[name] = value
     return values
+
+
+def _date_check(line: int, value: object, name: str, where: str) -> datetime:
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+    except ValueError:  # well formed, but no such moment: 2026-02-30, 25:00, +25:00
+        parsed = None
+    if parsed is None:
+        raise ImportLineError(line, where + BAD_DATE.format(name=name))
+    # The years the rest of the memory accepts; they also keep the calendar's ends
+    # (year 1, year 9999) away from the conversions to UTC and back.
+    if not date_in_range(parsed):
+        raise ImportLineError(line, where + DATE_OUT_OF_RANGE.format(name=name))
+    return timezone.make_aware(parsed) if timezone.is_naive(parsed) else parsed
+
+
+def settings_check(line: int, record: dict) -> None:
+    """The JSON types of a settings line's knobs (the importer checks their names, the
+    model their ranges)."""
+    for name, kind in SETTINGS_SPEC.items():
+        if name in record and not _is_kind(record[name], kind):
+            raise ImportLineError(line, BAD_SETTING.format(name=name, expected=EXPECTED[kind]))
 
 
 def model_check(line: int, instance, exclude: list[str], where: str = "") -> None:

@@ -145,10 +145,12 @@ def _redact_logs(*, items: set[str], rule: PreviewRule) -> None:
 
 
 def _redact_jobs(*, items: set[str], terms: Iterable[str]) -> None:
-    """An extraction job's payload (shown by the admin) keeps nothing a forget took: its
+    """A job's payload (shown by the admin) keeps nothing a forget took. An extraction's
     tool results go (a run after a forget drops them: agent.extraction), and so do the
     LLM's saved candidates when the exchange was taken, or stating a forgotten fact's
-    key, or holding every word of the topic (a run stores none of them again)."""
+    key, or holding every word of the topic (a run stores none of them again). A digest's
+    saved answer goes when its batch lost a message or one of its facts was taken: the
+    batch the next run reads differs, and it asks the LLM again."""
     from memory.models import Fact, Job, JobKind, JobState
     from memory.services.forgetting_select import contains_all
 
@@ -160,12 +162,17 @@ def _redact_jobs(*, items: set[str], terms: Iterable[str]) -> None:
         text = f"{candidate.get('key', '')} {candidate.get('value', '')}"
         return candidate.get("key") in keys or bool(terms and contains_all(text, terms))
 
-    jobs = list(Job.objects.filter(kind=JobKind.EXTRACT).exclude(state=JobState.DONE))
-    asked = {f"message:{i}" for job in jobs for i in job.payload.get("message_ids") or []}
+    jobs = list(
+        Job.objects.filter(kind__in=[JobKind.EXTRACT, JobKind.DIGEST]).exclude(state=JobState.DONE)
+    )
+    asked = {f"message:{i}" for job in jobs for i in _job_messages(job.payload)}
     present = memories_present(asked)
     for job in jobs:
         payload = dict(job.payload)
-        exchange_gone = any(f"message:{i}" not in present for i in payload.get("message_ids") or [])
+        exchange_gone = any(f"message:{i}" not in present for i in _job_messages(payload))
+        saved = payload.get("digest_batch") or {}
+        if saved and (exchange_gone or any(taken(c) for c in saved.get("found") or [])):
+            payload.pop("digest_batch")
         if payload.get("tool_results"):
             payload["tool_results"] = []
         if exchange_gone:
@@ -175,6 +182,14 @@ def _redact_jobs(*, items: set[str], terms: Iterable[str]) -> None:
             payload["candidates"] = [c for c in payload["candidates"] if not taken(c)]
         if payload != job.payload:
             Job.objects.filter(pk=job.pk).update(payload=payload)
+
+
+def _job_messages(payload: dict) -> list[int]:
+    """The messages a job's payload names: an extraction's exchange, a digest's saved batch."""
+    return [
+        *(payload.get("message_ids") or []),
+        *((payload.get("digest_batch") or {}).get("batch") or []),
+    ]
 
 
 def memories_present(ids: Iterable[str]) -> set[str]:

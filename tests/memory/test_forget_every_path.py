@@ -82,7 +82,7 @@ def _every_path(staff_client, agent_api, *, query=QUERY, secret=SECRET) -> dict[
     seen["preview"] = preview.content.decode()
     seen["retrievals"] = agent_api.get("/api/memory/retrievals").content.decode()
     seen["facts api"] = agent_api.get(
-        "/api/memory/facts", {"include_forgotten": "true", "include_expired": "true"}
+        "/api/memory/facts", {"include_expired": "true"}
     ).content.decode()
     seen["facts page"] = staff_client.get(
         "/memory/facts/", {"forgotten": "on"}, **HTMX

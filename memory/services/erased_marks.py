@@ -1,0 +1,110 @@
+"""What was deleted for good stays out: one-way digests of the rows a purge erased.
+
+A purge (the end of a forget's undo window, or the owner's "erase for good") deletes
+rows and their history; nothing of their text is kept. Two paths could still bring
+that text back from a copy made before: an import of an older export (its rows
+match nothing here any more) and a late extraction of a message written before
+the erasure. Each erased row leaves an ``ErasedMark``: a digest of its natural key
+(the key the import matches rows on) and, for a fact, of its key and of each of
+its texts. A digest names nothing and cannot be read back; it only recognises
+the same row, or the same fact, offered again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from memory.models import ErasedMark, Fact, FactRevision, Message, Summary
+from memory.services.forgetting_restated import key_unaside, message_written
+
+# A message's natural key: what the import matches an exported message on.
+MESSAGE_KEY = ("channel", "role", "author", "source", "created_at", "content")
+SUMMARY_KEY = ("channel", "created_at", "content")
+
+
+def _digest(kind: str, *parts: object) -> str:
+    text = "\x1f".join(_canonical(part) for part in (kind, *parts))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _canonical(part: object) -> str:
+    if isinstance(part, datetime):
+        return part.astimezone(UTC).isoformat()
+    return "" if part is None else str(part)
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def fact_key_mark(key: str) -> str:
+    return _digest("fact-key", key)
+
+
+def fact_text_mark(value: str) -> str:
+    return _digest("fact-text", _words(value))
+
+
+def message_mark(values: Mapping) -> str:
+    return _digest("message", *(values[name] for name in MESSAGE_KEY))
+
+
+def summary_mark(values: Mapping) -> str:
+    return _digest("summary", *(values[name] for name in SUMMARY_KEY))
+
+
+def marks_record(
+    *,
+    facts: QuerySet[Fact],
+    revisions: QuerySet[FactRevision],
+    messages: QuerySet[Message],
+    summaries: QuerySet[Summary],
+    now: datetime | None = None,
+) -> int:
+    """Leave a mark for each row about to be deleted for good (the caller's transaction)."""
+    digests: set[str] = set()
+    for key, value in facts.values_list("key", "value"):
+        digests |= {fact_key_mark(key_unaside(key)), fact_text_mark(value)}
+    for old, new in revisions.values_list("old_value", "new_value"):
+        digests |= {fact_text_mark(text) for text in (old, new) if text}
+    digests |= {message_mark(row) for row in messages.values(*MESSAGE_KEY)}
+    digests |= {summary_mark(row) for row in summaries.values(*SUMMARY_KEY)}
+    moment = now or timezone.now()
+    ErasedMark.objects.bulk_create(
+        [ErasedMark(digest=d, erased_at=moment) for d in sorted(digests)], batch_size=500
+    )
+    return len(digests)
+
+
+def marks_known() -> set[str]:
+    """Every mark left (for an import, read once)."""
+    return set(ErasedMark.objects.values_list("digest", flat=True))
+
+
+def erased_since(digests: Iterable[str], moment: datetime | None) -> bool:
+    """Whether one of these was erased after ``moment`` (None: at any time)."""
+    marks = ErasedMark.objects.filter(digest__in=list(digests))
+    if moment is not None:
+        marks = marks.filter(erased_at__gte=moment)
+    return marks.exists()
+
+
+def fact_erased_since(*, key: str, value: str, moment: datetime | None) -> bool:
+    """Whether a fact under this key, or with this text, was erased after ``moment``."""
+    return erased_since([fact_key_mark(key), fact_text_mark(value)], moment)
+
+
+def statement_erased(*, key: str, value: str, actor: str, source_message_id: int | None) -> bool:
+    """Whether an agent statement comes from a message written before the erasure of a fact
+    under its key or with its text (a message gone counts as before): it must not bring
+    that fact back. With no message (a tool, MCP) the statement is news."""
+    from memory.models import Actor
+
+    if actor != Actor.AGENT or source_message_id is None:
+        return False
+    return fact_erased_since(key=key, value=value, moment=message_written(source_message_id))

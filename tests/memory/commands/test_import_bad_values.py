@@ -1,0 +1,235 @@
+"""memory_import refuses a bad value with a French line error, never a traceback, and writes nothing."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from memory.models import Fact, MemorySettings, Message
+from memory.services.search import DATE_RANGE_MESSAGE
+
+pytestmark = pytest.mark.django_db
+
+HEADER = {
+    "format": "makilab-memory",
+    "version": 1,
+    "exported_at": "2026-01-01T00:00:00+00:00",
+    "since": None,
+}
+# A valid line before the bad one: the import must roll it back.
+GOOD = {
+    "type": "message",
+    "id": 1,
+    "channel": "whatsapp",
+    "role": "user",
+    "author": "",
+    "source": "user",
+    "content": "Une ligne valide avant la mauvaise",
+    "created_at": "2026-01-01T10:00:00+00:00",
+    "compacted": False,
+    "reply_to": None,
+}
+REVISION = {
+    "actor": "user",
+    "reason": "created",
+    "old_value": "",
+    "new_value": "Le vélo est gris",
+    "changes": {},
+    "note": "",
+    "created_at": "2026-01-01T10:00:00+00:00",
+}
+
+
+def _fact(**over) -> dict:
+    return {
+        "type": "fact",
+        "key": "velo",
+        "value": "Le vélo est gris",
+        "memory_type": "fact",
+        "importance": 0.5,
+        "subjects": [],
+        "source": "manual",
+        "channel": "",
+        "expires_at": None,
+        "created_at": "2026-01-01T10:00:00+00:00",
+        "updated_at": "2026-01-01T10:00:00+00:00",
+        "last_accessed_at": None,
+        "access_count": 0,
+        "owner_fields": [],
+        "source_message": None,
+        "revisions": [REVISION],
+    } | over
+
+
+def _message(**over) -> dict:
+    return GOOD | {"id": 2, "content": "Bonjour le jardin"} | over
+
+
+def _refused(tmp_path, line: str) -> str:
+    """Import GOOD then ``line`` (raw JSON text): the French error, after checking nothing stayed."""
+    path = tmp_path / "memoire.jsonl"
+    path.write_text(
+        "\n".join([json.dumps(HEADER), json.dumps(GOOD), line]) + "\n", encoding="utf-8"
+    )
+    with pytest.raises(CommandError) as caught:
+        call_command("memory_import", str(path), stdout=StringIO(), stderr=StringIO())
+    message = str(caught.value)
+    assert message.startswith("Rien n'a été importé. ligne 3 : "), message
+    assert not Message.all_objects.exists()
+    assert not Fact.all_objects.exists()
+    return message
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        pytest.param(_fact(created_at="2026-13-45T10:00:00+00:00"), id="month-13"),
+        pytest.param(_message(created_at="2026-02-30T10:00:00+00:00"), id="february-30"),
+        pytest.param(
+            _fact(revisions=[REVISION | {"created_at": "2026-01-01T25:00:00+00:00"}]),
+            id="hour-25-in-a-revision",
+        ),
+        pytest.param(_message(created_at="2026-01-01T10:00:00+25:00"), id="offset-25-hours"),
+    ],
+)
+def test_an_impossible_date_is_a_line_error(tmp_path, record):
+    assert "date ISO 8601 attendue" in _refused(tmp_path, json.dumps(record))
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        pytest.param(_message(created_at="0001-01-01T00:00:00+05:00"), id="year-1-with-offset"),
+        pytest.param(_fact(expires_at="9999-12-31T23:00:00-05:00"), id="year-9999-with-offset"),
+        pytest.param(_fact(expires_at="9999-12-31T23:30:00+00:00"), id="year-9999"),
+        pytest.param(_fact(created_at="0999-12-31T10:00:00+00:00"), id="year-999"),
+    ],
+)
+def test_a_date_outside_the_memorys_years_is_a_line_error(tmp_path, record):
+    """The years the API and the search accept (DATE_YEARS), no other rule."""
+    assert DATE_RANGE_MESSAGE in _refused(tmp_path, json.dumps(record))
+
+
+def test_dates_at_the_edges_of_the_memorys_years_are_imported(tmp_path, owner_api, staff_client):
+    """What the import takes, the owner's API and /memory page can show."""
+    path = tmp_path / "memoire.jsonl"
+    lines = [
+        HEADER,
+        GOOD | {"created_at": "1000-01-01T00:00:00+05:00"},
+        _fact(expires_at="9998-12-31T23:30:00-05:00"),
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    call_command("memory_import", str(path), stdout=StringIO(), stderr=StringIO())
+    assert Fact.objects.get(key="velo").expires_at.year == 9999  # in UTC
+    assert owner_api.get("/api/memory/facts").status_code == 200
+    assert staff_client.get("/memory/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param(
+            json.dumps(_fact()).replace('"importance": 0.5', '"importance": NaN'), id="nan"
+        ),
+        pytest.param(
+            json.dumps(_fact()).replace('"importance": 0.5', '"importance": -Infinity'),
+            id="infinity",
+        ),
+        pytest.param(
+            json.dumps(_fact()).replace('"importance": 0.5', '"importance": 1e400'), id="1e400"
+        ),
+        pytest.param(
+            json.dumps(_fact(revisions=[REVISION | {"changes": {"importance": [0.5, 1]}}])).replace(
+                "[0.5, 1]", "[NaN, 1]"
+            ),
+            id="nan-in-revision-changes",
+        ),
+    ],
+)
+def test_a_number_json_does_not_have_is_a_line_error(tmp_path, line):
+    assert "NaN" in line or "Infinity" in line or "1e400" in line
+    _refused(tmp_path, line)
+
+
+def test_a_nan_setting_is_a_line_error_and_the_settings_stay(tmp_path):
+    _refused(tmp_path, '{"type": "settings", "min_score": NaN}')
+    assert MemorySettings.load().min_score == MemorySettings().min_score
+
+
+def test_an_importance_too_big_for_a_float_is_a_line_error(tmp_path):
+    message = _refused(tmp_path, json.dumps(_fact(importance=10**400)))
+    assert "champ « importance » : un nombre attendu." in message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param(json.dumps(_message(content="Bonjour \ud800")), id="message"),
+        pytest.param(json.dumps(_fact(subjects=["jardin", "\udfff"])), id="fact-subjects"),
+    ],
+)
+def test_a_lone_surrogate_is_a_line_error(tmp_path, line):
+    assert "\\ud" in line  # json.dumps escapes it: the file itself is valid UTF-8
+    _refused(tmp_path, line)
+
+
+def test_an_emoji_written_as_a_surrogate_pair_is_imported(tmp_path):
+    path = tmp_path / "memoire.jsonl"
+    lines = [HEADER, GOOD | {"content": "Le vélo 🚲"}]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    assert "\\ud83d" in path.read_text(encoding="utf-8")
+    call_command("memory_import", str(path), stdout=StringIO(), stderr=StringIO())
+    assert Message.objects.get().content == "Le vélo 🚲"
+
+
+def test_a_line_nested_too_deep_for_the_parser_is_a_line_error(tmp_path):
+    _refused(tmp_path, "[" * 200_000 + "]" * 200_000)
+
+
+def test_a_field_written_twice_is_a_line_error(tmp_path):
+    line = json.dumps(_fact())[:-1] + ', "value": "Le vélo est rouge"}'
+    assert "champ « value » écrit deux fois" in _refused(tmp_path, line)
+
+
+@pytest.mark.parametrize(
+    ("record", "error"),
+    [
+        pytest.param(
+            {"max_results": True}, "« max_results » : un entier attendu", id="bool-for-int"
+        ),
+        pytest.param(
+            {"max_results": 7.9}, "« max_results » : un entier attendu", id="float-for-int"
+        ),
+        pytest.param(
+            {"auto_retrieve_enabled": "false"},
+            "« auto_retrieve_enabled » : true ou false attendu",
+            id="text-for-bool",
+        ),
+        pytest.param(
+            {"min_score": "0.5"}, "« min_score » : un nombre attendu", id="text-for-float"
+        ),
+        pytest.param({"min_score": None}, "« min_score » : un nombre attendu", id="null"),
+    ],
+)
+def test_a_setting_of_the_wrong_json_type_is_a_line_error(tmp_path, record, error):
+    before = MemorySettings.load()
+    assert error in _refused(tmp_path, json.dumps({"type": "settings", **record}))
+    after = MemorySettings.load()
+    assert (after.max_results, after.auto_retrieve_enabled, after.min_score) == (
+        before.max_results,
+        before.auto_retrieve_enabled,
+        before.min_score,
+    )
+
+
+def test_settings_of_the_right_json_types_are_imported(tmp_path):
+    """An int for a float knob is a number; the line may name only some knobs."""
+    path = tmp_path / "memoire.jsonl"
+    settings = {"type": "settings", "max_results": 7, "search_min_score": 1}
+    path.write_text(json.dumps(HEADER) + "\n" + json.dumps(settings) + "\n", encoding="utf-8")
+    call_command("memory_import", str(path), stdout=StringIO(), stderr=StringIO())
+    row = MemorySettings.load()
+    assert (row.max_results, row.search_min_score) == (7, 1.0)

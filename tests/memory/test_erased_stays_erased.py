@@ -1,0 +1,173 @@
+"""Erased stays erased: a row deleted for good is brought back by no copy made before.
+
+A purge (a forget's undo window over, or "Effacer maintenant") and the owner's
+erasure of a fact delete rows and their history. An export taken before, imported
+afterwards, and a late extraction drawn from a message written before, must not
+bring them back: each erased row leaves a digest (memory.services.erased_marks)
+that recognises it, and nothing of its text.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from agent.extraction import extraction_job_enqueue
+from memory.models import Actor, ErasedMark, Fact, FactRevision, Message, Summary
+from memory.selectors import facts_active
+from memory.services.erasing import fact_erase, forgetting_erase
+from memory.services.facts import fact_forget, fact_store
+from memory.services.forgetting import forgettings_purge, topic_forget
+from memory.services.jobs import job_run
+from memory.services.messages import message_save
+from memory.stores.fts import fts_search
+from tests.memory.world import exchange_save, index_everything
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "Le code de la porte du garage est B4242Z"
+
+
+def _run(*args) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def _world():
+    question = message_save(channel="whatsapp", role="user", content=SECRET)
+    message_save(
+        channel="whatsapp",
+        role="assistant",
+        content="Entendu, B4242Z noté",
+        reply_to_id=question.id,
+    )
+    fact_store(key="code_garage", value=SECRET, source_message_id=question.id, actor=Actor.AGENT)
+    Summary.objects.create(
+        channel="whatsapp",
+        content="Il a donné le code de la porte du garage B4242Z",
+        message_count=2,
+        period_end=timezone.now() - timedelta(days=1),
+    )
+    fact_store(key="velo", value="Le vélo est gris")
+
+
+def _nothing_of_it_anywhere():
+    assert not Message.all_objects.filter(content__contains="B4242Z").exists()
+    assert not Fact.all_objects.filter(value__contains="B4242Z").exists()
+    assert not Summary.all_objects.filter(content__contains="B4242Z").exists()
+    assert not FactRevision.all_objects.filter(new_value__contains="B4242Z").exists()
+    assert fts_search("B4242Z") == []
+
+
+def _purged(forgetting_id):
+    assert forgettings_purge(now=timezone.now() + timedelta(days=30)) == 1
+
+
+def _erased(forgetting_id):
+    forgetting_erase(forgetting_id=forgetting_id, actor=Actor.USER)
+
+
+@pytest.mark.parametrize("end", [_purged, _erased], ids=["purged", "erased-at-once"])
+def test_an_older_export_does_not_bring_back_a_forget_made_final(tmp_path, end):
+    _world()
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    result = topic_forget(topic="code porte garage", actor=Actor.USER)
+    end(result.forgetting_id)
+    _nothing_of_it_anywhere()
+
+    out = _run("memory_import", str(path))
+
+    _nothing_of_it_anywhere()
+    assert "effacé de cette mémoire" in out and "non réimporté" in out, out
+    assert Fact.objects.filter(key="velo").exists()  # what was not forgotten is matched
+    assert not any("B4242Z" in m.digest for m in ErasedMark.objects.all())
+
+
+def test_an_older_export_does_not_bring_back_an_erased_fact(tmp_path):
+    fact, _ = fact_store(key="diagnostic", value="Mickael a un diabète de type 2")
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    fact_store(key="diagnostic", value="Mickael a un diabète de type 1")  # its history grows
+    fact_erase(fact=Fact.objects.get(key="diagnostic"), actor=Actor.USER)
+
+    out = _run("memory_import", str(path))
+
+    assert not Fact.all_objects.filter(key="diagnostic").exists(), out
+    assert "fait « diagnostic » : effacé de cette mémoire, non réimporté." in out
+    # A new statement of the key, with words never erased, is the owner's news.
+    fact_store(key="diagnostic", value="Mickael n'a aucun diabète")
+    assert Fact.objects.get(key="diagnostic").value == "Mickael n'a aucun diabète"
+
+
+def test_an_export_imported_into_a_memory_that_erased_nothing_is_unchanged(tmp_path):
+    _world()
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    Message.all_objects.all().delete()
+    Summary.all_objects.all().delete()
+    FactRevision.all_objects.all().delete()
+    Fact.all_objects.all().delete()
+
+    _run("memory_import", str(path))
+
+    assert Fact.objects.filter(key="code_garage").exists()
+    assert Message.objects.filter(content=SECRET).exists()
+    assert len([json.loads(line) for line in lines]) > 4
+
+
+@pytest.fixture
+def late_extraction(vector_store, local_embedder, fake_anthropic):
+    def extract(body: dict) -> str:
+        prompt = json.dumps(body["messages"][-1]["content"], ensure_ascii=False)
+        found = "4512" in prompt
+        fact = {"key": "code_porte", "value": "Le code de la porte est 4512", "type": "fact"}
+        return json.dumps({"facts": [fact] if found else []})
+
+    fake_anthropic.handler = extract
+    first, _ = exchange_save("whatsapp", "Le code de la porte est 4512", "Noté.")
+    fact_store(
+        key="code_porte",
+        value="Le code de la porte est 4512",
+        source_message_id=first.id,
+        actor="agent",
+    )
+    # A second exchange says it again; its extraction waits behind a busy worker.
+    question, reply = exchange_save("whatsapp", "Rappel : le code de la porte, c'est 4512", "Oui.")
+    job = extraction_job_enqueue(message_ids=[question.id], reply_id=reply.id, channel="whatsapp")
+    index_everything()
+    return job
+
+
+def test_a_late_extraction_does_not_bring_back_a_fact_erased_since_its_message(late_extraction):
+    fact_erase(fact=Fact.objects.get(key="code_porte"), actor=Actor.USER)
+
+    assert job_run(late_extraction.id) == "done"
+
+    assert not facts_active().filter(value__contains="4512").exists()
+    assert not Fact.all_objects.filter(key="code_porte").exists()
+
+
+def test_a_fact_forgotten_meanwhile_stays_forgotten_too(late_extraction):
+    fact_forget(fact=Fact.objects.get(key="code_porte"), actor=Actor.USER)
+
+    assert job_run(late_extraction.id) == "done"
+
+    assert not facts_active().filter(value__contains="4512").exists()
+
+
+def test_a_message_written_after_the_erasure_is_news(late_extraction):
+    fact_erase(fact=Fact.objects.get(key="code_porte"), actor=Actor.USER)
+    question, reply = exchange_save("whatsapp", "Nouveau : le code de la porte est 4512", "Ok.")
+    job = extraction_job_enqueue(message_ids=[question.id], reply_id=reply.id, channel="whatsapp")
+
+    assert job_run(job.id) == "done"
+
+    assert facts_active().filter(key="code_porte", value__contains="4512").exists()
