@@ -2,7 +2,8 @@
 
 Rules are what users and workers do: store, restate, edit, forget, restore,
 expire, chat (an outside agent's exchange may hold a tool result), state a fact
-about the topic, forget the topic, undo it or purge it, and the indexing tasks run out of order,
+about the topic, forget the topic, undo it or purge it, export and import an older
+export (nothing purged comes back), and the indexing tasks run out of order,
 twice, late, lost, or raced by a second worker holding the same row. Against
 the real SQLite (FTS5) and the real embedded Qdrant with the bundled embedder.
 
@@ -63,6 +64,10 @@ class MemoryMachine(RuleBasedStateMachine):
         QUEUE.clear()
         self.owner_importance: dict[int, float] = {}  # per fact: what the owner set, last
         self.forgotten_topics: list[int] = []
+        self.exports: list[list[str]] = []  # files the owner exported, oldest first
+        # What purges deleted for good: (content, created_at) of messages, (key, value) of facts.
+        self.purged_messages: set[tuple] = set()
+        self.purged_facts: set[tuple] = set()
         STATS["examples"] += 1
 
     # --- users ------------------------------------------------------------------------
@@ -133,6 +138,7 @@ class MemoryMachine(RuleBasedStateMachine):
         from memory.services.facts import fact_store
 
         value = f"Voyage à {SECRET} en août avec Sophie"
+        self.purged_facts.discard((TRIP, value))  # stated again: news, not a resurrection
         for _, alone in self.forgotten_topics:
             alone.clear()  # stated again: news that may bring it back (the restatement rules)
         if agent:
@@ -172,8 +178,32 @@ class MemoryMachine(RuleBasedStateMachine):
         """The end of every undo window: what the forgets took is gone for good."""
         from memory.services.forgetting import forgettings_purge
 
+        taken = {"forgetting__isnull": False}
+        self.purged_messages |= set(
+            Message.all_objects.filter(**taken).values_list("content", "created_at")
+        )
+        self.purged_facts |= set(Fact.all_objects.filter(**taken).values_list("key", "value"))
         forgettings_purge(now=timezone.now() + timedelta(days=30))
         self.forgotten_topics.clear()
+
+    @rule()
+    def export(self):
+        from memory.services.portability import export_lines
+
+        self.exports.append(list(export_lines()))
+
+    @precondition(lambda self: self.exports)
+    @rule(data=st.data())
+    def import_an_older_export(self, data):
+        """The owner imports a file exported earlier: nothing purged since comes back."""
+        from memory.services.portability_import import memory_import_lines
+
+        lines = data.draw(st.sampled_from(self.exports))
+        memory_import_lines(lines)
+        back = set(Message.all_objects.values_list("content", "created_at")) & self.purged_messages
+        assert not back, back
+        facts = set(Fact.all_objects.values_list("key", "value")) & self.purged_facts
+        assert not facts, facts
 
     # --- workers ------------------------------------------------------------------------
 
