@@ -49,6 +49,21 @@ class ReadOnlyAdminMixin:
         return False
 
 
+class DateHierarchyGuard:
+    """A date drill-down whose year, month or day is no calendar number (``?created_at__year=
+    99999999999999999999``) is refused as Django refuses any wrong lookup (``?e=1``): its
+    own parsing lets an OverflowError through, a 500."""
+
+    def get_changelist_instance(self, request):
+        from django.contrib.admin.options import IncorrectLookupParameters
+
+        for part in ("year", "month", "day"):
+            raw = request.GET.get(f"{self.date_hierarchy}__{part}")
+            if raw is not None and not (raw.isascii() and raw.isdigit() and len(raw) <= 4):
+                raise IncorrectLookupParameters(f"{part}: {raw[:20]!r}")
+        return super().get_changelist_instance(request)
+
+
 class ExpiredFilter(admin.SimpleListFilter):
     title = "expiré"
     parameter_name = "expired"
@@ -248,7 +263,7 @@ class MemorySettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class MessageAdmin(DateHierarchyGuard, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "created_at",
         "channel",
@@ -275,7 +290,7 @@ class SummaryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(MemoryRetrieval)
-class MemoryRetrievalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class MemoryRetrievalAdmin(DateHierarchyGuard, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "channel", "message_preview", "tokens_added", "total_ms")
     list_filter = ("channel",)
     search_fields = ("message_preview",)

@@ -388,9 +388,20 @@ def validate_fact_value(value: str) -> None:
 CATEGORY_INVALID_MESSAGE = "Catégorie invalide pour le genre « {kind} »."
 
 
+SUBJECT_MAX_CHARS = 100
+SUBJECTS_MAX = 50
+
+
 def _validate_subjects(value: object) -> None:
+    """The one rule of a fact's subjects (model, admin, /memory, API, import)."""
     if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
         raise ValidationError("Les sujets doivent être une liste de mots.")
+    if len(value) > SUBJECTS_MAX:
+        raise ValidationError(f"Au plus {SUBJECTS_MAX} sujets.")
+    if any(len(s) > SUBJECT_MAX_CHARS for s in value):
+        raise ValidationError(f"Un sujet a au plus {SUBJECT_MAX_CHARS} caractères.")
+    if any("\x00" in s for s in value):
+        raise ValidationError("Le caractère nul n'est pas autorisé.")
 
 
 class Fact(Indexable):

@@ -17,6 +17,8 @@ from memory.api.fact_kinds import fact_kind_check
 from memory.exceptions import InvalidTTL
 from memory.models import (
     FACT_VALUE_MAX_CHARS,
+    SUBJECT_MAX_CHARS,
+    SUBJECTS_MAX,
     Fact,
     FactKind,
     FactRevision,
@@ -60,8 +62,6 @@ class DateTimeInRangeField(serializers.DateTimeField):
             return None
 
 
-SUBJECT_MAX_CHARS = 100
-SUBJECTS_MAX = 50
 TTL_MAX_CHARS = 20
 QUERY_MAX_CHARS = 500
 NOTE_PATH_MAX_CHARS = 500

@@ -248,7 +248,8 @@ def _owned(owned: list[str], actor: str, names: Iterable[str]) -> list[str]:
 
 def _agent_fields(current: Fact, fields: dict[str, object]) -> dict[str, object]:
     """What an agent write may change: never a field the owner set; subjects only added to."""
-    locked = set(current.owner_fields or []) - {"subjects"}
+    locked_all = set(current.owner_fields or [])
+    locked = locked_all - {"subjects"}
     if "value" in locked:
         # A fact the owner wrote lives as long as the owner said (no expiry: for good),
         # and an item's text the owner wrote keeps the category the owner left it in.
@@ -260,8 +261,21 @@ def _agent_fields(current: Fact, fields: dict[str, object]) -> dict[str, object]
             continue
         allowed[name] = value
     if "subjects" in allowed:
-        allowed["subjects"] = normalize_subjects([*current.subjects, *allowed["subjects"]])
+        removed = _subjects_the_owner_removed(current) if "subjects" in locked_all else set()
+        added = [s for s in normalize_subjects(allowed["subjects"]) if s not in removed]
+        allowed["subjects"] = normalize_subjects([*current.subjects, *added])
     return allowed
+
+
+def _subjects_the_owner_removed(fact: Fact) -> set[str]:
+    """The subjects the owner took off the fact (and did not give back since): the agent's
+    additions never put them back."""
+    removed: set[str] = set()
+    changes = fact.revisions.filter(actor__in=OWNER_ACTORS, changes__has_key="subjects")
+    for change in changes.order_by("created_at", "id").values_list("changes", flat=True):
+        old, new = (set(side or []) for side in change["subjects"])
+        removed = (removed | (old - new)) - new
+    return removed
 
 
 @transaction.atomic

@@ -40,6 +40,7 @@ from memory.models import (
     Forgetting,
     ForgettingState,
     Message,
+    MessageRole,
     RevisionReason,
     Summary,
 )
@@ -173,11 +174,15 @@ def forgetting_take(
     rows_changed(KIND_SUMMARY, summary_ids)
     redact_copies(
         items={
-            *(f"message:{i}" for i in chosen.exchanges),
+            *(f"message:{i}" for i in {*chosen.exchanges, *chosen.message_ids}),
             *(f"fact:{i}" for i in fact_ids),
             *(f"summary:{i}" for i in summary_ids),
         },
         terms=list(terms),
+        # A logged preview is a message's start: it may not hold the topic's words.
+        message_texts=Message.all_objects.filter(
+            pk__in=chosen.message_ids, role=MessageRole.USER
+        ).values_list("content", flat=True),
     )
     if points:  # (an erasure purges at once: its purge removes them)
         roots = list(chosen.exchanges)

@@ -53,6 +53,7 @@ _WRAPPING_WORDS = """
 """
 TOPIC_STOP_WORDS = STOP_WORDS | frozenset(_WRAPPING_WORDS.split())
 
+
 def topic_terms(topic: str) -> list[str]:
     """The meaningful words of a topic, folded as the FTS index sees them."""
     return [term for term in query_terms(topic) if term not in TOPIC_STOP_WORDS]

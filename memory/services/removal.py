@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory.models import MemoryRetrieval
@@ -68,24 +68,36 @@ def redact_copies(*, items: set[str], terms: list[str] = (), message_texts: Iter
         items=items, rule=PreviewRule.of(terms=[terms] if terms else [], texts=message_texts)
     )
     _redact_jobs(items=items, terms=terms)
+    _redact_admin_log(items)
+
+
+# A taken message's first characters found anywhere in a preview mark it as that message's
+# (a preview may join messages answered together); a shorter text must be the whole preview.
+PREVIEW_MATCH_CHARS = 40
+PREVIEW_MATCH_MIN_CHARS = 12
 
 
 @dataclass
 class PreviewRule:
     """Which logged message previews a forget redacts: those holding every word of its
-    topic, and those of the exchanges it excluded (the request to forget)."""
+    topic, and those of the messages it took or excluded (the request to forget): a
+    preview that is one, or that holds the start of one (messages answered together are
+    logged as one preview)."""
 
     term_sets: list[list[str]]
     previews: set[str]
+    starts: set[str] = field(default_factory=set)
 
     @classmethod
     def of(cls, *, terms: Iterable[Iterable[str]] = (), texts: Iterable[str] = ()) -> PreviewRule:
         from memory.services.formatting import clean_text
         from memory.services.retrieval.log import PREVIEW_CHARS
 
+        previews = {clean_text(t, max_chars=PREVIEW_CHARS) for t in texts}
         return cls(
             term_sets=[list(t) for t in terms if t],
-            previews={clean_text(t, max_chars=PREVIEW_CHARS) for t in texts},
+            previews=previews,
+            starts={p[:PREVIEW_MATCH_CHARS] for p in previews if len(p) >= PREVIEW_MATCH_MIN_CHARS},
         )
 
     def __bool__(self) -> bool:
@@ -95,14 +107,42 @@ class PreviewRule:
         from memory.services.forgetting_select import contains_all
 
         return preview != REDACTED and (
-            preview in self.previews or any(contains_all(preview, t) for t in self.term_sets)
+            preview in self.previews
+            or any(start in preview for start in self.starts)
+            or any(contains_all(preview, t) for t in self.term_sets)
         )
+
+
+def _redact_admin_log(items: set[str]) -> None:
+    """The admin's history of actions names each row it changed by its text (a fact's
+    "key = value", a message's start): those lines no longer name a row a forget took."""
+    from django.contrib.admin.models import LogEntry
+    from django.contrib.contenttypes.models import ContentType
+    from django.db.models import Q
+
+    from memory.models import AgentItem, Fact, Message, Summary
+
+    models = {"fact": (Fact, AgentItem), "message": (Message,), "summary": (Summary,)}
+    ids: dict[str, list[str]] = {kind: [] for kind in models}
+    for item in items:
+        kind, _, raw = item.partition(":")
+        if kind in ids:
+            ids[kind].append(raw)
+    lines = Q()
+    for kind, pks in ids.items():
+        if pks:
+            types = ContentType.objects.get_for_models(*models[kind], for_concrete_models=False)
+            lines |= Q(content_type__in=list(types.values()), object_id__in=pks)
+    if lines:
+        LogEntry.objects.filter(lines).exclude(object_repr=REDACTED).update(object_repr=REDACTED)
 
 
 def previews_forgotten_since(moment: datetime) -> PreviewRule:
     """The preview rule of every forget and exclusion made since ``moment``: what their
     passes redacted in the logs, for a row that was not in the table yet."""
-    from memory.models import ForgetSelection, Forgetting, ForgettingState, Message
+    from django.db.models import Q
+
+    from memory.models import ForgetSelection, Forgetting, ForgettingState, Message, MessageRole
     from memory.services.forgetting_select import topic_terms
 
     topics = (
@@ -110,10 +150,13 @@ def previews_forgotten_since(moment: datetime) -> PreviewRule:
         .exclude(selection=ForgetSelection.ERASE)
         .values_list("topic", flat=True)
     )
-    excluded = Message.all_objects.filter(created_at__gte=moment, memory_excluded=True)
+    taken = Message.all_objects.filter(role=MessageRole.USER).filter(
+        Q(memory_excluded=True, created_at__gte=moment)
+        | Q(forgetting__created_at__gte=moment, forgetting__state=ForgettingState.ACTIVE)
+    )
     return PreviewRule.of(
         terms=[topic_terms(topic) for topic in topics],
-        texts=excluded.values_list("content", flat=True),
+        texts=taken.values_list("content", flat=True),
     )
 
 

@@ -365,3 +365,18 @@ def test_a_key_held_by_a_row_the_fact_list_hides_is_refused_in_french(staff_clie
     assert "est déjà prise" in unescape(response.content.decode())
     assert Fact.objects.get(pk=other.pk).key == "paul_city"
     assert Fact.all_objects.filter(key=key).count() == 1
+
+
+@pytest.mark.parametrize("model", ["message", "memoryretrieval"])
+@pytest.mark.parametrize("year", ["99999999999999999999", "٢٠٢٦", "-1"])
+def test_a_date_drill_down_past_the_calendar_is_refused_not_a_500(staff_client, model, year):
+    from django.urls import reverse
+
+    staff_client.raise_request_exception = False
+    Message.objects.create(channel="whatsapp", role="user", content="Salut")
+    url = reverse(f"admin:memory_{model}_changelist")
+
+    response = staff_client.get(url, {"created_at__year": year})
+
+    assert response.status_code == 302 and response.url.endswith("?e=1")
+    assert staff_client.get(url, {"created_at__year": "2026"}).status_code == 200

@@ -1,0 +1,91 @@
+"""An owner's /memory edit of a fact, then the digest of an observed room restating it: a
+subject the owner took off is not put back (the agent only adds subjects the owner never removed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent.digest import digest_run_now
+from memory.models import Actor, Fact
+from memory.services.channels import channel_settings_set
+from memory.services.facts import fact_store
+from memory.services.messages import message_save
+from tests.dashboard.conftest import HTMX
+from tests.fakes.anthropic import text_message
+
+pytestmark = pytest.mark.django_db
+
+ROOM = "lobby"
+
+
+@pytest.fixture
+def world(vector_store, local_embedder, fake_anthropic, eager_tasks, settings):
+    settings.ANTHROPIC_MAX_RETRIES = 0
+    channel_settings_set(channel=ROOM, observed=True)
+    return fake_anthropic
+
+
+def test_a_subject_the_owner_removed_on_memory_is_not_put_back_by_the_digest(
+    world, staff_client, django_capture_on_commit_callbacks
+):
+    capture = django_capture_on_commit_callbacks
+    # 1. The agent learnt the fact, with its subjects.
+    fact, _ = fact_store(
+        key="voyage_david",
+        value="David part en Grèce.",
+        memory_type="event",
+        subjects=["david", "grèce"],
+        ttl="30d",
+        actor=Actor.AGENT,
+    )
+    # 2. The owner corrects it on /memory: value, importance, subjects (drops "grèce"), no expiry.
+    response = staff_client.post(
+        "/memory/facts/voyage_david/edit/",
+        {
+            "value": "David part en Crète, pas en Grèce.",
+            "memory_type": "event",
+            "importance": "0.9",
+            "subjects": "david, crète",
+            "no_expiry": "on",
+        },
+        **HTMX,
+    )
+    assert response.status_code == 200, response.content.decode()[:500]
+    owned = Fact.objects.get(pk=fact.pk)
+    assert owned.subjects == ["david", "crète"] and owned.expires_at is None
+    assert "subjects" in owned.owner_fields
+
+    # 3. Later, an observed room repeats the old version; the digest restates it.
+    with capture(execute=True):
+        message_save(channel=ROOM, role="user", content="David part en Grèce demain", author="zoé")
+    world.script(
+        text_message(
+            json.dumps(
+                {
+                    "facts": [
+                        {
+                            "key": "voyage_david",
+                            "value": "David part en Grèce.",
+                            "type": "event",
+                            "importance": 0.3,
+                            "subjects": ["david", "grèce"],
+                            "ttl": "30d",
+                            "sources": [1],
+                        }
+                    ]
+                }
+            )
+        )
+    )
+    with capture(execute=True):
+        outcome, digest = digest_run_now()
+    assert outcome == "done", digest
+
+    after = Fact.objects.get(pk=fact.pk)
+    assert after.value == "David part en Crète, pas en Grèce."
+    assert after.importance == 0.9
+    assert after.expires_at is None
+    # The owner removed "grèce" from the subjects: the agent's restatement must not put it back.
+    assert after.subjects == ["david", "crète"], after.subjects
