@@ -5,10 +5,12 @@ handle_message():
   → coalesce with the other messages of the channel arriving within
     AGENT_COALESCE_SECONDS (they are answered once, on their combined text)
   → auto-retrieval on the combined text
-  → system prompt: base prompt + date + tool guidance + the channel's last
-    summary + the memory block
+  → system prompt: base prompt + date + tool guidance + the memory block (the
+    channel's last summary inside it, within block_max_tokens: agent.context)
   → Messages API with the channel's recent history and the memory__* tools,
-    tool calls run, up to AGENT_MAX_TURNS calls (the last without tools)
+    tool calls run, up to AGENT_MAX_TURNS calls (the last without tools); after
+    a tool that forgets, the block, the history and the earlier tool results are
+    rebuilt before the next call (agent.context)
   → save the reply → post-response tasks (fact extraction, compaction) on commit
   → ChatResult(reply, retrieval id, usage).
 
@@ -38,6 +40,15 @@ from typing import Any
 
 from django.conf import settings
 
+from agent.context import (
+    context_after_forget,
+    history_build,  # noqa: F401  (its home is agent.context; imported from here too)
+    latest_summary,
+    outcome_forgot,
+    request_context,
+    tool_exchange_withdraw,
+    turn_text,
+)
 from agent.exceptions import LlmError, LlmNotConfigured, LlmUnavailable
 from agent.tools import ToolContext, ToolOutcome, tool_definitions, tool_run
 from memory.models import Message, MessageRole, MessageSource
@@ -47,7 +58,6 @@ logger = logging.getLogger(__name__)
 AGENT_AUTHOR = "makilab"
 # A continuous stream of messages is answered after at most this many windows.
 COALESCE_MAX_WINDOWS = 3
-SYSTEM_PREFIX = "[Message système] "
 TURN_CAP_REPLY = (
     "Je n'ai pas réussi à terminer en {turns} étapes (recherches dans ma mémoire comprises). "
     "Peux-tu préciser ta demande ?"
@@ -256,49 +266,24 @@ def handle_message_events(
     return batch.result
 
 
-def _retrieve(*, text: str, channel: str, source: str, message_ids: list[int]):
+def _retrieve(*, text: str, channel: str, source: str, message_ids: list[int], summary: str = ""):
     """The auto-retrieval result, or None (skipped, not available, or failed).
 
     ``message_ids`` are the messages being answered: retrieval counts them and
-    the history sent before them as already seen by the LLM.
+    the history sent before them as already seen by the LLM. ``summary``: the
+    channel's summary, put in the block within its budget.
     """
     try:
         from memory.services.retrieval import auto_retrieve
     except ImportError:
         return None
     try:
-        return auto_retrieve(message=text, channel=channel, source=source, message_ids=message_ids)
+        return auto_retrieve(
+            message=text, channel=channel, source=source, message_ids=message_ids, summary=summary
+        )
     except Exception:  # retrieval must never block an answer
         logger.exception("auto-retrieval failed on %s", channel)
         return None
-
-
-def history_build(*, channel: str, before_id: int) -> list[dict]:
-    """The channel's history (memory.selectors.channel_history) as alternating Messages API turns."""
-    from memory.selectors import channel_history
-
-    turns: list[dict] = []
-    for row in channel_history(channel=channel, before_id=before_id):
-        role = "assistant" if row.role == MessageRole.ASSISTANT else "user"
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"] += "\n\n" + _turn_text(row)
-        else:
-            turns.append({"role": role, "content": _turn_text(row)})
-    return turns
-
-
-def _turn_text(message: Message) -> str:
-    """A message as the LLM reads it: a system message says so."""
-    if message.role == MessageRole.SYSTEM:
-        return f"{SYSTEM_PREFIX}{message.content}"
-    return message.content
-
-
-def _latest_summary(channel: str) -> str:
-    from memory.selectors import channel_summary_latest
-
-    summary = channel_summary_latest(channel=channel)
-    return summary.content if summary else ""
 
 
 def _tool_result_block(tool_use_id: str, outcome: ToolOutcome) -> dict:
@@ -313,39 +298,34 @@ def _answer(
 ) -> Generator[tuple[str, Any], None, ChatResult]:
     from agent.client import llm_call, llm_stream, message_text
     from agent.followups import exchange_followups_enqueue
-    from agent.prompts import memory_block_build, system_prompt_build
     from memory.services.messages import message_save
 
     message_ids = [m.id for m in messages]
-    combined = "\n\n".join(_turn_text(m) for m in messages)
+    combined = "\n\n".join(turn_text(m) for m in messages)
     # A batch holding a user message is a user batch, whoever led it: retrieval
     # runs on the user's words and the exchange feeds extraction.
     user_messages = [m for m in messages if m.source == MessageSource.USER]
     if user_messages:
         source = MessageSource.USER
+    summary = latest_summary(channel)
     retrieval = _retrieve(
         text="\n\n".join(m.content for m in user_messages) or combined,
         channel=channel,
         source=source,
         message_ids=message_ids,
+        summary=summary,
     )
-    retrieval_tokens = int(getattr(retrieval, "tokens_added", 0) or 0)
-    system = system_prompt_build(
-        channel=channel,
-        memory_block=memory_block_build(retrieval=retrieval, summary=_latest_summary(channel)),
-    )
-    turns = history_build(channel=channel, before_id=min(message_ids))
-    if turns and turns[-1]["role"] == "user":
-        turns[-1] = {"role": "user", "content": f"{turns[-1]['content']}\n\n{combined}"}
-    else:
-        turns.append({"role": "user", "content": combined})
+    asked = {"channel": channel, "before_id": min(message_ids), "text": combined}
+    context = request_context(**asked, retrieval=retrieval, summary=summary)
+    # The tool exchange of this answer, after the history and the messages answered.
+    tail: list[dict] = []
     # Read (and announced) only now: the retrieval's log row is written in the
     # background while the prompt is built, and its id waits for it.
     retrieval_id = getattr(retrieval, "retrieval_id", None)
     yield "retrieval", retrieval
 
     tools = tool_definitions()
-    context = ToolContext(channel=channel, message_ids=tuple(message_ids))
+    tool_context = ToolContext(channel=channel, message_ids=tuple(message_ids))
     usage = UsageTotals()
     outcomes: list[ToolOutcome] = []
     max_turns = int(settings.AGENT_MAX_TURNS)
@@ -354,14 +334,14 @@ def _answer(
         for turn in range(1, max_turns + 1):
             last = turn == max_turns
             request = {
-                "system": system,
-                "messages": turns,
+                "system": context.system,
+                "messages": [*context.turns, *tail],
                 "purpose": "chat",
                 "tools": tools,
                 # The last call may not ask for more tools: it must answer.
                 "tool_choice": {"type": "none"} if last else None,
                 "channel": channel,
-                "retrieval_tokens": retrieval_tokens,
+                "retrieval_tokens": context.retrieval_tokens,
                 "retrieval_id": retrieval_id,
             }
             if stream:
@@ -389,19 +369,24 @@ def _answer(
                 if last and tool_uses and not reply:
                     reply = TURN_CAP_REPLY.format(turns=max_turns)
                 break
-            turns.append(
+            tail.append(
                 {
                     "role": "assistant",
                     "content": [b.to_dict(mode="json", exclude_none=True) for b in answer.content],
                 }
             )
-            results = []
+            results, ran = [], []
             for block in tool_uses:
-                outcome = tool_run(name=block.name, tool_input=block.input, context=context)
+                outcome = tool_run(name=block.name, tool_input=block.input, context=tool_context)
                 outcomes.append(outcome)
+                ran.append((block.id, outcome))
                 yield "tool_call", outcome
                 results.append(_tool_result_block(block.id, outcome))
-            turns.append({"role": "user", "content": results})
+            tail.append({"role": "user", "content": results})
+            if any(outcome_forgot(outcome) for _, outcome in ran):
+                # What it took reaches no later request: block, history, earlier results.
+                context = context_after_forget(**asked, retrieval=retrieval)
+                tail = tool_exchange_withdraw(tail, ran)
     except LlmError as exc:
         exc.message_ids = tuple(message_ids)
         raise

@@ -7,7 +7,7 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 
-from memory.services.formatting import MONTHS, new_marker, prompt_block
+from memory.services.formatting import MONTHS, block_within_budget, new_marker
 
 # The base prompt when AGENT_SYSTEM_PROMPT is empty.
 # Who the agent is (its name, context, capabilities, tastes) is not written here: it
@@ -69,29 +69,29 @@ def french_date(moment: datetime) -> str:
 
 
 def memory_block_build(*, retrieval=None, summary: str = "") -> str:
-    """The one fenced data block: the channel's last summary and what retrieval kept.
+    """The one fenced data block, within block_max_tokens, everything in it counted.
 
-    ``retrieval`` is a RetrievalResult or None (skipped): the block then holds
-    the summary alone. Same marker and lines as the retrieval's own block.
+    ``retrieval``: a RetrievalResult, whose block already holds the channel's
+    summary (auto_retrieve's ``summary``); None (auto-retrieval off, skipped or
+    failed): the agent's self and goals (it still knows who it is) and ``summary``.
     """
-    core, memories, notes = getattr(retrieval, "block_lines", None) or ([], [], [])
     if retrieval is not None:
-        selves, goals = getattr(retrieval, "self_lines", None) or ([], [])
-    else:
-        # Auto-retrieval off or failed: the agent still knows who it is.
-        from memory.services.retrieval.block import agent_summary_lines
+        return retrieval.prompt_block
+    from memory.models import MemorySettings
+    from memory.services.retrieval.block import agent_summary_lines
 
-        selves, goals = agent_summary_lines()
-    return prompt_block(
-        summary=summary,
-        core=core,
-        memories=memories,
-        notes=notes,
-        live=getattr(retrieval, "live_lines", None) or [],
+    selves, goals = agent_summary_lines()
+    block, _ = block_within_budget(
+        core=[],
+        memories=[],
+        notes=[],
         selves=selves,
         goals=goals,
-        marker=getattr(retrieval, "marker", "") or new_marker(),
+        summary=summary,
+        marker=new_marker(),
+        max_tokens=MemorySettings.load().block_max_tokens,
     )
+    return block
 
 
 def system_prompt_build(

@@ -67,6 +67,8 @@ class Tool:
     input_schema: dict
     run: Callable[[dict, ToolContext], dict]
     feeds_extraction: bool = False
+    # Takes something from memory (unless a dry run): the answer's next request is rebuilt.
+    forgets: bool = False
 
     def definition(self) -> dict:
         return {
@@ -338,6 +340,7 @@ TOOLS: dict[str, Tool] = {
                 ["topic"],
             ),
             run=_forget,
+            forgets=True,
         ),
         Tool(
             name="memory__store_fact",
@@ -380,6 +383,7 @@ TOOLS: dict[str, Tool] = {
                 ["key"],
             ),
             run=_delete_fact,
+            forgets=True,
         ),
         Tool(
             name="memory__recent",

@@ -136,6 +136,7 @@ SELF_TOOLS = (
         description="Supprime une chose sur toi devenue fausse, par son id, avec la raison.",
         input_schema=_schema({"id": _ID, "reason": _REASON}, ["id", "reason"]),
         run=_delete(FactKind.SELF),
+        forgets=True,
     ),
     Tool(
         name="memory__search_goals",
@@ -173,5 +174,6 @@ SELF_TOOLS = (
         description="Supprime un objectif atteint ou abandonné, par son id, avec la raison.",
         input_schema=_schema({"id": _ID, "reason": _REASON}, ["id", "reason"]),
         run=_delete(FactKind.GOAL),
+        forgets=True,
     ),
 )

@@ -32,6 +32,11 @@ CHARS_PER_TOKEN = 3.5
 ITEM_MAX_CHARS = 400
 NOTE_MAX_CHARS = 600
 SUMMARY_MAX_CHARS = 6000
+# The channel's summary stands for its compacted history: in the block it is sure of
+# this share of the room the agent's self and goals leave, and takes what the other
+# sections leave unused (up to SUMMARY_MAX_CHARS). Shorter than SUMMARY_MIN_CHARS it is left out.
+SUMMARY_BUDGET_SHARE = 0.5
+SUMMARY_MIN_CHARS = 80
 SUMMARY_TITLE = "Résumé des échanges plus anciens sur ce canal"
 LIVE_TITLE = "Extraits pertinents des salons observés (pas une conversation) :"
 SELF_TITLE = "Qui je suis (mes souvenirs sur moi-même)"
@@ -201,6 +206,7 @@ def block_within_budget(
     live: Sequence[BlockLine] = (),
     selves: Sequence[BlockLine] = (),
     goals: Sequence[BlockLine] = (),
+    summary: str = "",
 ) -> tuple[str, dict[str, list[int]]]:
     """The block holding the most useful items that fit in ``max_tokens``.
 
@@ -209,6 +215,10 @@ def block_within_budget(
     observed rooms, then the notes in order; an item that does not fit is left
     out and the next (shorter) ones are still tried. Returns the block and the
     indexes kept in each list, by section name (BLOCK_SECTIONS).
+
+    ``summary``: the channel's summary, within the same budget: after the self and
+    goals it is cut to SUMMARY_BUDGET_SHARE of the room left, and once the other
+    items are in it grows into what they left (see SUMMARY_BUDGET_SHARE).
 
     Each line is rendered once and the block's length is kept as a running sum
     (a line is its characters plus a line break), so trying an item costs an
@@ -220,6 +230,9 @@ def block_within_budget(
     kept: dict[str, list[int]] = {name: [] for name in BLOCK_SECTIONS}
     # The characters of the block's lines, without the breaks between them, and their count.
     frame = [*_block_head(marker), _block_foot(marker)]
+    frame_chars = sum(len(f) for f in frame)
+    summary = clean_text(summary, max_chars=SUMMARY_MAX_CHARS)
+    kept_summary = ""
     chars, count = 0, 0
     for name in BLOCK_SECTIONS:
         for index, line in enumerate(lines[name]):
@@ -228,16 +241,38 @@ def block_within_budget(
                 add_chars += len(f"## {SECTION_TITLES[name]}")
                 add_count += 1
             if count == 0:  # the first item brings the block's frame
-                add_chars += sum(len(f) for f in frame)
+                add_chars += frame_chars
                 add_count += len(frame)
             total = chars + add_chars + count + add_count - 1
             if math.ceil(total / CHARS_PER_TOKEN) <= max_tokens:
                 kept[name].append(index)
                 chars, count = chars + add_chars, count + add_count
+        if name == SUMMARY_AFTER and summary:
+            # Its title and text: two lines (and the frame, if it is the first).
+            add_chars = len(f"## {SUMMARY_TITLE}") + (frame_chars if count == 0 else 0)
+            add_count = 2 + (len(frame) if count == 0 else 0)
+            room = _room(max_tokens) - (chars + add_chars + count + add_count - 1)
+            share = max(int(room * SUMMARY_BUDGET_SHARE), min(room, SUMMARY_MIN_CHARS))
+            if share >= SUMMARY_MIN_CHARS:
+                kept_summary = _cut(summary, share)
+                chars += add_chars + len(kept_summary)
+                count += add_count
+    if kept_summary and len(kept_summary) < len(summary):
+        # What the other sections left unused.
+        unused = _room(max_tokens) - (chars + count - 1)
+        grown = _cut(summary, len(kept_summary) + unused)
+        kept_summary = grown if len(grown) > len(kept_summary) else kept_summary
     block = _block_render(
-        {name: [lines[name][i] for i in kept[name]] for name in BLOCK_SECTIONS}, marker=marker
+        {name: [lines[name][i] for i in kept[name]] for name in BLOCK_SECTIONS},
+        marker=marker,
+        summary=kept_summary,
     )
     return block, kept
+
+
+def _room(max_tokens: int) -> int:
+    """The most characters (line breaks included) a block of ``max_tokens`` may hold."""
+    return math.floor(max_tokens * CHARS_PER_TOKEN)
 
 
 def live_label(author: str, room: str, moment: datetime, tz: tzinfo) -> str:

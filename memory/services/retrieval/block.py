@@ -1,4 +1,5 @@
-"""The fenced block of an auto-retrieval: memories as French lines, notes, within the token budget."""
+"""The fenced block of an auto-retrieval: memories as French lines, notes and the channel's
+summary, within the token budget."""
 
 from __future__ import annotations
 
@@ -93,6 +94,7 @@ def block_fill(
         live=live_lines,
         selves=self_lines,
         goals=goal_lines,
+        summary=result.summary,
         marker=marker,
         max_tokens=memory_settings.block_max_tokens,
     )
@@ -133,9 +135,10 @@ def agent_summary_lines(result: RetrievalResult | None = None, *, facts=None):
 
 
 def self_block_fill(result: RetrievalResult, *, memory_settings: MemorySettings) -> None:
-    """The block of a message that injects no memory (small talk): the self and goals only."""
+    """The block of a message that recalls no memory (small talk): the self and goals,
+    and the channel's summary (conversation context, like the history)."""
     self_lines, goal_lines = agent_summary_lines(result)
-    if not (self_lines or goal_lines):
+    if not (self_lines or goal_lines or result.summary):
         return
     marker = new_marker()
     block, kept = block_within_budget(
@@ -144,6 +147,7 @@ def self_block_fill(result: RetrievalResult, *, memory_settings: MemorySettings)
         notes=[],
         selves=self_lines,
         goals=goal_lines,
+        summary=result.summary,
         marker=marker,
         max_tokens=memory_settings.block_max_tokens,
     )

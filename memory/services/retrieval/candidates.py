@@ -142,6 +142,14 @@ class Seen:
             return bool(words) and any(words <= message for message in self.said)
         return candidate.kind == "summary" and candidate.row_ids == (self.summary_id,)
 
+    def unseen(self, ranked: list) -> list[str]:
+        """The ranked ids that are not an exchange of the channel's history."""
+        return [
+            item
+            for item, _ in ranked
+            if not (item.startswith("message:") and int(item[8:]) in self.message_ids)
+        ]
+
 
 def _value_words(line: str) -> frozenset[str]:
     from memory.services.relevance import content_words

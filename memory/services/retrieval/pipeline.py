@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
@@ -30,7 +29,12 @@ from memory.services.retrieval.candidates import Seen
 from memory.services.retrieval.live import SOURCE_LIVE, live_hydrate, live_search
 from memory.services.retrieval.log import retrieval_log_start
 from memory.services.retrieval.ranking import fuse, prefetch
-from memory.services.retrieval.result import RetrievalResult, elapsed_ms, failure_text
+from memory.services.retrieval.result import (
+    RetrievalResult,
+    elapsed_ms,
+    failure_text,
+    source_collect,
+)
 from memory.services.retrieval.selection import (
     CANDIDATES_MIN,
     CANDIDATES_PER_RESULT,
@@ -61,12 +65,18 @@ EMBEDDING_START_WAIT_S = 0.005
 
 
 def auto_retrieve(
-    *, message: str, channel: str, source: str = "user", message_ids: Sequence[int] = ()
+    *,
+    message: str,
+    channel: str,
+    source: str = "user",
+    message_ids: Sequence[int] = (),
+    summary: str = "",
 ) -> RetrievalResult | None:
     """Gather, fuse and log the memories to inject for this message. None when skipped.
 
     ``message_ids``: the saved messages being answered (the agent loop), so the
-    history counted as seen is the one sent with them.
+    history counted as seen is the one sent with them. ``summary``: the channel's
+    summary the caller's prompt carries, put in the block within its budget.
     """
     if source == MessageSource.SYSTEM:
         return None
@@ -82,6 +92,7 @@ def auto_retrieve(
             memory_settings=memory_settings,
             log=True,
             message_ids=message_ids,
+            summary=summary,
         )
 
 
@@ -100,20 +111,21 @@ def _retrieve(
     memory_settings: MemorySettings,
     log: bool,
     message_ids: Sequence[int] = (),
+    summary: str = "",
 ) -> RetrievalResult:
     started = time.perf_counter()
     now = timezone.now()
     tz = ZoneInfo(settings.TIME_ZONE)
     timeouts = {k: v / 1000 for k, v in settings.RETRIEVAL_TIMEOUTS_MS.items()}
-    result = RetrievalResult(channel=channel, message=message)
+    result = RetrievalResult(channel=channel, message=message, summary=summary)
     limit = max(CANDIDATES_MIN, memory_settings.max_results * CANDIDATES_PER_RESULT)
     text = message[:4000]
     from memory.services.relevance import content_words, gate_passes, is_small_talk
 
     if is_small_talk(text):
-        # "ok", "merci", "👍": the relevance gate injects nothing at all.
+        # "ok", "merci", "👍": the relevance gate recalls nothing at all.
         result.gate = "small_talk"
-        # Who the agent is still goes in (the prompt no longer says it).
+        # Who the agent is, and the channel's summary (conversation context), still go in.
         self_block_fill(result, memory_settings=memory_settings)
         return _finish(result, started, log=log)
 
@@ -186,7 +198,9 @@ def _retrieve(
     )
 
     # 3. Collect the threads, each within what is left of its own time limit.
-    semantic = _collect(semantic_future, SOURCE_SEMANTIC, timeouts["semantic"], started, result)
+    semantic = source_collect(
+        semantic_future, SOURCE_SEMANTIC, timeouts["semantic"], started, result
+    )
     embedder = None
     if semantic is not None:
         ranked[SOURCE_SEMANTIC] = semantic_ids(semantic["hits"])
@@ -194,7 +208,7 @@ def _retrieve(
         embedder = semantic["embedder"]
     notes = None
     if notes_future is not None:
-        notes = _collect(notes_future, SOURCE_NOTES, timeouts["notes"], started, result)
+        notes = source_collect(notes_future, SOURCE_NOTES, timeouts["notes"], started, result)
         if notes is not None:
             for name, reason in notes.failures.items():
                 result.failed_sources[f"{SOURCE_NOTES}:{name}"] = reason
@@ -202,7 +216,7 @@ def _retrieve(
     # The observed rooms: their own gate per hit (a new fact there is not in the memory yet).
     live = None
     if live_future is not None:
-        live = _collect(live_future, SOURCE_LIVE, timeouts[SOURCE_LIVE], started, result)
+        live = source_collect(live_future, SOURCE_LIVE, timeouts[SOURCE_LIVE], started, result)
     live_items: list[dict] = []
     if live is not None:
         result.timings_ms.update(live["timings"])
@@ -217,8 +231,8 @@ def _retrieve(
     if (embedder is not None or semantic is None) and not gate_passes(
         margin=semantic["margin"] if semantic is not None else None,
         gate_margin=embedder.gate_margin if embedder is not None else 1.0,
-        semantic_ids=_unseen(ranked.get(SOURCE_SEMANTIC, []), seen),
-        keyword_ids=_unseen(ranked.get(SOURCE_KEYWORDS, []), seen),
+        semantic_ids=seen.unseen(ranked.get(SOURCE_SEMANTIC, [])),
+        keyword_ids=seen.unseen(ranked.get(SOURCE_KEYWORDS, [])),
     ):
         # Nothing new about this message; what the last turns found is still carried.
         result.gate = "off_topic"
@@ -340,7 +354,7 @@ def _sql_sources(
             early = _prefetched(known, channel, memory_settings, text, now, tz, result)
     finally:  # whatever happened, the process is answered for (and free for the next call)
         if keywords_apart is not None:
-            keywords = _keywords_apart_collect(
+            keywords = _keywords_apartsource_collect(
                 keywords_apart, asked, text, limit, timeouts, result, facts_apart=facts_apart
             )
     if keywords is not None:
@@ -381,7 +395,7 @@ def _semantic_if_done(future: Future | None) -> list[tuple[str, float]]:
     return semantic_ids(future.result()["hits"])
 
 
-def _keywords_apart_collect(
+def _keywords_apartsource_collect(
     request: KeywordsRequest,
     asked: float,
     text: str,
@@ -450,26 +464,5 @@ def _finish(result: RetrievalResult, started: float, *, log: bool) -> RetrievalR
     return result
 
 
-def _unseen(ranked: list, seen) -> list[str]:
-    """The ranked ids that are not an exchange of the channel's history."""
-    return [
-        item
-        for item, _ in ranked
-        if not (item.startswith("message:") and int(item[8:]) in seen.message_ids)
-    ]
-
-
 class _Gated(Exception):
     """The relevance gate said no: nothing to fuse."""
-
-
-def _collect(future: Future, name: str, limit_s: float, started: float, result: RetrievalResult):
-    remaining = max(0.0, limit_s - (time.perf_counter() - started))
-    try:
-        return future.result(timeout=remaining)
-    except FutureTimeout:
-        future.cancel()
-        result.failed_sources[name] = f"timeout after {int(limit_s * 1000)} ms"
-    except Exception as exc:
-        result.failed_sources[name] = failure_text(exc)
-    return None

@@ -1,4 +1,4 @@
-"""What an auto-retrieval returns, the candidates it weighs, and two small helpers."""
+"""What an auto-retrieval returns, the candidates it weighs, and small helpers."""
 
 from __future__ import annotations
 
@@ -21,8 +21,11 @@ class RetrievalResult:
     notes: list[dict] = field(default_factory=list)
     history: list[Message] = field(default_factory=list)
     prompt_block: str = ""
+    # The channel's summary the agent loop's prompt carries (auto_retrieve's
+    # ``summary``): conversation context, in the block within the same budget.
+    summary: str = ""
     # The block's marker and kept lines (core, memories, notes): the agent loop
-    # rebuilds the same block with the channel's summary inside it.
+    # rebuilds the block from them after a forget (retrieval.refresh).
     marker: str = ""
     block_lines: tuple[list[BlockLine], list[BlockLine], list[BlockLine]] | None = None
     # Extracts of observed rooms (the `live` collection) and their block lines.
@@ -78,3 +81,18 @@ def elapsed_ms(start: float) -> float:
 def failure_text(exc: BaseException) -> str:
     detail = str(exc) or exc.__class__.__name__
     return f"{exc.__class__.__name__}: {detail}"[:300]
+
+
+def source_collect(
+    future: Future, name: str, limit_s: float, started: float, result: RetrievalResult
+):
+    """A source's answer within what is left of its time limit; None (recorded) otherwise."""
+    remaining = max(0.0, limit_s - (time.perf_counter() - started))
+    try:
+        return future.result(timeout=remaining)
+    except FutureTimeout:
+        future.cancel()
+        result.failed_sources[name] = f"timeout after {int(limit_s * 1000)} ms"
+    except Exception as exc:
+        result.failed_sources[name] = failure_text(exc)
+    return None
