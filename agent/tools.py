@@ -229,7 +229,8 @@ def _delete_fact(tool_input: dict, context: ToolContext) -> dict:
     if fact.forgotten:
         return {"deleted": False, "key": fact.key, "message": "Ce fait était déjà oublié."}
     fact_forget(fact=fact, actor=context.actor, note=tool_input.get("reason", ""))
-    return {"deleted": True, "key": fact.key, "value": fact.value}
+    # Its words stay out of the answer: the next request carries this result.
+    return {"deleted": True, "key": fact.key}
 
 
 def _recent(tool_input: dict, context: ToolContext) -> dict:

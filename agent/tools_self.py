@@ -92,7 +92,7 @@ def _delete(kind: str):
         )
         if not deleted:
             return {"deleted": False, "id": item.pk, "message": ALREADY_DELETED_MESSAGE}
-        return {"deleted": True, "id": item.pk, "content": item.value}
+        return {"deleted": True, "id": item.pk}  # its words stay out of the next request
 
     return run
 

@@ -87,6 +87,7 @@ def test_the_block_of_the_next_request_leaves_out_the_forgotten_fact(world):
     first, after = (r for r in world.message_requests if r.json.get("tools"))
     assert _leaks(first.system), "precondition: turn 1's block holds the fact"
     assert not _leaks(after.system)
+    assert not _leaks(json.dumps(after.messages, ensure_ascii=False))  # nor the delete's result
     # The usage of each call counts the block it was sent.
     block = after.system[after.system.index("<<<MEMOIRE") :]
     usages = LlmUsage.objects.filter(purpose="chat").order_by("id")
@@ -134,6 +135,7 @@ def test_a_fact_deleted_by_its_key_leaves_the_next_block(world):
     first, after = (r for r in world.message_requests if r.json.get("tools"))
     assert _leaks(first.system), "precondition: turn 1's block holds the fact"
     assert not _leaks(after.system)
+    assert not _leaks(json.dumps(after.messages, ensure_ascii=False))  # nor the delete's result
 
 
 def test_a_dry_run_forgets_nothing_and_changes_no_request(world):
@@ -170,3 +172,4 @@ def test_a_goal_the_agent_deletes_leaves_the_next_block(world):
     first, after = (r for r in world.message_requests if r.json.get("tools"))
     assert "lire les notes Obsidian" in first.system, "precondition: turn 1's block holds it"
     assert "lire les notes Obsidian" not in after.system
+    assert "lire les notes Obsidian" not in json.dumps(after.messages, ensure_ascii=False)

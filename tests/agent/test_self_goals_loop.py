@@ -104,11 +104,7 @@ def test_the_agent_deletes_a_reached_goal_by_the_id_a_search_gave(world):
     result = handle_message(channel="mission_control", text="Tu peux lire les notes maintenant !")
 
     assert [c.name for c in result.tool_calls] == ["memory__search_goals", "memory__delete_goal"]
-    assert json.loads(result.tool_calls[1].content) == {
-        "deleted": True,
-        "id": goal.id,
-        "content": "J'aimerais pouvoir lire les notes Obsidian",
-    }
+    assert json.loads(result.tool_calls[1].content) == {"deleted": True, "id": goal.id}
     goal.refresh_from_db()
     assert goal.forgotten
     revision = FactRevision.objects.filter(fact=goal).first()
