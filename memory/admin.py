@@ -26,8 +26,8 @@ from memory.models import (
     Summary,
 )
 from memory.services.erasing import fact_erase, forgetting_erase
+from memory.services.fact_ownership import STATED_FIELDS
 from memory.services.facts import (
-    STATED_FIELDS,
     fact_forget,
     fact_restore,
     fact_store,

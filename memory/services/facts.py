@@ -20,6 +20,13 @@ from memory.models import (
     MemoryType,
     RevisionReason,
 )
+from memory.services.fact_ownership import (
+    OWNER_ACTORS,
+    UPDATABLE_FIELDS,
+    agent_fields,
+    normalize_subjects,
+    owned_after,
+)
 from memory.services.forgetting_restated import set_aside, stated_before_forget
 from memory.services.indexing import KIND_FACT, index_enqueue
 from memory.services.ttl import parse_ttl
@@ -53,16 +60,6 @@ _IMPLIED_CHANGES = {
 def default_importance(memory_type: str) -> float:
     """The importance of a fact of this type when nobody gave one."""
     return DEFAULT_IMPORTANCE[MemoryType(memory_type)]
-
-
-def normalize_subjects(subjects: Iterable[str] | None) -> list[str]:
-    """Flat lower-case tags, without blanks or repeats, order kept."""
-    seen: dict[str, None] = {}
-    for subject in subjects or ():
-        tag = str(subject).strip().lower()
-        if tag:
-            seen.setdefault(tag, None)
-    return list(seen)
 
 
 def _snapshot(fact: Fact) -> dict[str, object]:
@@ -106,23 +103,6 @@ def revision_record(
         changes=changes,
         note=note,
     )
-
-
-OWNER_ACTORS = (Actor.USER, Actor.ADMIN)
-# Fields a write may state; the owner's ones (``Fact.owner_fields``) the agent never overwrites.
-STATED_FIELDS = (
-    "value",
-    "memory_type",
-    "importance",
-    "subjects",
-    "source",
-    "channel",
-    "expires_at",
-)
-# ``category`` (the agent's self and goal items) changes with what the agent learns (a
-# limitation superseded by a capability), unless the owner set it, or wrote the item's text.
-OWNED_FIELDS = (*STATED_FIELDS, "category")
-UPDATABLE_FIELDS = {*OWNED_FIELDS, "ttl", "key", "source_message_id"}
 
 
 def _stated(
@@ -214,7 +194,7 @@ def fact_store(
             channel=stated.get("channel", ""),
             expires_at=stated.get("expires_at"),
             source_message_id=source_message_id,
-            owner_fields=_owned([], actor, ["value", *stated]),
+            owner_fields=owned_after([], actor, ["value", *stated]),
             kind=kind,
             category=stated.get("category", ""),
         )
@@ -237,45 +217,6 @@ def fact_store(
         **stated,
     )
     return fact, False
-
-
-def _owned(owned: list[str], actor: str, names: Iterable[str]) -> list[str]:
-    """The owner's fields after ``actor`` set ``names``."""
-    if actor not in OWNER_ACTORS:
-        return list(owned)
-    return sorted(set(owned) | {n for n in names if n in OWNED_FIELDS})
-
-
-def _agent_fields(current: Fact, fields: dict[str, object]) -> dict[str, object]:
-    """What an agent write may change: never a field the owner set; subjects only added to."""
-    locked_all = set(current.owner_fields or [])
-    locked = locked_all - {"subjects"}
-    if "value" in locked:
-        # A fact the owner wrote lives as long as the owner said (no expiry: for good),
-        # and an item's text the owner wrote keeps the category the owner left it in.
-        locked |= {"expires_at", "category"}
-    allowed: dict[str, object] = {}
-    for name, value in fields.items():
-        if name in locked and getattr(current, name) != value:
-            logger.info("agent write to %s.%s left as is: the owner set it", current.key, name)
-            continue
-        allowed[name] = value
-    if "subjects" in allowed:
-        removed = _subjects_the_owner_removed(current) if "subjects" in locked_all else set()
-        added = [s for s in normalize_subjects(allowed["subjects"]) if s not in removed]
-        allowed["subjects"] = normalize_subjects([*current.subjects, *added])
-    return allowed
-
-
-def _subjects_the_owner_removed(fact: Fact) -> set[str]:
-    """The subjects the owner took off the fact (and did not give back since): the agent's
-    additions never put them back."""
-    removed: set[str] = set()
-    changes = fact.revisions.filter(actor__in=OWNER_ACTORS, changes__has_key="subjects")
-    for change in changes.order_by("created_at", "id").values_list("changes", flat=True):
-        old, new = (set(side or []) for side in change["subjects"])
-        removed = (removed | (old - new)) - new
-    return removed
 
 
 @transaction.atomic
@@ -331,7 +272,7 @@ def fact_update(
             # that may undo the forget, see fact_store) is stored, and the forgotten value
             # does not come back under the owner's lock (their other settings stay).
             current.owner_fields = [f for f in current.owner_fields if f != "value"]
-        fields = _agent_fields(current, fields)
+        fields = agent_fields(current, fields)
         expiry = fields.get("expires_at", current.expires_at)
         if reviving and expiry is not None and expiry <= timezone.now():
             # The owner set this expiry: the agent does not bring the fact back past it.
@@ -354,7 +295,7 @@ def fact_update(
         current.forgotten = False
         current.forgotten_at = None
         written += ["forgotten", "forgotten_at"]
-    current.owner_fields = _owned(current.owner_fields or [], actor, meaningful)
+    current.owner_fields = owned_after(current.owner_fields or [], actor, meaningful)
     # A legacy key (written before the key rule) must not block other edits.
     current.full_clean(exclude=None if "key" in changes else ["key"], validate_unique=False)
     current.save(update_fields=written)
@@ -413,7 +354,7 @@ def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
     current.forgotten_at = None
     if expired:
         current.expires_at = None
-        current.owner_fields = _owned(current.owner_fields or [], actor, ["expires_at"])
+        current.owner_fields = owned_after(current.owner_fields or [], actor, ["expires_at"])
     current.save(
         update_fields=["forgotten", "forgotten_at", "expires_at", "owner_fields", "updated_at"]
     )

@@ -32,7 +32,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import Fact, MemorySettings, Message, Summary
-from memory.services.facts import STATED_FIELDS
+from memory.services.fact_ownership import STATED_FIELDS
 from memory.services.settings import EDITABLE_FIELDS
 
 FORMAT_NAME = "makilab-memory"

@@ -1,0 +1,80 @@
+"""Who owns which field of a fact: what the owner set, the agent's writes never change.
+
+The owner's writes (user, admin) mark the fields they set (``Fact.owner_fields``); an
+agent write leaves those as they are (and logs it), and only adds to the subjects,
+never one the owner took off.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from memory.models import Actor, Fact
+
+logger = logging.getLogger("memory.services.facts")  # the facts' log: one place to read writes
+
+OWNER_ACTORS = (Actor.USER, Actor.ADMIN)
+# Fields a write may state; the owner's ones (``Fact.owner_fields``) the agent never overwrites.
+STATED_FIELDS = (
+    "value",
+    "memory_type",
+    "importance",
+    "subjects",
+    "source",
+    "channel",
+    "expires_at",
+)
+# ``category`` (the agent's self and goal items) changes with what the agent learns (a
+# limitation superseded by a capability), unless the owner set it, or wrote the item's text.
+OWNED_FIELDS = (*STATED_FIELDS, "category")
+UPDATABLE_FIELDS = {*OWNED_FIELDS, "ttl", "key", "source_message_id"}
+
+
+def normalize_subjects(subjects: Iterable[str] | None) -> list[str]:
+    """Flat lower-case tags, without blanks or repeats, order kept."""
+    seen: dict[str, None] = {}
+    for subject in subjects or ():
+        tag = str(subject).strip().lower()
+        if tag:
+            seen.setdefault(tag, None)
+    return list(seen)
+
+
+def owned_after(owned: list[str], actor: str, names: Iterable[str]) -> list[str]:
+    """The owner's fields after ``actor`` set ``names``."""
+    if actor not in OWNER_ACTORS:
+        return list(owned)
+    return sorted(set(owned) | {n for n in names if n in OWNED_FIELDS})
+
+
+def agent_fields(current: Fact, fields: dict[str, object]) -> dict[str, object]:
+    """What an agent write may change: never a field the owner set; subjects only added to."""
+    locked_all = set(current.owner_fields or [])
+    locked = locked_all - {"subjects"}
+    if "value" in locked:
+        # A fact the owner wrote lives as long as the owner said (no expiry: for good),
+        # and an item's text the owner wrote keeps the category the owner left it in.
+        locked |= {"expires_at", "category"}
+    allowed: dict[str, object] = {}
+    for name, value in fields.items():
+        if name in locked and getattr(current, name) != value:
+            logger.info("agent write to %s.%s left as is: the owner set it", current.key, name)
+            continue
+        allowed[name] = value
+    if "subjects" in allowed:
+        removed = subjects_the_owner_removed(current) if "subjects" in locked_all else set()
+        added = [s for s in normalize_subjects(allowed["subjects"]) if s not in removed]
+        allowed["subjects"] = normalize_subjects([*current.subjects, *added])
+    return allowed
+
+
+def subjects_the_owner_removed(fact: Fact) -> set[str]:
+    """The subjects the owner took off the fact (and did not give back since): the agent's
+    additions never put them back."""
+    removed: set[str] = set()
+    changes = fact.revisions.filter(actor__in=OWNER_ACTORS, changes__has_key="subjects")
+    for change in changes.order_by("created_at", "id").values_list("changes", flat=True):
+        old, new = (set(side or []) for side in change["subjects"])
+        removed = (removed | (old - new)) - new
+    return removed
