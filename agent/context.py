@@ -77,7 +77,8 @@ def tool_exchange_withdraw(tail: list[dict], ran: list[tuple[str, object]]) -> l
 
     ``tail``: its assistant (tool_use) and user (tool_result) turns; ``ran``: the
     (tool_use id, outcome) of its last turn, in order. Every call that ran before
-    the last forget, forgetting tools aside (their results name nothing taken),
+    the last forget, forgetting tools aside (their results name nothing taken; a dry
+    run's preview does, and is withdrawn),
     keeps its tool_use with an empty input and its tool_result with
     WITHDRAWN_RESULT; the assistant's text between calls is dropped.
     """
@@ -88,7 +89,8 @@ def tool_exchange_withdraw(tail: list[dict], ran: list[tuple[str, object]]) -> l
     for turn in tail:
         for block in turn["content"]:
             tool = TOOLS.get(block.get("name", "")) if block.get("type") == "tool_use" else None
-            if tool is not None and tool.forgets:
+            # A forget's own answer names nothing it took; a dry run's lists it all: withdrawn.
+            if tool is not None and tool.forgets and not (block.get("input") or {}).get("dry_run"):
                 kept.add(block["id"])
     withdrawn = []
     for turn in tail:

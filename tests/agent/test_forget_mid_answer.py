@@ -173,3 +173,21 @@ def test_a_goal_the_agent_deletes_leaves_the_next_block(world):
     assert "lire les notes Obsidian" in first.system, "precondition: turn 1's block holds it"
     assert "lire les notes Obsidian" not in after.system
     assert "lire les notes Obsidian" not in json.dumps(after.messages, ensure_ascii=False)
+
+
+def test_a_dry_runs_preview_is_withdrawn_after_the_forget_it_previewed(world):
+    wedding = past_exchange("whatsapp", WEDDING, "Note-le bien !")
+    judge = text_message(json.dumps({"ids": [f"message:{wedding.id}"]}))
+    world.script(
+        tool_use_message(("memory__forget", {"topic": TOPIC, "dry_run": True})),
+        judge,
+        tool_use_message(("memory__forget", {"topic": TOPIC})),
+        judge,
+        text_message("C'est oublié."),
+    )
+
+    handle_message(channel="mission_control", text="Oublie le mariage de Marie à Lisbonne")
+
+    chats = [r for r in world.message_requests if r.json.get("tools")]
+    after = json.dumps(chats[-1].messages, ensure_ascii=False)
+    assert "Belém" not in after, after
