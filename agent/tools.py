@@ -222,12 +222,13 @@ def _store_fact(tool_input: dict, context: ToolContext) -> dict:
 
 
 def _delete_fact(tool_input: dict, context: ToolContext) -> dict:
-    from memory.selectors import fact_get
+    from memory.exceptions import FactNotFound
+    from memory.selectors import FACT_NOT_FOUND_MESSAGE, fact_get
     from memory.services.facts import fact_forget
 
     fact = fact_get(key=tool_input["key"])
-    if fact.forgotten:
-        return {"deleted": False, "key": fact.key, "message": "Ce fait était déjà oublié."}
+    if fact.forgotten:  # to the agent, a forgotten key is a key never stored
+        raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=fact.key))
     fact_forget(fact=fact, actor=context.actor, note=tool_input.get("reason", ""))
     # Its words stay out of the answer: the next request carries this result.
     return {"deleted": True, "key": fact.key}

@@ -57,9 +57,6 @@ from memory.services.settings import memory_settings_update
 
 EMPTY_PATCH_MESSAGE = "Aucun champ à modifier."
 FORGOTTEN_LIST_MESSAGE = "Seul le propriétaire peut voir les faits oubliés."
-FORGOTTEN_EDIT_MESSAGE = (
-    "Le fait « {key} » a été oublié : seul le propriétaire peut le restaurer ou le modifier."
-)
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 
@@ -234,15 +231,14 @@ class FactDetailApi(MemoryApi):
         responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
     )
     def patch(self, request: Request, key: str) -> Response:
-        fact = fact_or_404(key)
+        actor = self.actor(request)
+        # An edit revives a forgotten fact: that undo is the owner's, as …/restore. To the
+        # agent's token a forgotten key is a key never stored.
+        fact = fact_or_404(key, forgotten_hidden=actor == Actor.AGENT)
         body = FactPatchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         if not body.validated_data:
             raise ValidationError({"non_field_errors": [EMPTY_PATCH_MESSAGE]})
-        actor = self.actor(request)
-        if fact.forgotten and actor == Actor.AGENT:
-            # An edit revives a forgotten fact: that undo is the owner's, as …/restore.
-            raise PermissionDenied(FORGOTTEN_EDIT_MESSAGE.format(key=fact.key))
         fact = fact_update(fact=fact, actor=actor, **body.validated_data)
         return Response(FactOutputSerializer(fact).data)
 
@@ -252,13 +248,15 @@ class FactDetailApi(MemoryApi):
         description=(
             "Suppression douce (« oubli ») : le fait n'est plus utilisé ni montré, mais il reste "
             "en base avec son historique et peut être restauré par "
-            "POST /api/memory/facts/{key}/restore. Idempotent."
+            "POST /api/memory/facts/{key}/restore. Idempotent pour le propriétaire ; pour le "
+            "jeton de l'agent, un fait oublié est introuvable (404), comme une clé jamais vue."
         ),
         parameters=[KEY_PARAMETER],
         responses={204: None, **ERRORS, **NOT_FOUND},
     )
     def delete(self, request: Request, key: str) -> Response:
-        fact_forget(fact=fact_or_404(key), actor=self.actor(request))
+        actor = self.actor(request)
+        fact_forget(fact=fact_or_404(key, forgotten_hidden=actor == Actor.AGENT), actor=actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

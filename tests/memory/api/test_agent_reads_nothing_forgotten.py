@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import FactKind
+from memory.models import Fact, FactKind
 from memory.services.facts import fact_forget, fact_store
 from memory.services.self_memory import agent_item_store
 
@@ -74,3 +74,15 @@ def test_a_live_fact_reads_the_same_for_the_agent(agent_api):
     assert agent_api.get("/api/v1/memory/facts/ville/revisions").status_code == 200
     listed = agent_api.get("/api/v1/memory/facts", {"include_forgotten": "false"}).json()
     assert [f["key"] for f in listed["results"]] == ["ville"]
+
+
+@pytest.mark.parametrize("method", ["get", "patch", "delete"])
+def test_a_forgotten_key_answers_the_agent_as_a_key_never_stored(agent_api, forgotten, method):
+    """Nothing tells the agent's token that the key was there: same status, same words."""
+    body = {"importance": 0.5} if method == "patch" else None
+    never = getattr(agent_api, method)("/api/v1/memory/facts/jamais_vu", body, format="json")
+    gone = getattr(agent_api, method)("/api/v1/memory/facts/ex_adresse", body, format="json")
+
+    assert gone.status_code == never.status_code == 404
+    assert gone.json()["message"] == never.json()["message"].replace("jamais_vu", "ex_adresse")
+    assert Fact.all_objects.get(key="ex_adresse").forgotten

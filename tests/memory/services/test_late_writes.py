@@ -242,7 +242,8 @@ def test_the_agents_token_cannot_bring_back_by_an_edit_a_fact_the_owner_forgot(
     owner_api, agent_api
 ):
     """Undoing a forget is the owner's (POST …/restore answers the agent 403): a PATCH of
-    any field by the agent's token is refused the same, and the fact stays forgotten."""
+    any field by the agent's token finds no such fact (404, as a key never stored), and the
+    fact stays forgotten."""
     created = owner_api.post(
         "/api/v1/memory/facts", {"key": "ex_address", "value": "Rue Victor Hugo"}, format="json"
     )
@@ -252,7 +253,7 @@ def test_the_agents_token_cannot_bring_back_by_an_edit_a_fact_the_owner_forgot(
     response = agent_api.patch(
         "/api/v1/memory/facts/ex_address", {"importance": 0.4}, format="json"
     )
-    assert response.status_code == 403 and "oublié" in response.json()["message"]
+    assert response.status_code == 404 and "Aucun fait" in response.json()["message"]
     assert Fact.all_objects.get(key="ex_address").forgotten
     # The owner's own edit of it is a restore, as before.
     response = owner_api.patch(
