@@ -8,15 +8,14 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory.models import MemoryRetrieval
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY
+from memory.services.preview_rule import REDACTED, PreviewRule  # re-exported
 
 logger = logging.getLogger(__name__)
 
-REDACTED = "[oublié]"
 POINTS_REMOVE_JOB = "points_remove"
 
 
@@ -71,48 +70,6 @@ def redact_copies(*, items: set[str], terms: list[str] = (), message_texts: Iter
     _redact_admin_log(items)
 
 
-# A taken message's first characters found anywhere in a preview mark it as that message's
-# (a preview may join messages answered together); a shorter text must be the whole preview.
-PREVIEW_MATCH_CHARS = 40
-PREVIEW_MATCH_MIN_CHARS = 12
-
-
-@dataclass
-class PreviewRule:
-    """Which logged message previews a forget redacts: those holding every word of its
-    topic, and those of the messages it took or excluded (the request to forget): a
-    preview that is one, or that holds the start of one (messages answered together are
-    logged as one preview)."""
-
-    term_sets: list[list[str]]
-    previews: set[str]
-    starts: set[str] = field(default_factory=set)
-
-    @classmethod
-    def of(cls, *, terms: Iterable[Iterable[str]] = (), texts: Iterable[str] = ()) -> PreviewRule:
-        from memory.services.formatting import clean_text
-        from memory.services.retrieval.log import PREVIEW_CHARS
-
-        previews = {clean_text(t, max_chars=PREVIEW_CHARS) for t in texts}
-        return cls(
-            term_sets=[list(t) for t in terms if t],
-            previews=previews,
-            starts={p[:PREVIEW_MATCH_CHARS] for p in previews if len(p) >= PREVIEW_MATCH_MIN_CHARS},
-        )
-
-    def __bool__(self) -> bool:
-        return bool(self.term_sets or self.previews)
-
-    def hits(self, preview: str) -> bool:
-        from memory.services.forgetting_select import contains_all
-
-        return preview != REDACTED and (
-            preview in self.previews
-            or any(start in preview for start in self.starts)
-            or any(contains_all(preview, t) for t in self.term_sets)
-        )
-
-
 def _redact_admin_log(items: set[str]) -> None:
     """The admin's history of actions names each row it changed by its text (a fact's
     "key = value", a message's start): those lines no longer name a row a forget took."""
@@ -139,24 +96,26 @@ def _redact_admin_log(items: set[str]) -> None:
 
 def previews_forgotten_since(moment: datetime) -> PreviewRule:
     """The preview rule of every forget and exclusion made since ``moment``: what their
-    passes redacted in the logs, for a row that was not in the table yet."""
-    from django.db.models import Q
-
+    passes redacted in the logs, for a row that was not in the table yet. Each read takes
+    an index (the log writer runs it for every batch, holding the write lock)."""
     from memory.models import ForgetSelection, Forgetting, ForgettingState, Message, MessageRole
     from memory.services.forgetting_select import topic_terms
 
-    topics = (
-        Forgetting.objects.filter(created_at__gte=moment, state=ForgettingState.ACTIVE)
-        .exclude(selection=ForgetSelection.ERASE)
-        .values_list("topic", flat=True)
+    forgets = list(
+        Forgetting.objects.filter(created_at__gte=moment, state=ForgettingState.ACTIVE).values_list(
+            "id", "topic", "selection"
+        )
     )
-    taken = Message.all_objects.filter(role=MessageRole.USER).filter(
-        Q(memory_excluded=True, created_at__gte=moment)
-        | Q(forgetting__created_at__gte=moment, forgetting__state=ForgettingState.ACTIVE)
+    users = Message.all_objects.filter(role=MessageRole.USER)
+    texts = list(
+        users.filter(created_at__gte=moment, memory_excluded=True).values_list("content", flat=True)
     )
+    if forgets:
+        taken = users.filter(forgetting_id__in=[pk for pk, _, _ in forgets])
+        texts += taken.values_list("content", flat=True)
     return PreviewRule.of(
-        terms=[topic_terms(topic) for topic in topics],
-        texts=taken.values_list("content", flat=True),
+        terms=[topic_terms(t) for _, t, how in forgets if how != ForgetSelection.ERASE],
+        texts=texts,
     )
 
 
