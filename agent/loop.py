@@ -42,7 +42,6 @@ from django.conf import settings
 
 from agent.context import (
     context_after_forget,
-    history_build,  # noqa: F401  (its home is agent.context; imported from here too)
     latest_summary,
     outcome_forgot,
     request_context,

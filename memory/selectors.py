@@ -64,6 +64,11 @@ def fact_get(*, key: str, any_kind: bool = False) -> Fact:
         raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=key)) from None
 
 
+def message_written_at(message_id: int) -> datetime | None:
+    """When a message was written (None: it is gone), whatever hides it."""
+    return Message.all_objects.filter(pk=message_id).values_list("created_at", flat=True).first()
+
+
 def memory_settings_get() -> MemorySettings:
     return MemorySettings.load()
 

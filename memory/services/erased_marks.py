@@ -20,14 +20,15 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from memory.models import ErasedMark, Fact, FactRevision, Message, Summary
-from memory.services.forgetting_restated import key_unaside, message_written
+from memory.selectors import message_written_at
+from memory.services.forgetting_restated import key_unaside
 
 # A message's natural key: what the import matches an exported message on.
 MESSAGE_KEY = ("channel", "role", "author", "source", "created_at", "content")
 SUMMARY_KEY = ("channel", "created_at", "content")
 
 
-def _digest(kind: str, *parts: object) -> str:
+def _mark(kind: str, *parts: object) -> str:
     text = "\x1f".join(_canonical(part) for part in (kind, *parts))
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
@@ -43,19 +44,24 @@ def _words(text: str) -> str:
 
 
 def fact_key_mark(key: str) -> str:
-    return _digest("fact-key", key)
+    return _mark("fact-key", key)
 
 
 def fact_text_mark(value: str) -> str:
-    return _digest("fact-text", _words(value))
+    return _mark("fact-text", _words(value))
+
+
+def fact_mark(key: str, value: str) -> str:
+    """A fact as an export holds it: its key with one of its texts."""
+    return _mark("fact", key_unaside(key), _words(value))
 
 
 def message_mark(values: Mapping) -> str:
-    return _digest("message", *(values[name] for name in MESSAGE_KEY))
+    return _mark("message", *(values[name] for name in MESSAGE_KEY))
 
 
 def summary_mark(values: Mapping) -> str:
-    return _digest("summary", *(values[name] for name in SUMMARY_KEY))
+    return _mark("summary", *(values[name] for name in SUMMARY_KEY))
 
 
 def marks_record(
@@ -69,9 +75,11 @@ def marks_record(
     """Leave a mark for each row about to be deleted for good (the caller's transaction)."""
     digests: set[str] = set()
     for key, value in facts.values_list("key", "value"):
-        digests |= {fact_key_mark(key_unaside(key)), fact_text_mark(value)}
-    for old, new in revisions.values_list("old_value", "new_value"):
-        digests |= {fact_text_mark(text) for text in (old, new) if text}
+        digests |= {fact_key_mark(key_unaside(key)), fact_text_mark(value), fact_mark(key, value)}
+    for key, old, new in revisions.values_list("fact__key", "old_value", "new_value"):
+        for text in (old, new):
+            if text:
+                digests |= {fact_text_mark(text), fact_mark(key, text)}
     digests |= {message_mark(row) for row in messages.values(*MESSAGE_KEY)}
     digests |= {summary_mark(row) for row in summaries.values(*SUMMARY_KEY)}
     moment = now or timezone.now()
@@ -107,4 +115,4 @@ def statement_erased(*, key: str, value: str, actor: str, source_message_id: int
 
     if actor != Actor.AGENT or source_message_id is None:
         return False
-    return fact_erased_since(key=key, value=value, moment=message_written(source_message_id))
+    return fact_erased_since(key=key, value=value, moment=message_written_at(source_message_id))

@@ -287,7 +287,8 @@ def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> 
         revisions=FactRevision.all_objects.filter(Q(fact_id__in=facts) | Q(forgetting=forgetting)),
         messages=messages,
         summaries=Summary.all_objects.filter(pk__in=summaries),
-        now=now,
+        # Dated by the forget: a statement from a message written since is news.
+        now=forgetting.created_at,
     )
     FactRevision.all_objects.filter(fact_id__in=facts).delete()
     FactRevision.all_objects.filter(forgetting=forgetting).delete()

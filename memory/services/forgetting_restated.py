@@ -12,19 +12,14 @@ of a topic forget does with a key stated again meanwhile.
 from __future__ import annotations
 
 import re
-from datetime import datetime
 
 from django.db import transaction
 
-from memory.models import Actor, Fact, FactRevision, Forgetting, Message, RevisionReason
+from memory.models import Actor, Fact, FactRevision, Forgetting, RevisionReason
+from memory.selectors import message_written_at
 
 ASIDE_KEY = "{key} (oubli n° {id})"
 ASIDE_PATTERN = re.compile(r" \(oubli n° \d+\)$")
-
-
-def message_written(message_id: int) -> datetime | None:
-    """When the message a statement is drawn from was written (None: it is gone)."""
-    return Message.all_objects.filter(pk=message_id).values_list("created_at", flat=True).first()
 
 
 def stated_before_forget(fact: Fact, actor: str, source_message_id: int | None) -> bool:
@@ -32,7 +27,7 @@ def stated_before_forget(fact: Fact, actor: str, source_message_id: int | None) 
     before the forget (a source message gone counts as before): it must not undo it."""
     if actor != Actor.AGENT or not fact.forgotten or source_message_id is None:
         return False
-    written = message_written(source_message_id)
+    written = message_written_at(source_message_id)
     return written is None or fact.forgotten_at is None or written <= fact.forgotten_at
 
 
@@ -51,7 +46,7 @@ def restates_forgotten(
     """
     if actor != Actor.AGENT or source_message_id is None:
         return None
-    written = message_written(source_message_id)
+    written = message_written_at(source_message_id)
     forgotten = Fact.all_objects.filter(kind=kind, forgotten=True)
     if written is not None:
         forgotten = forgotten.filter(forgotten_at__gte=written)

@@ -40,7 +40,7 @@ from memory.exceptions import MemoryServiceError
 from memory.models import Fact, FactRevision, MemorySettings, Message, Summary
 from memory.services.erased_marks import (
     MESSAGE_KEY,
-    fact_text_mark,
+    fact_mark,
     marks_known,
     message_mark,
     summary_mark,
@@ -344,7 +344,7 @@ class _Importer:
                 self.report.conflicts.append(CONFLICT_VALUE.format(key=key))
             self.report.count(self.report.unchanged, "fact")
             return
-        if self._was_erased(fact_text_mark(values["value"])):
+        if self._was_erased(fact_mark(key, values["value"])):
             self.report.conflicts.append(CONFLICT_ERASED.format(key=key))
             return
         fact.source_message_id = self._row_id(source_message)

@@ -173,7 +173,8 @@ def _redact_jobs(*, items: set[str], terms: Iterable[str]) -> None:
         payload = dict(job.payload)
         exchange_gone = any(f"message:{i}" not in present for i in _job_messages(payload))
         saved = payload.get("digest_batch") or {}
-        if saved and (exchange_gone or any(taken(c) for c in saved.get("found") or [])):
+        found = [item.get("candidate") or {} for item in saved.get("found") or []]
+        if saved and (exchange_gone or any(taken(c) for c in found)):
             payload.pop("digest_batch")
         if payload.get("tool_results"):
             payload["tool_results"] = []

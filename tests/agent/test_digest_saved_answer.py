@@ -108,3 +108,31 @@ def test_the_killed_digest_is_done_later_exactly_once(killed_job):
     assert job_run(killed_job.id) == "skipped"
     assert facts_active().filter(key="sophie_voyage").count() == 1
     assert not Message.objects.filter(observed=True, digested_at__isnull=True).exists()
+
+
+def test_forgetting_a_fact_drops_the_saved_answer_that_states_it(vector_store, local_embedder):
+    """A saved item is {"sources", "candidate": {key, value, …}}: its fact is read there."""
+    from memory.models import Job, JobKind, JobState
+    from memory.services.facts import fact_forget, fact_store
+
+    message = message_save(channel="lobby", role="user", author="david", content="Il pleut")
+    fact, _ = fact_store(key="sophie_voyage", value=f"Sophie part à {SECRET}")
+    candidate = {"key": "sophie_voyage", "value": f"Sophie part à {SECRET}", "type": "event"}
+    job = Job.objects.create(
+        kind=JobKind.DIGEST,
+        key="digest:saved",
+        state=JobState.QUEUED,
+        payload={
+            "trigger": "schedule",
+            "digest_batch": {
+                "batch": [message.id],
+                "found": [{"sources": [1], "candidate": candidate}],
+            },
+        },
+    )
+
+    fact_forget(fact=fact, actor="user")
+
+    job.refresh_from_db()
+    assert SECRET not in json.dumps(job.payload, ensure_ascii=False), job.payload
+    assert job.payload["trigger"] == "schedule"

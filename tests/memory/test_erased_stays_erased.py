@@ -171,3 +171,41 @@ def test_a_message_written_after_the_erasure_is_news(late_extraction):
     assert job_run(job.id) == "done"
 
     assert facts_active().filter(key="code_porte", value__contains="4512").exists()
+
+
+def test_a_statement_from_a_message_written_after_the_forget_is_news_after_its_purge(
+    vector_store, local_embedder
+):
+    """The marks are dated by the forget, not the purge: a message written during the undo
+    window states news, before the purge as after it (a late extraction)."""
+    from memory.services.dedup import fact_remember
+
+    old = "Il travaille chez Zorglub Industries à Grenoble"
+    fact_store(key="employeur", value=old)
+    assert topic_forget(topic="Zorglub Industries", actor=Actor.USER).forgetting_id
+    later = message_save(channel="whatsapp", role="user", content="Je bosse toujours chez Zorglub")
+    assert forgettings_purge(now=timezone.now() + timedelta(days=30)) == 1
+
+    result = fact_remember(
+        key="employeur", value=old, actor=Actor.AGENT, source_message_id=later.id
+    )
+
+    assert result.fact.value == old and not result.fact.forgotten
+
+
+def test_an_erased_text_under_another_key_is_another_fact_to_the_import(tmp_path):
+    fact_store(key="ville_naissance", value="Paris")
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    fact_erase(fact=Fact.objects.get(key="ville_naissance"), actor=Actor.USER)
+    fact_store(key="ville_bureau", value="Lyon")
+    other = tmp_path / "autre.jsonl"
+    _run("memory_export", str(other))
+    text = other.read_text(encoding="utf-8").replace('"ville_bureau"', '"ville_travail"')
+    other.write_text(text.replace('"Lyon"', '"Paris"'), encoding="utf-8")
+
+    _run("memory_import", str(other))
+    _run("memory_import", str(path))
+
+    assert Fact.objects.get(key="ville_travail").value == "Paris"
+    assert not Fact.all_objects.filter(key="ville_naissance").exists()

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agent.loop import history_build
+from agent.context import history_build
 from agent.tools import ToolContext, tool_run
 from memory.exceptions import MemoryServiceError
 from memory.models import Fact, FactRevision, Message, Summary

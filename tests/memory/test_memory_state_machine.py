@@ -177,12 +177,16 @@ class MemoryMachine(RuleBasedStateMachine):
     def purge_topics(self):
         """The end of every undo window: what the forgets took is gone for good."""
         from memory.services.forgetting import forgettings_purge
+        from memory.services.forgetting_restated import key_unaside
 
         taken = {"forgetting__isnull": False}
         self.purged_messages |= set(
             Message.all_objects.filter(**taken).values_list("content", "created_at")
         )
-        self.purged_facts |= set(Fact.all_objects.filter(**taken).values_list("key", "value"))
+        self.purged_facts |= {
+            (key_unaside(key), value)  # a key set aside while the forget held it
+            for key, value in Fact.all_objects.filter(**taken).values_list("key", "value")
+        }
         forgettings_purge(now=timezone.now() + timedelta(days=30))
         self.forgotten_topics.clear()
 

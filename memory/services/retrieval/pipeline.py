@@ -354,7 +354,7 @@ def _sql_sources(
             early = _prefetched(known, channel, memory_settings, text, now, tz, result)
     finally:  # whatever happened, the process is answered for (and free for the next call)
         if keywords_apart is not None:
-            keywords = _keywords_apartsource_collect(
+            keywords = _keywords_apart_collect(
                 keywords_apart, asked, text, limit, timeouts, result, facts_apart=facts_apart
             )
     if keywords is not None:
@@ -395,7 +395,7 @@ def _semantic_if_done(future: Future | None) -> list[tuple[str, float]]:
     return semantic_ids(future.result()["hits"])
 
 
-def _keywords_apartsource_collect(
+def _keywords_apart_collect(
     request: KeywordsRequest,
     asked: float,
     text: str,
