@@ -28,6 +28,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memory.exceptions import MemoryServiceError
+from memory.services.erased_marks import marks_read
 
 BACKUP_FORMAT = "makilab-memory-backup"
 BACKUP_VERSION = 1
@@ -244,6 +245,8 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
     found = None if unreadable else _target_content(target)
     if found and not force:
         raise MemoryServiceError(TARGET_NOT_EMPTY.format(what=found))
+    # The erasures made here since the backup was taken: replayed on the restored memory.
+    manifest["erased_marks"] = [] if unreadable or not target.exists() else marks_read(target)
     connection.close()
     if unreadable:  # SQLite cannot copy into it: the backup replaces the file
         _database_remove(target)

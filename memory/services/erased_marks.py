@@ -16,7 +16,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from memory.models import ErasedMark, Fact, FactRevision, Message, Summary
@@ -116,3 +116,71 @@ def statement_erased(*, key: str, value: str, actor: str, source_message_id: int
     if actor != Actor.AGENT or source_message_id is None:
         return False
     return fact_erased_since(key=key, value=value, moment=message_written_at(source_message_id))
+
+
+def marks_read(path) -> list[tuple[str, str]]:
+    """The marks of the SQLite database at ``path`` (read before a restore replaces it)."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return db.execute(f"SELECT digest, erased_at FROM {ErasedMark._meta.db_table}").fetchall()
+    except sqlite3.DatabaseError:  # no such table (an older version), or unreadable
+        return []
+    finally:
+        db.close()
+
+
+def marks_replay(marks: Iterable[tuple[str, object]]) -> dict[str, int]:
+    """After a restore: the erasures made since the backup was taken stand. Their marks are
+    kept, and every restored row one of them recognises is deleted again (its FTS entries
+    by the triggers; the points are rebuilt by ``reindex --recreate``)."""
+    from django.db import transaction
+    from django.utils.dateparse import parse_datetime
+
+    known = marks_known()
+    missing = {digest: at for digest, at in marks if digest not in known}
+    with transaction.atomic():
+        ErasedMark.objects.bulk_create(
+            [
+                ErasedMark(
+                    digest=d, erased_at=at if isinstance(at, datetime) else parse_datetime(at)
+                )
+                for d, at in missing.items()
+            ],
+            batch_size=500,
+        )
+        known |= set(missing)
+        return _rows_delete(known)
+
+
+def _rows_delete(known: set[str]) -> dict[str, int]:
+    messages = [
+        row["id"]
+        for row in Message.all_objects.values("id", *MESSAGE_KEY).iterator(chunk_size=2000)
+        if message_mark(row) in known
+    ]
+    summaries = [
+        row["id"]
+        for row in Summary.all_objects.values("id", *SUMMARY_KEY).iterator(chunk_size=2000)
+        if summary_mark(row) in known
+    ]
+    facts = [
+        pk
+        for pk, key, value in Fact.all_objects.values_list("id", "key", "value").iterator()
+        if fact_mark(key, value) in known
+    ]
+    lines = [
+        pk
+        for pk, key, old, new in FactRevision.all_objects.exclude(fact_id__in=facts)
+        .values_list("id", "fact__key", "old_value", "new_value")
+        .iterator()
+        if any(text and fact_mark(key, text) in known for text in (old, new))
+    ]
+    FactRevision.all_objects.filter(Q(fact_id__in=facts) | Q(pk__in=lines)).delete()
+    Fact.all_objects.filter(pk__in=facts).delete()
+    Summary.all_objects.filter(pk__in=summaries).delete()
+    gone = Message.all_objects.filter(Q(pk__in=messages) | Q(reply_to_id__in=messages))
+    gone.filter(reply_to__isnull=False).delete()
+    gone.delete()
+    return {"messages": len(messages), "summaries": len(summaries), "facts": len(facts)}

@@ -32,12 +32,21 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         # A backup of an older version gets this version's schema.
         call_command("migrate", verbosity=0, interactive=False)
+        from memory.services.erased_marks import marks_replay
+
+        again = marks_replay(manifest["erased_marks"])
         counts = manifest["restored_counts"]
         self.stdout.write(
             f"Sauvegarde du {manifest.get('created_at', '?')} restaurée : "
             f"{counts.get('core_memory', 0)} faits, {counts.get('messages', 0)} messages, "
             f"{counts.get('memory_summary', 0)} résumés."
         )
+        if any(again.values()):
+            self.stdout.write(
+                "Effacé à nouveau (effacé ici après la sauvegarde) : "
+                f"{again['facts']} faits, {again['messages']} messages, "
+                f"{again['summaries']} résumés."
+            )
         saved = manifest.get("notes") or {}
         here = notes_settings()
         for name in ("obsidian_vault_path", "obsidian_api_url"):
