@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+
+from memory.management.french import FrenchCommand
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = (
         "Measure indexing throughput, auto-retrieval latency, the context endpoint over HTTP "
         "or the import rate on a throw-away memory."

@@ -19,10 +19,11 @@ import sys
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+
+from memory.management.french import FrenchCommand
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = "Serve the memory to an MCP client over stdio."
 
     def add_arguments(self, parser):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memory.exceptions import MemoryServiceError
+from memory.management.french import FrenchCommand
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = (
         "Copy the live SQLite database into DIR with SQLite's online backup API (a consistent "
         "snapshot, safe while serve runs), plus backup.json with the notes settings."

@@ -1,9 +1,11 @@
 """Force the digest of the observed rooms now (the same durable job the schedule runs)."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+
+from memory.management.french import FrenchCommand
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = (
         "Lance le digest des salons observés maintenant : les faits durables des messages "
         "non digérés sont enregistrés, puis retirés de la mémoire live."

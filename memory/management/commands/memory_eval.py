@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
+
+from memory.management.french import FrenchCommand
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = (
         "Load the evaluation set into a throw-away memory and print recall@5/@10 and MRR per mode."
     )

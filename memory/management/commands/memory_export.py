@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from memory.management.french import FrenchCommand
 from memory.services.portability import parse_since
 
 TYPE_LABELS = {
@@ -15,7 +16,7 @@ TYPE_LABELS = {
 }
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = "Export facts (with revisions), messages, summaries and settings as JSONL."
 
     def add_arguments(self, parser):

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memory.exceptions import MemoryServiceError
+from memory.management.french import FrenchCommand
 
 LABELS = {"message": "messages", "summary": "résumés", "fact": "faits", "revision": "révisions"}
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = (
         "Import a memory_export file. Nothing is imported if a line is invalid; "
         "running it twice changes nothing. New rows are left pending for the indexer."

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memory.exceptions import MemoryServiceError
+from memory.management.french import FrenchCommand
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = (
         "Restore a memory_backup folder into the configured SQLite database (stop serve first). "
         "Refuses a data dir that holds a memory unless --force. Then run "

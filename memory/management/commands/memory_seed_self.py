@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memory.exceptions import MemoryServiceError
+from memory.management.french import FrenchCommand
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = (
         "Load starting items about the agent itself and its goals: a JSON list or JSONL of "
         '{"kind": "self"|"goal", "category": ..., "content": ...}. All or nothing; '

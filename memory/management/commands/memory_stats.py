@@ -2,10 +2,10 @@
 
 import json
 
-from django.core.management.base import BaseCommand
 from django.core.serializers.json import DjangoJSONEncoder
 from django.utils import timezone
 
+from memory.management.french import FrenchCommand
 from memory.models import IndexState, JobState
 
 # What the owner reads: French labels for the selector's keys (--json keeps the keys).
@@ -40,7 +40,7 @@ def _vector_counts() -> dict:
         }
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = (
         "Affiche les comptes par niveau, collection et état d'indexation, et la dernière "
         "indexation."

@@ -1,11 +1,12 @@
 """Purge facts past their TTL from both tiers."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memory.exceptions import MemoryServiceError
+from memory.management.french import FrenchCommand
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = (
         "Forget expired facts (revision 'expired') and remove their points. "
         "While serve runs, serve does it."

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memory.exceptions import MemoryServiceError
+from memory.management.french import FrenchCommand
 from memory.management.progress import ProgressBars
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = (
         "Rebuild Qdrant from SQLite; safe to interrupt and run again. "
         "While serve runs, serve does it."

@@ -17,9 +17,10 @@ import signal
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from memory.exceptions import StoreUnavailable
+from memory.management.french import FrenchCommand
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def waitress_proxy_options() -> dict:
     }
 
 
-class Command(BaseCommand):
+class Command(FrenchCommand):
     help = "Migrate, then serve Makilab Memory on its embedded defaults."
 
     def add_arguments(self, parser):

@@ -57,3 +57,50 @@ def test_seed_self_error_message_has_no_format_escapes(tmp_path):
     bad.write_text('"just a string"')
     message = _french_command_error("memory_seed_self", str(bad))
     assert "{{" not in message, f"raw format escape in the French message: {message!r}"
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (
+            ("reindex", "--batch-size", "abc"),
+            "option --batch-size : « abc » n'est pas un nombre entier.",
+        ),
+        (
+            ("reindex", "--collection", "zz"),
+            "option --collection : « zz » n'est pas un choix possible",
+        ),
+        (("benchmark", "retrieval", "--memories", "abc"), "option --memories : « abc » n'est pas"),
+        (("benchmark", "nope"), "argument which : « nope » n'est pas un choix possible"),
+        (("memory_import",), "arguments obligatoires manquants : file."),
+        (("memory_stats", "--nope"), "arguments inconnus : --nope."),
+    ],
+)
+def test_argparse_refusals_are_said_in_french(args, said):
+    message = _french_command_error(*args)
+
+    assert message.startswith(said), message
+    assert "Error" not in message and "invalid" not in message
+
+
+def test_from_the_command_line_too(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.memory.test_workers import ROOT, _env
+
+    done = subprocess.run(
+        [sys.executable, "manage.py", "reindex", "--batch-size", "abc"],
+        cwd=ROOT,
+        env=_env(tmp_path / "data"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 2
+    assert (
+        "reindex : erreur : option --batch-size : « abc » n'est pas un nombre entier."
+        in done.stderr
+    )
+    assert "Traceback" not in done.stderr

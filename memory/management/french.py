@@ -1,0 +1,68 @@
+"""Management commands refuse a wrong argument in French (argparse's own words are English).
+
+``FrenchCommand`` is the base of the project's commands: its parser (and its
+subcommands' parsers) say what argparse says, in French, from the command line
+(usage, then the message, exit status 2) and through ``call_command`` (a
+CommandError, as any other refusal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+_SAID = [
+    (
+        r"argument (\S+): invalid int value: '(.*)'",
+        "option {0} : « {1} » n'est pas un nombre entier.",
+    ),
+    (r"argument (\S+): invalid float value: '(.*)'", "option {0} : « {1} » n'est pas un nombre."),
+    (
+        r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)",
+        "option {0} : « {1} » n'est pas un choix possible ({2}).",
+    ),
+    (r"argument (\S+): expected one argument", "option {0} : une valeur est attendue."),
+    (r"the following arguments are required: (.*)", "arguments obligatoires manquants : {0}."),
+    (r"unrecognized arguments: (.*)", "arguments inconnus : {0}."),
+    (r"argument (\S+): (.*)", "option {0} : {1}"),
+]
+
+
+def said_in_french(message: str) -> str:
+    for pattern, french in _SAID:
+        found = re.fullmatch(pattern, message, flags=re.S)
+        if found:
+            said = french.format(*found.groups())
+            if said.startswith("option ") and not found.group(1).startswith("-"):
+                said = "argument" + said.removeprefix("option")  # a positional one
+            return said
+    return message
+
+
+class FrenchCommandParser(CommandParser):
+    def error(self, message):
+        message = said_in_french(message)
+        if self.called_from_command_line:
+            self.print_usage(sys.stderr)
+            self.exit(2, f"{self.prog} : erreur : {message}\n")
+        raise CommandError(message)
+
+
+class FrenchCommand(BaseCommand):
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        # Django builds CommandParsers (the command's, its subcommands'); the subclass only
+        # changes how they refuse.
+        _french(parser)
+        return parser
+
+
+def _french(parser) -> None:
+    parser.__class__ = FrenchCommandParser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                _french(subparser)
