@@ -208,6 +208,14 @@ class PreviewForm(forms.Form):
     )
     channel = forms.CharField(label="Canal", max_length=64, initial="dashboard")
 
+    def clean_channel(self) -> str:
+        from memory.services.messages import channel_validate  # the API's one rule
+
+        try:
+            return channel_validate(self.cleaned_data["channel"])
+        except forms.ValidationError as exc:
+            raise forms.ValidationError(exc.message_dict["channel"]) from None
+
 
 class NotePathForm(forms.Form):
     path = forms.CharField(

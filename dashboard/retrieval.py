@@ -145,4 +145,6 @@ def retrieval_settings(request: HtmxHttpRequest) -> HttpResponse:
 def retrieval_preview(request: HtmxHttpRequest) -> HttpResponse:
     if not request.htmx:
         return section(request, PARTIAL, retrieval_context)
-    return render(request, "dashboard/memory/_retrieval_preview.html", _preview_context(request))
+    context = _preview_context(request)
+    status = UNPROCESSABLE if context["preview_form"].errors else 200
+    return render(request, "dashboard/memory/_retrieval_preview.html", context, status=status)

@@ -269,7 +269,10 @@ def fact_history(request: HtmxHttpRequest, key: str) -> HttpResponse:
 @staff_required
 @require_GET
 def search_section(request: HtmxHttpRequest) -> HttpResponse:
-    return section(request, "dashboard/memory/_search.html", _search_context)
+    # A search whose fields are wrong (a date that does not exist) is a form error: 422.
+    invalid = "q" in request.GET and not SearchForm(request.GET).is_valid()
+    status = UNPROCESSABLE if invalid else 200
+    return section(request, "dashboard/memory/_search.html", _search_context, status=status)
 
 
 # --- Coûts -------------------------------------------------------------------------

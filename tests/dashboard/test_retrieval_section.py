@@ -168,3 +168,28 @@ def test_the_preview_shows_what_the_retrieval_would_inject(
     assert f"{expected.tokens_added} tokens ajoutés" in html
     for memory in expected.memories:
         assert str(memory["text"])[:40].replace("'", "&#x27;") in html
+
+
+@pytest.mark.parametrize("channel", ["a/b", "x" * 65, "  "])
+def test_the_preview_refuses_a_channel_the_api_refuses(staff_client, channel):
+    from tests.dashboard.conftest import HTMX
+
+    response = staff_client.get(
+        "/memory/retrieval/preview/",
+        {"message": "Comment va mon épaule ?", "channel": channel},
+        **HTMX,
+    )
+
+    assert response.status_code == 422
+    assert "canal" in response.content.decode().lower()
+
+
+def test_the_preview_of_an_empty_message_says_why(staff_client):
+    from tests.dashboard.conftest import HTMX
+
+    response = staff_client.get(
+        "/memory/retrieval/preview/", {"message": "", "channel": "dashboard"}, **HTMX
+    )
+
+    assert response.status_code == 422
+    assert "Message : Ce champ est obligatoire." in response.content.decode()

@@ -88,3 +88,15 @@ def test_nothing_found_with_filters_says_so(staff_client, bikes):
     html = _search(staff_client, channel="signal")
 
     assert "Aucun résultat pour « vélo » avec ces filtres." in html
+
+
+@pytest.mark.parametrize("since", ["2026-13-45", "2026-02-30"])
+def test_a_search_with_a_date_that_does_not_exist_is_a_form_error(staff_client, since):
+    from tests.dashboard.conftest import HTMX
+
+    response = staff_client.get(
+        "/memory/search/", {"q": "vélo", "mode": "text", "since": since}, **HTMX
+    )
+
+    assert response.status_code == 422
+    assert "Saisissez une date valide" in response.content.decode()
