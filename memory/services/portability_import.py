@@ -89,8 +89,7 @@ FORGOTTEN_ROW = "{kind} du {date} : oublié dans cette mémoire, non réimporté
 # New rows are written by batches (one INSERT per batch; the FTS triggers fire per row).
 BATCH = 500
 # The natural key of a message: (channel, role, author, source, created_at, content digest).
-_MESSAGE_KEY = MESSAGE_KEY
-assert set(_MESSAGE_KEY) == set(MESSAGE_FIELDS) - {"compacted"}
+assert set(MESSAGE_KEY) == set(MESSAGE_FIELDS) - {"compacted"}
 
 
 def _digest(text: str) -> bytes:
@@ -98,7 +97,7 @@ def _digest(text: str) -> bytes:
 
 
 def _message_key(values: dict) -> tuple:
-    return (*(values[name] for name in _MESSAGE_KEY[:-1]), _digest(values["content"]))
+    return (*(values[name] for name in MESSAGE_KEY[:-1]), _digest(values["content"]))
 
 
 @dataclass
@@ -181,7 +180,7 @@ class _Importer:
     def _existing_messages(self) -> dict[tuple, tuple[int | Message, bool]]:
         if self._messages is None:
             rows = Message.all_objects.values_list(
-                *_MESSAGE_KEY, "id", "forgetting_id", "memory_excluded"
+                *MESSAGE_KEY, "id", "forgetting_id", "memory_excluded"
             )
             self._messages = {
                 (*row[:5], _digest(row[5])): (row[6], row[7] is not None or row[8])

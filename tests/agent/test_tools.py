@@ -9,7 +9,7 @@ from jsonschema import Draft202012Validator
 
 from agent.tools import TOOLS, ToolContext, index_key, tool_definitions, tool_run
 from memory.models import Fact, FactSource, Message
-from memory.services.facts import fact_store
+from memory.services.facts import fact_forget, fact_store
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, index_rows
 from memory.services.messages import message_save
 
@@ -156,6 +156,16 @@ def test_memory_delete_fact_forgets_it_with_the_reason(world, context):
     outcome, body = _run("memory__delete_fact", {"key": "inconnue"}, context)
     assert outcome.is_error
     assert body["error"] == "Aucun fait avec la clé « inconnue »."
+
+
+def test_memory_delete_fact_of_a_forgotten_key_answers_as_for_a_key_never_stored(world, context):
+    fact, _ = fact_store(key="ex_adresse", value="12 rue des Lilas")
+    fact_forget(fact=fact, actor="user")
+
+    outcome, body = _run("memory__delete_fact", {"key": "ex_adresse"}, context)
+
+    assert outcome.is_error
+    assert body == {"error": "Aucun fait avec la clé « ex_adresse »."}
 
 
 def test_memory_recent_lists_the_latest_active_facts_first(world, context):

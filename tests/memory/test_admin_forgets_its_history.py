@@ -13,30 +13,11 @@ from memory.models import Fact
 from memory.services.erasing import fact_erase
 from memory.services.facts import fact_forget, fact_store
 from memory.services.forgetting import topic_forget
+from tests.memory.test_admin import _fact_form
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "Zanzibar"
-
-
-def _fact_form(fact, **over):
-    data = {
-        "key": fact.key,
-        "value": fact.value,
-        "memory_type": fact.memory_type,
-        "importance": str(fact.importance),
-        "subjects": "[]",
-        "source": fact.source,
-        "channel": fact.channel,
-        "expires_at_0": "",
-        "expires_at_1": "",
-        "revisions-TOTAL_FORMS": "0",
-        "revisions-INITIAL_FORMS": "0",
-        "revisions-MIN_NUM_FORMS": "0",
-        "revisions-MAX_NUM_FORMS": "1000",
-        "_save": "Enregistrer",
-    }
-    return {**data, **over}
 
 
 def _edit_in_admin(staff_client):

@@ -85,8 +85,20 @@ def block_fill(
     ]
     note_lines = [BlockLine(f"note · {n['path']}", n["text"]) for n in result.notes]
     live_lines = [BlockLine(item["label"], item["text"]) for item in live]
-    marker = new_marker()
-    self_lines, goal_lines = agent_lines
+    result.live = list(live)
+    block_set(
+        result,
+        lines=(core_lines, memory_lines, note_lines, live_lines, *agent_lines),
+        marker=new_marker(),
+        max_tokens=memory_settings.block_max_tokens,
+    )
+
+
+def block_set(result: RetrievalResult, *, lines: tuple, marker: str, max_tokens: int) -> None:
+    """Fit the block's lines and the channel's summary within ``max_tokens``, and keep in
+    ``result`` what the block holds. ``lines``: core, memories, notes, live, self, goals,
+    the first four aligned with result.core, .memories, .notes and .live."""
+    core_lines, memory_lines, note_lines, live_lines, self_lines, goal_lines = lines
     block, kept = block_within_budget(
         core=core_lines,
         memories=memory_lines,
@@ -96,24 +108,25 @@ def block_fill(
         goals=goal_lines,
         summary=result.summary,
         marker=marker,
-        max_tokens=memory_settings.block_max_tokens,
+        max_tokens=max_tokens,
     )
-    core_i, memories_i, notes_i = kept["core"], kept["memories"], kept["notes"]
-    live_i, selves_i, goals_i = kept["live"], kept["selves"], kept["goals"]
     result.prompt_block = block
     result.marker = marker
     result.block_lines = (
-        [core_lines[i] for i in core_i],
-        [memory_lines[i] for i in memories_i],
-        [note_lines[i] for i in notes_i],
+        [core_lines[i] for i in kept["core"]],
+        [memory_lines[i] for i in kept["memories"]],
+        [note_lines[i] for i in kept["notes"]],
     )
-    result.self_lines = ([self_lines[i] for i in selves_i], [goal_lines[i] for i in goals_i])
-    result.core = [result.core[i] for i in core_i]
-    result.memories = [result.memories[i] for i in memories_i]
-    result.notes = [result.notes[i] for i in notes_i]
-    result.live = [live[i] for i in live_i]
-    result.live_lines = [live_lines[i] for i in live_i]
-    result.tokens_added = estimate_tokens(result.prompt_block)
+    result.self_lines = (
+        [self_lines[i] for i in kept["selves"]],
+        [goal_lines[i] for i in kept["goals"]],
+    )
+    result.core = [result.core[i] for i in kept["core"]]
+    result.memories = [result.memories[i] for i in kept["memories"]]
+    result.notes = [result.notes[i] for i in kept["notes"]]
+    result.live = [result.live[i] for i in kept["live"]]
+    result.live_lines = [live_lines[i] for i in kept["live"]]
+    result.tokens_added = estimate_tokens(block)
 
 
 def agent_summary_lines(result: RetrievalResult | None = None, *, facts=None):

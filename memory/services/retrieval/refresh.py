@@ -12,8 +12,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from memory.models import MemorySettings
-from memory.services.formatting import block_within_budget, clean_text, estimate_tokens, new_marker
-from memory.services.retrieval.block import agent_summary_lines
+from memory.services.formatting import clean_text, new_marker
+from memory.services.retrieval.block import agent_summary_lines, block_set
 from memory.services.retrieval.candidates import hydrate
 from memory.services.retrieval.live import live_hydrate
 from memory.services.retrieval.result import RetrievalResult
@@ -47,37 +47,19 @@ def block_refresh(result: RetrievalResult, *, summary: str) -> None:
     core_i = [i for i, item in enumerate(result.core) if alive(item)]
     memories_i = [i for i, item in enumerate(result.memories) if alive(item)]
     live_i = [i for i, item in enumerate(result.live) if live_texts.get(item["id"]) == item["text"]]
-    core_lines = [core_lines[i] for i in core_i]
-    memory_lines = [memory_lines[i] for i in memories_i]
-    live_lines = [result.live_lines[i] for i in live_i]
-    self_lines, goal_lines = agent_summary_lines(result)
-    marker = result.marker or new_marker()
-    block, kept = block_within_budget(
-        core=core_lines,
-        memories=memory_lines,
-        notes=note_lines,
-        live=live_lines,
-        selves=self_lines,
-        goals=goal_lines,
-        summary=summary,
-        marker=marker,
+    result.core = [result.core[i] for i in core_i]
+    result.memories = [result.memories[i] for i in memories_i]
+    result.live = [result.live[i] for i in live_i]
+    result.summary = summary
+    block_set(
+        result,
+        lines=(
+            [core_lines[i] for i in core_i],
+            [memory_lines[i] for i in memories_i],
+            note_lines,
+            [result.live_lines[i] for i in live_i],
+            *agent_summary_lines(result),
+        ),
+        marker=result.marker or new_marker(),
         max_tokens=MemorySettings.load().block_max_tokens,
     )
-    result.summary = summary
-    result.prompt_block = block
-    result.marker = marker
-    result.block_lines = (
-        [core_lines[i] for i in kept["core"]],
-        [memory_lines[i] for i in kept["memories"]],
-        [note_lines[i] for i in kept["notes"]],
-    )
-    result.self_lines = (
-        [self_lines[i] for i in kept["selves"]],
-        [goal_lines[i] for i in kept["goals"]],
-    )
-    result.core = [result.core[core_i[i]] for i in kept["core"]]
-    result.memories = [result.memories[memories_i[i]] for i in kept["memories"]]
-    result.notes = [result.notes[i] for i in kept["notes"]]
-    result.live = [result.live[live_i[i]] for i in kept["live"]]
-    result.live_lines = [live_lines[i] for i in kept["live"]]
-    result.tokens_added = estimate_tokens(block)

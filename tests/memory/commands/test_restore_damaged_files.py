@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
 from memory.exceptions import MemoryServiceError
 from memory.services.backup import DATABASE_FILE, MANIFEST_FILE, backup_read, memory_backup
 from memory.services.facts import fact_store
-from tests.memory.test_workers import ROOT, _env
+from tests.memory.commands.test_backup_restore import _manage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,17 +22,6 @@ def backup(tmp_path):
         fact_store(key=f"fait_{i}", value=f"Le fait numéro {i} du jardin")
     memory_backup(directory=tmp_path / "sauvegarde")
     return tmp_path / "sauvegarde"
-
-
-def _manage(data_dir, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=_env(data_dir),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def _facts(database) -> int:
