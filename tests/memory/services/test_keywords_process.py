@@ -34,6 +34,9 @@ def alone(vector_store, local_embedder, settings, tmp_path, monkeypatch):
     settings.OBSIDIAN_API_URL = ""
     settings.OBSIDIAN_VAULT_PATH = tmp_path
     monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: True)
+    # A team of every core on a loaded machine can take over the semantic source's
+    # second; these tests are about the keywords, not that limit.
+    settings.RETRIEVAL_TIMEOUTS_MS = {**settings.RETRIEVAL_TIMEOUTS_MS, "semantic": 60_000}
     assert keywords_process_start()
     from memory.stores.embedders import get_embedder
 
@@ -279,11 +282,11 @@ def test_while_the_process_ranks_the_caller_hydrates_what_it_knows(alone, monkey
     """T1's list, the last turns' finds and the semantic hits are hydrated before the
     caller waits for the keywords; fusion hydrates the keyword hits it keeps."""
     from memory.services.keywords_process import KeywordsRequest
-    from memory.services.retrieval import pipeline
+    from memory.services.retrieval import sql_stage
 
     fact = _bike_memory()
     order: list[str] = []
-    real_prefetch, real_result = pipeline.prefetch, KeywordsRequest.result
+    real_prefetch, real_result = sql_stage.prefetch, KeywordsRequest.result
 
     def prefetch(ranked, **kwargs):
         order.append("prefetch")
@@ -293,7 +296,7 @@ def test_while_the_process_ranks_the_caller_hydrates_what_it_knows(alone, monkey
         order.append("keywords")
         return real_result(self, deadline)
 
-    monkeypatch.setattr(pipeline, "prefetch", prefetch)
+    monkeypatch.setattr(sql_stage, "prefetch", prefetch)
     monkeypatch.setattr(KeywordsRequest, "result", result)
     answered = keywords_process_state()["answered"]
 

@@ -613,7 +613,7 @@ def test_the_sql_waits_for_a_query_embedded_on_every_core_and_runs_beside_one_on
     indexing batch) it runs beside the embedding as before."""
     import threading
 
-    from memory.services.retrieval import pipeline
+    from memory.services.retrieval import sql_stage
     from memory.stores import embedders, local_engine
 
     _exchange("whatsapp", "Le vélo de Mickael est au garage", "Noté.")
@@ -622,8 +622,8 @@ def test_the_sql_waits_for_a_query_embedded_on_every_core_and_runs_beside_one_on
     order: list[str] = []
     sql_started = threading.Event()
     real_embed = embedders.LocalEmbedder.embed_query
-    real_t1 = pipeline.t1_context
-    real_keywords = pipeline.keyword_search
+    real_t1 = sql_stage.t1_context
+    real_keywords = sql_stage.keyword_search
 
     def embed(self, text):
         sql_started.wait(0.5)  # beside the SQL it sees the SQL start; after it, never
@@ -640,8 +640,8 @@ def test_the_sql_waits_for_a_query_embedded_on_every_core_and_runs_beside_one_on
         return real_keywords(*args, **kwargs)
 
     monkeypatch.setattr(embedders.LocalEmbedder, "embed_query", embed)
-    monkeypatch.setattr(pipeline, "t1_context", t1)
-    monkeypatch.setattr(pipeline, "keyword_search", keywords)
+    monkeypatch.setattr(sql_stage, "t1_context", t1)
+    monkeypatch.setattr(sql_stage, "keyword_search", keywords)
     monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: every_core)
 
     result = auto_retrieve(message="Où en est le vélo de Mickael ?", channel="mission_control")
