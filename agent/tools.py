@@ -12,21 +12,27 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.utils import timezone
 from django.utils.text import slugify
 
+from agent.tool_kit import (  # ToolContext, ToolOutcome and Tool: the names callers know
+    DATE,
+    LIMIT,
+    QUERY,
+    Tool,
+    ToolContext,
+    ToolOutcome,
+    relative_time,
+    schema,
+)
+from agent.tools_self import SELF_TOOLS
 from memory.exceptions import MemoryServiceError
-from memory.models import Actor, FactSource, MemoryType
+from memory.models import FactSource, MemoryType
 
 logger = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 500
 MAX_TEXT_CHARS = 4000
 MAX_VALUE_CHARS = 1000
 MAX_SUBJECTS = 10
@@ -38,65 +44,7 @@ INVALID_INPUT_MESSAGE = "Entrée invalide pour {name} : {detail}"
 TOOL_FAILED_MESSAGE = "L'outil {name} a échoué : {detail}"
 
 
-@dataclass(frozen=True)
-class ToolContext:
-    """Who calls and from where: the channel and the user messages being answered."""
-
-    channel: str
-    message_ids: tuple[int, ...] = ()
-    actor: str = Actor.AGENT
-
-
-@dataclass
-class ToolOutcome:
-    name: str
-    input: dict
-    content: str
-    is_error: bool = False
-    # Whether this result carries outside information worth a fact extraction
-    # (notes, e-mails, web pages). Memory tools return memory: re-extracting it
-    # would only re-store what is already there.
-    feeds_extraction: bool = False
-    data: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    input_schema: dict
-    run: Callable[[dict, ToolContext], dict]
-    feeds_extraction: bool = False
-    # Takes something from memory (unless a dry run): the answer's next request is rebuilt.
-    forgets: bool = False
-
-    def definition(self) -> dict:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": self.input_schema,
-        }
-
-
-def _schema(properties: dict, required: list[str]) -> dict:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-
-
 # --- Shaping results -------------------------------------------------------------------
-
-
-def relative_time(moment: datetime | None, *, now: datetime | None = None) -> str:
-    """A French relative time ("il y a 3 jours", "le 28 février"), the retrieval's wording."""
-    from memory.services.formatting import relative_time_fr
-
-    if moment is None:
-        return ""
-    return relative_time_fr(moment, now=now or timezone.now(), tz=timezone.get_current_timezone())
 
 
 def _hit(hit) -> dict:
@@ -241,9 +189,6 @@ def _recent(tool_input: dict, context: ToolContext) -> dict:
     return {"facts": [_fact(f) for f in facts]}
 
 
-_LIMIT = {"type": "integer", "minimum": 1, "maximum": 20}
-_QUERY = {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS}
-_DATE = {"type": "string", "format": "date", "maxLength": 40}
 # The optional filters of both searches; their input names are search_filters_build's.
 FILTER_PARAMS: dict[str, dict] = {
     "channel": {
@@ -262,8 +207,8 @@ FILTER_PARAMS: dict[str, dict] = {
         "maxItems": MAX_SUBJECTS,
         "description": "Only facts tagged with at least one of these subjects (lower case).",
     },
-    "since": {**_DATE, "description": "Only memories dated on or after this day (YYYY-MM-DD)."},
-    "until": {**_DATE, "description": "Only memories dated before this day (YYYY-MM-DD)."},
+    "since": {**DATE, "description": "Only memories dated on or after this day (YYYY-MM-DD)."},
+    "until": {**DATE, "description": "Only memories dated before this day (YYYY-MM-DD)."},
 }
 
 TOOLS: dict[str, Tool] = {
@@ -277,10 +222,10 @@ TOOLS: dict[str, Tool] = {
                 "un canal et une date relative. À utiliser pour un sujet passé, une conversation "
                 "antérieure ou un contexte qui manque."
             ),
-            input_schema=_schema(
+            input_schema=schema(
                 {
-                    "query": {**_QUERY, "description": "Ce que tu cherches, en quelques mots."},
-                    "limit": {**_LIMIT, "default": 5, "description": "Nombre de résultats."},
+                    "query": {**QUERY, "description": "Ce que tu cherches, en quelques mots."},
+                    "limit": {**LIMIT, "default": 5, "description": "Nombre de résultats."},
                     **FILTER_PARAMS,
                 },
                 ["query"],
@@ -293,10 +238,10 @@ TOOLS: dict[str, Tool] = {
                 "Recherche par mots-clés exacts (plein texte, accents ignorés) dans les messages "
                 "et les faits : pour un nom rare, un code, une référence précise."
             ),
-            input_schema=_schema(
+            input_schema=schema(
                 {
-                    "query": {**_QUERY, "description": "Les mots à trouver (tous)."},
-                    "limit": {**_LIMIT, "default": 10},
+                    "query": {**QUERY, "description": "Les mots à trouver (tous)."},
+                    "limit": {**LIMIT, "default": 10},
                     **FILTER_PARAMS,
                 },
                 ["query"],
@@ -309,7 +254,7 @@ TOOLS: dict[str, Tool] = {
                 "Ajoute un texte de référence à la mémoire (collection « knowledge »), pour le "
                 "retrouver plus tard par le sens. Usage rare."
             ),
-            input_schema=_schema(
+            input_schema=schema(
                 {"text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS}},
                 ["text"],
             ),
@@ -326,7 +271,7 @@ TOOLS: dict[str, Tool] = {
                 "La réponse ne donne que des nombres : ne répète, ne liste et ne résume jamais "
                 "ce qui a été oublié."
             ),
-            input_schema=_schema(
+            input_schema=schema(
                 {
                     "topic": {
                         "type": "string",
@@ -350,7 +295,7 @@ TOOLS: dict[str, Tool] = {
                 "Retient un fait durable (ou corrige celui de même clé ; les doublons sont "
                 "fusionnés). Pour un état temporaire, donne un ttl."
             ),
-            input_schema=_schema(
+            input_schema=schema(
                 {
                     "key": {
                         "type": "string",
@@ -377,7 +322,7 @@ TOOLS: dict[str, Tool] = {
         Tool(
             name="memory__delete_fact",
             description="Oublie un fait précis, par sa clé (il reste restaurable depuis le tableau de bord).",
-            input_schema=_schema(
+            input_schema=schema(
                 {
                     "key": {"type": "string", "minLength": 1, "maxLength": 200},
                     "reason": {"type": "string", "maxLength": 500},
@@ -390,7 +335,7 @@ TOOLS: dict[str, Tool] = {
         Tool(
             name="memory__recent",
             description="Les derniers faits retenus ou modifiés, les plus récents d'abord.",
-            input_schema=_schema({"limit": {**_LIMIT, "default": 10}}, []),
+            input_schema=schema({"limit": {**LIMIT, "default": 10}}, []),
             run=_recent,
         ),
     )
@@ -452,6 +397,4 @@ def tool_run(*, name: str, tool_input: Any, context: ToolContext) -> ToolOutcome
 
 
 # The agent's tools about itself and its goals (agent/tools_self.py).
-from agent.tools_self import SELF_TOOLS  # noqa: E402
-
 TOOLS.update({tool.name: tool for tool in SELF_TOOLS})

@@ -7,7 +7,7 @@ Thin adapters to memory.services.self_memory; same contract as the other tools
 
 from __future__ import annotations
 
-from agent.tools import _LIMIT, _QUERY, Tool, ToolContext, _schema, relative_time
+from agent.tool_kit import LIMIT, QUERY, Tool, ToolContext, relative_time, schema
 from memory.models import FactKind, GoalCategory, SelfCategory
 from memory.services.self_memory import STORE_ACTION_MESSAGES
 
@@ -105,11 +105,11 @@ SELF_TOOLS = (
             "préférences, tes relations. Pour « tu es qui ? », « tu sais faire quoi ? ». Chaque "
             "résultat a un id (pour memory__delete_self)."
         ),
-        input_schema=_schema(
+        input_schema=schema(
             {
-                "query": {**_QUERY, "description": "Ce que tu cherches sur toi."},
+                "query": {**QUERY, "description": "Ce que tu cherches sur toi."},
                 "category": {"type": "string", "enum": list(SelfCategory.values)},
-                "limit": {**_LIMIT, "default": 5},
+                "limit": {**LIMIT, "default": 5},
             },
             ["query"],
         ),
@@ -122,7 +122,7 @@ SELF_TOOLS = (
             "créé »). Une chose déjà connue n'est pas enregistrée deux fois ; une capacité "
             "nouvelle remplace la limite contraire."
         ),
-        input_schema=_schema(
+        input_schema=schema(
             {
                 "content": _CONTENT,
                 "category": {"type": "string", "enum": list(SelfCategory.values)},
@@ -134,7 +134,7 @@ SELF_TOOLS = (
     Tool(
         name="memory__delete_self",
         description="Supprime une chose sur toi devenue fausse, par son id, avec la raison.",
-        input_schema=_schema({"id": _ID, "reason": _REASON}, ["id", "reason"]),
+        input_schema=schema({"id": _ID, "reason": _REASON}, ["id", "reason"]),
         run=_delete(FactKind.SELF),
         forgets=True,
     ),
@@ -144,10 +144,10 @@ SELF_TOOLS = (
             "Cherche tes objectifs et envies (« tu aimerais apprendre quoi ? »). Chaque résultat "
             "a un id (pour memory__delete_goal)."
         ),
-        input_schema=_schema(
+        input_schema=schema(
             {
-                "query": {**_QUERY, "description": "Ce que tu cherches dans tes objectifs."},
-                "limit": {**_LIMIT, "default": 5},
+                "query": {**QUERY, "description": "Ce que tu cherches dans tes objectifs."},
+                "limit": {**LIMIT, "default": 5},
             },
             ["query"],
         ),
@@ -160,7 +160,7 @@ SELF_TOOLS = (
             "(capability_request), quelque chose à comprendre (understanding), un lien "
             "(connection)."
         ),
-        input_schema=_schema(
+        input_schema=schema(
             {
                 "content": _CONTENT,
                 "category": {"type": "string", "enum": list(GoalCategory.values)},
@@ -172,7 +172,7 @@ SELF_TOOLS = (
     Tool(
         name="memory__delete_goal",
         description="Supprime un objectif atteint ou abandonné, par son id, avec la raison.",
-        input_schema=_schema({"id": _ID, "reason": _REASON}, ["id", "reason"]),
+        input_schema=schema({"id": _ID, "reason": _REASON}, ["id", "reason"]),
         run=_delete(FactKind.GOAL),
         forgets=True,
     ),
