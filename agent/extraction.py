@@ -16,9 +16,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
+from django.utils import timezone
+
 from agent.exceptions import LlmInvalidJson
 from agent.prompts import EXTRACTION_PROMPT, EXTRACTION_SYSTEM_PROMPT, EXTRACTION_TOOL_SECTION
-from memory.exceptions import InvalidTTL, MemoryServiceError
+from memory.exceptions import InvalidTTL, MemoryServiceError, SourceForgotten
 from memory.models import Actor, FactSource, MemoryType
 
 logger = logging.getLogger(__name__)
@@ -256,33 +258,44 @@ def exchange_facts_save(
         report.skipped = "messages gone"  # forgotten for good: nothing to extract
         return report
     reply = Message.objects.filter(pk=reply_id).first() if reply_id else None
-    if candidates is None:
+    exchange_ids = [m.id for m in user_messages] + ([reply.pk] if reply else [])
+    extracted = candidates is None
+    if extracted:
         if tool_results and _forgotten_since(user_messages[0].created_at):
             # The tools' results (a memory search's hits) may quote what the owner forgot
             # since the exchange: neither the LLM nor the memory reads them again.
             tool_results = ()
-        candidates, report.dropped = facts_extract(
-            user_message="\n\n".join(m.content for m in user_messages),
-            reply=reply.content if reply else "",
-            channel=channel,
-            tool_results=tool_results,
-        )
-        if on_extracted is not None:
-            on_extracted(candidates)
+        texts = {
+            "user_message": "\n\n".join(m.content for m in user_messages),
+            "reply": reply.content if reply else "",
+            "channel": channel,
+        }
+        asked = timezone.now()
+        candidates, report.dropped = facts_extract(**texts, tool_results=tool_results)
+        if tool_results and _forgotten_since(asked):
+            # A forget landed while the LLM read those results: they may quote what it
+            # took. Its answer is not used; the exchange alone is asked again.
+            candidates, report.dropped = facts_extract(**texts, tool_results=())
     report.candidates = len(candidates)
-    # A forget (or an exclusion) may have taken the exchange while the LLM read it.
-    visible = Message.objects.filter(pk__in=[m.id for m in user_messages]).count()
-    if visible != len(user_messages) or (
-        reply and not Message.objects.filter(pk=reply.pk).exists()
-    ):
-        _wait_for_undo([m.id for m in user_messages] + ([reply.pk] if reply else []))
+    # A forget (or an exclusion) may have taken the exchange while the LLM read it:
+    # checked before the answer is saved on the job, which would keep its words.
+    if Message.objects.filter(pk__in=exchange_ids).count() != len(exchange_ids):
+        _wait_for_undo(exchange_ids)
         report.skipped = "messages gone"
         return report
+    if extracted and on_extracted is not None:
+        on_extracted(candidates)
     for candidate in candidates:
         try:
             result = fact_candidate_store(
                 candidate, channel=channel, source_message_id=user_messages[-1].id
             )
+        except SourceForgotten:
+            # Forgotten while a candidate was decided (a dedup LLM call): nothing more
+            # drawn from it is written; the job waits for the undo or ends.
+            _wait_for_undo(exchange_ids)
+            report.skipped = "messages gone"
+            return report
         except (MemoryServiceError, ValidationError) as exc:
             report.dropped += 1
             _drop(f"refused by the store: {exc}", candidate)

@@ -44,3 +44,7 @@ class UnsafeNotePath(MemoryServiceError):
 
 class FactErased(MemoryServiceError):
     """An agent statement drawn from a message older than the owner's erasure of that fact."""
+
+
+class SourceForgotten(MemoryServiceError):
+    """An agent statement drawn from a message the owner forgot (or left out) meanwhile."""

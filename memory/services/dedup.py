@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.db import transaction
+
 from memory.exceptions import (
     DimensionMismatch,
     EmbeddingInvalid,
@@ -26,7 +28,7 @@ from memory.exceptions import (
 )
 from memory.models import Actor, Fact, FactKind, FactSource, RevisionReason
 from memory.services.erased_marks import statement_erased
-from memory.services.facts import fact_store, fact_update
+from memory.services.facts import fact_store, fact_update, source_present
 from memory.services.forgetting_restated import restates_forgotten
 from memory.services.ttl import parse_ttl
 
@@ -260,14 +262,16 @@ def fact_remember(
     # The decision took time (an LLM call): fact_update re-reads and locks the
     # row, writes only what changed, and leaves a target forgotten meanwhile
     # forgotten (revive=False); the agent never overwrites what the owner set.
-    fact = fact_update(
-        fact=target,
-        actor=actor,
-        reason=reason,
-        note=f"nouvelle clé proposée : {key}",
-        revive=False,
-        **changes,
-    )
+    with transaction.atomic():  # the source's presence and the write under one write lock
+        source_present(key=key, actor=actor, source_message_id=source_message_id)
+        fact = fact_update(
+            fact=target,
+            actor=actor,
+            reason=reason,
+            note=f"nouvelle clé proposée : {key}",
+            revive=False,
+            **changes,
+        )
     if fact.forgotten:
         logger.info("dedup: %s was forgotten while deciding; %s not merged", fact.key, key)
         return RememberResult(fact, "noop", candidates, decided_by)

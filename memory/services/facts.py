@@ -9,7 +9,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from memory.exceptions import MemoryServiceError
+from memory.exceptions import MemoryServiceError, SourceForgotten
 from memory.models import (
     DEFAULT_IMPORTANCE,
     Actor,
@@ -18,6 +18,7 @@ from memory.models import (
     FactRevision,
     FactSource,
     MemoryType,
+    Message,
     RevisionReason,
 )
 from memory.services.fact_ownership import (
@@ -36,6 +37,9 @@ logger = logging.getLogger(__name__)
 KEY_OF_OTHER_KIND_MESSAGE = (
     "La clé « {key} » est déjà prise par un autre genre de mémoire (propriétaire, "
     "moi ou objectif) : choisissez-en une autre."
+)
+SOURCE_FORGOTTEN_MESSAGE = (
+    "Le fait « {key} » vient d'un message oublié depuis : il n'est pas enregistré."
 )
 
 # Fields a revision records as {"field": [old, new]} (the value also has old_value/new_value).
@@ -131,6 +135,17 @@ def _stated(
     return fields
 
 
+def source_present(*, key: str, actor: str, source_message_id: int | None) -> None:
+    """Raise SourceForgotten when an agent statement is drawn from a message no longer in
+    memory: the owner forgot it (or it was left out) while the statement was made (a slow
+    LLM call, a dedup decision). Called in the writing transaction, which holds SQLite's
+    write lock, so no forget lands between this check and the write."""
+    if actor != Actor.AGENT or source_message_id is None:
+        return
+    if not Message.objects.filter(pk=source_message_id).exists():
+        raise SourceForgotten(SOURCE_FORGOTTEN_MESSAGE.format(key=key))
+
+
 @transaction.atomic
 def fact_store(
     *,
@@ -159,6 +174,7 @@ def fact_store(
     key of another kind is refused.
     """
     key = key.strip()
+    source_present(key=key, actor=actor, source_message_id=source_message_id)
     stated = _stated(
         memory_type=memory_type,
         importance=importance,
