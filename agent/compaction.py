@@ -119,6 +119,9 @@ def channel_compact(*, channel: str) -> Summary | None:
         taken = Message.objects.filter(pk__in=compacted_ids, compacted=True).exists()
         present = Message.objects.filter(pk__in=compacted_ids).count()
         if taken or present != len(compacted_ids):
+            # Nothing is written from a transcript that read a message gone since. The
+            # forget that took it gives the channel a new job key, so the next reply
+            # over the threshold compacts what remains (compaction_job_enqueue).
             logger.info("compaction of %s skipped: its messages changed meanwhile", channel)
             return None
         summary = Summary.objects.create(
@@ -139,21 +142,39 @@ def channel_compact(*, channel: str) -> Summary | None:
 def compaction_job_enqueue(*, channel: str):
     """Record the channel's compaction job when it is over the threshold; None when not needed.
 
-    One job per state of the channel (its oldest uncompacted message, and how
-    many thresholds' worth of messages wait): the replies that arrive while it
-    waits add none, and a compaction that took nothing is tried again once the
-    channel has grown by another threshold.
+    One job per state of the channel: its oldest uncompacted message, how many
+    thresholds' worth of messages wait, and the last forget. The replies that
+    arrive while a job waits add none (a queued job reads the channel when it
+    runs); a compaction that took nothing is tried again once the channel has
+    grown by another threshold. A forget since the last job makes a new state: a
+    compaction cut short by a forget (its messages changed while the LLM wrote)
+    wrote nothing, and the channel, back over the threshold with the same oldest
+    message and step, must not find that attempt's key used up.
     """
+    from memory.models import Forgetting, Job, JobKind, JobState
     from memory.services.jobs import job_enqueue
 
     pending = Message.objects.filter(channel=channel, compacted=False)
     count = pending.count()
     if count <= settings.AGENT_COMPACTION_THRESHOLD:
         return None
+    waiting = (
+        Job.objects.filter(kind=JobKind.COMPACT, state=JobState.QUEUED, payload__channel=channel)
+        .order_by("id")
+        .first()
+    )
+    if waiting is not None:
+        return waiting
     oldest = pending.order_by("id").values_list("id", flat=True).first()
     step = count // settings.AGENT_COMPACTION_THRESHOLD
+    # The newest forget, of any channel: its id only grows (a forget undone or purged
+    # keeps its row), where a count of the channel's forgotten messages would fall back
+    # to a key already used once the purge deletes them.
+    forget = Forgetting.objects.order_by("-id").values_list("id", flat=True).first() or 0
     return job_enqueue(
-        kind="compact", key=f"compact:{channel}:{oldest}:{step}", payload={"channel": channel}
+        kind=JobKind.COMPACT,
+        key=f"compact:{channel}:{oldest}:{step}:{forget}",
+        payload={"channel": channel},
     )
 
 

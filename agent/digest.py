@@ -8,7 +8,11 @@ one LLM call (purpose "digest") whose candidates are saved on the job first
 twice), then, in one transaction, the facts are stored through the usual dedup
 path (source_message: the first message the fact came from; the revision's
 note names them all) and the batch's messages are marked digested, which
-removes their live points. A failure half-way keeps what earlier batches
+removes their live points. When the batch present at that commit is not the
+batch the LLM read (a message was forgotten, or digested by another run,
+meanwhile), the answer is thrown away whole and the LLM is asked again on what
+remains: its numbering of sources cannot prove that a fact did not come from
+the message gone since. A failure half-way keeps what earlier batches
 committed and leaves the rest undigested, in `live`, for the next run.
 """
 
@@ -109,8 +113,15 @@ def digest_extract(messages) -> list[dict]:
     return digest_parse(answer, len(messages))
 
 
+class BatchChanged(Exception):
+    """The batch present at the commit is not the batch the LLM read: nothing of it is kept."""
+
+
 def _store(found: list[dict], messages, present: list[int]) -> int:
-    """Store the candidates of the messages still present; the number of facts stored."""
+    """Store the candidates of a batch still whole; the number of facts stored.
+
+    Raises BatchChanged (rolling back the commit) when a message the LLM read is gone.
+    """
     from django.core.exceptions import ValidationError
 
     from agent.extraction import fact_candidate_store
@@ -118,14 +129,13 @@ def _store(found: list[dict], messages, present: list[int]) -> int:
     from memory.models import FactRevision
     from memory.services.digest import digest_note
 
-    kept = set(present)
+    if present != [m.id for m in messages]:
+        # The LLM read a message gone since: any fact of its answer may come from it,
+        # whatever sources it names (its numbering is not a proof).
+        raise BatchChanged
     stored = 0
     for item in found:
         sources = [messages[p - 1] for p in item["sources"]] or list(messages)
-        if any(m.id not in kept for m in sources):
-            # One of the messages it was drawn from was forgotten meanwhile: what it
-            # says may come from that one (with no sources named, any of the batch).
-            continue
         data = item["candidate"]
         candidate = FactCandidate(**{**data, "subjects": tuple(data["subjects"])})
         started = timezone.now()
@@ -153,7 +163,7 @@ def digest_run(
     that batch is still the first one to digest.
     """
     from agent.client import llm_available
-    from memory.models import Digest, DigestState, Message
+    from memory.models import Digest, DigestState
     from memory.services.digest import (
         NO_LLM_NOTE,
         digest_batch_commit,
@@ -185,17 +195,22 @@ def digest_run(
             else:
                 found = digest_extract(messages)
                 checkpoint(digest_batch={"batch": ids, "found": found})
-            digest_batch_commit(
-                digest=digest,
-                message_ids=ids,
-                store=lambda present, f=found, m=messages: _store(f, m, present),
-            )
+            try:
+                present, _ = digest_batch_commit(
+                    digest=digest,
+                    message_ids=ids,
+                    store=lambda present, f=found, m=messages: _store(f, m, present),
+                )
+            except BatchChanged:
+                present = None
             saved = None
             checkpoint(digest_batch=None)
-            # Messages forgotten between the read and the commit are skipped by it;
-            # a batch that marked nothing would loop forever: stop instead.
-            if not Message.objects.filter(pk__in=ids, digested_at__isnull=False).exists():
-                break
+            if present != ids:
+                # Messages left the batch while the LLM read it (the commit stored and
+                # marked nothing): the next round reads what remains and asks again, as a
+                # run after a crash does. Each such round follows messages leaving the
+                # undigested ones for good (short of an undo), so this ends.
+                logger.info("digest: the batch changed while the LLM read it; asking again")
     except BaseException as exc:
         digest_finish(digest, state=DigestState.FAILED, note=f"{type(exc).__name__}: {exc}"[:500])
         raise

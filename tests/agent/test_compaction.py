@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from agent.compaction import channel_compact, compaction_needed
+import agent.client
+from agent.compaction import channel_compact, compaction_job_enqueue, compaction_needed
 from agent.loop import handle_message
 from agent.models import LlmUsage
 from memory.models import Message, Summary
+from memory.services.forgetting import topic_forget
 from memory.services.indexing import KIND_SUMMARY, index_rows
+from memory.services.jobs import job_run
 from memory.services.messages import message_save
 from memory.services.search import memory_search
 from tests.fakes.anthropic import text_message
+from tests.memory.world import exchange_save
 
 pytestmark = pytest.mark.django_db
 
@@ -107,3 +111,50 @@ def test_after_compaction_the_loop_sends_the_summary_instead_of_the_old_messages
     sent = "\n".join(str(m["content"]) for m in request.messages)
     assert "Message 0 de whatsapp" not in sent
     assert "Message 12 de whatsapp" in sent
+
+
+def test_a_compaction_cut_short_by_a_forget_writes_nothing_and_runs_again_later(world, monkeypatch):
+    """The owner forgot an exchange while the LLM summarised it: nothing is written; once
+    the channel is over the threshold again (same oldest message, same step), a new job
+    compacts what remains: the attempt cut short did not use up the channel's job."""
+    _fill("whatsapp", 4)
+    exchange_save("whatsapp", "J'ai une hernie discale", "Repose-toi bien.")
+    _fill("whatsapp", 5)  # 11 messages: over the threshold, the first 7 to compact
+    job = compaction_job_enqueue(channel="whatsapp")
+    summarise = agent.client.llm_message
+    forgets = []
+
+    def owner_forgets_meanwhile(**kwargs):
+        if kwargs.get("purpose") == "compaction" and not forgets:
+            forgets.append(topic_forget(topic="hernie discale", actor="user"))
+        return summarise(**kwargs)
+
+    monkeypatch.setattr(agent.client, "llm_message", owner_forgets_meanwhile)
+    # The summary, and the forget's judge (not JSON: its word rule decides).
+    world.handler = lambda body: text_message("Il a parlé de sa hernie discale.")
+
+    assert job_run(job.id) == "done"
+
+    assert forgets[0].counts["messages"] == 2
+    assert not Summary.all_objects.exists()
+    assert not Message.all_objects.filter(compacted=True).exists()
+
+    world.handler = lambda body: text_message("Il a parlé de ses messages.")
+    exchange_save("whatsapp", "On reprend ?", "Oui.")  # 11 messages again
+    again = compaction_job_enqueue(channel="whatsapp")
+    assert again is not None and again.id != job.id
+    assert job_run(again.id) == "done"
+    summary = Summary.objects.get(channel="whatsapp")
+    assert summary.message_count == 7 and "hernie" not in summary.content
+
+
+def test_a_forget_elsewhere_adds_no_second_compaction_while_one_waits(world):
+    _fill("whatsapp", 11)
+    job = compaction_job_enqueue(channel="whatsapp")
+    world.handler = lambda body: text_message("pas du JSON")  # the forget's judge
+    exchange_save("telegram", "Le code du portail est 4512", "Noté.")
+    topic_forget(topic="code du portail", actor="user")
+
+    message_save(channel="whatsapp", role="user", content="Encore un message")
+
+    assert compaction_job_enqueue(channel="whatsapp") == job

@@ -99,7 +99,8 @@ TOPIC = f"le voyage à {SECRET}"
 
 def _forget_and_extract(body: dict) -> str:
     """The fake LLM: the topic forget's judge keeps what names the topic; the extractor
-    extracts the trip whenever it is shown it; the digest draws one fact from 2 messages."""
+    extracts the trip whenever it is shown it; the digest draws one fact from 2 messages
+    when it is shown the trip."""
     from memory.services.forgetting_select import contains_all, topic_terms
 
     system = body.get("system")
@@ -117,9 +118,8 @@ def _forget_and_extract(body: dict) -> str:
         trip = {"key": "voyage_ete", "value": f"Voyage à {SECRET} en août", "type": "event"}
         return json.dumps({"facts": [trip] if found else []})
     trip = f"Sophie part en voyage à {SECRET} avec sa sœur en août"
-    return json.dumps(
-        {"facts": [{"key": "sophie_voyage", "value": trip, "type": "event", "sources": [1, 2]}]}
-    )
+    fact = {"key": "sophie_voyage", "value": trip, "type": "event", "sources": [1, 2]}
+    return json.dumps({"facts": [fact] if SECRET in prompt else []})
 
 
 def test_a_late_extraction_never_shows_the_llm_tool_results_quoting_what_was_forgotten(world):
@@ -167,11 +167,69 @@ def test_a_digest_keeps_no_fact_drawn_from_a_message_forgotten_while_the_llm_rea
 
     def owner_forgets_meanwhile(messages):
         found = extract(messages)
-        topic_forget(topic=TOPIC, actor="user")  # takes the first message, not the second
+        if Message.objects.filter(content__contains=SECRET).exists():
+            topic_forget(topic=TOPIC, actor="user")  # takes the first message, not the second
         return found
 
     monkeypatch.setattr(agent_digest, "digest_extract", owner_forgets_meanwhile)
     agent_digest.digest_run(trigger="manual")
     assert not Message.objects.filter(content__contains=SECRET).exists()
-    assert Message.objects.filter(content="Elle y va avec sa sœur").exists()
+    assert Message.objects.get(content="Elle y va avec sa sœur").digested_at is not None
     assert not Fact.objects.filter(value__contains=SECRET).exists()
+
+
+def test_a_digest_whose_batch_lost_a_message_drops_the_answer_whatever_sources_it_names(
+    world, monkeypatch
+):
+    """The owner forgot a message while the LLM read it; the answer states that message's
+    content but names another one as its source (its numbering proves nothing): nothing of
+    that answer is stored, the digest asks again on what remains."""
+    import agent.digest as agent_digest
+    from memory.services.channels import channel_settings_set
+    from memory.services.digest import digest_request
+    from memory.services.jobs import job_run
+    from memory.services.messages import message_save
+
+    channel_settings_set(channel="lobby", observed=True)
+    message_save(channel="lobby", role="user", author="paul", content="Paul a une hernie discale.")
+    lyon = message_save(
+        channel="lobby", role="user", author="paul", content="Paul part à Lyon demain."
+    )
+
+    def llm(body):
+        prompt = body["messages"][-1]["content"]
+        if not isinstance(prompt, str) or "messages_des_salons" not in prompt:
+            return text_message("pas du JSON")  # the forget's judge: its word rule decides
+        read_both = "hernie" in prompt
+        facts = [
+            {"key": "paul_lyon", "value": "Paul va à Lyon", "sources": [2 if read_both else 1]}
+        ]
+        if read_both:
+            facts.append({"key": "paul_dos", "value": "Paul souffre du dos", "sources": [2]})
+        return text_message(json.dumps({"facts": facts}))
+
+    world.handler = llm
+    extract = agent_digest.digest_extract
+    forgets = []
+
+    def owner_forgets_meanwhile(messages):
+        found = extract(messages)
+        if not forgets:
+            forgets.append(topic_forget(topic="hernie discale", actor="user"))
+        return found
+
+    monkeypatch.setattr(agent_digest, "digest_extract", owner_forgets_meanwhile)
+    assert job_run(digest_request().id) == "done"
+
+    assert forgets[0].counts["messages"] == 1
+    assert not Fact.all_objects.filter(key="paul_dos").exists()
+    # Asked again on what remains: the other message is digested, with its fact.
+    digest_prompts = [
+        r.messages[-1]["content"]
+        for r in world.message_requests
+        if "messages_des_salons" in str(r.messages[-1]["content"])
+    ]
+    assert len(digest_prompts) == 2 and "hernie" not in digest_prompts[1]
+    assert Fact.objects.get(key="paul_lyon").source_message_id == lyon.id
+    lyon.refresh_from_db()
+    assert lyon.digested_at is not None
