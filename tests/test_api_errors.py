@@ -7,17 +7,26 @@ English (DRF and Django translate their messages per request).
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+
 import pytest
 from django.conf import settings
 from django.test import Client, RequestFactory
 from django.utils import translation
+from rest_framework import serializers
 from rest_framework.authtoken.models import Token
 
+from makilab.exception_handlers import VALIDATION_MESSAGE
+from memory.api.fields import FLOAT_OVERFLOW_MESSAGE, FrenchFloatField
 from memory.api.parsers import JSON_INVALID_AT_MESSAGE
+from memory.services.facts import fact_store
 
 pytestmark = pytest.mark.django_db
 
 ACCEPT_LANGUAGES = [None, "en-US,en;q=0.9", "de"]
+HUGE_INTEGER = "1" + "0" * 400  # a valid JSON number, past a float's range
 
 
 def _client(accept_language: str | None, **headers: str) -> Client:
@@ -77,3 +86,82 @@ def test_the_admin_login_page_is_french_for_an_english_browser():
     assert '<html lang="fr"' in html
     assert "Mot de passe" in html
     assert "Password" not in html
+
+
+@pytest.mark.parametrize("sign", ["", "-"], ids=["positive", "negative"])
+@pytest.mark.parametrize(
+    "who, method, path, body",
+    [
+        (
+            "agent",
+            "post",
+            "/api/v1/memory/facts",
+            '{"key": "velo", "value": "v", "importance": %s}',
+        ),
+        ("agent", "patch", "/api/v1/memory/facts/velo", '{"importance": %s}'),
+        ("owner", "patch", "/api/v1/memory/settings", '{"min_score": %s}'),
+        ("owner", "patch", "/api/v1/memory/settings", '{"search_min_score": %s}'),
+    ],
+    ids=["post-fact", "patch-fact", "min-score", "search-min-score"],
+)
+def test_a_number_too_large_for_a_float_is_a_french_400(
+    token, staff_client, who, method, path, body, sign
+):
+    """DRF's FloatField said "Integer value too large to convert to float", untranslated."""
+    fact_store(key="velo", value="Un Btwin gris", actor="agent")
+    client = staff_client if who == "owner" else _client(None, HTTP_AUTHORIZATION=f"Token {token}")
+
+    response = getattr(client, method)(
+        path, body % (sign + HUGE_INTEGER), content_type="application/json"
+    )
+
+    assert response.status_code == 400, response.content
+    field = body.split('"')[-2]
+    assert response.json() == {
+        "message": VALIDATION_MESSAGE,
+        "extra": {"fields": {field: [FLOAT_OVERFLOW_MESSAGE]}},
+    }
+
+
+def _api_serializers() -> list[type[serializers.Serializer]]:
+    found = []
+    for package in ("memory.api", "agent.api"):
+        for module_info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+            module = importlib.import_module(f"{package}.{module_info.name}")
+            for _name, cls in inspect.getmembers(module, inspect.isclass):
+                if not issubclass(cls, serializers.Serializer) or cls.__module__ != module.__name__:
+                    continue
+                if issubclass(cls, serializers.ModelSerializer) and not hasattr(cls, "Meta"):
+                    continue  # a base class (ApiModelSerializer), not a serializer of a model
+                found.append(cls)
+    return found
+
+
+def _fields(field: serializers.Field):
+    yield field
+    if isinstance(field, serializers.ListSerializer):
+        yield from _fields(field.child)
+    elif isinstance(field, serializers.Serializer):
+        for child in field.fields.values():
+            yield from _fields(child)
+    elif getattr(field, "child", None) is not None:  # ListField, DictField
+        yield from _fields(field.child)
+
+
+def test_every_float_of_the_api_serializers_says_its_errors_in_french():
+    """One home for the French float: declared fields and those a ModelSerializer builds."""
+    floats = [
+        (cls.__name__, field.field_name, type(field))
+        for cls in _api_serializers()
+        for field in _fields(cls())
+        if isinstance(field, serializers.FloatField)
+    ]
+    assert len(floats) >= 5  # importance, min_score, the scores, the timings
+    assert [f for f in floats if not issubclass(f[2], FrenchFloatField)] == []
+
+    with translation.override("en"):
+        english = {key: str(text) for key, text in serializers.FloatField().error_messages.items()}
+    with translation.override(settings.LANGUAGE_CODE):
+        french = {key: str(text) for key, text in FrenchFloatField().error_messages.items()}
+    assert french.keys() == english.keys()
+    assert [key for key in english if french[key] == english[key]] == []

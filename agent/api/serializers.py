@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from memory.api.fields import FrenchFloatField
 from memory.models import MessageSource
 
 MAX_MESSAGE_CHARS = 20_000
@@ -36,7 +37,7 @@ class RetrievedMemorySerializer(serializers.Serializer):
     type = serializers.CharField(required=False, allow_blank=True)
     channel = serializers.CharField(required=False, allow_blank=True)
     relative_time = serializers.CharField(required=False, allow_blank=True)
-    score = serializers.FloatField(required=False, allow_null=True)
+    score = FrenchFloatField(required=False, allow_null=True)
 
 
 class RetrievalSummarySerializer(serializers.Serializer):

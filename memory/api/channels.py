@@ -7,6 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memory.api.serializers import UnknownFieldsRefused
 from memory.api.views import ERRORS, PAGE_NOT_FOUND, MemoryApi, MemoryPagination
 from memory.models import ChannelSettings, Digest
 from memory.services.channels import channel_settings_get, channel_settings_set
@@ -20,7 +21,9 @@ CHANNEL_PARAMETER = OpenApiParameter(
 )
 
 
-class ChannelSettingsSerializer(serializers.ModelSerializer):
+class ChannelSettingsSerializer(UnknownFieldsRefused, serializers.ModelSerializer):
+    """GET and PUT /channels/<channel>; PUT refuses a field it does not write (a typo)."""
+
     updated_at = serializers.DateTimeField(
         read_only=True, allow_null=True, help_text="null : le canal n'a jamais eu de réglages."
     )

@@ -7,6 +7,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memory.api.fields import FrenchFloatField
 from memory.api.serializers import StrictInputSerializer
 from memory.api.views import ERRORS, MemoryApi
 from memory.services.messages import BAD_CHANNEL, channel_validate
@@ -35,7 +36,7 @@ class PreviewMemorySerializer(serializers.Serializer):
     timestamp = serializers.CharField()
     relative_time = serializers.CharField()
     sources = serializers.DictField()
-    score = serializers.FloatField(allow_null=True, required=False)
+    score = FrenchFloatField(allow_null=True, required=False)
 
 
 class PreviewNoteSerializer(serializers.Serializer):
@@ -51,7 +52,7 @@ class PreviewOutputSerializer(serializers.Serializer):
     notes = PreviewNoteSerializer(many=True)
     prompt_block = serializers.CharField(allow_blank=True)
     tokens_added = serializers.IntegerField()
-    timings_ms = serializers.DictField(child=serializers.FloatField())
+    timings_ms = serializers.DictField(child=FrenchFloatField())
     failed_sources = serializers.DictField(child=serializers.CharField())
 
 

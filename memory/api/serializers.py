@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from memory.api.fact_kinds import fact_kind_check
+from memory.api.fields import ApiModelSerializer, FrenchFloatField
 from memory.exceptions import InvalidTTL
 from memory.models import (
     FACT_VALUE_MAX_CHARS,
@@ -89,12 +90,16 @@ def _reject_unknown_fields(serializer: serializers.Serializer) -> None:
         raise serializers.ValidationError(errors)
 
 
-class StrictInputSerializer(serializers.Serializer):
-    """Refuses fields it does not know instead of silently ignoring them (typos)."""
+class UnknownFieldsRefused:
+    """Serializer mixin: a field it does not write is a 400, never silently ignored (typos)."""
 
     def validate(self, attrs):
         _reject_unknown_fields(self)
         return super().validate(attrs)
+
+
+class StrictInputSerializer(UnknownFieldsRefused, serializers.Serializer):
+    """Refuses fields it does not know instead of silently ignoring them (typos)."""
 
 
 def _validate_ttl(value: str | None) -> str | None:
@@ -108,7 +113,7 @@ def _validate_ttl(value: str | None) -> str | None:
 # --- Facts ---------------------------------------------------------------------
 
 
-class FactOutputSerializer(serializers.ModelSerializer):
+class FactOutputSerializer(ApiModelSerializer):
     is_expired = serializers.BooleanField(read_only=True)
 
     class Meta:
@@ -145,7 +150,7 @@ class _FactFieldsSerializer(StrictInputSerializer):
         required=False,
         help_text="Absent : « fact » pour un nouveau fait.",
     )
-    importance = serializers.FloatField(
+    importance = FrenchFloatField(
         required=False,
         allow_null=True,
         min_value=_IMPORTANCE_MIN,
@@ -316,7 +321,7 @@ class SearchQuerySerializer(serializers.Serializer):
 class SearchHitSerializer(serializers.Serializer):
     id = serializers.CharField()
     kind = serializers.ChoiceField(choices=["message", "exchange", "fact", "summary"])
-    score = serializers.FloatField()
+    score = FrenchFloatField()
     channel = serializers.CharField()
     date = serializers.DateTimeField(allow_null=True)
     excerpt = serializers.CharField(help_text="200 caractères au plus.")
@@ -337,7 +342,7 @@ class SearchResultSerializer(serializers.Serializer):
 # --- Settings ------------------------------------------------------------------
 
 
-class MemorySettingsSerializer(serializers.ModelSerializer):
+class MemorySettingsSerializer(UnknownFieldsRefused, ApiModelSerializer):
     """GET and PATCH /settings; ranges are the model's validators."""
 
     obsidian_context_notes = serializers.ListField(
@@ -350,10 +355,6 @@ class MemorySettingsSerializer(serializers.ModelSerializer):
         model = MemorySettings
         fields = (*EDITABLE_FIELDS, "updated_at")
         read_only_fields = ("updated_at",)
-
-    def validate(self, attrs):
-        _reject_unknown_fields(self)
-        return super().validate(attrs)
 
 
 # --- Stats ---------------------------------------------------------------------
@@ -427,7 +428,7 @@ class MemoryStatsSerializer(serializers.Serializer):
 # --- Retrieval logs ------------------------------------------------------------
 
 
-class MemoryRetrievalSerializer(serializers.ModelSerializer):
+class MemoryRetrievalSerializer(ApiModelSerializer):
     class Meta:
         model = MemoryRetrieval
         fields = (

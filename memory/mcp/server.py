@@ -3,10 +3,13 @@
 The SDK runs a synchronous tool in a worker thread (``anyio.to_thread``), so the
 services run as they do in a web request: each call opens and closes its
 database connection like a request does, in the owner's language. A refusal of
-ours (``MemoryServiceError``, a Django ``ValidationError``) or arguments of the
-wrong JSON type come back as an MCP tool error (``isError``) with a French
-message; an unexpected failure is logged and answered with a French message
-too, never with a traceback.
+ours (``MemoryServiceError``, a Django ``ValidationError``), arguments of the
+wrong JSON type, an argument the tool does not declare (a typo, as the API's
+« Champ inconnu. ») or ``arguments`` that are not a JSON object come back as an
+MCP tool error (``isError``) with a French message; an unexpected failure is
+logged and answered with a French message too, never with a traceback. What
+the SDK answers as a JSON-RPC error (malformed request parameters, an unknown
+resource, a resource that fails) carries a French message as well.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,11 +26,14 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import close_old_connections
 from django.utils import translation
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.resources import FunctionResource
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.mcpserver.tools import Tool
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError as PydanticValidationError
 
+from memory.api.serializers import UNKNOWN_FIELD_MESSAGE
 from memory.exceptions import MemoryServiceError
 from memory.mcp.resources import RESOURCES
 from memory.mcp.tools import INVALID_INPUT_MESSAGE, TOOLS, sentence
@@ -46,6 +52,14 @@ INSTRUCTIONS = (
 )
 UNKNOWN_TOOL_MESSAGE = "Outil inconnu : {tool}."
 TOOL_FAILED_MESSAGE = "L'outil {tool} a échoué ; l'erreur est dans le journal du serveur."
+ARGUMENTS_NOT_AN_OBJECT_MESSAGE = (
+    'Entrée invalide pour {tool} : les arguments doivent être un objet JSON ({{"nom": valeur, …}}).'
+)
+UNKNOWN_RESOURCE_MESSAGE = "Ressource inconnue : {uri}. Ressources disponibles : {known}."
+RESOURCE_FAILED_MESSAGE = (
+    "La lecture de la ressource {uri} a échoué ; l'erreur est dans le journal du serveur."
+)
+INVALID_PARAMS_MESSAGE = "Paramètres invalides pour {method} : {detail}"
 
 # What a client may assume of each tool (MCP tool annotations).
 ANNOTATIONS = {
@@ -84,6 +98,8 @@ _PYDANTIC_FRENCH = {
     "bool_type": "doit être true ou false",
     "bool_parsing": "doit être true ou false",
     "list_type": "doit être une liste",
+    "dict_type": "doit être un objet JSON",
+    "model_type": "doit être un objet JSON",
     "greater_than_equal": "doit être au moins {ge}",
     "less_than_equal": "doit être au plus {le}",
     "literal_error": "doit valoir {expected}",
@@ -95,10 +111,14 @@ def tool_error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
-def _french(exc: PydanticValidationError) -> str:
+def _french(exc: PydanticValidationError, *, under: str = "") -> str:
+    """The errors as French sentences, each naming its field (its path below ``under``)."""
     parts = []
     for error in exc.errors():
-        field = ".".join(str(p) for p in error["loc"] if not isinstance(p, int)) or "entrée"
+        loc = list(error["loc"])
+        if under and loc[:1] == [under]:
+            loc = loc[1:]
+        field = ".".join(str(p) for p in loc if not isinstance(p, int)) or "entrée"
         template = _PYDANTIC_FRENCH.get(error["type"], "valeur invalide")
         context = {k: str(v).replace(" or ", " ou ") for k, v in (error.get("ctx") or {}).items()}
         try:
@@ -108,12 +128,54 @@ def _french(exc: PydanticValidationError) -> str:
     return " ".join(dict.fromkeys(parts))
 
 
+def _unknown_arguments(tool: Tool, arguments: Mapping[str, Any]) -> str:
+    """« champ : Champ inconnu. » for each argument the tool does not declare, as the API says."""
+    declared = tool.parameters.get("properties", {})
+    unknown = sorted(name for name in arguments if name not in declared)
+    return " ".join(f"{name} : {UNKNOWN_FIELD_MESSAGE}" for name in unknown)
+
+
+async def _french_request_params(ctx, call_next):
+    """Server middleware: what the SDK refuses before any handler runs, said in French.
+
+    The SDK validates a request's raw params (``tools/call``: ``arguments`` must be
+    an object) inside ``call_next``, before ``MemoryMCPServer.call_tool``, and answers
+    an English JSON-RPC -32602. ``arguments`` that are not an object are the
+    caller's mistake about one tool: an ``isError`` tool result, as any other bad
+    argument (a short-circuit result carries no ``serverInfo`` stamp on the
+    2026-07-28 protocol, a SHOULD the client only displays). Other malformed
+    params keep the -32602 code with a French message naming the field.
+    """
+    params = ctx.params
+    if ctx.method == "tools/call" and isinstance(params, Mapping):
+        name, arguments = params.get("name"), params.get("arguments")
+        if isinstance(name, str) and arguments is not None and not isinstance(arguments, Mapping):
+            return tool_error(ARGUMENTS_NOT_AN_OBJECT_MESSAGE.format(tool=name))
+    try:
+        return await call_next(ctx)
+    except PydanticValidationError as exc:
+        detail = _french(exc, under="params")
+        message = INVALID_PARAMS_MESSAGE.format(method=ctx.method, detail=detail)
+        raise MCPError(code=INVALID_PARAMS, message=message, data="") from None
+
+
 class MemoryMCPServer(MCPServer):
     """MCPServer whose refusals of arguments are French, like the rest of the memory."""
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.middleware.append(_french_request_params)
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
-        if self._tool_manager.get_tool(name) is None:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
             return tool_error(UNKNOWN_TOOL_MESSAGE.format(tool=name))
+        if not isinstance(arguments, Mapping):
+            return tool_error(ARGUMENTS_NOT_AN_OBJECT_MESSAGE.format(tool=name))
+        # The SDK's argument model ignores extra keys: a misspelt filter would be
+        # dropped and the call would do something else than asked.
+        if unknown := _unknown_arguments(tool, arguments):
+            return tool_error(INVALID_INPUT_MESSAGE.format(tool=name, detail=unknown))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -121,6 +183,14 @@ class MemoryMCPServer(MCPServer):
                 detail = _french(exc.__cause__)
                 return tool_error(INVALID_INPUT_MESSAGE.format(tool=name, detail=detail))
             raise
+
+    async def read_resource(self, uri, context=None):
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError as exc:
+            known = ", ".join(str(resource.uri) for resource in await self.list_resources())
+            message = UNKNOWN_RESOURCE_MESSAGE.format(uri=uri, known=known)
+            raise ResourceNotFoundError(message) from exc
 
 
 @contextmanager
@@ -160,13 +230,32 @@ def _guarded(fn: Callable, *, release_vector_store: bool) -> Callable:
     return call
 
 
-def _read_guarded(fn: Callable) -> Callable:
+def _read_guarded(fn: Callable, *, uri: str) -> Callable:
+    """Read a resource as a request runs; a failure is logged and said in French."""
+
     @functools.wraps(fn)
     def read(*args, **kwargs):
-        with _as_a_request():
-            return fn(*args, **kwargs)
+        try:
+            with _as_a_request():
+                return fn(*args, **kwargs)
+        except Exception as exc:
+            logger.exception("MCP resource %s failed", uri)
+            # A ResourceError's message reaches the client as it is (the SDK's own
+            # wrapper of any other exception would say it in English).
+            raise ResourceError(RESOURCE_FAILED_MESSAGE.format(uri=uri)) from exc
 
     return read
+
+
+def _tool(fn: Callable, *, release_vector_store: bool) -> Tool:
+    """The SDK's tool for ``fn``, advertising that it takes no argument it does not declare."""
+    tool = Tool.from_function(
+        _guarded(fn, release_vector_store=release_vector_store),
+        name=fn.__name__,
+        annotations=ANNOTATIONS[fn.__name__],
+    )
+    tool.parameters["additionalProperties"] = False  # MemoryMCPServer.call_tool refuses them
+    return tool
 
 
 def build_server(*, release_vector_store: bool = False) -> MemoryMCPServer:
@@ -177,17 +266,12 @@ def build_server(*, release_vector_store: bool = False) -> MemoryMCPServer:
         title="Makilab Memory",
         instructions=INSTRUCTIONS,
         version="0.1.0",
+        tools=[_tool(fn, release_vector_store=release_vector_store) for fn in TOOLS],
     )
-    for fn in TOOLS:
-        server.add_tool(
-            _guarded(fn, release_vector_store=release_vector_store),
-            name=fn.__name__,
-            annotations=ANNOTATIONS[fn.__name__],
-        )
     for uri, name, fn in RESOURCES:
         server.add_resource(
             FunctionResource.from_function(
-                fn=_read_guarded(fn), uri=uri, name=name, mime_type="application/json"
+                fn=_read_guarded(fn, uri=uri), uri=uri, name=name, mime_type="application/json"
             )
         )
     return server

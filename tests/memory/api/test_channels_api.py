@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from makilab.exception_handlers import VALIDATION_MESSAGE
+from memory.api.serializers import READ_ONLY_MESSAGE, UNKNOWN_FIELD_MESSAGE
 from memory.models import ChannelSettings, Job, Message
 
 pytestmark = pytest.mark.django_db
@@ -42,6 +44,23 @@ def test_a_bad_channel_or_body_is_a_french_400(owner_api):
     assert "Le canal doit être un nom court" in response.content.decode()
     response = owner_api.put("/api/memory/channels/lobby", {}, format="json")
     assert response.status_code == 400
+
+
+def test_put_refuses_a_field_it_does_not_write_as_every_other_body_does(owner_api):
+    """A typo ("observd") next to a valid field was silently dropped: the room stayed
+    as it was while the answer said 200."""
+    response = owner_api.put(
+        "/api/v1/memory/channels/lobby",
+        {"observed": False, "observd": True, "channel": "autre"},
+        format="json",
+    )
+
+    assert response.status_code == 400, response.content
+    assert response.json() == {
+        "message": VALIDATION_MESSAGE,
+        "extra": {"fields": {"channel": [READ_ONLY_MESSAGE], "observd": [UNKNOWN_FIELD_MESSAGE]}},
+    }
+    assert not ChannelSettings.objects.exists()
 
 
 def test_forcing_a_digest_queues_one_durable_job_and_reports_the_state(owner_api):

@@ -19,7 +19,13 @@ from mcp.client.streamable_http import streamable_http_client
 from rest_framework.authtoken.models import Token
 
 from memory.mcp.http import POST_ONLY_MESSAGE, TOKEN_REQUIRED_MESSAGE
-from memory.mcp.server import TOOL_FAILED_MESSAGE
+from memory.mcp.server import (
+    ARGUMENTS_NOT_AN_OBJECT_MESSAGE,
+    INVALID_PARAMS_MESSAGE,
+    RESOURCE_FAILED_MESSAGE,
+    TOOL_FAILED_MESSAGE,
+    UNKNOWN_RESOURCE_MESSAGE,
+)
 from memory.models import Fact
 from tests.memory.mcp import MCP_TOOLS
 
@@ -218,3 +224,81 @@ def test_an_unexpected_failure_is_a_french_tool_error_without_its_details(
     assert result.is_error
     assert result.content[0].text == TOOL_FAILED_MESSAGE.format(tool="search")
     assert "secret" not in result.content[0].text
+
+
+def _rpc(url: str, token: str, method: str, params: dict, *, version: str) -> dict:
+    """One JSON-RPC request, as a client of that protocol version sends it (no handshake:
+    the server is stateless; a 2026-07-28 request carries its envelope and headers)."""
+    headers = {"Authorization": f"Bearer {token}", "MCP-Protocol-Version": version}
+    if version >= "2026":
+        params = {
+            **params,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": version,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        }
+        headers["Mcp-Method"] = method
+        if "name" in params:
+            headers["Mcp-Name"] = params["name"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return json.loads(_post(url, body, headers)[2])
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2026-07-28"])
+@pytest.mark.parametrize("arguments", ["x", [1, 2], 5], ids=["text", "list", "number"])
+def test_tool_arguments_that_are_not_an_object_are_a_french_tool_error(
+    live_server, token, arguments, version
+):
+    """The SDK refused them before any tool ran, with an English -32602."""
+    params = {"name": "search", "arguments": arguments}
+    answer = _rpc(f"{live_server.url}/mcp", token, "tools/call", params, version=version)
+
+    assert answer["result"]["isError"] is True, answer
+    text = answer["result"]["content"][0]["text"]
+    assert text == ARGUMENTS_NOT_AN_OBJECT_MESSAGE.format(tool="search")
+
+
+def test_malformed_request_params_are_refused_in_french(live_server, token):
+    answer = _rpc(
+        f"{live_server.url}/mcp", token, "resources/read", {"uri": 5}, version="2025-06-18"
+    )
+    assert answer["error"]["code"] == -32602
+    assert answer["error"]["message"] == INVALID_PARAMS_MESSAGE.format(
+        method="resources/read", detail="uri : doit être un texte."
+    )
+
+
+def test_an_unknown_resource_is_said_in_french(live_server, token):
+    async def steps(client):
+        try:
+            await client.read_resource("memory://nope")
+        except MCPError as exc:
+            return exc
+
+    refused = _run(f"{live_server.url}/mcp", {"Authorization": f"Bearer {token}"}, steps)
+
+    assert refused.code == -32602
+    assert refused.message == UNKNOWN_RESOURCE_MESSAGE.format(
+        uri="memory://nope", known="memory://facts/identity, memory://settings"
+    )
+
+
+def test_a_resource_that_fails_is_said_in_french_without_its_details(
+    live_server, token, monkeypatch
+):
+    def broken():
+        raise RuntimeError("détail interne /srv/secret")
+
+    monkeypatch.setattr("memory.selectors.memory_settings_get", broken)
+
+    async def steps(client):
+        try:
+            await client.read_resource("memory://settings")
+        except MCPError as exc:
+            return exc
+
+    refused = _run(f"{live_server.url}/mcp", {"Authorization": f"Bearer {token}"}, steps)
+
+    assert refused.message == RESOURCE_FAILED_MESSAGE.format(uri="memory://settings")
+    assert "secret" not in refused.message
