@@ -125,7 +125,7 @@ def _store(found: list[dict], messages, present: list[int]) -> int:
     from django.core.exceptions import ValidationError
 
     from agent.extraction import fact_candidate_store
-    from memory.exceptions import MemoryServiceError
+    from memory.exceptions import MemoryServiceError, StoreUnavailable
     from memory.models import FactRevision
     from memory.services.digest import digest_note
 
@@ -143,6 +143,8 @@ def _store(found: list[dict], messages, present: list[int]) -> int:
             result = fact_candidate_store(
                 candidate, channel=sources[0].channel, source_message_id=sources[0].id
             )
+        except StoreUnavailable:
+            raise  # an outage delays the job (memory.services.jobs): nothing dropped
         except (MemoryServiceError, ValidationError) as exc:
             logger.warning("digest: a fact was refused by the store: %s", exc)
             continue

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from agent.exceptions import LlmInvalidJson
 from agent.prompts import EXTRACTION_PROMPT, EXTRACTION_SYSTEM_PROMPT, EXTRACTION_TOOL_SECTION
-from memory.exceptions import InvalidTTL, MemoryServiceError, SourceForgotten
+from memory.exceptions import InvalidTTL, MemoryServiceError, SourceForgotten, StoreUnavailable
 from memory.models import Actor, FactSource, MemoryType
 
 logger = logging.getLogger(__name__)
@@ -296,6 +296,8 @@ def exchange_facts_save(
             _wait_for_undo(exchange_ids)
             report.skipped = "messages gone"
             return report
+        except StoreUnavailable:
+            raise  # an outage delays the job (memory.services.jobs): nothing dropped
         except (MemoryServiceError, ValidationError) as exc:
             report.dropped += 1
             _drop(f"refused by the store: {exc}", candidate)

@@ -5,7 +5,7 @@ take the same path out of the memory (memory.services.forgetting): the rows are
 attached to a ``Forgetting`` (``forgetting_take``: out of every read path, the
 retrieval logs redacted), then purged in the same transaction
 (``forgetting_purge``: rows and revisions deleted, FTS entries by the
-triggers, Qdrant points at commit). What stays is the ``Forgetting`` row as a
+triggers, Qdrant points by a job run at commit). What stays is the ``Forgetting`` row as a
 record that something was erased: its counts, never its content
 ("[sujet effacé]").
 
@@ -13,9 +13,11 @@ record that something was erased: its counts, never its content
 - ``forgetting_erase``: what a forget took (exchanges, facts, summaries),
   without waiting for the end of its retention window.
 
-If Qdrant is unreachable at that moment, a durable job (``points_remove``)
-removes the points of the deleted rows once it answers; meanwhile no read path
-returns them, since every hit is hydrated from T1.
+The points of the deleted rows go through a durable job (``points_remove``)
+written in the same transaction and run at its commit: if Qdrant is unreachable
+then, or the process stops right after the commit, the job sweep removes them
+once it answers; meanwhile no read path returns them, since every hit is
+hydrated from T1.
 """
 
 from __future__ import annotations

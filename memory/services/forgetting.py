@@ -56,7 +56,7 @@ from memory.services.forgetting_select import (  # re-exported
     topic_terms,
 )
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
-from memory.services.removal import redact_copies, remove_points
+from memory.services.removal import redact_copies, remove_deleted_points, remove_points
 
 __all__ = [
     "TOPIC_EMPTY_MESSAGE",
@@ -185,6 +185,8 @@ def forgetting_take(
         ).values_list("content", flat=True),
     )
     if points:  # (an erasure purges at once: its purge removes them)
+        # At once when Qdrant answers; the rows stay, so the indexing machine (their
+        # version bumped above) removes the points anyway, even if this call is lost.
         roots = list(chosen.exchanges)
         transaction.on_commit(lambda: remove_points(roots, fact_ids, summary_ids))
     return forgetting
@@ -274,7 +276,8 @@ def forgettings_purge(*, now: datetime | None = None) -> int:
 
 def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> None:
     """Delete for good what ``forgetting`` took: rows (facts with their history), FTS
-    entries (by the triggers), points (at commit); its topic is redacted.
+    entries (by the triggers), points (a durable job written here, run at commit); its
+    topic is redacted.
 
     The caller holds the row (``forgetting_lock``, in a transaction) and checked its state.
     """
@@ -301,7 +304,7 @@ def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> 
     forgetting.state = ForgettingState.PURGED
     forgetting.purged_at = now or timezone.now()
     forgetting.save(update_fields=["topic", "state", "purged_at"])
-    transaction.on_commit(lambda: remove_points(roots, facts, summaries))
+    remove_deleted_points(roots, facts, summaries)
 
 
 @transaction.atomic

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import re
 
-from django.db import transaction
-
 from memory.models import Actor, Fact, FactRevision, Forgetting, RevisionReason
 from memory.selectors import message_written_at
 
 ASIDE_KEY = "{key} (oubli n° {id})"
-ASIDE_PATTERN = re.compile(r" \(oubli n° \d+\)$")
+# A fact the owner forgot one by one, set aside when the agent states its key: its own id.
+FACT_ASIDE_KEY = "{key} (fait oublié n° {id})"
+ASIDE_PATTERN = re.compile(r" \((?:oubli|fait oublié) n° \d+\)$")
 
 
 def stated_before_forget(fact: Fact, actor: str, source_message_id: int | None) -> bool:
@@ -42,7 +42,11 @@ def restates_forgotten(
     again under any key (a late extraction that named it otherwise): the forget stands.
 
     The same rule as dedup's without an LLM (memory.services.dedup.rule_decide): a text
-    this close, saying the same numbers. Without the embedder, only the same text counts.
+    this close, saying the same numbers. When nothing was forgotten since the message, or
+    the same text was, no comparison is needed. Otherwise the embedder must answer: while
+    it is down this raises StoreUnavailable (and EmbeddingInvalid when it refuses the
+    text), so the statement is not stored and a job retrying it waits for the embedder.
+    An outage delays a forget's effect, never weakens it.
     """
     if actor != Actor.AGENT or source_message_id is None:
         return None
@@ -62,17 +66,14 @@ def restates_forgotten(
 def _near_duplicate(key: str, value: str, facts: list[Fact]) -> Fact | None:
     import numpy as np
 
-    from memory.exceptions import EmbeddingInvalid, StoreUnavailable
     from memory.services.dedup import Candidate, rule_decide
     from memory.services.index_documents import fact_text
     from memory.stores.embedders import get_embedder
 
-    try:
-        vectors = get_embedder().embed_documents(
-            [fact_text(Fact(key=key, value=value)), *(fact_text(f) for f in facts)]
-        )
-    except (StoreUnavailable, EmbeddingInvalid):
-        return None
+    # Not caught: "cannot compare" is not "not a restatement" (see restates_forgotten).
+    vectors = get_embedder().embed_documents(
+        [fact_text(Fact(key=key, value=value)), *(fact_text(f) for f in facts)]
+    )
     matrix = np.asarray(vectors)
     scores = matrix[1:] @ matrix[0]
     ranked = sorted(
@@ -83,9 +84,10 @@ def _near_duplicate(key: str, value: str, facts: list[Fact]) -> Fact | None:
     return target
 
 
-def aside_key(key: str, forgetting_id: int) -> str:
-    """The key a topic-forgotten fact waits under while its own is used again."""
-    suffix = ASIDE_KEY.format(key="", id=forgetting_id)
+def aside_key(key: str, forgetting_id: int, template: str = ASIDE_KEY) -> str:
+    """The key a topic-forgotten fact waits under while its own is used again (with
+    FACT_ASIDE_KEY and the fact's id: a fact the owner forgot one by one)."""
+    suffix = template.format(key="", id=forgetting_id)
     return key[: Fact._meta.get_field("key").max_length - len(suffix)] + suffix
 
 
@@ -95,8 +97,14 @@ def key_unaside(key: str) -> str:
 
 
 def set_aside(fact: Fact) -> None:
-    """Free the key of a fact a topic forget took (``fact.forgetting_id``) for a new one."""
-    Fact.all_objects.filter(pk=fact.pk).update(key=aside_key(fact.key, fact.forgetting_id))
+    """Free the key of a forgotten fact for a new one: a fact a topic forget took, under its
+    forget's number (``fact.forgetting_id``); one forgotten one by one, under its own id
+    (fact_restore gives it its key back when the key is free again)."""
+    if fact.forgetting_id is not None:
+        key = aside_key(fact.key, fact.forgetting_id)
+    else:
+        key = aside_key(fact.key, fact.pk, FACT_ASIDE_KEY)
+    Fact.all_objects.filter(pk=fact.pk).update(key=key)
 
 
 def key_back(fact: Fact, forgetting: Forgetting) -> None:
@@ -110,7 +118,7 @@ def key_back(fact: Fact, forgetting: Forgetting) -> None:
     its aside key, both visible. The caller holds the transaction.
     """
     from memory.services.facts import fact_update
-    from memory.services.removal import remove_points
+    from memory.services.removal import remove_deleted_points
 
     suffix = aside_key("", forgetting.id)
     if not fact.key.endswith(suffix):
@@ -129,7 +137,7 @@ def key_back(fact: Fact, forgetting: Forgetting) -> None:
         holder_id = holder.pk
         FactRevision.all_objects.filter(fact_id=holder_id).delete()
         Fact.all_objects.filter(pk=holder_id).delete()
-        transaction.on_commit(lambda: remove_points([], [holder_id], []))
+        remove_deleted_points([], [holder_id], [])
     Fact.all_objects.filter(pk=fact.pk).update(key=key)
     if stated is not None:
         fact_update(

@@ -84,14 +84,18 @@ def _send(job_id: int) -> None:
         logger.warning("could not enqueue job %s (%s); left for the sweep", job_id, exc)
 
 
-def job_enqueue(*, kind: str, key: str, payload: dict) -> Job:
-    """Record a job in the current transaction and send it once committed (idempotent on key)."""
+def job_enqueue(*, kind: str, key: str, payload: dict, send: bool = True) -> Job:
+    """Record a job in the current transaction and send it once committed (idempotent on key).
+
+    ``send=False``: the caller runs it itself after the commit (``job_run``); if that run
+    never happens (the process stopped), the sweep sends it like any lost message.
+    """
     if kind not in HANDLERS:
         raise ValueError(f"unknown job kind {kind!r}")
     job, created = Job.objects.get_or_create(
         key=key, defaults={"kind": kind, "payload": payload, "queued_at": timezone.now()}
     )
-    if created:
+    if created and send:
         transaction.on_commit(lambda: _send(job.id))
     return job
 

@@ -1,6 +1,7 @@
 """What takes content out of the derived stores and the logs, for a forget, its purge
 and a hard delete (memory.services.forgetting, memory.services.erasing): the Qdrant
-points of rows (at once, else a durable job retries) and the retrieval logs' redaction.
+points of rows (at once, else a durable job retries; for rows deleted for good, a durable
+job written with the deletion) and the retrieval logs' redaction.
 """
 
 from __future__ import annotations
@@ -36,6 +37,42 @@ def remove_points(root_ids: list[int], fact_ids: list[int], summary_ids: list[in
             key=f"{POINTS_REMOVE_JOB}:{uuid.uuid4().hex}",
             payload={"messages": root_ids, "facts": fact_ids, "summaries": summary_ids},
         )
+
+
+def remove_deleted_points(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:
+    """The points of rows the caller's transaction deletes for good (a purge, an erasure).
+
+    Nothing else will ever remove them once the rows are gone (the indexing machine
+    acts on rows), so the removal is a ``points_remove`` job written in that same
+    transaction (ids only, never the erased words), not a call on commit that a
+    process stopped right after the commit would lose. It runs at once after the
+    commit and leaves no row when it succeeds; when Qdrant does not answer, or the
+    process stopped first, the job waits and the sweep runs it until it succeeds.
+    """
+    from django.db import transaction
+
+    from memory.services.jobs import job_enqueue
+
+    job = job_enqueue(
+        kind=POINTS_REMOVE_JOB,
+        key=f"{POINTS_REMOVE_JOB}:{uuid.uuid4().hex}",
+        payload={"messages": root_ids, "facts": fact_ids, "summaries": summary_ids},
+        send=False,
+    )
+    transaction.on_commit(lambda: _points_remove_now(job.pk))
+
+
+def _points_remove_now(job_id: int) -> None:
+    from memory.models import Job, JobState
+    from memory.services.jobs import job_run
+
+    try:
+        done = job_run(job_id) == "done"
+    except Exception as exc:  # after the commit: never the caller's error; the sweep retries
+        logger.warning("points removal job %s left to the sweep (%s)", job_id, exc)
+        return
+    if done:
+        Job.objects.filter(pk=job_id, state=JobState.DONE).delete()
 
 
 def job_points_remove(payload: dict, *, checkpoint=None) -> dict:

@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from memory.exceptions import MemoryServiceError
-from memory.models import Fact, FactRevision, Forgetting, ForgettingState, MemoryRetrieval, Message
+from memory.models import (
+    Fact,
+    FactRevision,
+    Forgetting,
+    ForgettingState,
+    Job,
+    MemoryRetrieval,
+    Message,
+)
 from memory.services.erasing import fact_erase, forgetting_erase
 from memory.services.facts import fact_store
 from memory.services.forgetting import PURGED_TOPIC, forgetting_restore, topic_forget
@@ -81,6 +89,7 @@ def test_an_erased_fact_leaves_every_path_and_its_history_at_once(
 
     assert _leaks(_every_path(staff_client, agent_api, **walk), CODE) == []
     assert _points_with_secret(world, CODE) == 0
+    assert not Job.objects.filter(kind="points_remove").exists()  # done at once: no row left
     assert not Fact.all_objects.filter(key=FACT_KEY).exists()
     assert not FactRevision.objects.filter(fact_id=code_fact.pk).exists()
     assert not MemoryRetrieval.objects.filter(memories__icontains=CODE).exists()
@@ -177,3 +186,27 @@ def test_an_erase_while_qdrant_is_down_leaves_a_durable_job_that_removes_the_poi
     from memory.stores.vectors import get_vector_store
 
     assert _points_with_secret(get_vector_store(), CODE) == 0
+
+
+def test_an_erased_facts_point_leaves_qdrant_even_if_the_process_died_right_after_the_commit(
+    code_fact, world
+):
+    """The erasure commits and the process dies before its on-commit callbacks run (here
+    they never run: the same thing). The row is gone, so the indexing machine will never
+    touch its point again: the removal is a job written in the erasure's transaction,
+    which the restart and the sweep run."""
+    from memory.models import JobState
+    from memory.services.jobs import job_run, jobs_restart_recover, jobs_sweep
+
+    assert _points_with_secret(world, CODE) == 1
+    fact_erase(fact=code_fact, actor="user")
+    removals = Job.objects.filter(kind="points_remove")
+    payloads = str(list(removals.values_list("payload", flat=True)))
+    assert CODE not in payloads and FACT_KEY not in payloads  # ids only
+
+    jobs_restart_recover()
+    jobs_sweep()
+    for job_id in Job.objects.filter(state=JobState.QUEUED).values_list("id", flat=True):
+        job_run(job_id)
+    assert _points_with_secret(world, CODE) == 0
+    assert list(removals.values_list("state", "payload")) == [(JobState.DONE, {})]

@@ -4,19 +4,25 @@ extraction does not bring a forgotten fact back under another key."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memory.models import Actor, Fact, Message
+from agent.extraction import extraction_job_enqueue
+from memory.exceptions import StoreUnavailable
+from memory.models import Actor, Fact, Job, Message
 from memory.services.dedup import fact_remember
 from memory.services.facts import fact_forget, fact_store
 from memory.services.forgetting import forgetting_restore, forgettings_purge, topic_forget
+from memory.services.jobs import job_run
 from memory.services.messages import message_save
 from memory.services.self_memory import agent_item_store
 from tests.dashboard.conftest import HTMX
+from tests.fakes.anthropic import text_message
+from tests.fakes.embedder import HashEmbedder, install
 from tests.memory.world import index_everything
 
 pytestmark = pytest.mark.django_db
@@ -138,6 +144,40 @@ def test_a_late_extraction_under_another_key_does_not_bring_a_forgotten_fact_bac
     # News after the forget still counts: a later message states it again.
     new = message_save(channel="whatsapp", role="user", content=f"Finalement, {SECRET} en août")
     result = fact_remember(key="vacances_zanzibar", value=value, source_message_id=new.id)
+    assert result.action == "added"
+
+
+def test_with_the_embedder_down_a_late_extraction_does_not_bring_a_forgotten_fact_back(
+    vector_store, fake_anthropic, monkeypatch, settings
+):
+    """Whether a late statement restates a fact forgotten since its message is the
+    embedder's to tell (another key, a final period): while it is down the statement is
+    not stored, it is never taken for news. An outage delays a forget, never weakens it."""
+    settings.ANTHROPIC_MAX_RETRIES = 0
+    embedder = HashEmbedder()
+    install(monkeypatch, embedder)
+    question = message_save(channel="whatsapp", role="user", content="David habite à Toulouse.")
+    reply = message_save(
+        channel="whatsapp", role="assistant", content="Noté !", reply_to_id=question.id
+    )
+    job = extraction_job_enqueue(message_ids=[question.id], reply_id=reply.id, channel="whatsapp")
+    fact, _ = fact_store(key="brother_city", value="David habite à Toulouse", actor=Actor.AGENT)
+    fact_forget(fact=fact, actor=Actor.USER)
+    embedder.error = StoreUnavailable("embedder down")
+    candidate = {"key": "david_ville", "value": "David habite à Toulouse."}
+    fake_anthropic.script(text_message(json.dumps({"facts": [candidate]})))
+    assert job_run(job.pk) == "waiting"  # delayed by the outage, its answer kept
+    assert not Fact.objects.filter(forgotten=False).exists()
+    with pytest.raises(StoreUnavailable):  # what a caller turns into a wait
+        fact_remember(**candidate, source_message_id=question.id, actor=Actor.AGENT)
+    # The embedder back, the job runs again: the restatement is recognised and dropped.
+    embedder.error = None
+    Job.objects.filter(pk=job.pk).update(run_after=timezone.now())
+    assert job_run(job.pk) == "done"
+    assert not Fact.objects.filter(forgotten=False).exists()
+    # Nothing forgotten since a later message: no comparison needed, stored as before.
+    later = message_save(channel="whatsapp", role="user", content="David a un chat.")
+    result = fact_remember(key="david_chat", value="David a un chat", source_message_id=later.id)
     assert result.action == "added"
 
 
