@@ -177,7 +177,9 @@ class FactListCreateApi(MemoryApi):
         summary="Ajouter un fait",
         description=(
             "Crée le fait ``key``; si la clé existe, met à jour sa valeur (l'ancienne est "
-            "gardée dans l'historique) et fait revenir un fait oublié. 201 si créé, 200 sinon. "
+            "gardée dans l'historique) et fait revenir un fait oublié (le jeton de l'agent ne fait "
+            "pas revenir un fait que le propriétaire a oublié : il crée un nouveau fait). "
+            "201 si créé, 200 sinon. "
             "Avec ``kind`` self ou goal (et ``category``, ``value`` seulement) : un souvenir de "
             "l'agent sur lui-même ou un objectif, dédoublonné (une chose déjà connue n'est pas "
             "enregistrée deux fois : 200) ; sa clé est dérivée du texte."

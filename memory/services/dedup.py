@@ -220,7 +220,9 @@ def fact_remember(
         logger.info("%s states a fact forgotten since its message: not stored", key)
         return RememberResult(fact=forgotten, action="noop")
     if Fact.all_objects.filter(key=key).exists():
-        fact, _ = fact_store(**store_kwargs)
+        fact, created = fact_store(**store_kwargs)
+        if created:  # the key's fact was forgotten and set aside: this one is new
+            return RememberResult(fact=fact, action="added")
         # Still forgotten: the restatement did not undo the forget (fact_store).
         return RememberResult(fact=fact, action="noop" if fact.forgotten else "updated")
 

@@ -28,7 +28,12 @@ from memory.services.fact_ownership import (
     normalize_subjects,
     owned_after,
 )
-from memory.services.forgetting_restated import set_aside, stated_before_forget
+from memory.services.forgetting_restated import (
+    FACT_ASIDE_KEY,
+    aside_key,
+    set_aside,
+    stated_before_forget,
+)
 from memory.services.indexing import KIND_FACT, index_enqueue
 from memory.services.ttl import parse_ttl
 
@@ -146,6 +151,23 @@ def source_present(*, key: str, actor: str, source_message_id: int | None) -> No
         raise SourceForgotten(SOURCE_FORGOTTEN_MESSAGE.format(key=key))
 
 
+def _forgotten_by(fact: Fact) -> str | None:
+    """Who forgot ``fact`` last (its last "forgotten" revision's actor)."""
+    return (
+        FactRevision.all_objects.filter(fact_id=fact.pk, reason=RevisionReason.FORGOTTEN)
+        .order_by("-id")
+        .values_list("actor", flat=True)
+        .first()
+    )
+
+
+def owner_forgot(fact: Fact) -> bool:
+    """Whether ``fact`` is forgotten one by one and its last forget was the owner's."""
+    if not fact.forgotten or fact.forgetting_id is not None:
+        return False
+    return _forgotten_by(fact) in OWNER_ACTORS
+
+
 @transaction.atomic
 def fact_store(
     *,
@@ -188,10 +210,15 @@ def fact_store(
         # Read before the owner forgot it (a slow or retried extraction): the forget stands.
         logger.info("%s was forgotten after the message it comes from: not stored", key)
         return existing, False
-    if existing is not None and existing.forgetting_id is not None:
+    if existing is not None and (
+        existing.forgetting_id is not None or (actor == Actor.AGENT and owner_forgot(existing))
+    ):
         # Taken by a topic forget that can still be undone: the new statement starts a
         # new fact, and the forgotten one, hidden with its history, moves to a key of its
         # own until the undo gives its key back (forgetting_restore) or the purge ends it.
+        # So does a fact the owner forgot one by one when the agent states its key: the
+        # agent neither brings it back nor sees anything of it (its subjects, its
+        # history); the owner can still restore it (fact_restore).
         set_aside(existing)
         existing = None
     if existing is not None and existing.kind != kind:
@@ -283,10 +310,16 @@ def fact_update(
         # The owner's value lives as long as the owner says: not by the agent's TTL.
         fields["expires_at"] = None
     if actor == Actor.AGENT:
-        if reviving and "value" in (current.owner_fields or []):
-            # The owner forgot the words they had set: the agent's news (a restatement
-            # that may undo the forget, see fact_store) is stored, and the forgotten value
-            # does not come back under the owner's lock (their other settings stay).
+        if (
+            reviving
+            and "value" in (current.owner_fields or [])
+            and _forgotten_by(current) != Actor.AGENT
+        ):
+            # The owner's words ran out (the expiry purge forgot them): the agent's news
+            # (a restatement that may undo the forget, see fact_store) is stored, and the
+            # value does not come back under the owner's lock (their other settings
+            # stay). Not when the agent forgot the fact itself: forgetting, then stating
+            # again, never replaces what the owner wrote.
             current.owner_fields = [f for f in current.owner_fields if f != "value"]
         fields = agent_fields(current, fields)
         expiry = fields.get("expires_at", current.expires_at)
@@ -371,9 +404,16 @@ def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
     if expired:
         current.expires_at = None
         current.owner_fields = owned_after(current.owner_fields or [], actor, ["expires_at"])
-    current.save(
-        update_fields=["forgotten", "forgotten_at", "expires_at", "owner_fields", "updated_at"]
-    )
+    written = ["forgotten", "forgotten_at", "expires_at", "owner_fields", "updated_at"]
+    suffix = aside_key("", current.pk, FACT_ASIDE_KEY)
+    if current.key.endswith(suffix):
+        # Set aside when the agent stated its key (fact_store): its key back when free,
+        # else both stay visible, this one under the key it waited under.
+        key = current.key[: -len(suffix)]
+        if not Fact.all_objects.filter(key=key).exists():
+            current.key = key
+            written.append("key")
+    current.save(update_fields=written)
     revision_record(
         fact=current,
         actor=actor,

@@ -107,6 +107,14 @@ class AgentItemResult:
 # --- Validation and keys ---------------------------------------------------------------------
 
 
+def _no_nul(text: str) -> None:
+    """The rule (and French message) DRF's CharField applies to every other tool's text."""
+    try:
+        ProhibitNullCharactersValidator()(text)
+    except DjangoValidationError as exc:
+        raise MemoryServiceError(exc.messages[0]) from None
+
+
 def agent_item_validate(*, kind: str, category: str, content: str) -> str:
     """The cleaned content, or MemoryServiceError with a French message."""
     if kind not in AGENT_KINDS:
@@ -120,11 +128,7 @@ def agent_item_validate(*, kind: str, category: str, content: str) -> str:
         )
     if not isinstance(content, str) or not content.strip():
         raise MemoryServiceError(CONTENT_EMPTY_MESSAGE)
-    try:
-        # The rule (and French message) DRF's CharField applies to every other tool.
-        ProhibitNullCharactersValidator()(content)
-    except DjangoValidationError as exc:
-        raise MemoryServiceError(exc.messages[0]) from None
+    _no_nul(content)
     content = " ".join(content.split())
     if len(content) > CONTENT_MAX_CHARS:
         raise MemoryServiceError(
@@ -333,7 +337,9 @@ def agent_item_store(
         ):
             return AgentItemResult(existing, "noop")
         before = existing.version
-        item, _ = fact_store(**store_kwargs)
+        item, created = fact_store(**store_kwargs)
+        if created:  # the owner had deleted it: that one stays deleted, this one is new
+            return AgentItemResult(item, "added")
         return AgentItemResult(item, "noop" if item.version == before else "updated")
 
     action, target, decided_by = _decide(
@@ -416,7 +422,14 @@ def agent_item_forget(
     *, kind: str | None, item_id: int, reason: str, actor: str
 ) -> tuple[Fact, bool]:
     """The tools' delete: (the item, whether this call deleted it; False when it already was)."""
+    from memory.services.facts import owner_forgot
+
     item = agent_item_get(kind=kind, item_id=item_id)
+    if item.forgotten and actor == Actor.AGENT and owner_forgot(item):
+        # The owner deleted it: to the agent, an id it does not know (as the API answers).
+        raise MemoryServiceError(
+            NOT_FOUND_MESSAGE.format(label=KIND_LABELS.get(kind, "de l'agent"), id=item_id)
+        )
     if item.forgotten:
         return item, False
     return agent_item_delete(kind=kind, item_id=item.pk, reason=reason, actor=actor), True
@@ -430,5 +443,6 @@ def agent_item_delete(*, kind: str | None, item_id: int, reason: str, actor: str
     reason = (reason or "").strip()
     if not reason:
         raise MemoryServiceError(REASON_MISSING_MESSAGE)
+    _no_nul(reason)
     item = agent_item_get(kind=kind, item_id=item_id)
     return fact_forget(fact=item, actor=actor, note=reason)

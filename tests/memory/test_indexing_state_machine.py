@@ -72,6 +72,8 @@ class Expected:
     values: set[str]
     owner_value: str | None = None
     owner_importance: float | None = None
+    # The fact the owner forgot, set aside when the agent stated its key: it stays forgotten.
+    set_aside: int | None = None
 
 
 class World:
@@ -105,6 +107,9 @@ class IndexingMachine(RuleBasedStateMachine):
         self.embedder = HashEmbedder()
         embedders._embedder = self.embedder
         self.expected: dict[str, Expected] = {}
+        # Keys whose fact the owner forgot one by one: the agent stating one starts a new
+        # fact, the forgotten one set aside under a key of its own (fact_store).
+        self.owner_forgotten: set[str] = set()
         self.delivered: list[tuple[str, int]] = []
         self.workers: list[indexing.IndexClaim] = []
         self.counter = 0
@@ -149,9 +154,17 @@ class IndexingMachine(RuleBasedStateMachine):
         value = f"{key} repère {self._token()} noté"
         before = self._fact(key)
         fact_store(key=key, value=value, importance=importance, actor=actor)
-        self.expected.setdefault(key, Expected(values=set())).values.add(value)
+        self._stated(key, value, actor, before)
         if actor == "user":
             self._owner_wrote(key, before, value=value, importance=importance)
+
+    def _stated(self, key: str, value: str, actor: str, before: Fact | None) -> None:
+        if actor == "agent" and key in self.owner_forgotten:
+            # A new fact, with nothing of the owner's.
+            self.expected[key] = Expected(values={value}, set_aside=before.pk)
+        else:
+            self.expected.setdefault(key, Expected(values=set())).values.add(value)
+        self.owner_forgotten.discard(key)
 
     @rule(key=st.sampled_from(KEYS), importance=st.sampled_from([0.3, 0.6, 1.0]))
     def owner_edit(self, key, importance):
@@ -171,6 +184,8 @@ class IndexingMachine(RuleBasedStateMachine):
         self._step()
         fact = self._fact(key)
         if fact is not None:
+            if not fact.forgotten:  # (forgotten by its expiry: fact_forget changes nothing)
+                self.owner_forgotten.add(key)
             fact_forget(fact=fact, actor="user")
             assert self._fact(key).forgotten
             self._owner_forgot(key)
@@ -185,6 +200,7 @@ class IndexingMachine(RuleBasedStateMachine):
             fact_restore(fact=fact, actor="user")
             fact = self._fact(key)
             assert not fact.forgotten and not fact.is_expired
+            self.owner_forgotten.discard(key)
 
     @rule(key=st.sampled_from(KEYS))
     def ttl_runs_out(self, key):
@@ -207,6 +223,7 @@ class IndexingMachine(RuleBasedStateMachine):
         after = set(Fact.all_objects.filter(forgotten=False).values_list("key", flat=True))
         for key in before - after:
             self._owner_forgot(key)
+            self.owner_forgotten.discard(key)  # forgotten by its expiry, not by the owner
 
     @rule(with_reply=st.booleans())
     def chat(self, with_reply):
@@ -363,6 +380,8 @@ class IndexingMachine(RuleBasedStateMachine):
         fact = Fact.all_objects.filter(pk=row_id).first()
         if fact is None:
             return
+        if fact.key not in self.expected and what in ("edit", "restate"):
+            return  # a fact set aside: the owner's to restore, no key the model follows
         if what == "edit":
             before = self._fact(fact.key)
             fact_update(fact=fact, actor="user", importance=0.45)
@@ -370,12 +389,16 @@ class IndexingMachine(RuleBasedStateMachine):
         elif what == "restate":
             value = f"{fact.key} repère {self._token()} noté"
             fact_store(key=fact.key, value=value, actor="agent")
-            self.expected[fact.key].values.add(value)
+            self._stated(fact.key, value, "agent", fact)
         elif what == "forget":
+            already = fact.forgotten  # (forgotten by its expiry: fact_forget changes nothing)
             fact_forget(fact=fact, actor="user")
             self._owner_forgot(fact.key)
+            if not already and fact.key in self.expected:
+                self.owner_forgotten.add(fact.key)
         elif what == "restore":
             fact_restore(fact=fact, actor="user")
+            self.owner_forgotten.discard(fact.key)
         elif what == "expire":
             Fact.all_objects.filter(pk=row_id).update(
                 expires_at=timezone.now() - timedelta(seconds=1)
@@ -487,6 +510,8 @@ class IndexingMachine(RuleBasedStateMachine):
                 assert fact.value == expected.owner_value, (key, fact.value, expected.owner_value)
             if expected.owner_importance is not None:
                 assert fact.importance == expected.owner_importance, (key, fact.importance)
+            if expected.set_aside is not None:
+                assert fact.pk != expected.set_aside, key
 
     def _points(self, collection: str, kind: str, rows: dict) -> dict[int, object]:
         ids = {point_id(kind, pk): pk for pk in rows}

@@ -112,15 +112,19 @@ def test_an_extraction_job_run_again_after_the_owner_forgot_does_not_bring_the_f
     assert Fact.all_objects.get(pk=fact.pk).forgotten
 
 
-def test_a_fact_the_owner_forgot_comes_back_when_a_later_message_states_it_again(
+def test_a_later_message_stating_a_fact_the_owner_forgot_starts_a_new_one(
     vector_store, local_embedder, fake_anthropic
 ):
+    """News after the forget is kept, as a new fact: the forgotten one (its history, its
+    subjects) stays forgotten, set aside, for the owner alone to restore."""
     fact, _ = fact_store(key="brother_city", value="David habite à Toulouse", actor=Actor.AGENT)
     fact_forget(fact=fact, actor=Actor.USER)
     question, reply = _exchange("Au fait, mon frère David habite toujours à Toulouse.")
     fake_anthropic.script(text_message(BROTHER))
     exchange_facts_save(message_ids=[question.id], reply_id=reply.id, channel="whatsapp")
-    assert not Fact.all_objects.get(pk=fact.pk).forgotten  # news after the forget
+    news = Fact.objects.get(key="brother_city")
+    assert news.pk != fact.pk and news.source_message_id == question.id
+    assert Fact.all_objects.get(pk=fact.pk).forgotten
 
 
 def _pdf_limitation():
