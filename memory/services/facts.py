@@ -28,12 +28,7 @@ from memory.services.fact_ownership import (
     normalize_subjects,
     owned_after,
 )
-from memory.services.forgetting_restated import (
-    FACT_ASIDE_KEY,
-    aside_key,
-    set_aside,
-    stated_before_forget,
-)
+from memory.services.forgetting_restated import fact_key_back, set_aside, stated_before_forget
 from memory.services.indexing import KIND_FACT, index_enqueue
 from memory.services.ttl import parse_ttl
 
@@ -343,7 +338,7 @@ def fact_update(
     if reviving:
         current.forgotten = False
         current.forgotten_at = None
-        written += ["forgotten", "forgotten_at"]
+        written += ["forgotten", "forgotten_at", *_key_back(current)]
     current.owner_fields = owned_after(current.owner_fields or [], actor, meaningful)
     # A legacy key (written before the key rule) must not block other edits.
     current.full_clean(exclude=None if "key" in changes else ["key"], validate_unique=False)
@@ -354,6 +349,17 @@ def fact_update(
     index_enqueue(KIND_FACT, current.id)
     _sync(fact, current)
     return current
+
+
+def _key_back(current: Fact) -> list[str]:
+    """A fact coming back that was set aside when the agent stated its key (fact_store)
+    takes its key back when free (["key"]: a field to write); else both stay visible,
+    this one under the key it waited under (also when the suffix may have cut it short)."""
+    key = fact_key_back(current)
+    if key == current.key:
+        return []
+    current.key = key
+    return ["key"]
 
 
 def _sync(fact: Fact, current: Fact) -> None:
@@ -405,14 +411,7 @@ def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
         current.expires_at = None
         current.owner_fields = owned_after(current.owner_fields or [], actor, ["expires_at"])
     written = ["forgotten", "forgotten_at", "expires_at", "owner_fields", "updated_at"]
-    suffix = aside_key("", current.pk, FACT_ASIDE_KEY)
-    if current.key.endswith(suffix):
-        # Set aside when the agent stated its key (fact_store): its key back when free,
-        # else both stay visible, this one under the key it waited under.
-        key = current.key[: -len(suffix)]
-        if not Fact.all_objects.filter(key=key).exists():
-            current.key = key
-            written.append("key")
+    written += _key_back(current)
     current.save(update_fields=written)
     revision_record(
         fact=current,

@@ -84,11 +84,22 @@ def _near_duplicate(key: str, value: str, facts: list[Fact]) -> Fact | None:
     return target
 
 
-def aside_key(key: str, forgetting_id: int, template: str = ASIDE_KEY) -> str:
-    """The key a topic-forgotten fact waits under while its own is used again (with
-    FACT_ASIDE_KEY and the fact's id: a fact the owner forgot one by one)."""
-    suffix = template.format(key="", id=forgetting_id)
+def aside_key(key: str, number: int, template: str = ASIDE_KEY) -> str:
+    """The key a topic-forgotten fact waits under while its own is used again, ``number``
+    its forget's (with FACT_ASIDE_KEY and the fact's id: one the owner forgot one by one)."""
+    suffix = template.format(key="", id=number)
     return key[: Fact._meta.get_field("key").max_length - len(suffix)] + suffix
+
+
+def fact_key_back(fact: Fact) -> str:
+    """The key a fact set aside under its own id (FACT_ASIDE_KEY) has when it comes back:
+    its own when free, else the one it waited under (so too when the suffix may have cut
+    the key short: an aside key that fills the column)."""
+    suffix = aside_key("", fact.pk, FACT_ASIDE_KEY)
+    if not fact.key.endswith(suffix) or len(fact.key) >= Fact._meta.get_field("key").max_length:
+        return fact.key
+    key = fact.key[: -len(suffix)]
+    return fact.key if Fact.all_objects.filter(key=key).exists() else key
 
 
 def key_unaside(key: str) -> str:

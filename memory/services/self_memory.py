@@ -312,7 +312,7 @@ def agent_item_store(
 
     ``use_llm`` False: the rules decide even when an LLM is configured (a seed).
     """
-    from memory.services.facts import fact_store
+    from memory.services.facts import fact_store, source_present
 
     content = agent_item_validate(kind=kind, category=category, content=content)
     key = agent_item_key(kind=kind, content=content)
@@ -346,6 +346,8 @@ def agent_item_store(
         kind=kind, category=category, key=key, content=content, use_llm=use_llm
     )
     with transaction.atomic():  # the write lock: no edit between this read and the write
+        # The decision may have taken an LLM call's time: its message may be forgotten by now.
+        source_present(key=key, actor=actor, source_message_id=source_message_id)
         if target is not None and actor == Actor.AGENT:
             # The row as it is now: the decision may have taken an LLM call's time.
             target = Fact.all_objects.select_for_update().get(pk=target.pk)

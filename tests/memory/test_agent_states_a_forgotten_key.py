@@ -152,3 +152,31 @@ def test_self_forget_refuses_a_nul_character_in_its_reason(vector_store, local_e
     assert not Fact.all_objects.get(pk=item_id).forgotten
     notes = FactRevision.all_objects.values_list("note", flat=True)
     assert not any("\x00" in note for note in notes)  # (SQLite's LIKE stops at a NUL)
+
+
+def test_restored_a_fact_whose_key_the_suffix_cut_never_takes_a_key_it_never_had():
+    key = "k" * 195  # the key column holds 200: set aside, its key is cut short
+    owner, _ = fact_store(key=key, value=SECRET, actor="user")
+    fact_forget(fact=owner, actor="user")
+    agents, _ = fact_store(key=key, value="Habite à Nantes", actor="agent")
+    aside = Fact.all_objects.get(pk=owner.pk).key
+    Fact.all_objects.filter(pk=agents.pk).delete()  # the key free again
+
+    restored = fact_restore(fact=Fact.all_objects.get(pk=owner.pk), actor="user")
+
+    assert restored.key in (key, aside)  # its own, or the one it waited under
+
+
+def test_an_owner_edit_that_brings_a_fact_set_aside_back_gives_its_key_back_when_free():
+    from memory.services.erasing import fact_erase
+    from memory.services.facts import fact_update
+
+    owner, _ = fact_store(key="adresse", value=SECRET, actor="user")
+    fact_forget(fact=owner, actor="user")
+    agents, _ = fact_store(key="adresse", value="Habite à Nantes", actor="agent")
+    fact_erase(fact=agents, actor="user")  # the key is free again
+
+    edited = fact_update(fact=Fact.all_objects.get(pk=owner.pk), actor="user", value="Lyon")
+
+    assert not edited.forgotten
+    assert edited.key == "adresse"  # as fact_restore gives it
