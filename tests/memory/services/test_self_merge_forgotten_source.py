@@ -1,11 +1,12 @@
-"""The self/goal dedup merge (self_memory._replace) writes words drawn from a message the owner
-forgot while the decision ran: the check commit 00f809f added to dedup's merge is missing here."""
+"""A self or goal merge decided while its message was forgotten (an LLM decision in flight)
+writes nothing of it: refused where it is written, as dedup's merge of an owner fact is."""
 
 from __future__ import annotations
 
 import pytest
 
 import memory.services.self_memory as self_memory
+from memory.exceptions import SourceForgotten
 from memory.models import Fact, Message
 from memory.services.forgetting import topic_forget
 from memory.services.messages import message_save
@@ -31,7 +32,7 @@ def test_a_self_merge_from_a_message_forgotten_meanwhile_writes_nothing(monkeypa
         return "UPDATE", target, "llm"
 
     monkeypatch.setattr(self_memory, "_decide", decide)
-    try:
+    with pytest.raises(SourceForgotten):
         agent_item_store(
             kind="self",
             category=category,
@@ -39,7 +40,5 @@ def test_a_self_merge_from_a_message_forgotten_meanwhile_writes_nothing(monkeypa
             actor="agent",
             source_message_id=message.pk,
         )
-    except Exception:
-        pass  # refused: fine
 
     assert "zanzibar" not in Fact.all_objects.get(pk=target.pk).value
