@@ -143,6 +143,8 @@ def _forget(tool_input: dict, context: ToolContext) -> dict:
 
     if tool_input.get("dry_run"):
         plan = topic_forget_preview(topic=tool_input["topic"], keep_message_ids=context.message_ids)
+        # The LLM reads it: the agent's scope, nothing of a fact already forgotten.
+        plan = plan.for_agent()
         return {"dry_run": True, "summary": plan.as_text(), "counts": plan.counts()}
     result = topic_forget(
         topic=tool_input["topic"], actor=context.actor, keep_message_ids=context.message_ids

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from memory.exceptions import MemoryServiceError
 from memory.models import (
+    FACT_ASIDE_KEY_PATTERN,
     Actor,
     AgentItem,
     ChannelSettings,
@@ -24,6 +25,7 @@ from memory.models import (
     Message,
     RevisionReason,
     Summary,
+    validate_fact_key_shape,
 )
 from memory.services.erasing import fact_erase, forgetting_erase
 from memory.services.fact_ownership import STATED_FIELDS
@@ -109,7 +111,25 @@ class FactAdminForm(forms.ModelForm):
         key = self.cleaned_data["key"]
         if Fact.all_objects.filter(key=key).exclude(pk=self.instance.pk).exists():
             raise forms.ValidationError(KEY_TAKEN_MESSAGE.format(key=key))
+        if self._keeps_aside_key():
+            validate_fact_key_shape(key)
         return key
+
+    def _get_validation_exclusions(self):
+        exclude = super()._get_validation_exclusions()
+        if self._keeps_aside_key():
+            # A fact restored beside the owner's newer one keeps the key a forget set it
+            # aside under, a key no writer may choose: kept as is, only its shape is
+            # checked (clean_key), as fact_update does.
+            exclude.add("key")
+        return exclude
+
+    def _keeps_aside_key(self) -> bool:
+        return (
+            self.instance.pk is not None
+            and "key" not in self.changed_data
+            and FACT_ASIDE_KEY_PATTERN.search(self.instance.key or "") is not None
+        )
 
 
 @admin.register(Fact)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError
@@ -353,8 +354,20 @@ FACT_KEY_MESSAGE = (
 )
 
 
-def validate_fact_key(value: str) -> None:
-    """The one key rule (model, admin, forms, API): a key must fit in a URL path segment."""
+# The end of the key a forget sets a fact aside under while its own key is used again
+# ("<key> (oubli n° N)", "<key> (fait oublié n° N)": memory.services.forgetting_restated).
+# Only that code writes it: a fact written under it would be taken for the one set aside,
+# and an undo would give it the owner's fact's key, or the owner's fact its key.
+FACT_ASIDE_KEY_PATTERN = re.compile(r" \((?:oubli|fait oublié) n° \d+\)$")
+FACT_KEY_RESERVED_MESSAGE = (
+    "La clé « {key} » finit comme celle d'un fait mis de côté par un oubli "
+    "(« (oubli n° N) » ou « (fait oublié n° N) ») : choisissez-en une autre."
+)
+
+
+def validate_fact_key_shape(value: str) -> None:
+    """The key of a row this memory may hold, one a forget set aside included: it must fit
+    in a URL path segment."""
     if (
         not value
         or value != value.strip()
@@ -362,6 +375,15 @@ def validate_fact_key(value: str) -> None:
         or any(ord(c) < 32 or ord(c) == 127 for c in value)
     ):
         raise ValidationError(FACT_KEY_MESSAGE, code="invalid_key")
+
+
+def validate_fact_key(value: str) -> None:
+    """The one key rule of a writer (model, admin, forms, API, tools, MCP, import): the
+    shape above, and not the end of a key a forget sets a fact aside under (a fact that
+    already holds one keeps it: fact_update, the admin and the import check its shape)."""
+    validate_fact_key_shape(value)
+    if FACT_ASIDE_KEY_PATTERN.search(value):
+        raise ValidationError(FACT_KEY_RESERVED_MESSAGE.format(key=value), code="reserved_key")
 
 
 FACT_VALUE_MAX_CHARS = 10_000
@@ -496,9 +518,10 @@ class Fact(Indexable):
 
     @property
     def has_valid_key(self) -> bool:
-        """False for a row written before the key rule (or behind the model's back)."""
+        """False for a row written before the key rule (or behind the model's back); a key
+        a forget set the fact aside under is valid (only the forget writes it)."""
         try:
-            validate_fact_key(self.key)
+            validate_fact_key_shape(self.key)
         except ValidationError:
             return False
         return True

@@ -18,7 +18,7 @@ from memory.api.views import (
     MemoryPagination,
     fact_or_404,
 )
-from memory.models import Forgetting
+from memory.models import Actor, Forgetting
 from memory.services.erasing import fact_erase, forgetting_erase
 from memory.services.forgetting import (
     FORGETTING_NOT_FOUND_MESSAGE,
@@ -116,12 +116,12 @@ class ForgetApi(MemoryApi):
         body = ForgetInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         topic = body.validated_data["topic"]
+        actor = self.actor(request)
         if body.validated_data["dry_run"]:
             plan = topic_forget_preview(topic=topic)
-            return Response(ForgetPlanSerializer(plan.as_dict()).data)
-        result = topic_forget(
-            topic=topic, actor=self.actor(request), only=body.validated_data.get("ids")
-        )
+            # The agent's token is shown nothing of a fact already forgotten (for_agent).
+            return Response(ForgetPlanSerializer(plan.as_dict(owner=actor != Actor.AGENT)).data)
+        result = topic_forget(topic=topic, actor=actor, only=body.validated_data.get("ids"))
         if result.forgetting_id is None:  # nothing about the topic: the (empty) plan, 200
             empty = ForgetPlan(topic=result.topic, selection=result.selection)
             return Response(ForgetPlanSerializer(empty.as_dict()).data)

@@ -3,7 +3,7 @@ confirmation's ids) and as the agent is told after (the result: counts only)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.utils import timezone
@@ -26,6 +26,9 @@ class ForgetPlan:
     summaries: list[dict] = field(default_factory=list)
     history: list[dict] = field(default_factory=list)  # lines of facts it leaves
     messages: int = 0
+    # The items ("fact:3", "revision:7") of facts already forgotten one by one: the owner's
+    # scope lists them (by their key, their words hidden), the agent's never does.
+    forgotten: set[str] = field(default_factory=set)
 
     @property
     def empty(self) -> bool:
@@ -49,28 +52,43 @@ class ForgetPlan:
             + [f"revision:{h['id']}" for h in self.history]
         )
 
-    def as_dict(self) -> dict:
+    def for_agent(self) -> ForgetPlan:
+        """This plan as the agent's scope sees it: nothing of a fact already forgotten, as
+        if it had never been stored (the agent's token cannot tell it was there, README).
+        Its ids are the confirmation's: such a fact stays forgotten, restorable by the owner."""
+        return replace(
+            self,
+            facts=[f for f in self.facts if f"fact:{f['id']}" not in self.forgotten],
+            history=[h for h in self.history if f"revision:{h['id']}" not in self.forgotten],
+            forgotten=set(),
+        )
+
+    def as_dict(self, *, owner: bool = False) -> dict:
+        """The preview a caller is shown: the agent's scope (``for_agent``) unless ``owner``."""
+        plan = self if owner else self.for_agent()
         return {
-            "topic": self.topic,
-            "selection": self.selection,
-            "counts": self.counts(),
-            "ids": self.item_ids(),
-            "exchanges": self.exchanges,
-            "facts": self.facts,
-            "summaries": self.summaries,
-            "history": self.history,
+            "topic": plan.topic,
+            "selection": plan.selection,
+            "counts": plan.counts(),
+            "ids": plan.item_ids(),
+            "exchanges": plan.exchanges,
+            "facts": plan.facts,
+            "summaries": plan.summaries,
+            "history": plan.history,
         }
 
-    def as_text(self) -> str:
-        """The dry run, in French, for the owner (the tool shows it before a confirmation)."""
-        if self.empty:
-            return f"Rien à oublier sur « {self.topic} »."
-        lines = [f"Oublier « {self.topic} » prendrait :"]
-        lines.extend(f"- [{e['channel']}] {e['excerpt']}" for e in self.exchanges[:10])
-        lines.extend(f"- fait {f['key']} : {f['value'][:EXCERPT_CHARS]}" for f in self.facts[:20])
-        lines.extend(f"- résumé [{s['channel']}] {s['excerpt']}" for s in self.summaries[:5])
+    def as_text(self, *, owner: bool = False) -> str:
+        """The dry run, in French, shown to the owner before a confirmation; through the
+        agent (its tools, MCP) unless ``owner``: the agent's scope (``for_agent``)."""
+        plan = self if owner else self.for_agent()
+        if plan.empty:
+            return f"Rien à oublier sur « {plan.topic} »."
+        lines = [f"Oublier « {plan.topic} » prendrait :"]
+        lines.extend(f"- [{e['channel']}] {e['excerpt']}" for e in plan.exchanges[:10])
+        lines.extend(f"- fait {f['key']} : {f['value'][:EXCERPT_CHARS]}" for f in plan.facts[:20])
+        lines.extend(f"- résumé [{s['channel']}] {s['excerpt']}" for s in plan.summaries[:5])
         lines.extend(
-            f"- ancienne valeur du fait {h['key']} : {h['excerpt']}" for h in self.history[:10]
+            f"- ancienne valeur du fait {h['key']} : {h['excerpt']}" for h in plan.history[:10]
         )
         return "\n".join(lines)
 
@@ -124,7 +142,11 @@ def plan_of(topic: str, chosen: Selection) -> ForgetPlan:
         }
         for root in sorted(chosen.exchanges.values(), key=lambda m: (m.created_at, m.id))
     ]
-    # A fact already forgotten one by one shows by its key: its words stay unread.
+    # A fact already forgotten one by one shows by its key, in the owner's scope only
+    # (ForgetPlan.for_agent): its words stay unread, its old values too.
+    plan.forgotten = {f"fact:{f.id}" for f in chosen.facts if f.forgotten} | {
+        f"revision:{line.id}" for line in chosen.revisions if line.fact.forgotten
+    }
     plan.facts = [
         {"id": f.id, "key": f.key, "value": FORGOTTEN_VALUE if f.forgotten else f.value}
         for f in chosen.facts
@@ -138,7 +160,9 @@ def plan_of(topic: str, chosen: Selection) -> ForgetPlan:
             "id": line.id,
             "key": line.fact.key,
             "date": line.created_at.isoformat(),
-            "excerpt": excerpt(_line_text(line, terms), terms, size=EXCERPT_CHARS),
+            "excerpt": FORGOTTEN_VALUE
+            if line.fact.forgotten
+            else excerpt(_line_text(line, terms), terms, size=EXCERPT_CHARS),
         }
         for line in chosen.revisions
     ]

@@ -198,6 +198,21 @@ def test_memory_forget_dry_run_shows_what_it_would_take_and_changes_nothing(worl
     assert Message.objects.filter(content__contains="plombier").exists()
 
 
+def test_memory_forget_dry_run_shows_nothing_of_a_fact_the_owner_forgot(world, context):
+    """The LLM reads the preview: a fact forgotten one by one (its key, its old values)
+    is not in it, as if it had never been stored (README)."""
+    fact, _ = fact_store(key="plombier_dette", value="Je dois 300 euros au plombier Pereira")
+    fact_store(key="plombier_dette", value="Dette réglée", actor="user")
+    fact_forget(fact=fact, actor="user")
+
+    outcome, body = _run("memory__forget", {"topic": "le plombier", "dry_run": True}, context)
+
+    assert not outcome.is_error, body
+    assert "plombier_dette" not in outcome.content and "Pereira" not in outcome.content
+    assert body["counts"]["facts"] == body["counts"]["history"] == 0
+    assert body["counts"]["exchanges"] == 1  # what the agent may see is still shown
+
+
 def test_memory_forget_refuses_a_vague_topic_as_a_tool_error(world, context):
     outcome, body = _run("memory__forget", {"topic": "tout ça"}, context)
     assert outcome.is_error

@@ -3,6 +3,7 @@
 import pytest
 
 from memory.models import Forgetting, Message
+from memory.services.forgetting_plan import FORGOTTEN_VALUE
 from tests.memory.world import marie_messages_save
 
 pytestmark = pytest.mark.django_db
@@ -22,6 +23,54 @@ def test_a_dry_run_answers_the_plan_and_changes_nothing(agent_api, memory):
     assert body["counts"]["exchanges"] == 1 and body["selection"] == "words"
     assert "14 juin" in body["exchanges"][0]["excerpt"]
     assert Message.objects.count() == 2 and not Forgetting.objects.exists()
+
+
+def test_the_agents_dry_run_shows_no_history_line_of_a_fact_the_owner_forgot(
+    agent_api, forgotten_with_old_value
+):
+    """Audit 9: the preview's history listed the forgotten fact's old value, word for word."""
+    response = agent_api.post(
+        "/api/memory/forget", {"topic": "Lisbonne", "dry_run": True}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    text = response.content.decode()
+    assert "Pereira" not in text and "medecin_traitant" not in text, text
+    assert response.json()["ids"] == []
+
+
+def test_the_agents_dry_run_does_not_tell_a_forgotten_fact_was_there(
+    agent_api, forgotten_about_topic
+):
+    """Audit 9: the preview listed the forgotten fact by its key (words of its own), telling
+    the agent's token a forgotten fact was there: its preview is the one of a memory that
+    never held it."""
+    response = agent_api.post(
+        "/api/memory/forget", {"topic": "Lisbonne", "dry_run": True}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    assert "dette_lisbonne" not in response.content.decode(), response.content.decode()
+    assert response.json()["ids"] == [] and not any(response.json()["counts"].values())
+
+
+def test_the_owners_dry_run_lists_a_forgotten_fact_and_its_old_values_by_key_only(
+    owner_api, forgotten_with_old_value, forgotten_about_topic
+):
+    """The owner's scope sees what a forget would take, a fact already forgotten included,
+    but none of its words: neither its value nor its old values."""
+    response = owner_api.post(
+        "/api/memory/forget", {"topic": "Lisbonne", "dry_run": True}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["facts"] == [
+        {"id": forgotten_about_topic.id, "key": "dette_lisbonne", "value": FORGOTTEN_VALUE}
+    ]
+    # Its creation and its edit both held the topic's words.
+    assert {(h["key"], h["excerpt"]) for h in body["history"]} == {
+        ("medecin_traitant", FORGOTTEN_VALUE)
+    }
+    assert "Pereira" not in response.content.decode() and "Paulo" not in response.content.decode()
+    assert len(body["ids"]) == 1 + len(body["history"])
 
 
 def test_a_forget_answers_201_and_can_be_listed_and_undone(agent_api, owner_api, memory):

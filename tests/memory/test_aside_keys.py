@@ -1,0 +1,141 @@
+"""The key a forget sets a fact aside under ("<key> (oubli n° N)", "<key> (fait oublié
+n° N)", memory.services.forgetting_restated) is the forget's alone: no writer may choose
+it (the key rule, memory.models.validate_fact_key), and a fact that keeps one (restored
+beside a newer fact under its key) is edited, renamed, exported and imported back.
+
+Audit 9: the agent's token wrote a fact under the key the owner's fact waited under; the
+owner's undo then gave the owner's fact that key instead of its own and deleted the
+agent's fact silently.
+"""
+
+from __future__ import annotations
+
+import json
+from html import unescape
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+
+from memory.models import FACT_KEY_RESERVED_MESSAGE, Actor, Fact, validate_fact_key
+from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
+from memory.services.forgetting import forgetting_restore, topic_forget
+from memory.services.forgetting_restated import ASIDE_KEY, FACT_ASIDE_KEY, aside_key
+from memory.services.portability import export_lines
+from memory.services.portability_import import ImportLineError, memory_import_lines
+from tests.memory.test_admin import _fact_form
+
+pytestmark = pytest.mark.django_db
+
+FACTS = "/api/v1/memory/facts"
+RESERVED = "finit comme celle d'un fait mis de côté par un oubli"
+
+
+def test_an_agent_write_under_a_reserved_aside_key_does_not_keep_the_owner_from_its_key(
+    agent_api, owner_api
+):
+    fact_store(key="voyage_ete", value="Voyage à Zanzibar en août", actor="user")
+    forgot = agent_api.post("/api/v1/memory/forget", {"topic": "Zanzibar"}, format="json")
+    assert forgot.status_code == 201, forgot.content
+    forgetting_id = forgot.json()["id"]
+    # The agent states the key again (normal), and tries the key the owner's fact waits under.
+    agent_api.post(FACTS, {"key": "voyage_ete", "value": "Pas de voyage"}, format="json")
+    reserved = agent_api.post(
+        FACTS, {"key": f"voyage_ete (oubli n° {forgetting_id})", "value": "x"}, format="json"
+    )
+    assert reserved.status_code == 400, reserved.content
+    assert RESERVED in reserved.json()["extra"]["fields"]["key"][0]
+
+    undo = owner_api.post(f"/api/v1/memory/forgettings/{forgetting_id}/restore")
+    assert undo.status_code == 200, undo.content
+
+    # The owner's fact is back under its own key, with the owner's words.
+    assert Fact.objects.get(key="voyage_ete").value == "Voyage à Zanzibar en août"
+    assert list(Fact.all_objects.values_list("key", flat=True)) == ["voyage_ete"]
+
+
+@pytest.mark.parametrize("template", [ASIDE_KEY, FACT_ASIDE_KEY])
+def test_every_key_a_forget_sets_aside_is_refused_to_every_writer_in_french(template):
+    """The rule of the model: the API, the forms, the admin, the tools, MCP, the extraction
+    and the import all apply it (fact_store checks a new fact with it)."""
+    key = aside_key("velo", 12, template)
+
+    with pytest.raises(ValidationError) as refused:
+        validate_fact_key(key)
+    assert refused.value.messages == [FACT_KEY_RESERVED_MESSAGE.format(key=key)]
+    with pytest.raises(ValidationError, match=RESERVED):
+        fact_store(key=key, value="Vélo rouge", actor=Actor.AGENT)
+    assert not Fact.all_objects.exists()
+    # Only the end of a key is reserved, and only that form.
+    for free in ("velo (oubli n° 12) bis", "oubli n° 12", "velo (oubli)"):
+        validate_fact_key(free)
+
+
+def test_the_owner_is_refused_a_reserved_key_by_the_api_the_dashboard_and_the_admin(
+    owner_api, staff_client
+):
+    key = "velo (oubli n° 3)"
+
+    response = owner_api.post(FACTS, {"key": key, "value": "v"}, format="json")
+    assert response.status_code == 400 and RESERVED in response.json()["extra"]["fields"]["key"][0]
+    response = staff_client.post("/memory/facts/", {"key": key, "value": "v"})
+    assert response.status_code == 422 and RESERVED in unescape(response.content.decode())
+    new = Fact(key=key, value="v", memory_type="fact", importance=0.5, source="manual")
+    response = staff_client.post(reverse("admin:memory_fact_add"), _fact_form(new))
+    assert response.status_code == 200 and RESERVED in unescape(response.content.decode())
+    assert not Fact.all_objects.exists()
+
+
+@pytest.fixture(params=["topic_forget", "forgotten_alone"])
+def kept_aside(request) -> Fact:
+    """A fact restored beside a newer fact under its key: it keeps the key it waited under."""
+    if request.param == "topic_forget":
+        fact_store(key="voyage_ete", value="Voyage à Zanzibar en août", actor="user")
+        forgetting_id = topic_forget(topic="Zanzibar", actor=Actor.AGENT).forgetting_id
+        fact_store(key="voyage_ete", value="Voyage au Japon", actor="user")
+        forgetting_restore(forgetting_id=forgetting_id, actor=Actor.USER)
+    else:
+        fact, _ = fact_store(key="voyage_ete", value="Voyage à Zanzibar en août", actor="user")
+        fact_forget(fact=fact, actor="user")
+        fact_store(key="voyage_ete", value="Voyage au Japon", actor=Actor.AGENT)
+        fact_restore(fact=Fact.all_objects.get(pk=fact.pk), actor=Actor.USER)
+    kept = Fact.objects.exclude(key="voyage_ete").get()
+    assert kept.key.startswith("voyage_ete (") and kept.value == "Voyage à Zanzibar en août"
+    return kept
+
+
+def test_a_fact_kept_under_an_aside_key_is_edited_and_renamed(kept_aside, staff_client):
+    fact_update(fact=kept_aside, actor=Actor.USER, value="Voyage à Zanzibar en septembre")
+    response = staff_client.post(
+        reverse("admin:memory_fact_change", args=[kept_aside.pk]),
+        _fact_form(Fact.objects.get(pk=kept_aside.pk), value="Voyage à Zanzibar en octobre"),
+    )
+    assert response.status_code == 302, unescape(response.content.decode())[:2000]
+    assert Fact.objects.get(key=kept_aside.key).value == "Voyage à Zanzibar en octobre"
+
+    fact_update(fact=Fact.objects.get(pk=kept_aside.pk), actor=Actor.USER, key="voyage_zanzibar")
+    assert Fact.objects.get(pk=kept_aside.pk).key == "voyage_zanzibar"
+
+
+def test_a_fact_kept_under_an_aside_key_is_exported_and_imported_back(kept_aside):
+    lines = list(export_lines())
+    rows = sorted(Fact.objects.values_list("key", "value"))
+
+    again = memory_import_lines(lines)  # into the same memory: nothing to do
+    assert again.created == {} and again.unchanged["fact"] == 2 and again.conflicts == []
+    Fact.all_objects.all().delete()
+    report = memory_import_lines(lines)  # into an empty one
+    assert report.created["fact"] == 2 and report.conflicts == []
+    assert sorted(Fact.objects.values_list("key", "value")) == rows
+
+    # The rest of the key rule still applies to such a key.
+    index = next(i for i, line in enumerate(lines) if kept_aside.key in line)
+    record = json.loads(lines[index])
+    Fact.all_objects.all().delete()
+    broken = [
+        *lines[:index],
+        json.dumps(record | {"key": f"a/{record['key']}"}),
+        *lines[index + 1 :],
+    ]
+    with pytest.raises(ImportLineError, match=rf"^ligne {index + 1} : champ « key » : La clé"):
+        memory_import_lines(broken)
