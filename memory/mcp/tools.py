@@ -243,7 +243,7 @@ def forget(
     data = {"topic": topic, "dry_run": ids is None, **({"ids": ids} if ids is not None else {})}
     body = _validated(ForgetInputSerializer, data, "forget").validated_data
     if body["dry_run"]:
-        plan = topic_forget_preview(topic=body["topic"])
+        plan = topic_forget_preview(topic=body["topic"]).for_agent()  # the agent's scope
         return {
             "dry_run": True,
             "summary": plan.as_text(),

@@ -11,15 +11,20 @@ of a topic forget does with a key stated again meanwhile.
 
 from __future__ import annotations
 
-import re
-
-from memory.models import Actor, Fact, FactRevision, Forgetting, RevisionReason
+from memory.models import (
+    FACT_ASIDE_KEY_PATTERN,
+    Actor,
+    Fact,
+    FactRevision,
+    Forgetting,
+    RevisionReason,
+)
 from memory.selectors import message_written_at
 
 ASIDE_KEY = "{key} (oubli n° {id})"
 # A fact the owner forgot one by one, set aside when the agent states its key: its own id.
 FACT_ASIDE_KEY = "{key} (fait oublié n° {id})"
-ASIDE_PATTERN = re.compile(r" \((?:oubli|fait oublié) n° \d+\)$")
+ASIDE_PATTERN = FACT_ASIDE_KEY_PATTERN  # the rule the key validator refuses (models)
 
 
 def stated_before_forget(fact: Fact, actor: str, source_message_id: int | None) -> bool:

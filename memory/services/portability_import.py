@@ -53,6 +53,7 @@ from memory.services.erased_marks import (
     message_mark,
     summary_mark,
 )
+from memory.services.forgetting_restated import key_unaside
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
 from memory.services.messages import BAD_CHANNEL, EMPTY_MESSAGE, channel_validate
 from memory.services.portability import MESSAGE_FIELDS, NOTES_FIELDS, SETTINGS_FIELDS
@@ -308,8 +309,18 @@ class _Importer:
 
     def _existing_facts(self) -> dict[str, tuple[str, bool]]:
         if self._facts is None:
-            rows = Fact.all_objects.values_list("key", "value", "forgotten")
-            self._facts = {key: (value, forgotten) for key, value, forgotten in rows.iterator()}
+            rows = Fact.all_objects.values_list("key", "value", "forgotten", "forgetting_id")
+            self._facts, aside = {}, {}
+            for key, value, forgotten, forgetting_id in rows.iterator():
+                hidden = forgotten or forgetting_id is not None
+                self._facts[key] = (value, forgotten)
+                if hidden and FACT_ASIDE_KEY_PATTERN.search(key):
+                    # Forgotten, and set aside when its key was stated again: under its own
+                    # key, an older export's fact is the one forgotten here (the newer one
+                    # holding that key may have been erased since).
+                    aside[key_unaside(key)] = (value, True)
+            for key, held in aside.items():
+                self._facts.setdefault(key, held)
         return self._facts
 
     def _fact(self, line: int, record: dict) -> None:

@@ -82,7 +82,9 @@ def test_the_llms_answer_about_an_exchange_forgotten_while_it_ran_is_not_kept_on
     done = _forget_during(monkeypatch, "extraction", "hernie discale")
     _route(
         fake_anthropic,
-        extraction={"facts": [{"key": "sante_dos", "value": "Souffre du bas du dos, suivi médical"}]},
+        extraction={
+            "facts": [{"key": "sante_dos", "value": "Souffre du bas du dos, suivi médical"}]
+        },
     )
     assert job_run(job.pk) == "waiting"
     assert done and done[0].forgetting_id

@@ -180,3 +180,22 @@ def test_an_owner_edit_that_brings_a_fact_set_aside_back_gives_its_key_back_when
 
     assert not edited.forgotten
     assert edited.key == "adresse"  # as fact_restore gives it
+
+
+def test_an_older_export_does_not_bring_back_a_fact_forgotten_then_set_aside():
+    """Set aside, the owner's forgotten fact no longer holds its key; the agent's newer
+    fact under it is erased: an export taken before the forget still finds it forgotten."""
+    from memory.services.erasing import fact_erase
+    from memory.services.portability import export_lines
+    from memory.services.portability_import import memory_import_lines
+
+    owner, _ = fact_store(key="adresse", value=SECRET, actor="user")
+    lines = list(export_lines())
+    fact_forget(fact=owner, actor="user")
+    agents, _ = fact_store(key="adresse", value="Habite à Nantes", actor="agent")
+    fact_erase(fact=agents, actor="user")
+
+    report = memory_import_lines(lines)
+
+    assert not Fact.objects.filter(value=SECRET, forgotten=False).exists()
+    assert any("adresse" in conflict for conflict in report.conflicts)

@@ -32,3 +32,5 @@ def test_the_mcp_dry_run_shows_nothing_of_a_fact_the_owner_forgot(
     for words in ("Pereira", "medecin_traitant", "dette_lisbonne", "Paulo"):
         assert words not in text, text
     assert preview["ids"] == [] and preview["summary"] == "Rien à oublier sur « Lisbonne »."
+    never = _forget_preview("Tombouctou")  # a topic never stored: the same answer, notice too
+    assert preview["notice"] == never["notice"]
