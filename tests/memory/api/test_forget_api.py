@@ -2,7 +2,7 @@
 
 import pytest
 
-from memory.models import Forgetting, Message
+from memory.models import Fact, Forgetting, Message
 from memory.services.forgetting_plan import FORGOTTEN_VALUE
 from tests.memory.world import marie_messages_save
 
@@ -50,6 +50,19 @@ def test_the_agents_dry_run_does_not_tell_a_forgotten_fact_was_there(
     assert response.status_code == 200, response.content
     assert "dette_lisbonne" not in response.content.decode(), response.content.decode()
     assert response.json()["ids"] == [] and not any(response.json()["counts"].values())
+
+
+def test_the_agents_forget_answers_as_if_a_forgotten_fact_had_never_been_stored(
+    agent_api, forgotten_about_topic
+):
+    """Without a preview's ids, the agent's forget takes its own scope: the fact the owner
+    forgot stays as it is (restorable by the owner) and the counts say nothing of it."""
+    response = agent_api.post("/api/memory/forget", {"topic": "Lisbonne"}, format="json")
+
+    assert response.status_code in (200, 201), response.content
+    assert not any(response.json()["counts"].values()), response.json()
+    fact = Fact.all_objects.get(pk=forgotten_about_topic.pk)
+    assert fact.forgotten and fact.forgetting_id is None
 
 
 def test_the_owners_dry_run_lists_a_forgotten_fact_and_its_old_values_by_key_only(
