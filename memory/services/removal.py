@@ -11,8 +11,10 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 
-from memory.models import MemoryRetrieval
-from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY
+from django.db import transaction
+
+from memory.models import Fact, MemoryRetrieval, Message, Summary
+from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
 from memory.services.preview_rule import REDACTED, PreviewRule  # re-exported
 
 logger = logging.getLogger(__name__)
@@ -49,8 +51,6 @@ def remove_deleted_points(root_ids: list[int], fact_ids: list[int], summary_ids:
     commit and leaves no row when it succeeds; when Qdrant does not answer, or the
     process stopped first, the job waits and the sweep runs it until it succeeds.
     """
-    from django.db import transaction
-
     from memory.services.jobs import job_enqueue
 
     job = job_enqueue(
@@ -77,8 +77,25 @@ def _points_remove_now(job_id: int) -> None:
 
 def job_points_remove(payload: dict, *, checkpoint=None) -> dict:
     """The durable job of ``remove_points``: idempotent; fails (and is retried with
-    backoff) while Qdrant is unavailable."""
+    backoff) while Qdrant is unavailable.
+
+    A forget undone before the job ran brought its rows back, and indexed them again:
+    their points, deleted here too, are written again by the indexing machine (a
+    version bump), so an undone forget never leaves a row marked indexed without one."""
     _points_delete(payload["messages"], payload["facts"], payload["summaries"])
+    with transaction.atomic():
+        for kind, rows, ids in (
+            (KIND_MESSAGE, Message.objects, payload["messages"]),
+            (
+                KIND_FACT,
+                Fact.all_objects.filter(forgotten=False, forgetting__isnull=True),
+                payload["facts"],
+            ),
+            (KIND_SUMMARY, Summary.objects, payload["summaries"]),
+        ):
+            back = list(rows.filter(pk__in=ids).values_list("id", flat=True))
+            if back:
+                rows_changed(kind, back)
     return {}
 
 

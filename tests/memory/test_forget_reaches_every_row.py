@@ -233,3 +233,40 @@ def test_an_expired_fact_the_purge_has_not_reached_is_not_exported():
     )
     exported = "".join(export_lines())
     assert "Dentiste" not in exported and "garage" in exported
+
+
+def test_a_removal_left_to_a_job_while_qdrant_was_down_spares_what_an_undo_brought_back(
+    vector_store, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Qdrant down during a forget: its points are left to a durable job. The owner undoes
+    the forget (its rows indexed again) before that job runs: once it has run and the
+    indexing has settled, the restored fact has its point again."""
+    from memory.models import IndexState
+    from memory.services import removal
+    from memory.services.indexing import KIND_FACT, index_rows
+    from memory.stores.vectors import KNOWLEDGE, point_id
+
+    install(monkeypatch, HashEmbedder())
+    fact, _ = fact_store(key="voyage", value="Voyage à Zanzibar en août", actor=Actor.USER)
+    index_everything()
+    real_delete = removal._points_delete
+
+    def qdrant_down(*args):
+        raise ConnectionError("Qdrant injoignable")
+
+    monkeypatch.setattr(removal, "_points_delete", qdrant_down)
+    with django_capture_on_commit_callbacks(execute=True):
+        forgetting = topic_forget(topic="Zanzibar", actor=Actor.USER)
+    job = Job.objects.get(kind="points_remove")
+    monkeypatch.setattr(removal, "_points_delete", real_delete)
+    with django_capture_on_commit_callbacks(execute=True):
+        forgetting_restore(forgetting_id=forgetting.forgetting_id, actor=Actor.USER)
+    index_rows(KIND_FACT, [fact.pk])  # the undo's indexing, before the job runs
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert job_run(job.pk) == "done"
+    index_rows(KIND_FACT, [fact.pk])  # what the job sent on its commit
+
+    fact.refresh_from_db()
+    assert fact.index_state == IndexState.INDEXED
+    assert vector_store.retrieve(KNOWLEDGE, [point_id(KIND_FACT, fact.pk)])
