@@ -57,6 +57,9 @@ logger = logging.getLogger(__name__)
 
 AGENT_KINDS = (FactKind.SELF, FactKind.GOAL)
 CONTENT_MAX_CHARS = 1000
+# As the agent's own search tools (agent.tool_kit.MAX_QUERY_CHARS).
+QUERY_MAX_CHARS = 500
+QUERY_TOO_LONG_MESSAGE = "La recherche dépasse {limit} caractères : raccourcissez-la."
 SEARCH_LIMIT = 5
 ALREADY_DELETED_MESSAGE = "Déjà supprimé."
 # What a store did, as the agent's tools and the MCP tools say it.
@@ -260,6 +263,9 @@ def agent_item_recall(
     """The tools' search: agent_item_search, the items found counted as read."""
     from memory.services.facts import facts_accessed
 
+    _no_nul(query)
+    if len(query) > QUERY_MAX_CHARS:
+        raise MemoryServiceError(QUERY_TOO_LONG_MESSAGE.format(limit=QUERY_MAX_CHARS))
     hits, how = agent_item_search(kind=kind, query=query, category=category, limit=limit)
     facts_accessed(hit.item.pk for hit in hits)
     return hits, how
