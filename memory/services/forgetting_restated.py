@@ -116,11 +116,17 @@ def set_aside(fact: Fact) -> None:
     """Free the key of a forgotten fact for a new one: a fact a topic forget took, under its
     forget's number (``fact.forgetting_id``); one forgotten one by one, under its own id
     (fact_restore gives it its key back when the key is free again)."""
-    if fact.forgetting_id is not None:
-        key = aside_key(fact.key, fact.forgetting_id)
-    else:
-        key = aside_key(fact.key, fact.pk, FACT_ASIDE_KEY)
-    Fact.all_objects.filter(pk=fact.pk).update(key=key)
+    keys = [aside_key(fact.key, fact.forgetting_id)] if fact.forgetting_id is not None else []
+    number = fact.pk
+    keys.append(aside_key(fact.key, number, FACT_ASIDE_KEY))
+    while Fact.all_objects.filter(key=keys[0]).exists():
+        # Taken by a fact imported under such a key from another memory: the next free
+        # one (the undo or the restore then leaves this fact under it, both visible).
+        keys.pop(0)
+        if not keys:
+            number += 1
+            keys.append(aside_key(fact.key, number, FACT_ASIDE_KEY))
+    Fact.all_objects.filter(pk=fact.pk).update(key=keys[0])
 
 
 def key_back(fact: Fact, forgetting: Forgetting) -> None:

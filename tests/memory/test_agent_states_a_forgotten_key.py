@@ -199,3 +199,19 @@ def test_an_older_export_does_not_bring_back_a_fact_forgotten_then_set_aside():
 
     assert not Fact.objects.filter(value=SECRET, forgotten=False).exists()
     assert any("adresse" in conflict for conflict in report.conflicts)
+
+
+def test_an_aside_key_taken_by_an_imported_fact_sets_the_forgotten_one_aside_under_another(
+    agent_api, forgotten
+):
+    """An export of another memory may hold a fact under any aside key (the import keeps
+    it): setting a fact aside never collides with it (a 500 before)."""
+    taken = f"ex_adresse (fait oublié n° {forgotten.pk})"
+    Fact.all_objects.create(key=taken, value="Importé d'une autre mémoire")
+
+    response = agent_api.post(FACTS, {"key": "ex_adresse", "value": "Nantes"}, format="json")
+
+    assert response.status_code == 201, response.content
+    aside = Fact.all_objects.get(pk=forgotten.pk)
+    assert aside.forgotten and aside.key not in ("ex_adresse", taken)
+    assert aside.key.startswith("ex_adresse (fait oublié n° ")
