@@ -176,6 +176,7 @@ class IndexingMachine(RuleBasedStateMachine):
             before = self._fact(key)  # fact_update refreshes the instance it is given
             fact_update(fact=fact, actor="user", importance=importance)
             self._owner_wrote(key, before, importance=importance)
+            self.owner_forgotten.discard(key)  # the owner's edit brings a forgotten fact back
 
     @rule(key=st.sampled_from(KEYS))
     def forget(self, key):
@@ -386,6 +387,7 @@ class IndexingMachine(RuleBasedStateMachine):
             before = self._fact(fact.key)
             fact_update(fact=fact, actor="user", importance=0.45)
             self._owner_wrote(fact.key, before, importance=0.45)
+            self.owner_forgotten.discard(fact.key)  # the owner's edit brings it back
         elif what == "restate":
             value = f"{fact.key} repère {self._token()} noté"
             fact_store(key=fact.key, value=value, actor="agent")

@@ -183,10 +183,15 @@ class MemoryMachine(RuleBasedStateMachine):
         self.purged_messages |= set(
             Message.all_objects.filter(**taken).values_list("content", "created_at")
         )
+        # Stated again while the forget held it (the taken one set aside): news, which
+        # the purge leaves, not a resurrection.
+        stated_again = set(
+            Fact.all_objects.filter(forgetting__isnull=True).values_list("key", "value")
+        )
         self.purged_facts |= {
             (key_unaside(key), value)  # a key set aside while the forget held it
             for key, value in Fact.all_objects.filter(**taken).values_list("key", "value")
-        }
+        } - stated_again
         forgettings_purge(now=timezone.now() + timedelta(days=30))
         self.forgotten_topics.clear()
 
