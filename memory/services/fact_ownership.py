@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from memory.models import Actor, Fact
+from memory.models import Actor, Fact, FactRevision, RevisionReason
 
 logger = logging.getLogger("memory.services.facts")  # the facts' log: one place to read writes
 
@@ -78,3 +78,20 @@ def subjects_the_owner_removed(fact: Fact) -> set[str]:
         old, new = (set(side or []) for side in change["subjects"])
         removed = (removed | (old - new)) - new
     return removed
+
+
+def forgotten_by(fact: Fact) -> str | None:
+    """Who forgot ``fact`` last (its last "forgotten" revision's actor)."""
+    return (
+        FactRevision.all_objects.filter(fact_id=fact.pk, reason=RevisionReason.FORGOTTEN)
+        .order_by("-id")
+        .values_list("actor", flat=True)
+        .first()
+    )
+
+
+def owner_forgot(fact: Fact) -> bool:
+    """Whether ``fact`` is forgotten one by one and its last forget was the owner's."""
+    if not fact.forgotten or fact.forgetting_id is not None:
+        return False
+    return forgotten_by(fact) in OWNER_ACTORS

@@ -25,8 +25,10 @@ from memory.services.fact_ownership import (
     OWNER_ACTORS,
     UPDATABLE_FIELDS,
     agent_fields,
+    forgotten_by,
     normalize_subjects,
     owned_after,
+    owner_forgot,
 )
 from memory.services.forgetting_restated import fact_key_back, set_aside, stated_before_forget
 from memory.services.indexing import KIND_FACT, index_enqueue
@@ -144,23 +146,6 @@ def source_present(*, key: str, actor: str, source_message_id: int | None) -> No
         return
     if not Message.objects.filter(pk=source_message_id).exists():
         raise SourceForgotten(SOURCE_FORGOTTEN_MESSAGE.format(key=key))
-
-
-def _forgotten_by(fact: Fact) -> str | None:
-    """Who forgot ``fact`` last (its last "forgotten" revision's actor)."""
-    return (
-        FactRevision.all_objects.filter(fact_id=fact.pk, reason=RevisionReason.FORGOTTEN)
-        .order_by("-id")
-        .values_list("actor", flat=True)
-        .first()
-    )
-
-
-def owner_forgot(fact: Fact) -> bool:
-    """Whether ``fact`` is forgotten one by one and its last forget was the owner's."""
-    if not fact.forgotten or fact.forgetting_id is not None:
-        return False
-    return _forgotten_by(fact) in OWNER_ACTORS
 
 
 @transaction.atomic
@@ -308,7 +293,7 @@ def fact_update(
         if (
             reviving
             and "value" in (current.owner_fields or [])
-            and _forgotten_by(current) != Actor.AGENT
+            and forgotten_by(current) != Actor.AGENT
         ):
             # The owner's words ran out (the expiry purge forgot them): the agent's news
             # (a restatement that may undo the forget, see fact_store) is stored, and the

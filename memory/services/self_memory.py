@@ -52,6 +52,7 @@ from memory.models import (
     RevisionReason,
     SelfCategory,
 )
+from memory.services.fact_ownership import owner_forgot
 
 logger = logging.getLogger(__name__)
 
@@ -430,8 +431,6 @@ def agent_item_forget(
     *, kind: str | None, item_id: int, reason: str, actor: str
 ) -> tuple[Fact, bool]:
     """The tools' delete: (the item, whether this call deleted it; False when it already was)."""
-    from memory.services.facts import owner_forgot
-
     item = agent_item_get(kind=kind, item_id=item_id)
     if item.forgotten and actor == Actor.AGENT and owner_forgot(item):
         # The owner deleted it: to the agent, an id it does not know (as the API answers).

@@ -269,14 +269,20 @@ def test_malformed_request_params_are_refused_in_french(live_server, token):
     )
 
 
-def test_an_unknown_resource_is_said_in_french(live_server, token):
+def _read_refused(live_server, token, uri: str) -> MCPError:
+    """What the real SDK client raises when it reads ``uri`` (None if it was read)."""
+
     async def steps(client):
         try:
-            await client.read_resource("memory://nope")
+            await client.read_resource(uri)
         except MCPError as exc:
             return exc
 
-    refused = _run(f"{live_server.url}/mcp", {"Authorization": f"Bearer {token}"}, steps)
+    return _run(f"{live_server.url}/mcp", {"Authorization": f"Bearer {token}"}, steps)
+
+
+def test_an_unknown_resource_is_said_in_french(live_server, token):
+    refused = _read_refused(live_server, token, "memory://nope")
 
     assert refused.code == -32602
     assert refused.message == UNKNOWN_RESOURCE_MESSAGE.format(
@@ -292,13 +298,7 @@ def test_a_resource_that_fails_is_said_in_french_without_its_details(
 
     monkeypatch.setattr("memory.selectors.memory_settings_get", broken)
 
-    async def steps(client):
-        try:
-            await client.read_resource("memory://settings")
-        except MCPError as exc:
-            return exc
-
-    refused = _run(f"{live_server.url}/mcp", {"Authorization": f"Bearer {token}"}, steps)
+    refused = _read_refused(live_server, token, "memory://settings")
 
     assert refused.message == RESOURCE_FAILED_MESSAGE.format(uri="memory://settings")
     assert "secret" not in refused.message
