@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
-from django.utils import timezone
-
 from agent.exceptions import LlmInvalidJson
 from agent.prompts import EXTRACTION_PROMPT, EXTRACTION_SYSTEM_PROMPT, EXTRACTION_TOOL_SECTION
 from memory.exceptions import InvalidTTL, MemoryServiceError, SourceForgotten, StoreUnavailable
@@ -270,9 +268,9 @@ def exchange_facts_save(
             "reply": reply.content if reply else "",
             "channel": channel,
         }
-        asked = timezone.now()
+        mark = _forget_mark() if tool_results else None
         candidates, report.dropped = facts_extract(**texts, tool_results=tool_results)
-        if tool_results and _forgotten_since(asked):
+        if mark is not None and _forgotten_after(mark):
             # A forget landed while the LLM read those results: they may quote what it
             # took. Its answer is not used; the exchange alone is asked again.
             candidates, report.dropped = facts_extract(**texts, tool_results=())
@@ -331,6 +329,34 @@ def _forgotten_since(moment) -> bool:
     return (
         Forgetting.objects.filter(created_at__gte=moment).exists()
         or Fact.all_objects.filter(forgotten=True, forgotten_at__gte=moment).exists()
+    )
+
+
+def _forget_mark() -> tuple[int, int]:
+    """The newest forget and fact revision committed now. SQLite gives ids in commit order
+    (one writer at a time, AUTOINCREMENT): a forget whose transaction is still open has an
+    id above the mark even when its date is earlier (it took the time, then committed
+    while the LLM read)."""
+    from django.db.models import Max
+
+    from memory.models import FactRevision, Forgetting
+
+    return (
+        Forgetting.objects.aggregate(top=Max("id"))["top"] or 0,
+        FactRevision.all_objects.aggregate(top=Max("id"))["top"] or 0,
+    )
+
+
+def _forgotten_after(mark: tuple[int, int]) -> bool:
+    """Whether a topic or a fact was forgotten, erased or expired after ``mark``."""
+    from memory.models import FactRevision, Forgetting, RevisionReason
+
+    forgetting_top, revision_top = mark
+    return (
+        Forgetting.objects.filter(pk__gt=forgetting_top).exists()
+        or FactRevision.all_objects.filter(
+            pk__gt=revision_top, reason__in=(RevisionReason.FORGOTTEN, RevisionReason.EXPIRED)
+        ).exists()
     )
 
 

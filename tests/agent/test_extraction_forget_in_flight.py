@@ -203,3 +203,67 @@ def test_a_merge_decided_while_its_exchange_was_forgotten_changes_nothing(
     earlier.refresh_from_db()
     assert earlier.value == "David habite à Toulouse"
     assert not Fact.all_objects.filter(value__icontains="crohn").exists()
+
+
+@pytest.mark.parametrize("how", ["topic", "fact"])
+def test_a_forget_dated_before_the_call_but_committed_during_it_is_seen(
+    vector_store, fake_anthropic, monkeypatch, settings, how
+):
+    """A forget's transaction takes its time before the extraction asks the LLM and commits
+    while the LLM reads the tool results (it waited for the write lock): its date is
+    earlier than the question, yet the results the LLM read may quote what it took. The
+    check is by what was committed since the call began, not by the forget's date."""
+    from memory.models import Forgetting
+
+    settings.ANTHROPIC_MAX_RETRIES = 0
+    install(monkeypatch, HashEmbedder())
+    old = message_save(
+        channel="whatsapp", role="user", content="J'ai une hernie discale, suivie à la clinique."
+    )
+    fact, _ = fact_store(key="sante_dos", value="souci de dos", actor=Actor.USER)
+    question = message_save(
+        channel="whatsapp", role="user", content="Rappelle-moi ce que je t'ai dit sur ma santé ?"
+    )
+    reply = message_save(
+        channel="whatsapp", role="assistant", content="Un souci de dos.", reply_to_id=question.id
+    )
+    job = extraction_job_enqueue(
+        message_ids=[question.id],
+        reply_id=reply.id,
+        channel="whatsapp",
+        tool_results=["[il y a 2 jours] J'ai une hernie discale, suivie à la clinique."],
+    )
+    llm_json = agent.client.llm_json
+    forgot: list[bool] = []
+
+    def wrapped(**kwargs):
+        if kwargs.get("purpose") == "extraction" and not forgot:
+            earlier = timezone.now() - timedelta(seconds=1)  # dated before the call
+            if how == "topic":
+                forgetting = topic_forget(topic="hernie discale", actor=Actor.USER)
+                Forgetting.objects.filter(pk=forgetting.forgetting_id).update(created_at=earlier)
+            else:
+                from memory.services.facts import fact_forget
+
+                fact_forget(fact=fact, actor=Actor.USER)
+                Fact.all_objects.filter(pk=fact.pk).update(forgotten_at=earlier)
+            forgot.append(True)
+        return llm_json(**kwargs)
+
+    monkeypatch.setattr(agent.client, "llm_json", wrapped)
+    asked: list[bool] = []
+
+    def handler(body):
+        if not _system(body).startswith(EXTRACTION_SYSTEM_PROMPT[:60]):
+            return text_message("pas du JSON")
+        quoted = "hernie" in json.dumps(body["messages"], ensure_ascii=False)
+        asked.append(quoted)
+        stated = {"key": "sante_hernie", "value": "Le propriétaire a une hernie discale"}
+        return text_message(json.dumps({"facts": [stated] if quoted else []}))
+
+    fake_anthropic.handler = handler
+    job_run(job.pk)
+    assert forgot == [True]
+    assert asked == [True, False]  # asked again without the results
+    assert not Fact.objects.filter(key="sante_hernie").exists()
+    assert not Message.objects.filter(pk=old.pk).exists() or how == "fact"
