@@ -16,6 +16,7 @@ from django.db import transaction
 from memory.models import Fact, MemoryRetrieval, Message, Summary
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
 from memory.services.preview_rule import REDACTED, PreviewRule  # re-exported
+from memory.stores.compiled import CompiledRead, ids_in
 
 logger = logging.getLogger(__name__)
 
@@ -151,26 +152,44 @@ def _redact_admin_log(items: set[str]) -> None:
 def previews_forgotten_since(moment: datetime) -> PreviewRule:
     """The preview rule of every forget and exclusion made since ``moment``: what their
     passes redacted in the logs, for a row that was not in the table yet. Each read takes
-    an index (the log writer runs it for every batch, holding the write lock)."""
-    from memory.models import ForgetSelection, Forgetting, ForgettingState, Message, MessageRole
+    an index and is compiled once (the log writer runs them for every batch, holding the
+    write lock)."""
+    from memory.models import ForgetSelection
     from memory.services.forgetting_select import topic_terms
 
-    forgets = list(
-        Forgetting.objects.filter(created_at__gte=moment, state=ForgettingState.ACTIVE).values_list(
-            "id", "topic", "selection"
-        )
-    )
-    users = Message.all_objects.filter(role=MessageRole.USER)
-    texts = list(
-        users.filter(created_at__gte=moment, memory_excluded=True).values_list("content", flat=True)
-    )
+    forgets = _FORGETS_SINCE.rows(now=moment)
+    texts = [text for (text,) in _EXCLUDED_SINCE.rows(now=moment)]
     if forgets:
-        taken = users.filter(forgetting_id__in=[pk for pk, _, _ in forgets])
-        texts += taken.values_list("content", flat=True)
+        texts += [text for (text,) in _TAKEN_TEXTS.rows(ids=[pk for pk, _, _ in forgets])]
     return PreviewRule.of(
         terms=[topic_terms(t) for _, t, how in forgets if how != ForgetSelection.ERASE],
         texts=texts,
     )
+
+
+def _forgets_since(since: datetime):
+    from memory.models import Forgetting, ForgettingState
+
+    return Forgetting.objects.filter(
+        created_at__gte=since, state=ForgettingState.ACTIVE
+    ).values_list("id", "topic", "selection")
+
+
+def _user_messages():
+    from memory.models import MessageRole
+
+    return Message.all_objects.filter(role=MessageRole.USER)
+
+
+_FORGETS_SINCE = CompiledRead(_forgets_since)
+_EXCLUDED_SINCE = CompiledRead(
+    lambda since: (
+        _user_messages().filter(created_at__gte=since, memory_excluded=True).values_list("content")
+    )
+)
+_TAKEN_TEXTS = CompiledRead(
+    lambda _now: _user_messages().filter(forgetting_id__in=ids_in()).values_list("content")
+)
 
 
 def _redact_logs(*, items: set[str], rule: PreviewRule) -> None:
@@ -252,9 +271,8 @@ def _job_messages(payload: dict) -> list[int]:
 def memories_present(ids: Iterable[str]) -> set[str]:
     """Which of these memory ids ("fact:12", "message:34", "summary:5") are still in
     memory: neither forgotten (alone or with a topic) nor erased. Ids of another shape
-    are returned as they are."""
-    from memory.models import Fact, Message, Summary
-
+    are returned as they are. One compiled read per kind asked (the log writer runs it
+    for every batch of rows)."""
     wanted: dict[str, set[int]] = {"fact": set(), "message": set(), "summary": set()}
     present: set[str] = set()
     for item in ids:
@@ -263,13 +281,18 @@ def memories_present(ids: Iterable[str]) -> set[str]:
             wanted[kind].add(int(raw))
         else:
             present.add(item)
-    reads = {
-        "fact": Fact.all_objects.filter(forgotten=False, forgetting__isnull=True),
-        "message": Message.objects.all(),
-        "summary": Summary.objects.all(),
-    }
     for kind, pks in wanted.items():
         if pks:
-            found = reads[kind].filter(pk__in=pks).values_list("pk", flat=True)
-            present.update(f"{kind}:{pk}" for pk in found)
+            present.update(f"{kind}:{pk}" for (pk,) in _PRESENT[kind].rows(ids=sorted(pks)))
     return present
+
+
+_PRESENT = {
+    "fact": CompiledRead(
+        lambda _now: Fact.all_objects.filter(
+            forgotten=False, forgetting__isnull=True, pk__in=ids_in()
+        ).values_list("pk")
+    ),
+    "message": CompiledRead(lambda _now: Message.objects.filter(pk__in=ids_in()).values_list("pk")),
+    "summary": CompiledRead(lambda _now: Summary.objects.filter(pk__in=ids_in()).values_list("pk")),
+}

@@ -126,9 +126,11 @@ class _LogWriter:
                 # Rows that waited for this thread: what they show may be forgotten since.
                 since = min(entry.queued_at for entry, _, _ in batch) - FORGET_RACE_MARGIN
                 previews = previews_forgotten_since(since)
+                shown = {m["id"] for _, fields, _ in batch for m in fields["memories"] if "id" in m}
+                present = memories_present(shown) if shown else set()
                 for entry, fields, accessed in batch:
                     # Each in its own savepoint; None when the database refused it.
-                    _forgotten_redacted(fields, previews)
+                    _forgotten_redacted(fields, previews, present)
                     entry.inserted_id = _write(fields, accessed)
                     entry.refused = entry.inserted_id is None
         except Exception:
@@ -269,18 +271,17 @@ def _row_fields(result: RetrievalResult) -> dict:
     }
 
 
-def _forgotten_redacted(fields: dict, previews: PreviewRule) -> None:
+def _forgotten_redacted(fields: dict, previews: PreviewRule, present: set[str]) -> None:
     """Redact in this row, about to be written, the text of every memory forgotten or
     erased since its retrieval, and its message's preview as the passes of the forgets
     made meanwhile (``previews``) would have: a forget committed while the row waited
     for the writer ran its redaction of the logs before the row existed. Called inside
     the writing transaction, which holds SQLite's write lock: a forget commits before
     it (seen here) or after it (its own pass then sees the row). A row written at once
-    in its caller's transaction needs none: that transaction held the lock from the start."""
-    ids = {memory["id"] for memory in fields["memories"] if "id" in memory}
-    gone = ids - memories_present(ids) if ids else set()
+    in its caller's transaction needs none: that transaction held the lock from the start.
+    ``present``: which of the batch's memories are still in memory (read once a batch)."""
     for memory in fields["memories"]:
-        if memory.get("id") in gone:
+        if "id" in memory and memory["id"] not in present:
             memory["text"] = REDACTED
     if previews.hits(fields["message_preview"]):
         fields["message_preview"] = REDACTED
