@@ -21,6 +21,7 @@ the lazy-import test).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -102,8 +103,11 @@ def scored_hit(point: Any, *, with_vectors: bool, floats: bool = False) -> Vecto
     )
 
 
+@functools.lru_cache(maxsize=32_768)
 def point_id(kind: str, row_id: int) -> str:
-    """The Qdrant point id of a row: uuid5 of a fixed namespace and ``"kind:row_id"``."""
+    """The Qdrant point id of a row: uuid5 of a fixed namespace and ``"kind:row_id"``.
+    Kept for the rows asked lately: the pre-hook's near-duplicate checks ask the same
+    few dozen on every message (a SHA-1 each, 0.25 ms a message at 10,000 memories)."""
     return str(uuid.uuid5(POINT_ID_NAMESPACE, f"{kind}:{row_id}"))
 
 
