@@ -134,14 +134,21 @@ def _store(found: list[dict], messages, present: list[int]) -> int:
         # whatever sources it names (its numbering is not a proof).
         raise BatchChanged
     stored = 0
+    oldest = min(messages, key=lambda m: (m.created_at, m.id))
     for item in found:
         sources = [messages[p - 1] for p in item["sources"]] or list(messages)
         data = item["candidate"]
         candidate = FactCandidate(**{**data, "subjects": tuple(data["subjects"])})
         started = timezone.now()
         try:
+            # Dated by the batch's oldest message, whatever the LLM numbered: a forget or an
+            # erasure made after it is newer than the statement, so a misnumbered answer
+            # cannot pass an old statement off as news. The fact names the numbered source.
             result = fact_candidate_store(
-                candidate, channel=sources[0].channel, source_message_id=sources[0].id
+                candidate,
+                channel=sources[0].channel,
+                source_message_id=sources[0].id,
+                dated_by=oldest.id,
             )
         except StoreUnavailable:
             raise  # an outage delays the job (memory.services.jobs): nothing dropped

@@ -207,8 +207,15 @@ def facts_extract(
     return facts_parse(answer)
 
 
-def fact_candidate_store(candidate: FactCandidate, *, channel: str, source_message_id: int | None):
-    """Store one candidate through the dedup path (the single place to switch it)."""
+def fact_candidate_store(
+    candidate: FactCandidate,
+    *,
+    channel: str,
+    source_message_id: int | None,
+    dated_by: int | None = None,
+):
+    """Store one candidate through the dedup path (the single place to switch it).
+    ``dated_by``: the message whose date bounds the statement (see fact_remember)."""
     from memory.services.dedup import fact_remember
 
     return fact_remember(
@@ -221,6 +228,7 @@ def fact_candidate_store(candidate: FactCandidate, *, channel: str, source_messa
         source=FactSource.CONVERSATION,
         channel=channel,
         source_message_id=source_message_id,
+        dated_by=dated_by,
         actor=Actor.AGENT,
     )
 

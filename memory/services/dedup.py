@@ -187,9 +187,13 @@ def fact_remember(
     source: str = FactSource.CONVERSATION,
     channel: str | None = None,
     source_message_id: int | None = None,
+    dated_by: int | None = None,
     actor: str = Actor.AGENT,
 ) -> RememberResult:
     """Store a fact through dedup: the path of extraction, tools and manual entries.
+
+    ``dated_by``: the message whose date the forget and erasure checks compare with, when
+    it is not the source (the digest's batch: the LLM's numbering of sources is no proof).
 
     Arguments left None are not stated (see fact_store). The store being down or
     holding vectors of another embedder never drops the fact: T1 keeps it, the
@@ -207,13 +211,15 @@ def fact_remember(
         "source": source,
         "channel": channel,
         "source_message_id": source_message_id,
+        "dated_by": dated_by,
         "actor": actor,
     }
-    if statement_erased(key=key, value=value, actor=actor, source_message_id=source_message_id):
+    dated = dated_by or source_message_id
+    if statement_erased(key=key, value=value, actor=actor, source_message_id=dated):
         # The owner erased it after this message was written: erased stays erased.
         raise FactErased(ERASED_MESSAGE.format(key=key))
     forgotten = restates_forgotten(
-        key=key, value=value, kind=FactKind.OWNER, actor=actor, source_message_id=source_message_id
+        key=key, value=value, kind=FactKind.OWNER, actor=actor, source_message_id=dated
     )
     if forgotten is not None:
         # Drawn from a message older than the forget, under whatever key: it stands.

@@ -160,6 +160,7 @@ def fact_store(
     channel: str | None = None,
     ttl: str | None = None,
     source_message_id: int | None = None,
+    dated_by: int | None = None,
     actor: str = Actor.USER,
     kind: str = FactKind.OWNER,
     category: str | None = None,
@@ -173,7 +174,8 @@ def fact_store(
     owner and stated again comes back, with its history; a fact taken by a topic
     forget comes back as a new fact, without the forgotten history. ``kind``
     (owner, or the agent's self / goal with its ``category``) never changes: a
-    key of another kind is refused.
+    key of another kind is refused. ``dated_by``: the message the forget checks date the
+    statement by, when not its source (memory.services.dedup.fact_remember).
     """
     key = key.strip()
     source_present(key=key, actor=actor, source_message_id=source_message_id)
@@ -186,7 +188,9 @@ def fact_store(
         ttl=ttl,
     )
     existing = Fact.all_objects.select_for_update().filter(key=key).first()
-    if existing is not None and stated_before_forget(existing, actor, source_message_id):
+    if existing is not None and stated_before_forget(
+        existing, actor, dated_by or source_message_id
+    ):
         # Read before the owner forgot it (a slow or retried extraction): the forget stands.
         logger.info("%s was forgotten after the message it comes from: not stored", key)
         return existing, False

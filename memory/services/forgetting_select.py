@@ -113,7 +113,34 @@ def restricted(selection: Selection, only: Iterable[str]) -> Selection:
         for message_id in selection.message_ids
         if selection.members.get(message_id) in kept.exchanges
     }
+    # What was drawn since from a message it takes goes with it, if the selection holds
+    # it too: a compaction's summary covering that message, a fact stated from it (by
+    # an extraction or the digest) between the preview and the confirmation.
+    taken = (
+        list(
+            Message.all_objects.filter(pk__in=kept.message_ids).values_list("channel", "created_at")
+        )
+        if kept.message_ids
+        else []
+    )
+    kept.facts += [
+        f
+        for f in selection.facts
+        if f not in kept.facts and not f.forgotten and f.source_message_id in kept.message_ids
+    ]
+    kept.summaries += [
+        s
+        for s in selection.summaries
+        if s not in kept.summaries and any(_covers(s, channel, at) for channel, at in taken)
+    ]
     return kept
+
+
+def _covers(summary: Summary, channel: str, at) -> bool:
+    """Whether a compaction's summary covers a message of ``channel`` written ``at``."""
+    if summary.channel != channel or summary.period_start is None:
+        return False
+    return summary.period_start <= at <= (summary.period_end or summary.created_at)
 
 
 def _semantic_candidates(topic: str) -> dict[str, float]:
