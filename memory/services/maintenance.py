@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from django.db import transaction
+
+from memory.exceptions import StoreUnavailable
 from memory.models import Fact, Message, Summary
 from memory.services.index_documents import desired
 from memory.services.indexing import (
@@ -14,6 +17,7 @@ from memory.services.indexing import (
     KIND_SUMMARY,
     IndexReport,
     index_rows,
+    rows_changed,
 )
 
 # Below this many points outside the search index, an exact scan costs ~1 ms.
@@ -21,6 +25,14 @@ SEARCH_INDEX_MIN_UNINDEXED = 5_000
 # While serving, the index is only built after this long without a search or a write:
 # the build holds the whole process (Qdrant Edge's binding keeps the GIL) for seconds.
 SEARCH_INDEX_QUIET_S = 600.0
+# Rows re-queued per UPDATE before a collection is dropped (as an import does).
+REQUEUE_BATCH = 500
+
+REINDEX_INTERRUPTED_MESSAGE = (
+    "Réindexation interrompue ({error}). Les lignes pas encore réindexées restent en attente : "
+    "le service les reprend dès que le stockage répond, ou relancez "
+    "`python manage.py reindex`."
+)
 
 # A message row has its point in conversations (an exchange) or in live (observed room).
 COLLECTION_KINDS = {
@@ -68,7 +80,8 @@ def reindex(
     """Rebuild Qdrant from SQLite through the functions the tasks use.
 
     Idempotent (deterministic point ids): interrupting it and running it again
-    is safe. ``recreate`` drops the collections first (an embedder change).
+    is safe. ``recreate`` drops the collections first (an embedder change), their
+    rows marked pending before: an interrupted rebuild leaves them to the sweep.
     """
     from memory.stores.vectors import get_vector_store
 
@@ -76,14 +89,19 @@ def reindex(
     reports: dict[str, IndexReport] = {}
     for name in collections_for(collection):
         if recreate:
-            store.drop_collection(name)
+            _requeue_and_drop(store, name)
         for kind in COLLECTION_KINDS[name]:
             ids = source_ids(kind, name)
             report = IndexReport()
             done = 0
             for batch in _batches(ids, batch_size):
                 # A rebuild rewrites every point, even those current at their version.
-                part = index_rows(kind, batch, force=True)
+                try:
+                    part = index_rows(kind, batch, force=True)
+                except StoreUnavailable as exc:
+                    # The rows of this batch stay pending (backoff), those not reached keep
+                    # their state: pending after a drop, so the sweep brings them back.
+                    raise StoreUnavailable(REINDEX_INTERRUPTED_MESSAGE.format(error=exc)) from exc
                 for attr in vars(report):
                     setattr(report, attr, getattr(report, attr) + getattr(part, attr))
                 done += len(batch)
@@ -99,6 +117,22 @@ def reindex(
 
     planner_statistics_refresh()
     return reports
+
+
+def _requeue_and_drop(store, name: str) -> None:
+    """Drop a collection, its rows first marked pending (the indexing machine's change step).
+
+    Without it, a rebuild interrupted after the drop (the embedder down, a kill)
+    would leave rows marked indexed over an empty collection, which the sweep
+    (pending rows only) never re-sends: their points lost for good. The rows are
+    changed and the collection dropped in one transaction, so whatever stops the
+    rebuild leaves them pending; their tasks are sent on commit, after the drop.
+    """
+    with transaction.atomic():
+        for kind in COLLECTION_KINDS[name]:
+            for batch in _batches(source_ids(kind, name), REQUEUE_BATCH):
+                rows_changed(kind, batch)
+        store.drop_collection(name)
 
 
 def search_index_maintain(*, quiet_s: float = SEARCH_INDEX_QUIET_S) -> dict[str, int]:
@@ -127,6 +161,8 @@ class DoctorReport:
     stale: list[int] = field(default_factory=list)  # row ids whose point has another version
     # Rows whose indexing ended failed: {row id: error}, per kind.
     failed: dict[str, dict[int, str]] = field(default_factory=dict)
+    # After a repair: the comparison run again, and whether it found nothing left.
+    remaining: DoctorReport | None = None
     fixed: bool = False
 
     @property
@@ -161,11 +197,52 @@ def _failed_rows(kind: str, collection: str) -> dict[int, str]:
     return dict(rows.values_list("id", "index_error")[:100])
 
 
+def _compare(store, name: str, dimension: int) -> tuple[DoctorReport, dict[str, list[int]]]:
+    """One collection against its rows: the report, and the rows to index to repair it."""
+    report = DoctorReport(collection=name, expected_dimension=dimension)
+    report.found_dimension = store.collection_dimension(name)
+    report.failed = {kind: _failed_rows(kind, name) for kind in COLLECTION_KINDS[name]}
+    to_index: dict[str, list[int]] = {}
+    if report.found_dimension is not None and report.found_dimension != dimension:
+        report.dimension_ok = False
+        return report, to_index
+    expected: dict[str, tuple[str, int, dict]] = {}
+    for kind in COLLECTION_KINDS[name]:
+        expected |= {pid: (kind, rid, f) for pid, (rid, f) in _expected(kind, name).items()}
+    present = set(store.iter_ids(name)) if report.found_dimension is not None else set()
+    report.orphans = sorted(present - set(expected))
+    for pid, (kind, rid, _) in expected.items():
+        if pid not in present:
+            report.missing.append(rid)
+            to_index.setdefault(kind, []).append(rid)
+    for hit in store.retrieve(name, sorted(present & set(expected))):
+        kind, rid, fields = expected[hit.id]
+        if any(hit.payload.get(k) != v for k, v in fields.items()):
+            report.stale.append(rid)
+            to_index.setdefault(kind, []).append(rid)
+    return report, to_index
+
+
+def _repair(store, report: DoctorReport, to_index: dict[str, list[int]]) -> None:
+    if not report.dimension_ok:
+        reindex(collection=report.collection, recreate=True)
+        return
+    if report.orphans:
+        store.delete(report.collection, report.orphans)
+    for kind, rows in report.failed.items():
+        to_index.setdefault(kind, []).extend(rows)
+    for kind, ids in to_index.items():
+        for batch in _batches(sorted(set(ids)), 64):
+            index_rows(kind, batch, force=True)
+
+
 def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorReport]:
     """Compare SQLite and Qdrant row by row and version by version; ``fix`` repairs.
 
     A point must exist for every live row, carry the row's current version, and
-    no point may exist for a row that is gone, forgotten or excluded.
+    no point may exist for a row that is gone, forgotten or excluded. After a
+    repair the comparison runs again: ``fixed`` is only set when it finds nothing
+    left (a repair whose embeddings failed leaves ``remaining`` to report).
     """
     from memory.stores.embedders import get_embedder
     from memory.stores.vectors import get_vector_store
@@ -174,39 +251,10 @@ def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorR
     dimension = get_embedder().dimension
     reports = []
     for name in collections_for(collection):
-        report = DoctorReport(collection=name, expected_dimension=dimension)
-        report.found_dimension = store.collection_dimension(name)
-        report.failed = {kind: _failed_rows(kind, name) for kind in COLLECTION_KINDS[name]}
-        if report.found_dimension is not None and report.found_dimension != dimension:
-            report.dimension_ok = False
-            if fix:
-                reindex(collection=name, recreate=True)
-                report.fixed = True
-            reports.append(report)
-            continue
-        expected: dict[str, tuple[str, int, dict]] = {}
-        for kind in COLLECTION_KINDS[name]:
-            expected |= {pid: (kind, rid, f) for pid, (rid, f) in _expected(kind, name).items()}
-        present = set(store.iter_ids(name)) if report.found_dimension is not None else set()
-        report.orphans = sorted(present - set(expected))
-        to_index: dict[str, list[int]] = {}
-        for pid, (kind, rid, _) in expected.items():
-            if pid not in present:
-                report.missing.append(rid)
-                to_index.setdefault(kind, []).append(rid)
-        for hit in store.retrieve(name, sorted(present & set(expected))):
-            kind, rid, fields = expected[hit.id]
-            if any(hit.payload.get(k) != v for k, v in fields.items()):
-                report.stale.append(rid)
-                to_index.setdefault(kind, []).append(rid)
+        report, to_index = _compare(store, name, dimension)
         if fix and not report.healthy:
-            if report.orphans:
-                store.delete(name, report.orphans)
-            for kind, rows in report.failed.items():
-                to_index.setdefault(kind, []).extend(rows)
-            for kind, ids in to_index.items():
-                for batch in _batches(sorted(set(ids)), 64):
-                    index_rows(kind, batch, force=True)
-            report.fixed = True
+            _repair(store, report, to_index)
+            report.remaining, _ = _compare(store, name, dimension)
+            report.fixed = report.remaining.healthy
         reports.append(report)
     return reports

@@ -28,6 +28,10 @@ MAX_KEPT_RUNS = 20
 
 RUN_BUSY_MESSAGE = "Une opération « {operation} » est déjà en cours dans le service."
 RUN_CRASHED_MESSAGE = "L'opération a échoué dans le service : {error}"
+REPAIR_FAILED_MESSAGE = (
+    "La réparation a échoué : des différences restent (voir ci-dessus). "
+    "Corrigez la cause (l'embedder, Qdrant), puis relancez `python manage.py memory_doctor --fix`."
+)
 
 
 class MaintenanceBusy(MemoryServiceError):
@@ -85,10 +89,14 @@ def doctor_run(
         failed = sum(len(rows) for rows in report.failed.values())
         if failed:
             line += f", {failed} en échec d'indexation"
+        after = report.remaining
         if report.fixed:
             line += " → réparé"
+        elif after is not None:
+            line += " → réparation incomplète : " + _left(after)
         lines.append(line)
-        for kind, rows in report.failed.items():
+        # After a repair, the errors that are left are the ones worth showing.
+        for kind, rows in (after or report).failed.items():
             for row_id, error in list(rows.items())[:5]:
                 lines.append(f"  échec {kind} {row_id} : {error}")
     jobs = job_stats_get()
@@ -97,11 +105,27 @@ def doctor_run(
     retried = jobs_retry_failed() if fix else 0
     if retried:
         lines.append(f"{retried} tâche(s) de fond en échec relancée(s)")
+    # ``fixed`` is the verdict of the comparison run again after the repair.
     healthy = all(r.healthy or r.fixed for r in reports) and (retried or not jobs["failed"])
-    lines.append(
-        "Tout est cohérent." if healthy else "Des différences restent : relancez avec --fix."
+    repair_failed = any(r.remaining is not None and not r.fixed for r in reports)
+    if healthy:
+        lines.append("Tout est cohérent.")
+    elif repair_failed:
+        lines.append(REPAIR_FAILED_MESSAGE)
+    else:
+        lines.append("Des différences restent : relancez avec --fix.")
+    return Outcome(lines, ok=healthy, data={"repair_failed": repair_failed})
+
+
+def _left(report) -> str:
+    """What a comparison run after a repair still finds, in French."""
+    if not report.dimension_ok:
+        return f"dimension {report.found_dimension} au lieu de {report.expected_dimension}"
+    failed = sum(len(rows) for rows in report.failed.values())
+    return (
+        f"{len(report.missing)} sans point, {len(report.orphans)} points orphelins, "
+        f"{len(report.stale)} périmés, {failed} en échec d'indexation"
     )
-    return Outcome(lines, ok=healthy)
 
 
 def purge_expired_run(*, progress: Progress | None = None) -> Outcome:

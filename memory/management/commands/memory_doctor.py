@@ -7,6 +7,8 @@ from django.core.management.base import CommandError
 from memory.exceptions import MemoryServiceError
 from memory.management.french import FrenchCommand
 
+REPAIR_FAILED_ERROR = "memory_doctor --fix n'a pas tout réparé : des différences restent."
+
 
 class Command(FrenchCommand):
     help = (
@@ -29,3 +31,5 @@ class Command(FrenchCommand):
             raise CommandError(str(exc)) from exc
         for line in outcome.lines:
             self.stdout.write(line)
+        if fix and (outcome.data or {}).get("repair_failed"):
+            raise CommandError(REPAIR_FAILED_ERROR)
