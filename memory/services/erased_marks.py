@@ -133,28 +133,41 @@ def marks_read(path) -> list[tuple[str, str]]:
 
 def marks_replay(marks: Iterable[tuple[str, object]]) -> dict[str, int]:
     """After a restore: the erasures made since the backup was taken stand. Their marks are
-    kept, and every restored row one of them recognises is deleted again (its FTS entries
-    by the triggers; the points are rebuilt by ``reindex --recreate``)."""
+    kept, and every restored row one of them recognises is deleted again as an erasure
+    deletes it: its FTS entries by the triggers, its points by a durable job (and
+    ``reindex --recreate`` rebuilds them all anyway), its copies in the retrieval logs,
+    the admin's history and the pending jobs redacted (``redact_copies``). A restored
+    forget left with none of its rows is marked as its purge marks it (state purged,
+    topic redacted: no longer undoable, its topic gone), and a restored forget past its
+    retention window is purged now (``forgettings_purge``)."""
     from django.db import transaction
-    from django.utils.dateparse import parse_datetime
 
     known = marks_known()
     missing = {digest: at for digest, at in marks if digest not in known}
     with transaction.atomic():
         ErasedMark.objects.bulk_create(
-            [
-                ErasedMark(
-                    digest=d, erased_at=at if isinstance(at, datetime) else parse_datetime(at)
-                )
-                for d, at in missing.items()
-            ],
+            [ErasedMark(digest=d, erased_at=_stored_moment(at)) for d, at in missing.items()],
             batch_size=500,
         )
         known |= set(missing)
         return _rows_delete(known)
 
 
+def _stored_moment(at: object) -> datetime:
+    """A date read from SQLite by ``marks_read``: Django stores it in UTC with no offset
+    (read as the local time zone, a mark would move by hours: a statement from a message
+    written just before the erasure would count as news)."""
+    from django.utils.dateparse import parse_datetime
+
+    moment = at if isinstance(at, datetime) else parse_datetime(str(at))
+    return moment.replace(tzinfo=UTC) if timezone.is_naive(moment) else moment
+
+
 def _rows_delete(known: set[str]) -> dict[str, int]:
+    from memory.models import Forgetting, ForgettingState, MessageRole
+    from memory.services.forgetting import forgetting_purge, forgettings_purge
+    from memory.services.removal import redact_copies, remove_deleted_points
+
     messages = [
         row["id"]
         for row in Message.all_objects.values("id", *MESSAGE_KEY).iterator(chunk_size=2000)
@@ -177,10 +190,48 @@ def _rows_delete(known: set[str]) -> dict[str, int]:
         .iterator()
         if any(text and fact_mark(key, text) in known for text in (old, new))
     ]
-    FactRevision.all_objects.filter(Q(fact_id__in=facts) | Q(pk__in=lines)).delete()
-    Fact.all_objects.filter(pk__in=facts).delete()
-    Summary.all_objects.filter(pk__in=summaries).delete()
+    revisions = FactRevision.all_objects.filter(Q(fact_id__in=facts) | Q(pk__in=lines))
     gone = Message.all_objects.filter(Q(pk__in=messages) | Q(reply_to_id__in=messages))
+    message_ids = list(gone.values_list("id", flat=True))
+    roots = list(gone.filter(reply_to__isnull=True).values_list("id", flat=True))
+    texts = list(gone.filter(role=MessageRole.USER).values_list("content", flat=True))
+    # The restored forgets that took one of these rows (an erased forget, restored from
+    # before its erasure, is still undoable there, its topic in clear).
+    forgets = set()
+    for rows in (
+        Message.all_objects.filter(pk__in=message_ids),
+        Summary.all_objects.filter(pk__in=summaries),
+        Fact.all_objects.filter(pk__in=facts),
+        revisions,
+    ):
+        forgets |= set(rows.exclude(forgetting=None).values_list("forgetting_id", flat=True))
+    revisions.delete()
+    Summary.all_objects.filter(pk__in=summaries).delete()
     gone.filter(reply_to__isnull=False).delete()
     gone.delete()
+    # The copies the erasure redacts (memory.services.removal): once the exchanges are
+    # gone (a pending job that names one loses its candidates), before the facts go (a
+    # job's candidates stating an erased fact's key are dropped).
+    redact_copies(
+        items={
+            *(f"message:{i}" for i in message_ids),
+            *(f"fact:{i}" for i in facts),
+            *(f"summary:{i}" for i in summaries),
+        },
+        message_texts=texts,
+    )
+    Fact.all_objects.filter(pk__in=facts).delete()
+    remove_deleted_points(roots, facts, summaries)
+    # A forget with nothing left gets its purge's marks (its purge deletes nothing more).
+    emptied = (
+        Forgetting.objects.filter(pk__in=forgets, state=ForgettingState.ACTIVE)
+        .exclude(messages__isnull=False)
+        .exclude(facts__isnull=False)
+        .exclude(summaries__isnull=False)
+        .exclude(revisions__isnull=False)
+    )
+    for forgetting in emptied.select_for_update():
+        forgetting_purge(forgetting)
+    # A forget past its retention window in the restored data: purged now, as the sweep would.
+    forgettings_purge()
     return {"messages": len(messages), "summaries": len(summaries), "facts": len(facts)}
