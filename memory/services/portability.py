@@ -24,7 +24,11 @@ exported: they are derived, and the importing side may use another embedder.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -193,14 +197,53 @@ def export_lines(*, since: datetime | None = None) -> Iterator[str]:
 
 
 def memory_export(*, path, since: datetime | None = None) -> dict[str, int]:
-    """Write the export to ``path``; returns the number of records per type."""
-    counts: dict[str, int] = {}
-    with open(path, "w", encoding="utf-8") as handle:
-        for record in export_records(since=since):
-            handle.write(_line(record))
-            if "type" in record:
-                counts[record["type"]] = counts.get(record["type"], 0) + 1
+    """Write the export to ``path``; returns the number of records per type.
+
+    The file is written whole or not at all: the lines go to a temporary file in
+    the same folder, which replaces ``path`` only once complete and on disk. An
+    export stopped half-way (a full disk, Ctrl-C, an error) leaves an earlier
+    export at ``path`` as it was, and no cut file. A path that is not a regular
+    file (a pipe, /dev/stdout) is written in place: it cannot be replaced.
+    """
+    target = os.path.realpath(path)
+    if os.path.exists(target) and not os.path.isfile(target):
+        with open(target, "w", encoding="utf-8") as handle:
+            return _export_write(handle, since)
+    folder, name = os.path.split(target)
+    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            counts = _export_write(handle, since)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if os.path.exists(target):  # an earlier export keeps its permissions
+            shutil.copymode(target, temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _folder_sync(folder or ".")
     return counts
+
+
+def _export_write(handle, since: datetime | None) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for record in export_records(since=since):
+        handle.write(_line(record))
+        if "type" in record:
+            counts[record["type"]] = counts.get(record["type"], 0) + 1
+    return counts
+
+
+def _folder_sync(folder: str) -> None:
+    """Make the rename itself durable (best effort: not every system can fsync a folder)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 BAD_SINCE = "Date invalide pour --since : « {value} » (AAAA-MM-JJ ou ISO 8601 attendu)."

@@ -45,28 +45,37 @@ class SeedReport:
     merged: list[SeedItem] = field(default_factory=list)
 
 
+def _decode(text: str, where: str) -> object:
+    """One JSON value, read strictly (LineDecoder: the import's reader), or a line error.
+
+    Besides invalid JSON, LineDecoder refuses a field written twice, NaN, a lone
+    surrogate and a nesting too deep for the parser (a RecursionError otherwise).
+    """
+    from memory.services.portability_validate import LineDecoder
+
+    try:
+        return json.loads(text, cls=LineDecoder)
+    except json.JSONDecodeError as exc:
+        if where == "fichier":  # a JSON list: the parser knows the line
+            where = f"ligne {exc.lineno}"
+        detail = exc.msg
+    except ValueError as exc:
+        detail = str(exc)
+    raise MemoryServiceError(
+        LINE_ERROR.format(where=where, detail=BAD_JSON.format(detail=detail))
+    ) from None
+
+
 def _records(text: str) -> list[tuple[str, object]]:
     """(where, decoded value) of each item: "ligne 3" in JSONL, "élément 2" in a JSON list."""
     if text.lstrip().startswith("["):
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise MemoryServiceError(
-                LINE_ERROR.format(
-                    where=f"ligne {exc.lineno}", detail=BAD_JSON.format(detail=exc.msg)
-                )
-            ) from None
+        values = _decode(text, "fichier")
         return [(f"élément {n}", value) for n, value in enumerate(values, start=1)]
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            records.append((f"ligne {number}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise MemoryServiceError(
-                LINE_ERROR.format(where=f"ligne {number}", detail=BAD_JSON.format(detail=exc.msg))
-            ) from None
+        records.append((f"ligne {number}", _decode(line, f"ligne {number}")))
     return records
 
 

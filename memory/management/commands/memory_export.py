@@ -37,6 +37,11 @@ class Command(FrenchCommand):
             raise CommandError(f"Dossier introuvable : {file.parent}")
         if file.is_dir():
             raise CommandError(f"C'est un dossier, pas un fichier : {file}")
-        counts = memory_export(path=file, since=since_at)
+        try:
+            counts = memory_export(path=file, since=since_at)
+        except OSError as exc:
+            # The earlier export, if any, is untouched (memory_export writes aside first).
+            reason = exc.strerror or exc
+            raise CommandError(f"Impossible d'écrire l'export dans {file} : {reason}") from None
         parts = ", ".join(f"{counts.get(t, 0)} {label}" for t, label in TYPE_LABELS.items())
         self.stdout.write(f"Export écrit dans {file} : {parts}, réglages.")

@@ -36,15 +36,41 @@ PORT_IN_USE_MESSAGE = (
     "un autre port (--port ou MAKILAB_PORT)."
 )
 BIND_ERROR_MESSAGE = "Impossible d'écouter sur {host}:{port} : {detail}"
+BAD_ADDRESS_DETAIL = "hôte ou port invalide"
+PORT_RANGE_MESSAGE = (
+    "Port invalide : {port} (un nombre de 1 à 65535 est attendu, --port ou MAKILAB_PORT)."
+)
+THREADS_MESSAGE = (
+    "Nombre de threads invalide : {threads} (au moins 1, --threads ou MAKILAB_THREADS)."
+)
+PORT_MAX = 65535
 
 
-def bind_error_message(host: str, port: int, exc: OSError) -> str:
-    """One French line for a socket that cannot be bound (no traceback)."""
+def bind_error_message(host: str, port: int, exc: Exception) -> str:
+    """One French line for a socket that cannot be bound (no traceback).
+
+    waitress raises OSError when the socket cannot be bound, ValueError or
+    OverflowError when the host does not resolve or the port is out of range.
+    """
     import errno
 
+    if not isinstance(exc, OSError):
+        return BIND_ERROR_MESSAGE.format(host=host, port=port, detail=BAD_ADDRESS_DETAIL)
     if exc.errno == errno.EADDRINUSE:
         return PORT_IN_USE_MESSAGE.format(host=host, port=port)
     return BIND_ERROR_MESSAGE.format(host=host, port=port, detail=exc.strerror or exc)
+
+
+def serve_options_check(options: dict) -> None:
+    """Refuse a port or a thread count waitress would misuse, before anything starts.
+
+    waitress takes a port above 65535 modulo 65536 (70000 serves on 4464) and
+    starts with no thread at all for --threads 0.
+    """
+    if not 1 <= options["port"] <= PORT_MAX:
+        raise CommandError(PORT_RANGE_MESSAGE.format(port=options["port"]))
+    if options["threads"] < 1:
+        raise CommandError(THREADS_MESSAGE.format(threads=options["threads"]))
 
 
 def superuser_ensure() -> str | None:
@@ -98,6 +124,7 @@ class Command(FrenchCommand):
     def handle(self, *args, **options):
         from memory.services.serve_link import ServeAlreadyRunning, ServeLock
 
+        serve_options_check(options)
         # Before anything else: a second serve on this data folder would share the
         # embedded Qdrant folder and the in-process queue's recovery with the first.
         lock = ServeLock()
@@ -142,7 +169,7 @@ class Command(FrenchCommand):
                 ident="makilab",
                 **waitress_proxy_options(),
             )
-        except OSError as exc:
+        except (OSError, ValueError, OverflowError) as exc:
             raise CommandError(bind_error_message(options["host"], options["port"], exc)) from None
         # waitress stops cleanly on SystemExit; make SIGTERM (systemd, docker,
         # a test) mean the same as Ctrl-C.
