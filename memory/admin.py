@@ -8,6 +8,7 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from memory.exceptions import MemoryServiceError
 from memory.models import (
@@ -157,7 +158,7 @@ class FactAdmin(admin.ModelAdmin):
         "updated_at",
         "last_accessed_at",
         "access_count",
-        "source_message",
+        "source_message_shown",
         "forgetting",
         "owner_fields",
         # The indexing state machine's fields: shown (an error stays visible), never edited.
@@ -176,6 +177,30 @@ class FactAdmin(admin.ModelAdmin):
     exclude = ("kind", "category")
     inlines = [FactRevisionInline]
     actions = ["restore_facts", "forget_facts", "erase_facts"]
+
+    @admin.display(description="message d'origine")
+    def source_message_shown(self, obj: Fact) -> str:
+        """The fact's source message, read as every page reads messages: one a forget took
+        (a fact it left keeps the link until the purge) shows nothing of its text."""
+        message = Message.objects.filter(pk=obj.source_message_id).first()
+        return str(message) if message is not None else "—"
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict:
+        """The add form pre-filled from the URL (?key=…&value=…): an expiry given there as
+        text reached the date-time widget as a string (a 500); it is parsed, or dropped."""
+        initial = super().get_changeform_initial_data(request)
+        if "expires_at" in initial:
+            try:
+                parsed = parse_datetime(str(initial["expires_at"]))
+            except ValueError:  # well formed, but no such date
+                parsed = None
+            if parsed is None:
+                initial.pop("expires_at")
+            else:
+                initial["expires_at"] = (
+                    parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed)
+                )
+        return initial
 
     def save_model(self, request, obj: Fact, form, change: bool) -> None:
         # Go through the services so every admin edit leaves a revision.

@@ -6,7 +6,11 @@ import re
 from decimal import Decimal
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import (
+    MaxValueValidator,
+    MinValueValidator,
+    ProhibitNullCharactersValidator,
+)
 from django.db import models
 from django.db.models import Manager
 from django.utils import timezone
@@ -398,8 +402,10 @@ def _french_number(n: int) -> str:
 
 
 def validate_fact_value(value: str) -> None:
-    """The one length rule of a fact's value (model, admin, forms, API, tools, MCP):
-    refused with a message, never cut."""
+    """The one rule of a fact's value (model, admin, forms, API, tools, MCP): its length,
+    refused with a message, never cut; and no NUL character (SQLite's LIKE and the FTS
+    tokenizer stop at it: the rest of the value would escape a search and a forget)."""
+    ProhibitNullCharactersValidator()(value)  # Django's rule and message, as DRF's
     if len(value) > FACT_VALUE_MAX_CHARS:
         message = FACT_VALUE_TOO_LONG_MESSAGE.format(
             limit=_french_number(FACT_VALUE_MAX_CHARS), length=_french_number(len(value))
@@ -423,7 +429,7 @@ def _validate_subjects(value: object) -> None:
     if any(len(s) > SUBJECT_MAX_CHARS for s in value):
         raise ValidationError(f"Un sujet a au plus {SUBJECT_MAX_CHARS} caractères.")
     if any("\x00" in s for s in value):
-        raise ValidationError("Le caractère nul n'est pas autorisé.")
+        raise ValidationError(ProhibitNullCharactersValidator.message)
 
 
 class Fact(Indexable):
