@@ -35,7 +35,8 @@ est temporaire). Pour corriger un fait, enregistre la même clé ; pour le suppr
 memory__delete_fact.
 - Quand il te demande d'oublier un sujet, utilise memory__forget : directement si la \
 demande est claire ; si le sujet est ambigu, d'abord avec dry_run=true, puis montre-lui ce \
-qui serait pris et attends son accord. Après l'oubli, dis seulement que c'est oublié et qu'il \
+qui serait pris et attends son accord ; pour oublier, renvoie les ids de cet aperçu (rien \
+d'autre n'est pris). Après l'oubli, dis seulement que c'est oublié et qu'il \
 peut annuler depuis la page Mémoire : ne nomme, ne répète et ne résume jamais ce qui a été \
 oublié.
 - memory__recent liste les derniers faits retenus ; memory__index ajoute un texte de \

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
+import time
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -38,6 +40,15 @@ MAX_VALUE_CHARS = 1000
 MAX_SUBJECTS = 10
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_]{0,99}$"
 EXCERPT_CHARS = 300
+# A forget's confirmed preview: memory.api.forgetting.ForgetInputSerializer's ids.
+FORGET_ID_PATTERN = r"^(message|fact|summary|revision):\d+$"
+MAX_FORGET_IDS = 2000
+# How long a dry run's ids stand for the owner's agreement given without them: the forget
+# turn is left out of the next turn's history (agent.loop), so the agent, told "oui,
+# vas-y", usually confirms with the topic alone.
+FORGET_PREVIEW_KEEP_S = 3600.0
+_previews: dict[tuple[str, tuple[str, ...]], tuple[float, list[str]]] = {}
+_previews_lock = threading.Lock()
 
 UNKNOWN_TOOL_MESSAGE = "Outil inconnu : {name}."
 INVALID_INPUT_MESSAGE = "Entrée invalide pour {name} : {detail}"
@@ -138,6 +149,13 @@ def _index(tool_input: dict, context: ToolContext) -> dict:
     return {"indexed": True, "action": result.action, "key": result.fact.key}
 
 
+def _preview_key(context: ToolContext, topic: str) -> tuple[str, tuple[str, ...]]:
+    """A dry run's key: the channel and the topic's words (a confirmation may rephrase it)."""
+    from memory.services.forgetting_select import topic_terms
+
+    return context.channel, tuple(sorted(set(topic_terms(topic))))
+
+
 def _forget(tool_input: dict, context: ToolContext) -> dict:
     from memory.services.forgetting import topic_forget, topic_forget_preview
 
@@ -145,9 +163,29 @@ def _forget(tool_input: dict, context: ToolContext) -> dict:
         plan = topic_forget_preview(topic=tool_input["topic"], keep_message_ids=context.message_ids)
         # The LLM reads it: the agent's scope, nothing of a fact already forgotten.
         plan = plan.for_agent()
-        return {"dry_run": True, "summary": plan.as_text(), "counts": plan.counts()}
+        ids = plan.item_ids()
+        with _previews_lock:
+            _previews[_preview_key(context, tool_input["topic"])] = (time.monotonic(), ids)
+        return {
+            "dry_run": True,
+            "summary": plan.as_text(),
+            "counts": plan.counts(),
+            "ids": ids,  # what a confirmation sends back: nothing else is taken
+        }
+    # The preview's ids once the owner agreed (the MCP tool's rule): a new selection (an
+    # LLM judge asked again) takes nothing the owner was not shown. Without ids, the ids
+    # of this channel's last dry run of the topic if there was one, else a direct forget
+    # of a clear request: the agent's scope, selected now.
+    only = tool_input.get("ids")
+    with _previews_lock:
+        shown = _previews.pop(_preview_key(context, tool_input["topic"]), None)
+    if only is None and shown is not None and time.monotonic() - shown[0] < FORGET_PREVIEW_KEEP_S:
+        only = shown[1]
     result = topic_forget(
-        topic=tool_input["topic"], actor=context.actor, keep_message_ids=context.message_ids
+        topic=tool_input["topic"],
+        actor=context.actor,
+        keep_message_ids=context.message_ids,
+        only=only,
     )
     # Counts and the undo window only: the reply must name nothing that was forgotten.
     return {"summary": result.as_text(), **result.as_dict()}
@@ -269,7 +307,8 @@ TOOLS: dict[str, Tool] = {
                 "qui PARLENT de ce sujet quittent la mémoire. Il peut annuler depuis la page "
                 "Mémoire pendant quelques jours, ensuite c'est définitif. Oublie directement "
                 "quand la demande est claire ; si le sujet est ambigu, appelle d'abord avec "
-                "dry_run=true, montre-lui ce qui serait pris et n'oublie qu'après son accord. "
+                "dry_run=true, montre-lui ce qui serait pris et n'oublie qu'après son accord, en "
+                "renvoyant les ids de cet aperçu (ids) : rien d'autre n'est pris. "
                 "La réponse ne donne que des nombres : ne répète, ne liste et ne résume jamais "
                 "ce qui a été oublié."
             ),
@@ -284,6 +323,19 @@ TOOLS: dict[str, Tool] = {
                     "dry_run": {
                         "type": "boolean",
                         "description": "true : montrer ce qui serait oublié, sans rien changer.",
+                    },
+                    "ids": {
+                        "type": "array",
+                        "items": {
+                            "type": "string",
+                            "pattern": FORGET_ID_PATTERN,
+                            "maxLength": 40,
+                        },
+                        "maxItems": MAX_FORGET_IDS,
+                        "description": (
+                            "Après un dry_run et l'accord du propriétaire : les ids de l'aperçu "
+                            "montré (ex. « message:12 »). Seuls ceux-là sont oubliés."
+                        ),
                     },
                 },
                 ["topic"],

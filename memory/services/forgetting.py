@@ -113,10 +113,12 @@ def topic_forget(
 
     topic = _clean_topic(topic)
     chosen = select(topic, keep=keep_message_ids)
-    if only is None and actor == Actor.AGENT:
+    if actor == Actor.AGENT:
         # The agent's scope (its preview's): a fact already forgotten stays as it is,
-        # restorable by the owner, and the counts answered say nothing of it.
-        only = plan_of(topic, chosen).for_agent().item_ids()
+        # restorable by the owner, and the counts answered say nothing of it; ids the
+        # agent sends back take nothing outside it.
+        scope = plan_of(topic, chosen).for_agent().item_ids()
+        only = scope if only is None else sorted(set(only) & set(scope))
     if only is not None:
         chosen = restricted(chosen, only)
     plan = plan_of(topic, chosen)
