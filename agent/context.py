@@ -6,7 +6,8 @@ turns (the channel's history, then the messages being answered). When a tool
 forgets mid-answer (memory__forget, a delete), both are rebuilt before the next
 request, and what the answer's earlier tool calls returned is withdrawn: what the
 forget took reaches no later request (tool_exchange_withdraw keeps every
-tool_use paired with its tool_result, as the Messages API requires).
+tool_use paired with its tool_result, as the Messages API requires). The agent loop
+does the same for a forget committed elsewhere while the answer runs.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def tool_exchange_withdraw(tail: list[dict], ran: list[tuple[str, object]]) -> l
     """The answer's tool exchange so far, without what it could quote of the forgotten.
 
     ``tail``: its assistant (tool_use) and user (tool_result) turns; ``ran``: the
-    (tool_use id, outcome) of its last turn, in order. Every call that ran before
+    (tool_use id, outcome) of its last turn, in order, or none for a forget made
+    outside the answer (every call ran before it). Every call that ran before
     the last forget, forgetting tools aside (their results name nothing taken; a dry
     run's preview does, and is withdrawn),
     keeps its tool_use with an empty input and its tool_result with
@@ -84,7 +86,9 @@ def tool_exchange_withdraw(tail: list[dict], ran: list[tuple[str, object]]) -> l
     """
     from agent.tools import TOOLS
 
-    last = max(i for i, (_, outcome) in enumerate(ran) if outcome_forgot(outcome))
+    last = max(
+        (i for i, (_, outcome) in enumerate(ran) if outcome_forgot(outcome)), default=len(ran)
+    )
     kept = {use_id for use_id, _ in ran[last + 1 :]}
     for turn in tail:
         for block in turn["content"]:

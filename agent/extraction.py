@@ -276,9 +276,9 @@ def exchange_facts_save(
             "reply": reply.content if reply else "",
             "channel": channel,
         }
-        mark = _forget_mark() if tool_results else None
+        mark = forget_mark() if tool_results else None
         candidates, report.dropped = facts_extract(**texts, tool_results=tool_results)
-        if mark is not None and _forgotten_after(mark):
+        if mark is not None and forgotten_after(mark):
             # A forget landed while the LLM read those results: they may quote what it
             # took. Its answer is not used; the exchange alone is asked again.
             candidates, report.dropped = facts_extract(**texts, tool_results=())
@@ -340,7 +340,7 @@ def _forgotten_since(moment) -> bool:
     )
 
 
-def _forget_mark() -> tuple[int, int]:
+def forget_mark() -> tuple[int, int]:
     """The newest forget and fact revision committed now. SQLite gives ids in commit order
     (one writer at a time, AUTOINCREMENT): a forget whose transaction is still open has an
     id above the mark even when its date is earlier (it took the time, then committed
@@ -355,7 +355,7 @@ def _forget_mark() -> tuple[int, int]:
     )
 
 
-def _forgotten_after(mark: tuple[int, int]) -> bool:
+def forgotten_after(mark: tuple[int, int]) -> bool:
     """Whether a topic or a fact was forgotten, erased or expired after ``mark``."""
     from memory.models import FactRevision, Forgetting, RevisionReason
 

@@ -9,9 +9,12 @@ handle_message():
     channel's last summary inside it, within block_max_tokens: agent.context)
   → Messages API with the channel's recent history and the memory__* tools,
     tool calls run, up to AGENT_MAX_TURNS calls (the last without tools); after
-    a tool that forgets, the block, the history and the earlier tool results are
-    rebuilt before the next call (agent.context)
-  → save the reply → post-response tasks (fact extraction, compaction) on commit
+    a tool that forgets, or a forget committed elsewhere (/memory, the API, MCP)
+    since the answer started, the block, the history and the earlier tool
+    results are rebuilt before the next call (agent.context)
+  → save the reply → post-response tasks (fact extraction, compaction) on commit;
+    the extraction reads every user message the reply closes, those an LLM
+    outage left unanswered included (the channel's open exchange)
   → ChatResult(reply, retrieval id, usage).
 
 Every LLM call writes an llm_usage row with the tokens the memory block added
@@ -49,6 +52,7 @@ from agent.context import (
     turn_text,
 )
 from agent.exceptions import LlmError, LlmNotConfigured, LlmUnavailable
+from agent.extraction import forget_mark, forgotten_after
 from agent.tools import ToolContext, ToolOutcome, tool_definitions, tool_run
 from memory.models import Message, MessageRole, MessageSource
 
@@ -130,6 +134,9 @@ class _Batch:
 
 _batches: dict[str, _Batch] = {}
 _batches_lock = threading.Lock()
+# The ids of the messages an answer of this process is working on: another answer's
+# extraction leaves them to it (see _extraction_message_ids).
+_answering: set[int] = set()
 
 
 def _join_or_lead(channel: str, message: Message, window: float) -> tuple[_Batch, bool]:
@@ -292,13 +299,60 @@ def _tool_result_block(tool_use_id: str, outcome: ToolOutcome) -> dict:
     return block
 
 
+def _extraction_message_ids(
+    *, channel: str, message_ids: list[int], users: list[Message]
+) -> list[int]:
+    """The user messages the reply (not saved yet) closes: the channel's open exchange
+    up to this batch (memory.services.messages._open_exchange: since its last reply,
+    excluded and forgotten messages aside), then the batch's own.
+
+    An LLM outage leaves a saved message without a reply: the next reply of the
+    channel closes it, and its extraction reads it (the outage delays the work,
+    never loses it), as the messages API does for an outside agent. Messages after
+    the batch, or that another answer of this process is working on, are left to
+    their own answer.
+    """
+    from memory.services.messages import _open_exchange
+
+    top = max(message_ids)
+    with _batches_lock:
+        others = _answering - set(message_ids)
+    earlier = [
+        m.id
+        for m in _open_exchange(channel)
+        if m.role == MessageRole.USER and m.id < top and m.id not in others
+    ]
+    return sorted({*earlier, *(m.id for m in users)})
+
+
 def _answer(
+    *, channel: str, messages: list[Message], source: str, stream: bool
+) -> Generator[tuple[str, Any], None, ChatResult]:
+    message_ids = [m.id for m in messages]
+    with _batches_lock:
+        _answering.update(message_ids)
+    try:
+        return (
+            yield from _answer_batch(
+                channel=channel, messages=messages, source=source, stream=stream
+            )
+        )
+    finally:
+        with _batches_lock:
+            _answering.difference_update(message_ids)
+
+
+def _answer_batch(
     *, channel: str, messages: list[Message], source: str, stream: bool
 ) -> Generator[tuple[str, Any], None, ChatResult]:
     from agent.client import llm_call, llm_stream, message_text
     from agent.followups import exchange_followups_enqueue
     from memory.services.messages import message_save
 
+    # What was forgotten or erased before now is out of what this answer reads; a
+    # forget committed after this mark (from /memory, the API, MCP, or one of the
+    # answer's tools) rebuilds the context of its next request.
+    mark = forget_mark()
     message_ids = [m.id for m in messages]
     combined = "\n\n".join(turn_text(m) for m in messages)
     # A batch holding a user message is a user batch, whoever led it: retrieval
@@ -332,6 +386,13 @@ def _answer(
     try:
         for turn in range(1, max_turns + 1):
             last = turn == max_turns
+            if forgotten_after(mark):
+                # A forget committed since the last request (an owner's on /memory, the
+                # API or MCP): what it took reaches no later request, as after a tool
+                # that forgets; every earlier tool result is withdrawn.
+                mark = forget_mark()
+                context = context_after_forget(**asked, retrieval=retrieval)
+                tail = tool_exchange_withdraw(tail, [])
             request = {
                 "system": context.system,
                 "messages": [*context.turns, *tail],
@@ -384,12 +445,17 @@ def _answer(
             tail.append({"role": "user", "content": results})
             if any(outcome_forgot(outcome) for _, outcome in ran):
                 # What it took reaches no later request: block, history, earlier results.
+                mark = forget_mark()
                 context = context_after_forget(**asked, retrieval=retrieval)
                 tail = tool_exchange_withdraw(tail, ran)
     except LlmError as exc:
         exc.message_ids = tuple(message_ids)
         raise
 
+    # Read before the reply is saved: it closes the channel's open exchange.
+    extracted = _extraction_message_ids(
+        channel=channel, message_ids=message_ids, users=user_messages
+    )
     reply_message = message_save(
         channel=channel,
         role=MessageRole.ASSISTANT,
@@ -406,11 +472,12 @@ def _answer(
         forget_exchange_exclude(message_ids=[*message_ids, reply_message.id])
     exchange_followups_enqueue(
         channel=channel,
-        message_ids=[m.id for m in user_messages],
+        message_ids=extracted,
         reply_id=reply_message.id,
         tool_results=[o.content for o in outcomes if o.feeds_extraction and not o.is_error],
-        # Not after a forget: the exchange names what was (or would be) forgotten.
-        extract=bool(user_messages) and not forgot,
+        # Not after a forget: the exchange names what was (or would be) forgotten. The
+        # messages it left unanswered stay open: the channel's next reply closes them.
+        extract=bool(extracted) and not forgot,
     )
     return ChatResult(
         reply=reply_message.content,

@@ -29,15 +29,6 @@ TOPIC = "le mariage de Marie à Lisbonne"
 DETAILS = ("Belém", "14 juin")
 
 
-@pytest.fixture
-def world(vector_store, local_embedder, fake_anthropic, settings, tmp_path):
-    settings.AGENT_COALESCE_SECONDS = 0
-    settings.OBSIDIAN_API_URL = ""
-    settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
-    (tmp_path / "vault").mkdir()
-    return fake_anthropic
-
-
 def _chats(world) -> list[str]:
     """Each chat request (the ones with tools) as JSON text."""
     return [

@@ -25,15 +25,6 @@ pytestmark = pytest.mark.django_db
 RECALLS = [SECTION_TITLES[name] for name in ("core", "memories", "live", "notes")]
 
 
-@pytest.fixture
-def world(vector_store, local_embedder, fake_anthropic, settings, tmp_path):
-    settings.AGENT_COALESCE_SECONDS = 0
-    settings.OBSIDIAN_API_URL = ""
-    settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
-    (tmp_path / "vault").mkdir()
-    return fake_anthropic
-
-
 def _block(system: str) -> str:
     found = re.search(r"<<<MEMOIRE (\S+)>>>.*<<<FIN MEMOIRE \1>>>", system, re.S)
     assert found, system
