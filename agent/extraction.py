@@ -252,6 +252,7 @@ def exchange_facts_save(
 
     from agent.client import llm_available
     from memory.models import Message
+    from memory.services.forgetting import forget_mark, forgotten_after
 
     report = ExtractionReport()
     if not llm_available():
@@ -337,34 +338,6 @@ def _forgotten_since(moment) -> bool:
     return (
         Forgetting.objects.filter(created_at__gte=moment).exists()
         or Fact.all_objects.filter(forgotten=True, forgotten_at__gte=moment).exists()
-    )
-
-
-def forget_mark() -> tuple[int, int]:
-    """The newest forget and fact revision committed now. SQLite gives ids in commit order
-    (one writer at a time, AUTOINCREMENT): a forget whose transaction is still open has an
-    id above the mark even when its date is earlier (it took the time, then committed
-    while the LLM read)."""
-    from django.db.models import Max
-
-    from memory.models import FactRevision, Forgetting
-
-    return (
-        Forgetting.objects.aggregate(top=Max("id"))["top"] or 0,
-        FactRevision.all_objects.aggregate(top=Max("id"))["top"] or 0,
-    )
-
-
-def forgotten_after(mark: tuple[int, int]) -> bool:
-    """Whether a topic or a fact was forgotten, erased or expired after ``mark``."""
-    from memory.models import FactRevision, Forgetting, RevisionReason
-
-    forgetting_top, revision_top = mark
-    return (
-        Forgetting.objects.filter(pk__gt=forgetting_top).exists()
-        or FactRevision.all_objects.filter(
-            pk__gt=revision_top, reason__in=(RevisionReason.FORGOTTEN, RevisionReason.EXPIRED)
-        ).exists()
     )
 
 

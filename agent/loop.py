@@ -52,9 +52,9 @@ from agent.context import (
     turn_text,
 )
 from agent.exceptions import LlmError, LlmNotConfigured, LlmUnavailable
-from agent.extraction import forget_mark, forgotten_after
 from agent.tools import ToolContext, ToolOutcome, tool_definitions, tool_run
 from memory.models import Message, MessageRole, MessageSource
+from memory.services.forgetting import forget_mark, forgotten_after
 
 logger = logging.getLogger(__name__)
 

@@ -164,8 +164,11 @@ def _forget(tool_input: dict, context: ToolContext) -> dict:
         # The LLM reads it: the agent's scope, nothing of a fact already forgotten.
         plan = plan.for_agent()
         ids = plan.item_ids()
+        now = time.monotonic()
         with _previews_lock:
-            _previews[_preview_key(context, tool_input["topic"])] = (time.monotonic(), ids)
+            for key in [k for k, (at, _) in _previews.items() if now - at >= FORGET_PREVIEW_KEEP_S]:
+                del _previews[key]  # dry runs nobody agreed to
+            _previews[_preview_key(context, tool_input["topic"])] = (now, ids)
         return {
             "dry_run": True,
             "summary": plan.as_text(),

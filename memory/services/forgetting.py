@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from memory.exceptions import MemoryServiceError
@@ -328,3 +328,25 @@ def forget_exchange_exclude(*, message_ids: Iterable[int]) -> int:
     rows_changed(KIND_MESSAGE, sorted(ids))
     redact_copies(items={f"message:{i}" for i in ids}, message_texts=texts)
     return changed
+
+
+def forget_mark() -> tuple[int, int]:
+    """The newest forget and fact revision committed now, for ``forgotten_after``. SQLite
+    gives ids in commit order (one writer at a time, AUTOINCREMENT): a forget whose
+    transaction is still open gets an id above the mark even when its date is earlier (it
+    took its time, then committed while an LLM call ran)."""
+    return (
+        Forgetting.objects.aggregate(top=Max("id"))["top"] or 0,
+        FactRevision.all_objects.aggregate(top=Max("id"))["top"] or 0,
+    )
+
+
+def forgotten_after(mark: tuple[int, int]) -> bool:
+    """Whether a topic or a fact was forgotten, erased or expired after ``mark``."""
+    forgetting_top, revision_top = mark
+    return (
+        Forgetting.objects.filter(pk__gt=forgetting_top).exists()
+        or FactRevision.all_objects.filter(
+            pk__gt=revision_top, reason__in=(RevisionReason.FORGOTTEN, RevisionReason.EXPIRED)
+        ).exists()
+    )

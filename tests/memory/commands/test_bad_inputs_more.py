@@ -61,34 +61,23 @@ def test_seed_self_with_a_lone_surrogate_is_a_command_error(tmp_path):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_seed_self_empty_file_is_a_command_error(tmp_path):
-    seed = tmp_path / "seed.json"
-    seed.write_text("")
-    _french_command_error("memory_seed_self", str(seed))
-
-
-@pytest.mark.django_db(transaction=True)
-def test_seed_self_non_utf8_is_a_command_error(tmp_path):
-    seed = tmp_path / "seed.json"
-    seed.write_bytes(b"\xff\xfe garbage")
-    _french_command_error("memory_seed_self", str(seed))
+@pytest.mark.parametrize(
+    "command, name, content",
+    [
+        ("memory_seed_self", "seed.json", b""),
+        ("memory_seed_self", "seed.json", b"\xff\xfe garbage"),
+        ("memory_import", "vide.jsonl", b""),
+        ("memory_import", "bad.jsonl", b"\xff\xfe garbage\n"),
+    ],
+    ids=["seed-empty", "seed-non-utf8", "import-empty", "import-non-utf8"],
+)
+def test_an_empty_or_non_utf8_file_is_a_command_error(tmp_path, command, name, content):
+    path = tmp_path / name
+    path.write_bytes(content)
+    _french_command_error(command, str(path))
 
 
 # memory_import, memory_export, memory_backup
-
-
-@pytest.mark.django_db(transaction=True)
-def test_import_empty_file_is_a_command_error(tmp_path):
-    f = tmp_path / "vide.jsonl"
-    f.write_text("")
-    _french_command_error("memory_import", str(f))
-
-
-@pytest.mark.django_db(transaction=True)
-def test_import_non_utf8_is_a_command_error(tmp_path):
-    f = tmp_path / "bad.jsonl"
-    f.write_bytes(b"\xff\xfe garbage\n")
-    _french_command_error("memory_import", str(f))
 
 
 @pytest.mark.django_db(transaction=True)
