@@ -1,0 +1,98 @@
+"""T1, the memory's source of truth: facts, messages, summaries, settings, logs.
+
+One module per concern; every name is imported from ``memory.models`` (migrations
+name the field rules by this path).
+"""
+
+from memory.models.base import Forgetting, Indexable, InMemoryManager, forgetting_link
+from memory.models.choices import (
+    CATEGORY_LABELS,
+    DEFAULT_IMPORTANCE,
+    KIND_CATEGORIES,
+    Actor,
+    DigestState,
+    FactKind,
+    FactSource,
+    ForgetSelection,
+    ForgettingState,
+    GoalCategory,
+    IndexState,
+    JobKind,
+    JobState,
+    MemoryType,
+    MessageRole,
+    MessageSource,
+    RevisionReason,
+    SelfCategory,
+)
+from memory.models.conversation import Message, MessageManager, Summary
+from memory.models.facts import AgentItem, AgentItemManager, Fact, FactRevision, OwnerFactManager
+from memory.models.logs import Digest, ErasedMark, Job, MemoryRetrieval, MessageRecording
+from memory.models.rules import (
+    CATEGORY_INVALID_MESSAGE,
+    FACT_ASIDE_KEY_PATTERN,
+    FACT_KEY_MESSAGE,
+    FACT_KEY_RESERVED_MESSAGE,
+    FACT_VALUE_MAX_CHARS,
+    FACT_VALUE_TOO_LONG_MESSAGE,
+    SUBJECT_MAX_CHARS,
+    SUBJECTS_MAX,
+    _validate_subjects,
+    validate_fact_key,
+    validate_fact_key_shape,
+    validate_fact_value,
+)
+from memory.models.settings import CHANNEL_OBSERVED_HELP, ChannelSettings, MemorySettings
+
+__all__ = [
+    "CATEGORY_INVALID_MESSAGE",
+    "CATEGORY_LABELS",
+    "CHANNEL_OBSERVED_HELP",
+    "DEFAULT_IMPORTANCE",
+    "FACT_ASIDE_KEY_PATTERN",
+    "FACT_KEY_MESSAGE",
+    "FACT_KEY_RESERVED_MESSAGE",
+    "FACT_VALUE_MAX_CHARS",
+    "FACT_VALUE_TOO_LONG_MESSAGE",
+    "KIND_CATEGORIES",
+    "SUBJECTS_MAX",
+    "SUBJECT_MAX_CHARS",
+    "Actor",
+    "AgentItem",
+    "AgentItemManager",
+    "ChannelSettings",
+    "Digest",
+    "DigestState",
+    "ErasedMark",
+    "Fact",
+    "FactKind",
+    "FactRevision",
+    "FactSource",
+    "ForgetSelection",
+    "Forgetting",
+    "ForgettingState",
+    "GoalCategory",
+    "InMemoryManager",
+    "IndexState",
+    "Indexable",
+    "Job",
+    "JobKind",
+    "JobState",
+    "MemoryRetrieval",
+    "MemorySettings",
+    "MemoryType",
+    "Message",
+    "MessageManager",
+    "MessageRecording",
+    "MessageRole",
+    "MessageSource",
+    "OwnerFactManager",
+    "RevisionReason",
+    "SelfCategory",
+    "Summary",
+    "_validate_subjects",
+    "forgetting_link",
+    "validate_fact_key",
+    "validate_fact_key_shape",
+    "validate_fact_value",
+]

@@ -1,0 +1,87 @@
+"""The one rule of each fact field several writers check: key, value, subjects, category."""
+
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.core.validators import ProhibitNullCharactersValidator
+
+FACT_KEY_MESSAGE = (
+    "La clé d'un fait ne peut pas contenir « / », « \\ » ni de retour à la ligne, "
+    "ni être vide, ni commencer ou finir par un espace."
+)
+
+
+# The end of the key a forget sets a fact aside under while its own key is used again
+# ("<key> (oubli n° N)", "<key> (fait oublié n° N)": memory.services.forgetting_restated).
+# Only that code writes it: a fact written under it would be taken for the one set aside,
+# and an undo would give it the owner's fact's key, or the owner's fact its key.
+FACT_ASIDE_KEY_PATTERN = re.compile(r" \((?:oubli|fait oublié) n° \d+\)$")
+FACT_KEY_RESERVED_MESSAGE = (
+    "La clé « {key} » finit comme celle d'un fait mis de côté par un oubli "
+    "(« (oubli n° N) » ou « (fait oublié n° N) ») : choisissez-en une autre."
+)
+
+
+def validate_fact_key_shape(value: str) -> None:
+    """The key of a row this memory may hold, one a forget set aside included: it must fit
+    in a URL path segment."""
+    if (
+        not value
+        or value != value.strip()
+        or any(c in value for c in "/\\")
+        or any(ord(c) < 32 or ord(c) == 127 for c in value)
+    ):
+        raise ValidationError(FACT_KEY_MESSAGE, code="invalid_key")
+
+
+def validate_fact_key(value: str) -> None:
+    """The one key rule of a writer (model, admin, forms, API, tools, MCP, import): the
+    shape above, and not the end of a key a forget sets a fact aside under (a fact that
+    already holds one keeps it: fact_update, the admin and the import check its shape)."""
+    validate_fact_key_shape(value)
+    if FACT_ASIDE_KEY_PATTERN.search(value):
+        raise ValidationError(FACT_KEY_RESERVED_MESSAGE.format(key=value), code="reserved_key")
+
+
+FACT_VALUE_MAX_CHARS = 10_000
+FACT_VALUE_TOO_LONG_MESSAGE = (
+    "La valeur d'un fait est limitée à {limit} caractères (celle-ci en a {length}) : "
+    "raccourcissez-la ou découpez-la en plusieurs faits."
+)
+
+
+def _french_number(n: int) -> str:
+    return f"{n:,}".replace(",", "\u202f")  # 10 000, with a narrow no-break space
+
+
+def validate_fact_value(value: str) -> None:
+    """The one rule of a fact's value (model, admin, forms, API, tools, MCP): its length,
+    refused with a message, never cut; and no NUL character (SQLite's LIKE and the FTS
+    tokenizer stop at it: the rest of the value would escape a search and a forget)."""
+    ProhibitNullCharactersValidator()(value)  # Django's rule and message, as DRF's
+    if len(value) > FACT_VALUE_MAX_CHARS:
+        message = FACT_VALUE_TOO_LONG_MESSAGE.format(
+            limit=_french_number(FACT_VALUE_MAX_CHARS), length=_french_number(len(value))
+        )
+        raise ValidationError(message, code="too_long")
+
+
+CATEGORY_INVALID_MESSAGE = "Catégorie invalide pour le genre « {kind} »."
+
+
+SUBJECT_MAX_CHARS = 100
+SUBJECTS_MAX = 50
+
+
+def _validate_subjects(value: object) -> None:
+    """The one rule of a fact's subjects (model, admin, /memory, API, import)."""
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise ValidationError("Les sujets doivent être une liste de mots.")
+    if len(value) > SUBJECTS_MAX:
+        raise ValidationError(f"Au plus {SUBJECTS_MAX} sujets.")
+    if any(len(s) > SUBJECT_MAX_CHARS for s in value):
+        raise ValidationError(f"Un sujet a au plus {SUBJECT_MAX_CHARS} caractères.")
+    if any("\x00" in s for s in value):
+        raise ValidationError(ProhibitNullCharactersValidator.message)
