@@ -34,15 +34,19 @@ are answered separately.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Generator
-from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 
+from agent.chat_result import ChatResult, UsageTotals
+from agent.coalescing import (
+    answering,
+    answering_others,
+    coalesce_follow,
+    coalesce_join_or_lead,
+    coalesce_wait_and_close,
+)
 from agent.context import (
     context_after_forget,
     latest_summary,
@@ -51,7 +55,7 @@ from agent.context import (
     tool_exchange_withdraw,
     turn_text,
 )
-from agent.exceptions import LlmError, LlmNotConfigured, LlmUnavailable
+from agent.exceptions import LlmError, LlmNotConfigured
 from agent.tools import ToolContext, ToolOutcome, tool_definitions, tool_run
 from memory.models import Message, MessageRole, MessageSource
 from memory.services.forgetting import forget_mark, forgotten_after
@@ -59,128 +63,13 @@ from memory.services.forgetting import forget_mark, forgotten_after
 logger = logging.getLogger(__name__)
 
 AGENT_AUTHOR = "makilab"
-# A continuous stream of messages is answered after at most this many windows.
-COALESCE_MAX_WINDOWS = 3
 TURN_CAP_REPLY = (
     "Je n'ai pas réussi à terminer en {turns} étapes (recherches dans ma mémoire comprises). "
     "Peux-tu préciser ta demande ?"
 )
 EMPTY_REPLY = "Je n'ai pas de réponse à te donner."
-INTERRUPTED_MESSAGE = "La réponse a été interrompue avant la fin. Réessaie."
 # The stop reason of a message saved in an observed room: no answer by design.
 OBSERVED_STOP_REASON = "observed"
-
-
-@dataclass
-class UsageTotals:
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    retrieval_tokens: int = 0
-    cost_usd: Decimal = Decimal("0")
-    model: str = ""
-    usage_ids: list[int] = field(default_factory=list)
-
-    def add(self, row) -> None:
-        self.calls += 1
-        self.input_tokens += row.input_tokens
-        self.output_tokens += row.output_tokens
-        self.retrieval_tokens += row.retrieval_tokens
-        self.cost_usd += row.cost_usd
-        self.model = row.model
-        self.usage_ids.append(row.id)
-
-    def as_dict(self) -> dict:
-        return {
-            "calls": self.calls,
-            "model": self.model,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "retrieval_tokens": self.retrieval_tokens,
-            "cost_usd": str(self.cost_usd),
-        }
-
-
-@dataclass
-class ChatResult:
-    reply: str
-    retrieval_id: int | None
-    usage: UsageTotals
-    channel: str = ""
-    message_ids: list[int] = field(default_factory=list)
-    reply_id: int | None = None
-    retrieval: Any = None  # memory.services.retrieval.RetrievalResult | None
-    tool_calls: list[ToolOutcome] = field(default_factory=list)
-    stop_reason: str = ""
-
-    @property
-    def coalesced(self) -> bool:
-        return len(self.message_ids) > 1
-
-
-# --- Coalescing ------------------------------------------------------------------------
-
-
-@dataclass
-class _Batch:
-    messages: list[Message]
-    started: float
-    deadline: float
-    closed: bool = False
-    done: threading.Event = field(default_factory=threading.Event)
-    result: ChatResult | None = None
-    error: BaseException | None = None
-
-
-_batches: dict[str, _Batch] = {}
-_batches_lock = threading.Lock()
-# The ids of the messages an answer of this process is working on: another answer's
-# extraction leaves them to it (see _extraction_message_ids).
-_answering: set[int] = set()
-
-
-def _join_or_lead(channel: str, message: Message, window: float) -> tuple[_Batch, bool]:
-    """The open batch of the channel (joined) or a new one; True when we lead it."""
-    now = time.monotonic()
-    with _batches_lock:
-        batch = _batches.get(channel)
-        if batch is not None and not batch.closed:
-            batch.messages.append(message)
-            # Each new message extends the wait, up to a cap.
-            batch.deadline = min(now + window, batch.started + window * COALESCE_MAX_WINDOWS)
-            return batch, False
-        batch = _Batch(messages=[message], started=now, deadline=now + window)
-        _batches[channel] = batch
-        return batch, True
-
-
-def _wait_and_close(channel: str, batch: _Batch) -> list[Message]:
-    while True:
-        with _batches_lock:
-            remaining = batch.deadline - time.monotonic()
-            if remaining <= 0:
-                batch.closed = True
-                if _batches.get(channel) is batch:
-                    del _batches[channel]
-                return list(batch.messages)
-        time.sleep(min(remaining, 0.05))
-
-
-def _follow(batch: _Batch) -> ChatResult:
-    batch.done.wait()
-    if batch.error is not None:
-        error = batch.error
-        if isinstance(error, GeneratorExit):  # the leader's streaming client went away
-            interrupted = LlmUnavailable(INTERRUPTED_MESSAGE)
-            interrupted.message_ids = tuple(m.id for m in batch.messages)
-            raise interrupted
-        if isinstance(error, LlmError):
-            copy = type(error)(str(error))
-            copy.message_ids = getattr(error, "message_ids", ())
-            raise copy from error
-        raise error
-    assert batch.result is not None
-    return batch.result
 
 
 # --- The loop ---------------------------------------------------------------------------
@@ -253,13 +142,13 @@ def handle_message_events(
         )
         yield "done", result
         return result
-    batch, leader = _join_or_lead(message.channel, message, window)
+    batch, leader = coalesce_join_or_lead(message.channel, message, window)
     if not leader:
-        result = _follow(batch)
+        result = coalesce_follow(batch)
         yield "done", result
         return result
     try:
-        messages = _wait_and_close(message.channel, batch)
+        messages = coalesce_wait_and_close(message.channel, batch)
         batch.result = yield from _answer(
             channel=message.channel, messages=messages, source=source, stream=stream
         )
@@ -315,8 +204,7 @@ def _extraction_message_ids(
     from memory.services.messages import _open_exchange
 
     top = max(message_ids)
-    with _batches_lock:
-        others = _answering - set(message_ids)
+    others = answering_others(message_ids)
     earlier = [
         m.id
         for m in _open_exchange(channel)
@@ -328,18 +216,12 @@ def _extraction_message_ids(
 def _answer(
     *, channel: str, messages: list[Message], source: str, stream: bool
 ) -> Generator[tuple[str, Any], None, ChatResult]:
-    message_ids = [m.id for m in messages]
-    with _batches_lock:
-        _answering.update(message_ids)
-    try:
+    with answering([m.id for m in messages]):
         return (
             yield from _answer_batch(
                 channel=channel, messages=messages, source=source, stream=stream
             )
         )
-    finally:
-        with _batches_lock:
-            _answering.difference_update(message_ids)
 
 
 def _answer_batch(
