@@ -6,8 +6,30 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from memory.models.rules import _validate_subjects
+from memory.exceptions import UnsafeNotePath
 from memory.stores.compiled import CompiledRead
+from memory.stores.notes import note_path_normalize
+
+MAX_FIXED_NOTES = 20
+MSG_TOO_MANY_NOTES = f"Pas plus de {MAX_FIXED_NOTES} notes de contexte fixes."
+MSG_CONTEXT_NOTES_NOT_PATHS = "Les notes de contexte fixes doivent être une liste de chemins."
+
+
+def _validate_context_notes(value: object) -> None:
+    """The one rule of the fixed context notes (model, admin, /memory, API): a list of
+    at most MAX_FIXED_NOTES paths, each one note_path_normalize accepts."""
+    if not isinstance(value, list) or not all(isinstance(path, str) for path in value):
+        raise ValidationError(MSG_CONTEXT_NOTES_NOT_PATHS)
+    errors: list[str] = []
+    for path in value:
+        try:
+            note_path_normalize(path)
+        except UnsafeNotePath as exc:
+            errors.append(f"{path} : {exc}")
+    if len(value) > MAX_FIXED_NOTES:
+        errors.append(MSG_TOO_MANY_NOTES)
+    if errors:
+        raise ValidationError(errors)
 
 
 class MemorySettings(models.Model):
@@ -30,7 +52,7 @@ class MemorySettings(models.Model):
     )
     obsidian_context_enabled = models.BooleanField("notes Obsidian en contexte", default=True)
     obsidian_context_notes = models.JSONField(
-        "notes de contexte fixes", default=list, blank=True, validators=[_validate_subjects]
+        "notes de contexte fixes", default=list, blank=True, validators=[_validate_context_notes]
     )
     obsidian_context_tag = models.CharField("tag de contexte", max_length=100, default="makilab")
     recent_window_hours = models.PositiveSmallIntegerField(

@@ -6,7 +6,9 @@ timeout, TLS refused) stops the collection at once, so one hung server costs
 one timeout, not one per note. Results are kept in a short in-process cache
 whose key holds the settings (fixed paths, tag, enabled flag, source), so any
 change of them is seen on the next call; a vault folder's result also holds
-the folder's change marker, so a note that appears (or leaves) is seen at once.
+the folder's change marker, so a note that appears (or leaves) is seen at once,
+and the stamps (mtime, size) of the notes it used and of the fixed paths, so a
+note saved in place (which leaves its folder as it was) is read again at once.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import threading
 import time
 import unicodedata
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -25,11 +28,19 @@ from django.db import transaction
 
 from memory.exceptions import MemoryServiceError, StoreUnavailable
 from memory.models import MemorySettings
-from memory.stores.notes import Note, get_notes_provider, note_path_normalize, notes_source_key
+
+# The settings' rule; memory.services.settings imports them from here too.
+from memory.models.settings import MAX_FIXED_NOTES, MSG_TOO_MANY_NOTES
+from memory.stores.notes import (
+    Note,
+    NotesProvider,
+    get_notes_provider,
+    note_path_normalize,
+    notes_source_key,
+)
 
 logger = logging.getLogger(__name__)
 
-MAX_FIXED_NOTES = 20
 # Tagged notes injected at most (after the fixed ones): ~500 chars each.
 MAX_TAGGED_NOTES = 20
 TAG_MAX_CHARS = 100
@@ -39,7 +50,6 @@ _TAG_RE = re.compile(r"[\w-]+(?:/[\w-]+)*")
 FAILURE_SOURCE = "source"
 FAILURE_TAG = "tag"
 
-MSG_TOO_MANY_NOTES = f"Pas plus de {MAX_FIXED_NOTES} notes de contexte fixes."
 MSG_TAG_EMPTY = "Le tag ne peut pas être vide."
 MSG_TAG_INVALID = (
     "Tag invalide : lettres, chiffres, « - », « _ » et « / » pour un sous-tag (sans « # »)."
@@ -47,6 +57,7 @@ MSG_TAG_INVALID = (
 MSG_TAG_DIGITS = "Un tag Obsidian ne peut pas être composé uniquement de chiffres."
 MSG_TAG_TOO_LONG = f"Le tag dépasse {TAG_MAX_CHARS} caractères."
 MSG_UNEXPECTED = "Erreur inattendue en lisant les notes Obsidian."
+MSG_NOTE_EMPTY = "Note vide : {path}"
 
 
 @dataclass(frozen=True)
@@ -57,8 +68,17 @@ class NotesResult:
     failures: dict[str, str] = field(default_factory=dict)
 
 
-# key -> (expiry, the source's change marker when collected, result)
-_cache: dict[tuple, tuple[float, tuple | None, NotesResult]] = {}
+class _Cached(NamedTuple):
+    expiry: float  # time.monotonic()
+    # The vault folder's change marker and note stamps taken before collecting
+    # (None for the API: its cache only expires).
+    marker: tuple | None
+    stamps: dict[str, tuple[int, int] | None] | None
+    result: NotesResult
+
+
+# One entry: key -> what was collected with these settings.
+_cache: dict[tuple, _Cached] = {}
 _cache_lock = threading.Lock()
 
 
@@ -76,14 +96,50 @@ def _path_key(path: str) -> str:
     return unicodedata.normalize("NFC", path)
 
 
-def _change_marker() -> tuple | None:
-    """The vault folder's change marker (None for the API: its cache only expires)."""
+def _provider_or_none() -> NotesProvider | None:
     try:
-        provider = get_notes_provider()
+        return get_notes_provider()
     except StoreUnavailable:
         return None
+
+
+def _change_marker(provider: NotesProvider | None) -> tuple | None:
+    """The vault folder's change marker (None for the API: its cache only expires)."""
     marker = getattr(provider, "change_marker", None)
     return marker() if marker is not None else None
+
+
+def _fixed_stamps(provider: NotesProvider | None, paths: tuple[str, ...]) -> dict | None:
+    """The vault folder's stamps of the fixed paths, taken before reading them: an edit
+    in place, or a note appearing in a hidden folder the marker does not walk."""
+    note_stamps = getattr(provider, "note_stamps", None)
+    if note_stamps is None:
+        return None
+    rels = []
+    for path in paths:
+        with contextlib.suppress(MemoryServiceError):  # refused: named in failures
+            rels.append(note_path_normalize(path))
+    return note_stamps(rels)
+
+
+def _result_stamps(fixed: dict | None, result: NotesResult) -> dict | None:
+    """The fixed paths' stamps and those the tagged notes had when read."""
+    if fixed is None:
+        return None
+    tagged = {note.path: note.stamp for note in result.notes if note.source == "tag"}
+    return {**tagged, **fixed}
+
+
+def _stamps_current(provider: NotesProvider | None, stamps: dict | None) -> bool:
+    """Whether every note a cached result used is as it was (None, too recent to be
+    trusted, never is). At most MAX_FIXED_NOTES + MAX_TAGGED_NOTES stats."""
+    if stamps is None:
+        return True
+    note_stamps = getattr(provider, "note_stamps", None)
+    if note_stamps is None:
+        return False
+    now = note_stamps(stamps)
+    return all(stamp is not None and now[path] == stamp for path, stamp in stamps.items())
 
 
 def _notes_collect(*, paths: tuple[str, ...], tag: str) -> NotesResult:
@@ -104,6 +160,9 @@ def _notes_collect(*, paths: tuple[str, ...], tag: str) -> NotesResult:
         except MemoryServiceError as exc:  # NoteNotFound, UnsafeNotePath
             failures[path] = str(exc)
             continue
+        if not note.content:  # nothing to inject: an empty line would say nothing
+            failures[path] = MSG_NOTE_EMPTY.format(path=note.path)
+            continue
         if _path_key(note.path) not in seen:
             seen.add(_path_key(note.path))
             notes.append(note)
@@ -122,7 +181,7 @@ def _notes_collect(*, paths: tuple[str, ...], tag: str) -> NotesResult:
         for note in tagged:
             if added >= MAX_TAGGED_NOTES:
                 break
-            if _path_key(note.path) not in seen:
+            if note.content and _path_key(note.path) not in seen:
                 seen.add(_path_key(note.path))
                 notes.append(note)
                 added += 1
@@ -146,24 +205,43 @@ def context_notes_get(
             return NotesResult()
         key = (notes_source_key(), paths, tag, enabled)
         ttl = settings.OBSIDIAN_CACHE_SECONDS or 0
-        marker = _change_marker() if ttl else None
-        if use_cache and ttl:
+        if not ttl:
+            return _notes_logged(_notes_collect(paths=paths, tag=tag))
+        provider = _provider_or_none()
+        marker = _change_marker(provider)
+        if use_cache:
             with _cache_lock:
                 hit = _cache.get(key)
-            if hit is not None and hit[0] > time.monotonic() and hit[1] == marker:
-                return _copy(hit[2])
+            if _cache_fresh(hit, provider, marker):
+                return _copy(hit.result)
+        fixed = _fixed_stamps(provider, paths)
         result = _notes_collect(paths=paths, tag=tag)
-        if ttl:
-            with _cache_lock:
-                # One configuration at a time: an older key can never be hit again.
-                _cache.clear()
-                _cache[key] = (time.monotonic() + ttl, marker, result)
-        for name, reason in result.failures.items():
-            logger.warning("Obsidian context notes: %s skipped: %s", name, reason)
-        return _copy(result)
+        with _cache_lock:
+            # One configuration at a time: an older key can never be hit again.
+            _cache.clear()
+            _cache[key] = _Cached(
+                time.monotonic() + ttl, marker, _result_stamps(fixed, result), result
+            )
+        return _notes_logged(result)
     except Exception:
         logger.exception("Obsidian context notes failed")
         return NotesResult(failures={FAILURE_SOURCE: MSG_UNEXPECTED})
+
+
+def _cache_fresh(hit: _Cached | None, provider: NotesProvider | None, marker: tuple | None) -> bool:
+    """Unexpired, same marker (no note appeared or left), same stamps (none saved)."""
+    return (
+        hit is not None
+        and hit.expiry > time.monotonic()
+        and hit.marker == marker
+        and _stamps_current(provider, hit.stamps)
+    )
+
+
+def _notes_logged(result: NotesResult) -> NotesResult:
+    for name, reason in result.failures.items():
+        logger.warning("Obsidian context notes: %s skipped: %s", name, reason)
+    return _copy(result)
 
 
 @dataclass(frozen=True)
@@ -194,8 +272,11 @@ def note_preview(*, path: str) -> Note:
     return get_notes_provider().read(path)
 
 
-def _settings_save(memory_settings: MemorySettings, *fields: str) -> MemorySettings:
-    memory_settings.full_clean()
+def _settings_save(
+    memory_settings: MemorySettings, *fields: str, validate: bool = True
+) -> MemorySettings:
+    if validate:
+        memory_settings.full_clean()
     memory_settings.save(update_fields=[*fields, "updated_at"])
     return memory_settings
 
@@ -228,21 +309,24 @@ def context_note_remove(*, path: str) -> MemorySettings:
         if kept == current:
             return memory_settings
         memory_settings.obsidian_context_notes = kept
-        return _settings_save(memory_settings, "obsidian_context_notes")
+        # A removal never makes the list worse: a bad path stored before the rule
+        # existed (or by hand) must not block removing it or any other.
+        return _settings_save(memory_settings, "obsidian_context_notes", validate=False)
+
+
+def _normalized_or_as_typed(path: str) -> str:
+    try:
+        return note_path_normalize(path)
+    except MemoryServiceError:
+        return path  # the model's validator refuses it, naming it
 
 
 def context_notes_set(*, paths: list[str]) -> MemorySettings:
-    """Replace the fixed notes (PATCH of the settings): normalized, repeats dropped, order kept."""
-    cleaned: list[str] = []
-    for path in paths:
-        try:
-            rel = note_path_normalize(str(path))
-        except MemoryServiceError as exc:
-            raise ValidationError({"obsidian_context_notes": f"{path} : {exc}"}) from None
-        if rel not in cleaned:
-            cleaned.append(rel)
-    if len(cleaned) > MAX_FIXED_NOTES:
-        raise ValidationError({"obsidian_context_notes": MSG_TOO_MANY_NOTES})
+    """Replace the fixed notes (PATCH of the settings): normalized, repeats dropped, order kept.
+
+    Raises ValidationError (the model's validator) naming each refused path, or for too many.
+    """
+    cleaned = list(dict.fromkeys(_normalized_or_as_typed(str(path)) for path in paths))
     with transaction.atomic():
         memory_settings = MemorySettings.load()
         if memory_settings.obsidian_context_notes == cleaned:

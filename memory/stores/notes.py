@@ -12,7 +12,8 @@ Tags follow Obsidian's rules closely enough for context notes: an inline
 not tags), outside code blocks, inline code and comments, plus ``tags:`` in
 the YAML front matter (a list, a ``[a, b]`` flow list, or a string). Matching
 is case-insensitive and nested tags count for their parent: ``#makilab/projet``
-is a ``makilab`` note.
+is a ``makilab`` note. A YAML comment (``# ...`` at a line's start or after a
+space, outside quotes) is not read: ``tags: projet # pas makilab`` is ``projet``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import logging
 import re
 import threading
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -41,6 +42,8 @@ EXCERPT_CHARS = 500
 EXCERPT_MIN_CHARS = 350
 ELLIPSIS = "…"
 MAX_PATH_CHARS = 500
+# A file or folder name: the limit of ext4, APFS, NTFS (in bytes or close to it).
+MAX_NAME_BYTES = 255
 # A context note is a few paragraphs; a huge file is read only this far.
 MAX_NOTE_BYTES = 1024 * 1024
 
@@ -49,6 +52,10 @@ MSG_PATH_TOO_LONG = f"Le chemin de la note dépasse {MAX_PATH_CHARS} caractères
 MSG_PATH_ABSOLUTE = "Le chemin de la note doit être relatif au coffre Obsidian."
 MSG_PATH_PARENT = "Le chemin de la note ne peut pas remonter hors du coffre (« .. »)."
 MSG_PATH_CHARS = "Le chemin de la note contient un caractère interdit."
+MSG_PATH_NAME_TOO_LONG = (
+    f"Un nom de dossier ou de note dépasse {MAX_NAME_BYTES} octets, "
+    "la limite des systèmes de fichiers."
+)
 MSG_PATH_OUTSIDE = "Ce chemin mène hors du coffre Obsidian (lien symbolique)."
 MSG_NOT_FOUND = "Note introuvable : {path}"
 MSG_UNREADABLE = "Note illisible : {path} ({reason})"
@@ -72,6 +79,9 @@ class Note:
     # About EXCERPT_CHARS characters, cut at a word boundary.
     excerpt: str
     source: NoteSource = "fixed"
+    # (mtime_ns, size) of the file read, from a vault folder; None otherwise, or when
+    # it cannot be trusted (see VaultFolderProvider.note_stamps).
+    stamp: tuple[int, int] | None = field(default=None, compare=False)
 
 
 class NotesProvider(Protocol):
@@ -90,6 +100,9 @@ _FRONT_MATTER = re.compile(
 _FRONT_MATTER_TAGS_KEY = re.compile(r"^(?:tags|tag)[ \t]*:[ \t]*(?P<value>.*)$", re.IGNORECASE)
 _FRONT_MATTER_ITEM = re.compile(r"^[ \t]*-[ \t]*(?P<value>.*)$")
 _TAG_SPLIT = re.compile(r"[,\s]+")
+# Where a YAML comment may start ("#" after these) and a quoted scalar may open.
+_YAML_COMMENT_AFTER = " \t"
+_YAML_QUOTE_AFTER = " \t[{,:-"
 # Obsidian: letters, digits, "_", "-" and "/" for nesting; not only digits.
 _TAG_BODY = re.compile(r"[\w/-]+")
 _INLINE_TAG = re.compile(r"(?<!\S)#(?P<tag>[\w/-]+)")
@@ -129,9 +142,27 @@ def _clean_tag(raw: str) -> str | None:
     return tag.casefold()
 
 
+def _yaml_comment_strip(line: str) -> str:
+    """The line without its YAML comment: a "#" at its start or after a space or tab,
+    outside a quoted scalar ('#makilab' and "#makilab" stay)."""
+    if "#" not in line:
+        return line
+    quote = ""
+    for index, char in enumerate(line):
+        before = line[index - 1] if index else " "
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"" and before in _YAML_QUOTE_AFTER:
+            quote = char
+        elif char == "#" and before in _YAML_COMMENT_AFTER:
+            return line[:index]
+    return line
+
+
 def _front_matter_tags(yaml: str) -> set[str]:
     raw_items: list[str] = []
-    lines = yaml.splitlines()
+    lines = [_yaml_comment_strip(line) for line in yaml.splitlines()]
     index = 0
     while index < len(lines):
         match = _FRONT_MATTER_TAGS_KEY.match(lines[index])
@@ -154,7 +185,7 @@ def _front_matter_tags(yaml: str) -> set[str]:
                 item = _FRONT_MATTER_ITEM.match(line)
                 if item is not None:
                     raw_items.append(item["value"])
-                elif line.strip() and not line.lstrip().startswith("#"):
+                elif line.strip():  # comments are gone: another key
                     break
                 index += 1
     tags: set[str] = set()
@@ -206,10 +237,14 @@ def tag_matches(note_tag: str, wanted: str) -> bool:
     return note_tag == wanted or note_tag.startswith(wanted + "/")
 
 
-def note_build(*, path: str, text: str, source: NoteSource) -> Note:
+def note_build(
+    *, path: str, text: str, source: NoteSource, stamp: tuple[int, int] | None = None
+) -> Note:
     _, body = split_front_matter(text)
     content = body.strip()
-    return Note(path=path, content=content, excerpt=excerpt_cut(content), source=source)
+    return Note(
+        path=path, content=content, excerpt=excerpt_cut(content), source=source, stamp=stamp
+    )
 
 
 # --- Paths -----------------------------------------------------------------------
@@ -219,9 +254,9 @@ def note_path_normalize(path: str) -> str:
     """A safe vault-relative POSIX path ending in .md, or UnsafeNotePath.
 
     "Profil" becomes "Profil.md" (Obsidian links omit the suffix); "./a//b.md"
-    becomes "a/b.md". Absolute paths, drive letters and ".." are refused here;
-    symlinks leaving the vault are refused by the folder provider, which can
-    see the disk.
+    becomes "a/b.md". Absolute paths, drive letters, ".." and a name longer than
+    the file systems allow are refused here; symlinks leaving the vault are refused
+    by the folder provider, which can see the disk.
     """
     raw = unicodedata.normalize("NFC", (path or "").strip()).replace("\\", "/")
     if not raw:
@@ -242,6 +277,8 @@ def note_path_normalize(path: str) -> str:
     normalized = "/".join(parts)
     if len(normalized) > MAX_PATH_CHARS:  # the suffix added may pass the limit
         raise UnsafeNotePath(MSG_PATH_TOO_LONG)
+    if any(len(part.encode()) > MAX_NAME_BYTES for part in parts):
+        raise UnsafeNotePath(MSG_PATH_NAME_TOO_LONG)
     return normalized
 
 

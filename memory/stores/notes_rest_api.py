@@ -1,7 +1,9 @@
 """Obsidian's Local REST API plugin as the notes source (OBSIDIAN_API_URL, OBSIDIAN_API_KEY).
 
 HTTPS with the plugin's own certificate (OBSIDIAN_CA_CERT) or none checked
-(OBSIDIAN_TLS_VERIFY); tagged notes found with a JsonLogic search.
+(OBSIDIAN_TLS_VERIFY); tagged notes found with a JsonLogic search. The body of an
+answer is read within OBSIDIAN_TIMEOUT_S in all and only as far as it is used; an
+answer other than 2xx (a redirect included) is an error.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ import json
 import logging
 import re
 import ssl
+import time
 from dataclasses import replace
+from typing import NamedTuple
 from urllib.parse import quote
 
 import httpx
@@ -36,6 +40,13 @@ from memory.stores.notes import (
 logger = logging.getLogger(__name__)
 
 JSONLOGIC_CONTENT_TYPE = "application/vnd.olrapi.jsonlogic+json"
+# A search answer lists paths; one this big is not the plugin's (cut, it fails to parse).
+MAX_SEARCH_BYTES = 4 * 1024 * 1024
+
+
+class _Reply(NamedTuple):
+    status: int
+    body: bytes
 
 
 def _tls_context(ca_cert: str | None, verify: bool) -> ssl.SSLContext | bool:
@@ -127,26 +138,27 @@ class LocalRestApiProvider:
     def read(self, path: str) -> Note:
         rel = note_path_normalize(path)
         url = "/vault/" + "/".join(quote(part, safe="") for part in rel.split("/"))
-        response = self._request("GET", url, headers={"Accept": "text/markdown"})
-        if response.status_code == 404:
+        reply = self._request("GET", url, limit=MAX_NOTE_BYTES, headers={"Accept": "text/markdown"})
+        if reply.status == 404:
             raise NoteNotFound(MSG_NOT_FOUND.format(path=rel))
-        self._raise_for_status(response)
-        text = response.content[:MAX_NOTE_BYTES].decode("utf-8", errors="replace")
+        self._raise_for_status(reply)
+        text = reply.body.decode("utf-8", errors="replace")
         return note_build(path=rel, text=text, source="fixed")
 
     def find_tagged(self, tag: str, *, limit: int | None = None) -> list[Note]:
         wanted = tag_normalize(tag)
         if not wanted:
             return []
-        response = self._request(
+        reply = self._request(
             "POST",
             "/search/",
+            limit=MAX_SEARCH_BYTES,
             content=json.dumps(tag_search_query(wanted)).encode(),
             headers={"Content-Type": JSONLOGIC_CONTENT_TYPE, "Accept": "application/json"},
         )
-        self._raise_for_status(response)
+        self._raise_for_status(reply)
         try:
-            items = response.json()
+            items = json.loads(reply.body)
             paths = sorted(
                 {
                     item["filename"]
@@ -167,20 +179,41 @@ class LocalRestApiProvider:
                 continue  # deleted since the search, or a name we refuse
         return notes
 
-    def _request(self, method: str, url: str, **kwargs) -> httpx.Response:
+    def _request(self, method: str, url: str, *, limit: int, **kwargs) -> _Reply:
+        """The status and the first `limit` bytes of the body, within one deadline.
+
+        httpx's timeout bounds each read, not the answer: a server sending a byte
+        every second would hold a 2 s-timeout read for as long as it likes.
+        """
+        deadline = time.monotonic() + self.timeout
         try:
-            response = self._client.request(method, url, **kwargs)
+            with self._client.stream(method, url, **kwargs) as response:
+                if response.status_code in (401, 403):
+                    raise StoreUnavailable(MSG_UNAUTHORIZED.format(status=response.status_code))
+                return _Reply(response.status_code, self._body_read(response, deadline, limit))
         except httpx.TimeoutException:
             raise StoreUnavailable(MSG_TIMEOUT.format(seconds=self.timeout)) from None
         except httpx.HTTPError as exc:
             if _is_tls_refusal(exc):
                 raise StoreUnavailable(MSG_TLS_REFUSED) from None
             raise StoreUnavailable(MSG_UNREACHABLE.format(detail=type(exc).__name__)) from None
-        if response.status_code in (401, 403):
-            raise StoreUnavailable(MSG_UNAUTHORIZED.format(status=response.status_code))
-        return response
+
+    def _body_read(self, response: httpx.Response, deadline: float, limit: int) -> bytes:
+        """The body up to `limit` bytes (the rest is never downloaded), or MSG_TIMEOUT
+        once the deadline has passed."""
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= limit:
+                break
+            if time.monotonic() > deadline:
+                raise StoreUnavailable(MSG_TIMEOUT.format(seconds=self.timeout))
+        return b"".join(chunks)[:limit]
 
     @staticmethod
-    def _raise_for_status(response: httpx.Response) -> None:
-        if response.status_code >= 400:
-            raise StoreUnavailable(MSG_HTTP_ERROR.format(status=response.status_code))
+    def _raise_for_status(reply: _Reply) -> None:
+        # follow_redirects is off: a redirect's body is not the note.
+        if not 200 <= reply.status < 300:
+            raise StoreUnavailable(MSG_HTTP_ERROR.format(status=reply.status))

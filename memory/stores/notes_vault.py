@@ -1,16 +1,20 @@
 """The embedded notes source: an Obsidian vault as a local folder (OBSIDIAN_VAULT_PATH).
 
 Reads stay inside the vault (symbolic links leading out are refused) and within
-size limits; the tag index is kept per file and re-read when a file changes.
+size limits, and only regular files are read (a named pipe would block the reader);
+the tag index is kept per file and re-read when a file changes. A file the system
+refuses is reported with a French reason, never the system's English text.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -40,6 +44,33 @@ MAX_SCAN_BYTES = 512 * 1024
 # one before keeps its mtime, and a listing taken within that tick may miss it.
 MARKER_RACY_NS = 2_000_000_000
 
+# (st_mtime_ns, st_size) of a note; what a note that cannot be read stamps.
+NoteStamp = tuple[int, int]
+STAMP_MISSING: NoteStamp = (-1, -1)
+
+# Why a file cannot be read, in the owner's words (the system's strerror is English).
+OS_ERROR_REASONS = {
+    errno.EACCES: "accès refusé",
+    errno.EPERM: "opération non permise",
+    errno.ENAMETOOLONG: "nom de fichier trop long",
+    errno.ELOOP: "boucle de liens symboliques",
+    errno.EISDIR: "c'est un dossier",
+    errno.EIO: "erreur de lecture du disque",
+    errno.EMFILE: "trop de fichiers ouverts",
+    errno.ENFILE: "trop de fichiers ouverts",
+    errno.ENOMEM: "mémoire insuffisante",
+    errno.EBUSY: "fichier occupé",
+    errno.EAGAIN: "fichier momentanément indisponible",
+    errno.ENXIO: "périphérique absent",
+    errno.ENODEV: "périphérique absent",
+    errno.EOVERFLOW: "fichier trop grand",
+    errno.ESTALE: "fichier réseau périmé",
+    errno.ETIMEDOUT: "délai dépassé",
+    errno.EINVAL: "nom ou fichier invalide",
+}
+REASON_NOT_A_FILE = "ce n'est pas un fichier"
+REASON_OS_ERROR = "erreur système n° {errno}"
+
 
 def _now_ns() -> int:
     return time.time_ns()
@@ -52,17 +83,48 @@ class _Listing(NamedTuple):
     names: int  # a hash of the other names in it
 
 
-def _read_limited(file_path: Path, shown_path: str) -> str:
+def os_error_reason(exc: OSError) -> str:
+    """Why the system refused, in French (its own text is English)."""
+    return OS_ERROR_REASONS.get(exc.errno) or REASON_OS_ERROR.format(errno=exc.errno or "?")
+
+
+def _stamp(info: os.stat_result, now: int) -> NoteStamp | None:
+    """(mtime_ns, size), or None within MARKER_RACY_NS of the mtime: a second save in
+    the same tick of the file system's clock, of the same size, would not move it."""
+    if now - info.st_mtime_ns < MARKER_RACY_NS:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def _resolved(path: Path, *, strict: bool = False) -> Path:
+    """path.resolve(); a symlink loop raises OSError(ELOOP), not Python 3.11's RuntimeError."""
     try:
-        with file_path.open("rb") as handle:
-            data = handle.read(MAX_NOTE_BYTES)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return path.resolve(strict=strict)
+    except RuntimeError:
+        raise OSError(errno.ELOOP, "symlink loop", os.fspath(path)) from None
+
+
+def _read_limited(
+    file_path: Path, shown_path: str, limit: int = MAX_NOTE_BYTES
+) -> tuple[str, NoteStamp | None]:
+    """The first `limit` bytes of a regular file, decoded, and its stamp; else NoteNotFound.
+
+    Opened without blocking and checked on the open descriptor (no race with a rename):
+    a named pipe or a device named like a note would otherwise hold the reader forever.
+    """
+    now = _now_ns()
+    try:
+        with os.fdopen(os.open(file_path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise NoteNotFound(MSG_UNREADABLE.format(path=shown_path, reason=REASON_NOT_A_FILE))
+            data = handle.read(limit)
+    except (FileNotFoundError, NotADirectoryError):
         raise NoteNotFound(MSG_NOT_FOUND.format(path=shown_path)) from None
     except OSError as exc:
-        raise NoteNotFound(
-            MSG_UNREADABLE.format(path=shown_path, reason=exc.strerror or type(exc).__name__)
-        ) from None
-    return data.decode("utf-8", errors="replace")
+        reason = os_error_reason(exc)
+        raise NoteNotFound(MSG_UNREADABLE.format(path=shown_path, reason=reason)) from None
+    return data.decode("utf-8", errors="replace"), _stamp(info, now)
 
 
 def _folder_listing(dirpath: str, mtime: int, now: int) -> _Listing | None:
@@ -105,7 +167,7 @@ class VaultFolderProvider:
 
     def _real_root(self) -> Path:
         try:
-            root = self.root.resolve(strict=True)
+            root = _resolved(self.root, strict=True)
         except OSError:
             raise StoreUnavailable(MSG_VAULT_MISSING.format(root=self.root)) from None
         if not root.is_dir():
@@ -152,13 +214,34 @@ class VaultFolderProvider:
             self._listings = listings
         return tuple(marker)
 
+    def note_stamps(self, paths: Iterable[str]) -> dict[str, NoteStamp | None]:
+        """Each note's stamp now, by its vault-relative path as read() gives it
+        (Note.path): STAMP_MISSING when it cannot be stat'ed, None when too recent
+        to be trusted. An in-place save moves its note's stamp, not its folder's
+        mtime: the context-notes cache checks these beside change_marker()."""
+        now = _now_ns()
+        root = os.fspath(self.root)
+        stamps: dict[str, NoteStamp | None] = {}
+        for path in paths:
+            try:
+                # Not os.path.join: it costs as much as the stat (paths are relative).
+                stamps[path] = _stamp(os.stat(f"{root}/{path}"), now)
+            except OSError:
+                stamps[path] = STAMP_MISSING
+        return stamps
+
     def read(self, path: str) -> Note:
         rel = note_path_normalize(path)
         root = self._real_root()
-        real = root.joinpath(*rel.split("/")).resolve()
+        try:
+            real = _resolved(root.joinpath(*rel.split("/")))
+        except OSError as exc:
+            reason = os_error_reason(exc)
+            raise NoteNotFound(MSG_UNREADABLE.format(path=rel, reason=reason)) from None
         if not real.is_relative_to(root):
             raise UnsafeNotePath(MSG_PATH_OUTSIDE)
-        return note_build(path=rel, text=_read_limited(real, rel), source="fixed")
+        text, stamp = _read_limited(real, rel)
+        return note_build(path=rel, text=text, source="fixed", stamp=stamp)
 
     def find_tagged(self, tag: str, *, limit: int | None = None) -> list[Note]:
         wanted = tag_normalize(tag)
@@ -175,10 +258,10 @@ class VaultFolderProvider:
             if limit is not None and len(notes) >= limit:
                 break
             try:
-                text = _read_limited(real, rel)
+                text, stamp = _read_limited(real, rel)
             except NoteNotFound:
                 continue  # deleted since the scan
-            notes.append(note_build(path=rel, text=text, source="tag"))
+            notes.append(note_build(path=rel, text=text, source="tag", stamp=stamp))
         return notes
 
     def _scan(self, root: Path) -> list[tuple[str, Path, frozenset[str]]]:
@@ -215,16 +298,13 @@ class VaultFolderProvider:
         previous: dict[str, tuple[int, int, frozenset[str]]],
         index: dict[str, tuple[int, int, frozenset[str]]],
     ) -> tuple[str, Path, frozenset[str]] | None:
-        if full_path.is_symlink():
-            real = full_path.resolve()
-            if not real.is_relative_to(root):
-                logger.info("Skipping %s: a symlink leaving the vault.", full_path)
-                return None
-        else:
-            real = full_path
         try:
+            real = _resolved(full_path) if full_path.is_symlink() else full_path
             info = real.stat()
-        except OSError:
+        except OSError:  # a symlink loop, or gone since the listing
+            return None
+        if real is not full_path and not real.is_relative_to(root):
+            logger.info("Skipping %s: a symlink leaving the vault.", full_path)
             return None
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SCAN_BYTES:
             return None
@@ -234,9 +314,10 @@ class VaultFolderProvider:
             tags = cached[2]
         else:
             try:
-                tags = frozenset(note_tags(real.read_bytes().decode("utf-8", errors="replace")))
-            except OSError:
+                text, _ = _read_limited(real, rel, MAX_SCAN_BYTES)
+            except NoteNotFound:  # replaced by a pipe, unreadable, gone
                 return None
+            tags = frozenset(note_tags(text))
         index[rel] = (info.st_mtime_ns, info.st_size, tags)
         return rel, real, tags
 

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from memory.services.notes import context_notes_get
-from tests.memory.test_notes_service import configure, notes_fresh_cache, paths, vault, write
+from tests.memory.test_notes_service import (
+    age,
+    configure,
+    notes_fresh_cache,
+    paths,
+    vault,
+    write,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -40,8 +49,10 @@ def test_a_tagged_note_added_in_a_subfolder_is_found_on_the_next_call(vault):
 
 def test_an_unchanged_vault_is_still_served_from_the_cache(vault):
     note = write(vault, "Profil.md", "Version 1")
+    stamp = age(note)
     configure(obsidian_context_notes=["Profil.md"], obsidian_context_tag="")
     context_notes_get()
     note.write_text("Version 2", encoding="utf-8")  # same folder listing
+    os.utime(note, ns=stamp)  # and the note's own size and mtime as they were
 
     assert context_notes_get().notes[0].content == "Version 1"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from pathlib import Path
@@ -50,6 +51,14 @@ def configure(**fields) -> MemorySettings:
 
 def paths(result) -> list[tuple[str, str]]:
     return [(note.path, note.source) for note in result.notes]
+
+
+def age(note: Path, seconds: float = 60) -> tuple[int, int]:
+    """Last saved ``seconds`` ago (a note saved within the last 2 s is always re-read);
+    its (atime, mtime) in ns."""
+    past = time.time_ns() - int(seconds * 1e9)
+    os.utime(note, ns=(past, past))
+    return past, past
 
 
 @pytest.fixture(autouse=True)
@@ -281,9 +290,11 @@ def test_an_unreadable_ca_file_is_recorded_never_raised(notes_api, tmp_path):
 
 def test_a_warm_call_is_served_from_the_cache(vault):
     note = write(vault, "Profil.md", "Version 1")
+    stamp = age(note)
     configure(obsidian_context_notes=["Profil.md"])
     assert context_notes_get().notes[0].content == "Version 1"
     note.write_text("Version 2", encoding="utf-8")
+    os.utime(note, ns=stamp)  # same size, same mtime: the cache cannot tell
 
     warm = context_notes_get()
     fresh = context_notes_get(use_cache=False)
