@@ -179,7 +179,12 @@ class SearchForm(forms.Form):
 
 
 class RetrievalSettingsForm(forms.ModelForm):
-    """The toggle and the sliders; ranges are the model's validators."""
+    """The toggle and the sliders; ranges are the model's validators.
+
+    Each control carries the value the page shows for it (a hidden initial-* input), so
+    a save writes only the controls the owner moved: a knob the API changed since the
+    page opened keeps the API's value.
+    """
 
     class Meta:
         model = MemorySettings
@@ -198,6 +203,20 @@ class RetrievalSettingsForm(forms.ModelForm):
             self.fields[name].widget = forms.NumberInput(
                 attrs={"type": "range", "min": low, "max": high, "step": step}
             )
+        for field in self.fields.values():
+            field.show_hidden_initial = True
+
+    def settings_changes(self) -> dict[str, object]:
+        """The controls the owner moved, with their cleaned values.
+
+        A post that does not say what its page showed for a control (a script, a page
+        from before these inputs) is taken as changing it, as it always was.
+        """
+        return {
+            name: value
+            for name, value in self.cleaned_data.items()
+            if name in self.changed_data or self.add_initial_prefix(name) not in self.data
+        }
 
 
 class PreviewForm(forms.Form):

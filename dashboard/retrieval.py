@@ -124,14 +124,19 @@ def retrieval_section(request: HtmxHttpRequest) -> HttpResponse:
 @staff_required
 @require_POST
 def retrieval_settings(request: HtmxHttpRequest) -> HttpResponse:
-    """The toggle and the sliders, saved as they move; htmx gets a one-line status."""
+    """The toggle and the sliders, saved as they move; htmx gets a one-line status.
+
+    Only the controls moved on the page are saved (see RetrievalSettingsForm); the
+    status then gives the page its new opening values, the ones it now shows.
+    """
     form = RetrievalSettingsForm(request.POST, instance=memory_settings_get())
     status = 200
     if form.is_valid():
-        settings = memory_settings_update(changes=form.cleaned_data)
+        settings = memory_settings_update(changes=form.settings_changes())
         if not request.htmx:
             return redirect(section_url("auto-retrieval"))
-        context = {"settings": settings, "form": form}
+        shown = RetrievalSettingsForm(initial=form.cleaned_data)
+        context = {"settings": settings, "form": form, "shown_form": shown}
     else:
         status = UNPROCESSABLE
         if not request.htmx:

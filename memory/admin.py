@@ -37,6 +37,11 @@ from memory.services.facts import (
     fact_update,
 )
 from memory.services.forgetting import forgetting_restore
+from memory.services.settings import (
+    EDITABLE_FIELDS,
+    memory_settings_changes_clean,
+    memory_settings_update,
+)
 
 
 class ReadOnlyAdminMixin:
@@ -290,10 +295,53 @@ class AgentItemAdmin(FactAdmin):
             fact_update(fact=stored, actor=Actor.ADMIN, reason=RevisionReason.EDITED, **changed)
 
 
+class MemorySettingsAdminForm(forms.ModelForm):
+    """The settings row as the admin edits it, under the rule every settings write follows.
+
+    Each field carries the value the page opened with (a hidden initial-* input), so
+    changed_data is what the owner changed on this page, not what differs from the row
+    now: a knob moved meanwhile on /memory or through the API is not put back. Those
+    changes go through memory_settings_changes_clean, the notes' rules of every writer
+    ("Profil" -> "Profil.md", "#makilab" -> "makilab"), its refusals shown by their field.
+    """
+
+    class Meta:
+        model = MemorySettings
+        fields = EDITABLE_FIELDS
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.show_hidden_initial = True
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            cleaned.update(memory_settings_changes_clean(changes=self.settings_changes()))
+        except forms.ValidationError as exc:
+            if not hasattr(exc, "error_dict"):
+                self.add_error(None, exc)
+                return cleaned
+            for name, errors in exc.message_dict.items():
+                self.add_error(name if name in self.fields else None, errors)
+        return cleaned
+
+    def settings_changes(self) -> dict[str, object]:
+        """The fields the owner changed on this page, with their cleaned values."""
+        return {
+            name: self.cleaned_data[name] for name in self.changed_data if name in self.cleaned_data
+        }
+
+
 @admin.register(MemorySettings)
 class MemorySettingsAdmin(admin.ModelAdmin):
-    """The single settings row: the changelist opens it directly; no add, no delete."""
+    """The single settings row: the changelist opens it directly; no add, no delete.
 
+    Saved through memory_settings_update with only the fields changed on the page, as the
+    API and /memory save it.
+    """
+
+    form = MemorySettingsAdminForm
     readonly_fields = ("updated_at",)
 
     def has_add_permission(self, request) -> bool:
@@ -305,6 +353,10 @@ class MemorySettingsAdmin(admin.ModelAdmin):
     def changelist_view(self, request, extra_context=None):
         obj = MemorySettings.load()
         return HttpResponseRedirect(reverse("admin:memory_memorysettings_change", args=[obj.pk]))
+
+    def save_model(self, request, obj, form, change) -> None:
+        memory_settings_update(changes=form.settings_changes())
+        obj.refresh_from_db()
 
 
 @admin.register(Message)

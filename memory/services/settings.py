@@ -54,20 +54,35 @@ def model_field_range(model: type, name: str) -> tuple[float | None, float | Non
     return low, high
 
 
-@transaction.atomic
-def memory_settings_update(*, changes: Mapping[str, object]) -> MemorySettings:
-    """Apply ``changes`` to the settings row, validate the whole row, save it.
+def memory_settings_changes_clean(*, changes: Mapping[str, object]) -> dict[str, object]:
+    """``changes`` as memory_settings_update stores them, or the error it would raise.
 
-    Raises django.core.exceptions.ValidationError (a message per field) when a
-    value is out of range, MemoryServiceError for a field that is not a setting.
+    The notes' rules are applied ("Profil" -> "Profil.md", "#makilab" ->
+    "makilab"); ranges are left to the model. Forms call it in clean() so a
+    refusal shows beside its field (the admin); memory_settings_update calls it
+    too, so the rule has one home whoever writes.
+    Raises ValidationError (a message per field), MemoryServiceError for a
+    field that is not a setting.
     """
     unknown = sorted(set(changes) - set(EDITABLE_FIELDS))
     if unknown:
         raise MemoryServiceError(UNKNOWN_FIELDS_MESSAGE.format(names=", ".join(unknown)))
+    return _notes_rules_apply(dict(changes))
+
+
+@transaction.atomic
+def memory_settings_update(*, changes: Mapping[str, object]) -> MemorySettings:
+    """Apply ``changes`` to the settings row, validate the whole row, save it.
+
+    ``changes`` holds only what its author changed: a field left out keeps the
+    value stored now, even if another writer set it a moment ago.
+    Raises django.core.exceptions.ValidationError (a message per field) when a
+    value is out of range, MemoryServiceError for a field that is not a setting.
+    """
+    changes = memory_settings_changes_clean(changes=changes)
     settings = MemorySettings.load()
     if not changes:
         return settings
-    changes = _notes_rules_apply(dict(changes))
     for name, value in changes.items():
         setattr(settings, name, value)
     settings.full_clean()
@@ -91,10 +106,15 @@ def _notes_rules_apply(changes: dict[str, object]) -> dict[str, object]:
         return changes
     if "obsidian_context_tag" in changes:
         changes["obsidian_context_tag"] = context_tag_clean(str(changes["obsidian_context_tag"]))
-    if "obsidian_context_notes" in changes:
+    notes = changes.get("obsidian_context_notes")
+    if "obsidian_context_notes" in changes and notes is None:
+        notes = []
+    # Anything but a list of paths is left as given ("Profil" alone must not be read
+    # letter by letter): the model's validator refuses it.
+    if isinstance(notes, list | tuple) and all(isinstance(raw, str) for raw in notes):
         paths: dict[str, None] = {}
         errors: list[str] = []
-        for raw in changes["obsidian_context_notes"] or []:
+        for raw in notes:
             try:
                 paths.setdefault(note_path_normalize(str(raw)), None)
             except MemoryServiceError as exc:

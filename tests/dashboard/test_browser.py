@@ -1,7 +1,8 @@
 """The /memory page in a real headless Chromium (Debian's package, driven by Playwright).
 
 Walks what the owner does: log in, add a fact, edit it inline, find it with
-both search modes, move a slider and see it kept after a reload, add a note
+both search modes, move a slider and see it kept after a reload (and only it
+saved: a score the API changed meanwhile stays), add a note
 and open its preview, forget a topic (preview, confirm, undo). Screenshots of each section go to ./artifacts/ (not
 committed). Skips when /usr/bin/chromium is missing, unless
 MAKILAB_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
@@ -17,6 +18,7 @@ from django.conf import settings as django_settings
 
 from memory.models import Fact, Forgetting, MemorySettings, Message
 from memory.services.messages import message_save
+from memory.services.settings import memory_settings_update
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -176,14 +178,27 @@ def test_the_owner_uses_the_memory_page_in_a_real_browser(
     expect(page.locator("#search-results")).to_contain_text("filtrés")
     expect(page.locator("#search-results .hit").first).to_contain_text("sport_prefere")
 
-    # Move a slider: saved as it moves, still there after a reload.
+    # Move a slider: saved as it moves, still there after a reload. Only what moved is
+    # saved: the score the API changed since the page opened keeps the API's value.
     slider = page.locator("#id_max_results")
+    status = page.locator("#retrieval-status")
     expect(slider).to_have_value("4")
+    memory_settings_update(changes={"min_score": 0.7})
     slider.focus()
     slider.press("ArrowRight")
     slider.press("ArrowRight")
     expect(page.locator("#max_results_value")).to_have_text("6")
-    expect(page.locator("#retrieval-status")).to_contain_text("6 souvenirs au plus")
+    expect(status).to_contain_text("6 souvenirs au plus")
+    assert (MemorySettings.load().max_results, MemorySettings.load().min_score) == (6, 0.7)
+    memory_settings_update(changes={"min_score": 0.5})  # the preview below expects 0.5
+    # Back to the value the page opened with: a move all the same, saved.
+    slider.press("ArrowLeft")
+    slider.press("ArrowLeft")
+    expect(status).to_contain_text("4 souvenirs au plus")
+    assert MemorySettings.load().max_results == 4
+    slider.press("ArrowRight")
+    slider.press("ArrowRight")
+    expect(status).to_contain_text("6 souvenirs au plus")
     assert MemorySettings.load().max_results == 6
     page.reload()
     expect(page.locator("#id_max_results")).to_have_value("6")
