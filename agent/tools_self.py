@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from agent.tool_kit import LIMIT, QUERY, Tool, ToolContext, relative_time, schema
 from memory.models import FactKind, GoalCategory, SelfCategory
-from memory.services.self_memory import STORE_ACTION_MESSAGES
+from memory.services.self_memory import REASON_MAX_CHARS, STORE_ACTION_MESSAGES
 
 _REASON = {
     "type": "string",
     "minLength": 1,
-    "maxLength": 500,
+    "maxLength": REASON_MAX_CHARS,
     "description": "Pourquoi (ex. « objectif atteint », « ce n'est plus vrai »).",
 }
 _ID = {"type": "integer", "minimum": 1, "description": "L'id donné par une recherche."}

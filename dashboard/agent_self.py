@@ -31,6 +31,7 @@ from memory.models import (
 from memory.services.facts import fact_restore, fact_update
 from memory.services.self_memory import (
     CONTENT_MAX_CHARS,
+    REASON_MAX_CHARS,
     agent_item_delete,
     agent_item_get,
     agent_item_store,
@@ -60,7 +61,7 @@ class AgentItemForm(forms.Form):
 
 
 class AgentItemDeleteForm(forms.Form):
-    reason = forms.CharField(label="Raison", max_length=500)
+    reason = forms.CharField(label="Raison", max_length=REASON_MAX_CHARS)
 
 
 def self_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:

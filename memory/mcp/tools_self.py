@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from memory.models import Actor, FactKind, GoalCategory, SelfCategory
+from memory.services.self_memory import REASON_MAX_CHARS
 
 AgentKindArg = Literal[FactKind.SELF.value, FactKind.GOAL.value]
 SEARCH_MAX = 20
@@ -96,7 +97,11 @@ def self_forget(
     id: Annotated[int, Field(description="The id a self_search gave.", ge=1)],
     reason: Annotated[
         str,
-        Field(description="Why, e.g. « objectif atteint », « ce n'est plus vrai ».", min_length=1),
+        Field(
+            description="Why, e.g. « objectif atteint », « ce n'est plus vrai ».",
+            min_length=1,
+            max_length=REASON_MAX_CHARS,
+        ),
     ],
     kind: Annotated[AgentKindArg, Field(description="self or goal.")] = FactKind.SELF.value,
 ) -> dict[str, Any]:

@@ -28,6 +28,12 @@ STATED_FIELDS = (
 # ``category`` (the agent's self and goal items) changes with what the agent learns (a
 # limitation superseded by a capability), unless the owner set it, or wrote the item's text.
 OWNED_FIELDS = (*STATED_FIELDS, "category")
+# The fields the owner makes theirs by stating them, changed or not. The edit forms re-send
+# every field they show (a value re-sent unchanged is not the owner writing it: only a change
+# makes it theirs) but the expiry only when one is asked for (a TTL typed, "sans
+# expiration", the API's ttl given): "for good" said of a fact without expiry is the owner's
+# word, which the agent's next TTL must not replace.
+OWNED_WHEN_STATED = ("expires_at",)
 UPDATABLE_FIELDS = {*OWNED_FIELDS, "ttl", "key", "source_message_id"}
 
 
@@ -41,10 +47,14 @@ def normalize_subjects(subjects: Iterable[str] | None) -> list[str]:
     return list(seen)
 
 
-def owned_after(owned: list[str], actor: str, names: Iterable[str]) -> list[str]:
-    """The owner's fields after ``actor`` set ``names``."""
+def owned_after(
+    owned: list[str], actor: str, names: Iterable[str], stated: Iterable[str] = ()
+) -> list[str]:
+    """The owner's fields after ``actor`` set ``names`` (changed them) and stated ``stated``
+    (given them, changed or not: only OWNED_WHEN_STATED count then)."""
     if actor not in OWNER_ACTORS:
         return list(owned)
+    names = {*names, *(n for n in stated if n in OWNED_WHEN_STATED)}
     return sorted(set(owned) | {n for n in names if n in OWNED_FIELDS})
 
 
@@ -81,17 +91,26 @@ def subjects_the_owner_removed(fact: Fact) -> set[str]:
 
 
 def forgotten_by(fact: Fact) -> str | None:
-    """Who forgot ``fact`` last (its last "forgotten" revision's actor)."""
-    return (
-        FactRevision.all_objects.filter(fact_id=fact.pk, reason=RevisionReason.FORGOTTEN)
+    """Who forgot ``fact`` last: its last "forgotten" revision's actor, or the system when
+    its expiry ran out since (an "expired" revision): a fact the owner forgot, restored,
+    and that expired later, was forgotten by its expiry, not by the owner."""
+    last = (
+        FactRevision.all_objects.filter(
+            fact_id=fact.pk, reason__in=(RevisionReason.FORGOTTEN, RevisionReason.EXPIRED)
+        )
         .order_by("-id")
-        .values_list("actor", flat=True)
+        .values_list("reason", "actor")
         .first()
     )
+    if last is None:
+        return None
+    reason, actor = last
+    return Actor.SYSTEM if reason == RevisionReason.EXPIRED else actor
 
 
 def owner_forgot(fact: Fact) -> bool:
-    """Whether ``fact`` is forgotten one by one and its last forget was the owner's."""
+    """Whether ``fact`` is forgotten one by one and its last forget was the owner's (not
+    its expiry: see forgotten_by)."""
     if not fact.forgotten or fact.forgetting_id is not None:
         return False
     return forgotten_by(fact) in OWNER_ACTORS

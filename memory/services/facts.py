@@ -263,11 +263,13 @@ def fact_update(
     (an LLM decision), and saving that whole instance would undo an edit or a
     forget made meanwhile. Nothing differs: nothing is written (no revision, no
     re-embedding). The owner's writes (user, admin) mark the fields they set as
-    theirs (``owner_fields``); an agent write never changes those (the value
+    theirs (``owner_fields``: those they changed, and an expiry they stated even
+    unchanged, see OWNED_WHEN_STATED); an agent write never changes those (the value
     included: it is left, and logged) and only adds to the subjects. A forgotten
-    fact is revived (an expired one without its expiry, else the next purge
-    would take it again), unless ``revive`` is False (a merge decided before the
-    forget): then nothing changes.
+    fact is revived, and so is an expired one the purge has not reached yet (an
+    expired one without its expiry, else the next purge would take it again),
+    unless ``revive`` is False (a merge decided before the forget): then a
+    forgotten fact stays as it is.
     """
     unknown = set(fields) - UPDATABLE_FIELDS
     if unknown:
@@ -282,22 +284,28 @@ def fact_update(
         fields["subjects"] = normalize_subjects(fields["subjects"])
     if isinstance(fields.get("value"), str):
         fields["value"] = fields["value"].strip()
-    reviving = current.forgotten and current.forgetting_id is None
+    stated = list(fields)  # what the writer said, before the rules below add to it
+    # An expired fact the purge has not reached yet is stated again as one it forgot: it
+    # comes back the same way, so whether the ten-minute purge ran first decides nothing.
+    expired_now = not current.forgotten and current.is_expired
+    reviving = (current.forgotten and current.forgetting_id is None) or expired_now
     if reviving and current.is_expired and "expires_at" not in fields:
         fields["expires_at"] = None
     if (
         actor in OWNER_ACTORS
-        and "value" in fields
+        and fields.get("value", current.value) != current.value
         and "expires_at" not in fields
         and "expires_at" not in (current.owner_fields or [])
     ):
-        # The owner's value lives as long as the owner says: not by the agent's TTL.
+        # The owner's value lives as long as the owner says: not by the agent's TTL. Only
+        # a new value: the edit form re-sends the value unchanged with an empty TTL
+        # ("expiration inchangée"), which keeps the agent's expiry.
         fields["expires_at"] = None
     if actor == Actor.AGENT:
         if (
             reviving
             and "value" in (current.owner_fields or [])
-            and forgotten_by(current) != Actor.AGENT
+            and (expired_now or forgotten_by(current) != Actor.AGENT)
         ):
             # The owner's words ran out (the expiry purge forgot them): the agent's news
             # (a restatement that may undo the forget, see fact_store) is stored, and the
@@ -313,11 +321,16 @@ def fact_update(
             return current
     changes = {name: value for name, value in fields.items() if getattr(current, name) != value}
     meaningful = [n for n in changes if n != "source_message_id"]
+    owned = owned_after(current.owner_fields or [], actor, meaningful, stated)
     if not meaningful and not reviving:
+        # Nothing to record (no revision, no re-embedding); the owner's word still counts.
+        quiet = {"owner_fields": owned} if owned != (current.owner_fields or []) else {}
         if "source_message_id" in changes:
-            Fact.all_objects.filter(pk=current.pk).update(
-                source_message_id=changes["source_message_id"]
-            )
+            quiet["source_message_id"] = changes["source_message_id"]
+        if quiet:
+            Fact.all_objects.filter(pk=current.pk).update(**quiet)
+            for name, value in quiet.items():
+                setattr(current, name, value)
         return current
     before = _snapshot(current)
     old_value = current.value
@@ -328,7 +341,7 @@ def fact_update(
         current.forgotten = False
         current.forgotten_at = None
         written += ["forgotten", "forgotten_at", *_key_back(current)]
-    current.owner_fields = owned_after(current.owner_fields or [], actor, meaningful)
+    current.owner_fields = owned
     # A legacy key (written before the key rule) must not block other edits.
     current.full_clean(exclude=None if "key" in changes else ["key"], validate_unique=False)
     current.save(update_fields=written)

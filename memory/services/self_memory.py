@@ -86,6 +86,9 @@ CONTENT_EMPTY_MESSAGE = "Le contenu est vide."
 CONTENT_TOO_LONG_MESSAGE = "Le contenu est limité à {limit} caractères (il en a {length})."
 NOT_FOUND_MESSAGE = "Aucun souvenir {label} avec l'id {id}."
 REASON_MISSING_MESSAGE = "Donne la raison de la suppression."
+# A delete's reason is kept in its revision note: the agent's tools, MCP and /memory cap it.
+REASON_MAX_CHARS = 500
+REASON_TOO_LONG_MESSAGE = "La raison est limitée à {limit} caractères (elle en a {length})."
 KIND_LABELS = {FactKind.SELF: "sur moi-même", FactKind.GOAL: "d'objectif"}
 
 SELF_DEDUP_SYSTEM_PROMPT = """Tu maintiens ce qu'un agent sait de lui-même (ses capacités, \
@@ -314,10 +317,13 @@ def agent_item_store(
     channel: str = "",
     source_message_id: int | None = None,
     use_llm: bool = True,
+    dedup_required: bool = False,
 ) -> AgentItemResult:
     """Remember something about the agent itself or one of its goals, without duplicates.
 
     ``use_llm`` False: the rules decide even when an LLM is configured (a seed).
+    ``dedup_required`` True (a seed, which can be run again): an embedder or vector
+    store that cannot give the similar items raises instead of adding unchecked.
     """
     from memory.services.facts import fact_store, source_present
 
@@ -336,9 +342,11 @@ def agent_item_store(
     existing = Fact.all_objects.filter(key=key, forgetting__isnull=True).first()
     if existing is not None:
         # The same words: a restatement. Case, accents or punctuation alone change
-        # nothing; a new category, or an item deleted and learnt again, is written.
+        # nothing; a new category, or an item deleted (or expired) and learnt again, is
+        # written.
         if (
             not existing.forgotten
+            and not existing.is_expired
             and existing.category == category
             and _folded_words(existing.value) == _folded_words(content)
         ):
@@ -347,10 +355,17 @@ def agent_item_store(
         item, created = fact_store(**store_kwargs)
         if created:  # the owner had deleted it: that one stays deleted, this one is new
             return AgentItemResult(item, "added")
-        return AgentItemResult(item, "noop" if item.version == before else "updated")
+        # A write bumps the row's version in the database (index_enqueue), not on ``item``.
+        after = Fact.all_objects.values_list("version", flat=True).get(pk=item.pk)
+        return AgentItemResult(item, "noop" if after == before else "updated")
 
     action, target, decided_by = _decide(
-        kind=kind, category=category, key=key, content=content, use_llm=use_llm
+        kind=kind,
+        category=category,
+        key=key,
+        content=content,
+        use_llm=use_llm,
+        dedup_required=dedup_required,
     )
     with transaction.atomic():  # the write lock: no edit between this read and the write
         # The decision may have taken an LLM call's time: its message may be forgotten by now.
@@ -371,7 +386,9 @@ def agent_item_store(
         return _replace(target, action, category, content, actor, key, decided_by)
 
 
-def _decide(*, kind: str, category: str, key: str, content: str, use_llm: bool):
+def _decide(
+    *, kind: str, category: str, key: str, content: str, use_llm: bool, dedup_required: bool
+):
     """(ADD | UPDATE | NOOP | SUPERSEDE, target, "llm" | "rule")."""
     from agent.client import llm_available
     from memory.services.dedup import fact_candidates, llm_decide, rule_decide
@@ -384,6 +401,9 @@ def _decide(*, kind: str, category: str, key: str, content: str, use_llm: bool):
     try:
         candidates = fact_candidates(key=key, value=content, kind=kind)
     except (StoreUnavailable, DimensionMismatch, EmbeddingInvalid) as exc:
+        if dedup_required:
+            raise
+        # The agent's own statement is kept (indexed later); it is compared next time.
         logger.warning("self dedup: candidates unavailable (%s): adding %s", exc, key)
         candidates = []
     if not candidates:
@@ -450,6 +470,10 @@ def agent_item_delete(*, kind: str | None, item_id: int, reason: str, actor: str
     reason = (reason or "").strip()
     if not reason:
         raise MemoryServiceError(REASON_MISSING_MESSAGE)
+    if len(reason) > REASON_MAX_CHARS:
+        raise MemoryServiceError(
+            REASON_TOO_LONG_MESSAGE.format(limit=REASON_MAX_CHARS, length=len(reason))
+        )
     _no_nul(reason)
     item = agent_item_get(kind=kind, item_id=item_id)
     return fact_forget(fact=item, actor=actor, note=reason)

@@ -27,6 +27,7 @@ MISSING = "champ « {name} » manquant"
 UNKNOWN = "champ inconnu « {name} » (attendus : kind, category, content)"
 NOT_TEXT = "le champ « {name} » doit être un texte"
 EMPTY_FILE = "Le fichier ne contient aucun élément."
+NOT_UTF8 = "Le fichier n'est pas en UTF-8."
 # A JSON list names its items by position; JSONL by line.
 
 
@@ -72,7 +73,11 @@ def _records(text: str) -> list[tuple[str, object]]:
         values = _decode(text, "fichier")
         return [(f"élément {n}", value) for n, value in enumerate(values, start=1)]
     records = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Cut on "\n" alone, as the import reads its lines (a file's lines). str.splitlines()
+    # also cuts on U+2028, U+2029 and \x85, which JSON allows raw inside a string (a valid
+    # line was refused), and on \x0b, \x0c and \x1c-\x1e (an error named the wrong line).
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
         if not line.strip():
             continue
         records.append((f"ligne {number}", _decode(line, f"ligne {number}")))
@@ -111,15 +116,24 @@ def seed_items_parse(text: str) -> list[SeedItem]:
     return items
 
 
+def seed_file_read(path: Path) -> str:
+    """The text of a seed file, or MemoryServiceError (French) when it is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise MemoryServiceError(NOT_UTF8) from None
+
+
 @transaction.atomic
-def self_seed(*, path: Path) -> SeedReport:
-    """Store the file's items that are not there yet (all or nothing)."""
+def self_seed(*, text: str) -> SeedReport:
+    """Store the items of a seed file's text that are not there yet (all or nothing).
+
+    Every item goes through the similarity check (dedup_required): an embedder or
+    vector store that cannot answer stops the whole seed, nothing stored, rather than
+    add items unchecked. Beside `serve` the command has serve run it (serve_link).
+    """
     from memory.services.self_memory import agent_item_key, agent_item_store
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise MemoryServiceError("Le fichier n'est pas en UTF-8.") from None
     items = seed_items_parse(text)
     report = SeedReport()
     for item in items:
@@ -133,6 +147,18 @@ def self_seed(*, path: Path) -> SeedReport:
             content=item.content,
             actor=Actor.SYSTEM,
             use_llm=False,
+            dedup_required=True,
         )
         (report.added if result.action == "added" else report.merged).append(item)
     return report
+
+
+def seed_report_lines(report: SeedReport) -> list[str]:
+    """What memory_seed_self prints, wherever the seed ran."""
+    lines = [f"{item.where} : fusionné avec un élément existant" for item in report.merged]
+    lines.append(
+        f"Graine chargée : {len(report.added)} ajoutés, {len(report.present)} déjà présents, "
+        f"{len(report.merged)} fusionnés. Ils seront indexés par le service "
+        "(ou `manage.py reindex`)."
+    )
+    return lines
