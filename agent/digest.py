@@ -237,12 +237,14 @@ def job_digest(payload: dict, *, checkpoint: Callable[..., None]) -> dict:
 
 
 def digest_run_now() -> tuple[str, dict]:
-    """Force a digest and run it in this process (the command): (job outcome, digest row data)."""
+    """Force a digest and run it in this process (the command, or serve for a command
+    beside it): (job outcome, digest row data)."""
     from memory.models import Digest
     from memory.services.digest import digest_request
     from memory.services.jobs import job_run
 
-    job = digest_request()
+    # Not sent to the workers: in serve, its own worker would race this run for the job.
+    job = digest_request(send=False)
     outcome = job_run(job.id)
     last = Digest.objects.order_by("-id").first()
     return outcome, {

@@ -1,7 +1,8 @@
 """DRF exception handler: domain and Django validation errors become 4xx JSON.
 
 Every error body has a human "message" and, for field errors, "extra" with a
-message per field. Nothing reaches the client as a 500 with a traceback.
+message per field. Nothing reaches the client as a 500 with a traceback; a database
+held by another process is a 503 to retry (makilab.database_busy).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
 
+from makilab.database_busy import DATABASE_BUSY_MESSAGE, RETRY_AFTER_S, database_busy
 from memory.exceptions import MemoryServiceError, StoreUnavailable
 
 VALIDATION_MESSAGE = "Données invalides."
@@ -45,6 +47,12 @@ def _null_body_said_in_french(fields: dict) -> dict:
 
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
+    if database_busy(exc):
+        return Response(
+            {"message": DATABASE_BUSY_MESSAGE, "extra": {}},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )
     if isinstance(exc, StoreUnavailable):
         return Response(
             {"message": str(exc), "extra": {}}, status=status.HTTP_503_SERVICE_UNAVAILABLE

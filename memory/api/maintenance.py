@@ -1,10 +1,11 @@
 """POST /api/memory/maintenance/<operation>, GET /api/memory/maintenance/runs/<id>.
 
-The channel through which `reindex`, `memory_doctor` and `purge_expired`, run
-beside `serve`, have serve (the one owner of the embedded Qdrant folder) do the
-work (memory.services.serve_link). Only the serving process's local secret
-opens it, never a token or a session: an agent's token, or an owner's token
-that leaked, cannot start heavy work from afar. Not part of the public API
+The channel through which `reindex`, `memory_doctor`, `purge_expired`,
+`memory_seed_self` and `memory_digest`, run beside `serve`, have serve (the one
+owner of the embedded Qdrant folder) do the work (memory.services.serve_link).
+Only the serving process's local secret opens it, never a token or a session:
+an agent's token, or an owner's token that leaked, cannot start heavy work from
+afar. Not part of the public API
 (left out of the OpenAPI schema), unthrottled (the command polls).
 """
 
@@ -58,11 +59,18 @@ class NoOptions(StrictInputSerializer):
     pass
 
 
+class SeedSelfOptions(StrictInputSerializer):
+    # The file's text as the command read it (serve may not see the command's files).
+    text = serializers.CharField(trim_whitespace=False)
+
+
 OPTIONS = {
     "reindex": ReindexOptions,
     "doctor": DoctorOptions,
     "purge-expired": NoOptions,
     "vector-counts": NoOptions,
+    "seed-self": SeedSelfOptions,
+    "digest": NoOptions,
 }
 
 

@@ -108,11 +108,13 @@ def digest_schedule_check(*, now: datetime | None = None) -> Job | None:
 
 
 @transaction.atomic
-def digest_request() -> Job:
+def digest_request(*, send: bool = True) -> Job:
     """Force a digest now (command, /memory, API).
 
     A digest already queued (waiting for its retry time, or for an LLM) is
     made due now instead of queueing a second one; a running one is left to run.
+    ``send=False``: the caller runs the job itself (``job_run``), so a worker of
+    the same process does not race it for the claim (see job_enqueue).
     """
     from memory.services.jobs import _send, job_enqueue
 
@@ -122,12 +124,14 @@ def digest_request() -> Job:
             kind=DIGEST_JOB,
             key=f"digest:manual:{uuid.uuid4().hex}",
             payload={"trigger": TRIGGER_MANUAL},
+            send=send,
         )
     if job.state == JobState.QUEUED:
         Job.objects.filter(pk=job.pk, state=JobState.QUEUED).update(
             run_after=None, queued_at=timezone.now()
         )
-        transaction.on_commit(lambda: _send(job.id))
+        if send:
+            transaction.on_commit(lambda: _send(job.id))
     return job
 
 

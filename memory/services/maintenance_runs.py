@@ -1,11 +1,13 @@
-"""Maintenance operations and their French report: what reindex, memory_doctor and
-purge_expired do, wherever they run.
+"""Maintenance operations and their French report: what reindex, memory_doctor,
+purge_expired, memory_seed_self and memory_digest do, wherever they run.
 
 A command runs an operation in its own process when it may open the vector
 store, or asks the running `serve` (the one owner of the embedded Qdrant
 folder) to run it (memory.services.serve_link). Either way the same function
 does the work and writes the same lines; in serve a run is a background thread
 whose progress the command follows (maintenance_start / maintenance_get).
+The seed and the digest store through dedup, whose similarity check needs the
+vector store: beside serve, only serve can make it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]
 
-OPERATIONS = ("reindex", "doctor", "purge-expired", "vector-counts")
+OPERATIONS = ("reindex", "doctor", "purge-expired", "vector-counts", "seed-self", "digest")
 COLLECTION_CHOICES = ("conversations", "knowledge", "live", "all")
 MAX_KEPT_RUNS = 20
 
@@ -141,11 +143,29 @@ def vector_counts_run(*, progress: Progress | None = None) -> Outcome:
     return Outcome([], data=vector_counts_get())
 
 
+def seed_self_run(*, text: str, progress: Progress | None = None) -> Outcome:
+    """Load a seed file's text (memory.services.self_seed): its report, in French."""
+    from memory.services.self_seed import seed_report_lines, self_seed
+
+    return Outcome(seed_report_lines(self_seed(text=text)))
+
+
+def digest_now_run(*, progress: Progress | None = None) -> Outcome:
+    """Force the digest and run it here: the job's outcome and the digest's figures,
+    which memory_digest says in French."""
+    from agent.digest import digest_run_now
+
+    outcome, digest = digest_run_now()
+    return Outcome([], data={"outcome": outcome, **digest})
+
+
 RUNNERS: dict[str, Callable[..., Outcome]] = {
     "reindex": reindex_run,
     "doctor": doctor_run,
     "purge-expired": purge_expired_run,
     "vector-counts": vector_counts_run,
+    "seed-self": seed_self_run,
+    "digest": digest_now_run,
 }
 
 

@@ -54,6 +54,10 @@ DETACHED_MESSAGE = (
     "Interrompu : l'opération continue dans le service (elle est sans risque à relancer)."
 )
 SERVE_REFUSED_MESSAGE = "Le service a refusé l'opération ({status}) : {detail}"
+# A refusal that is not the API's JSON (a proxy's page, another program on the port).
+SERVE_REFUSED_UNEXPLAINED = (
+    "réponse sans explication : vérifiez que c'est bien ce « serve » qui répond à cette adresse"
+)
 
 
 class ServeLinkError(MemoryServiceError):
@@ -169,8 +173,19 @@ def secret_matches(value: str | None) -> bool:
 
 
 def _local_base(url: str) -> str:
-    """serve's URL as this machine reaches it (a wildcard bind is reached on loopback)."""
+    """serve's URL as this machine reaches it (a wildcard bind is reached on loopback:
+    0.0.0.0 on 127.0.0.1, the IPv6 wildcard [::] on [::1])."""
     return url.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//[::1]:").rstrip("/")
+
+
+def _refusal_detail(error: urllib.error.HTTPError) -> str:
+    """The French "message" of serve's JSON refusal, or a French default for any other body."""
+    try:
+        body = json.loads(error.read() or b"null")
+    except (OSError, ValueError):  # cut short, or not JSON
+        body = None
+    message = body.get("message") if isinstance(body, dict) else None
+    return message if isinstance(message, str) and message else SERVE_REFUSED_UNEXPLAINED
 
 
 def _call(info: dict, method: str, path: str, body: dict | None = None) -> dict:
@@ -188,12 +203,8 @@ def _call(info: dict, method: str, path: str, body: dict | None = None) -> dict:
         with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S) as response:
             return json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as error:
-        try:
-            detail = json.loads(error.read() or b"{}").get("message", "")
-        except ValueError:
-            detail = ""
         raise ServeLinkError(
-            SERVE_REFUSED_MESSAGE.format(status=error.code, detail=detail or error.reason)
+            SERVE_REFUSED_MESSAGE.format(status=error.code, detail=_refusal_detail(error))
         ) from None
     except (OSError, ValueError) as exc:
         raise ServeLinkError(SERVE_UNREACHABLE_MESSAGE.format(url=url, detail=exc)) from None

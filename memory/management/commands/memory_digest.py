@@ -2,19 +2,27 @@
 
 from django.core.management.base import CommandError
 
+from memory.exceptions import MemoryServiceError
 from memory.management.french import FrenchCommand
 
 
 class Command(FrenchCommand):
     help = (
         "Lance le digest des salons observés maintenant : les faits durables des messages "
-        "non digérés sont enregistrés, puis retirés de la mémoire live."
+        "non digérés sont enregistrés, puis retirés de la mémoire live. "
+        "Pendant que serve tourne, c'est serve qui le fait."
     )
 
     def handle(self, *args, **options) -> None:
-        from agent.digest import digest_run_now
+        from memory.services.serve_link import maintenance_dispatch
 
-        outcome, digest = digest_run_now()
+        try:
+            # Its facts go through dedup, whose similarity check needs the vector store:
+            # beside serve (the store's one owner), serve runs the digest.
+            digest = maintenance_dispatch("digest", {}).data
+        except MemoryServiceError as exc:
+            raise CommandError(str(exc)) from exc
+        outcome = digest["outcome"]
         if outcome == "waiting":
             raise CommandError(digest["note"])
         if outcome == "skipped":

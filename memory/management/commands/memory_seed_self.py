@@ -14,25 +14,27 @@ class Command(FrenchCommand):
     help = (
         "Load starting items about the agent itself and its goals: a JSON list or JSONL of "
         '{"kind": "self"|"goal", "category": ..., "content": ...}. All or nothing; '
-        "items already there are left as they are. Example: memory/seeds/agent_self.example.jsonl"
+        "items already there are left as they are. Example: memory/seeds/agent_self.example.jsonl. "
+        "While serve runs, serve does it."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path, help="The JSON or JSONL file to read.")
 
     def handle(self, *args, file: Path, **options):
-        from memory.services.self_seed import self_seed
+        from memory.services.self_seed import seed_file_read, seed_items_parse
+        from memory.services.serve_link import ServeLinkError, maintenance_dispatch
 
         if not file.is_file():
             raise CommandError(f"Fichier introuvable : {file}")
         try:
-            report = self_seed(path=file)
+            text = seed_file_read(file)
+            seed_items_parse(text)  # a bad line is said here, before serve is asked
+            # The similarity check needs the vector store: beside serve, serve runs the seed.
+            outcome = maintenance_dispatch("seed-self", {"text": text})
+        except ServeLinkError as exc:  # serve's own words (unreachable, refused, interrupted)
+            raise CommandError(str(exc)) from exc
         except MemoryServiceError as exc:
             raise CommandError(f"Rien n'a été chargé. {exc}") from exc
-        for item in report.merged:
-            self.stdout.write(f"{item.where} : fusionné avec un élément existant")
-        self.stdout.write(
-            f"Graine chargée : {len(report.added)} ajoutés, {len(report.present)} déjà présents, "
-            f"{len(report.merged)} fusionnés. Ils seront indexés par le service "
-            "(ou `manage.py reindex`)."
-        )
+        for line in outcome.lines:
+            self.stdout.write(line)

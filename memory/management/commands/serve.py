@@ -61,6 +61,17 @@ def bind_error_message(host: str, port: int, exc: Exception) -> str:
     return BIND_ERROR_MESSAGE.format(host=host, port=port, detail=exc.strerror or exc)
 
 
+def serve_url(host: str, port: int) -> str:
+    """The URL serve answers at, as the commands beside it read it (serve.json).
+
+    An IPv6 literal is bracketed (RFC 3986): ``--host ::`` is ``http://[::]:8000/``,
+    not ``http://:::8000/``, which no client can parse.
+    """
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}/"
+
+
 def serve_options_check(options: dict) -> None:
     """Refuse a port or a thread count waitress would misuse, before anything starts.
 
@@ -198,7 +209,7 @@ class Command(FrenchCommand):
             from memory.services.retrieval import retrieval_warm
 
             retrieval_warm()
-        url = f"http://{options['host']}:{server.effective_port}/"
+        url = serve_url(options["host"], server.effective_port)
         lock.publish(url)
         mode = "avec le worker intégré" if run_worker else "sans worker (lancez celery à part)"
         self.stdout.write(f"Makilab Memory sur {url} {mode} (Ctrl-C pour arrêter)", ending="\n")

@@ -6,10 +6,13 @@ ask it to do the work (memory.services.serve_link) and print what it reports.
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -78,21 +81,28 @@ def _manage(env, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@contextlib.contextmanager
+def serve_beside(env, data_dir, *args: str, host: str = "127.0.0.1") -> Iterator[subprocess.Popen]:
+    """A real serve on a migrated ``data_dir``, up and done indexing; stopped on exit."""
+    port = _free_port()
+    server = _start_serve(env, port, "--no-migrate", *args)
+    try:
+        _wait_up(f"http://{host}:{port}", server)
+        _wait_indexed(data_dir)
+        yield server
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=60)
+
+
 @pytest.fixture
 def serving(tmp_path):
     env = _env(tmp_path)
     _python(MIGRATE, env)
     _python(SEED, env)
-    port = _free_port()
-    server = _start_serve(env, port, "--no-migrate")
-    try:
-        _wait_up(f"http://127.0.0.1:{port}", server)
-        _wait_indexed(tmp_path)
+    with serve_beside(env, tmp_path) as server:
         yield env, server
-    finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-        server.communicate(timeout=60)
 
 
 def test_doctor_reindex_and_purge_run_in_the_serving_process(serving):
@@ -144,3 +154,28 @@ def test_without_a_running_serve_the_commands_work_on_their_own(tmp_path):
     assert "Réindexation terminée : 8 points écrits" in reindex.stdout
     doctor = _manage(env, "memory_doctor")
     assert "Tout est cohérent." in doctor.stdout, doctor.stdout + doctor.stderr
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback on this machine")
+def test_the_commands_reach_a_serve_listening_on_the_ipv6_wildcard(tmp_path):
+    """serve.json holds http://[::]:PORT/ (not http://:::PORT/), reached on [::1]."""
+    env = _env(tmp_path)
+    _python(MIGRATE, env)
+    with serve_beside(env, tmp_path, "--host", "::", host="[::1]") as server:
+        doctor = _manage(env, "memory_doctor")
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr[-3000:]
+        assert "Tout est cohérent." in doctor.stdout
+        stats = _manage(env, "memory_stats")
+        assert "qdrant : disponible" in stats.stdout, stats.stdout + stats.stderr[-3000:]
+        server.send_signal(signal.SIGTERM)
+        out = server.communicate(timeout=60)[0]
+    assert "Makilab Memory sur http://[::]:" in out, out[-3000:]

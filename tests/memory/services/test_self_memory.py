@@ -249,6 +249,31 @@ def test_the_example_seed_file_loads(no_llm):
     assert Fact.all_objects.filter(kind="goal").count() == 2
 
 
+def test_a_seed_stops_whole_rather_than_add_unchecked_when_the_store_is_down(
+    tmp_path, no_llm, local_embedder, settings
+):
+    """A seed can be run again: an outage stops it, nothing stored. The agent's own
+    statement, which cannot be said again, is kept and compared next time."""
+    from memory.stores.vectors import vector_store_reset
+
+    seed = _write(
+        tmp_path / "seed.jsonl",
+        [json.dumps({"kind": "self", "category": "capability", "content": SELF_TEXT})],
+    )
+    vector_store_reset()
+    settings.QDRANT_URL = "http://127.0.0.1:9"
+    settings.QDRANT_TIMEOUT_S = 1
+    try:
+        with pytest.raises(CommandError, match=r"^Rien n'a été chargé\. "):
+            call_command("memory_seed_self", str(seed))
+        assert not Fact.all_objects.exists()
+        kept = agent_item_store(kind=FactKind.SELF, category="capability", content=SELF_TEXT)
+    finally:
+        vector_store_reset()
+    assert kept.action == "added"
+    assert Fact.all_objects.get().value == SELF_TEXT
+
+
 def test_the_facts_api_stores_the_agents_items_with_dedup(agent_api, no_llm):
     body = {"kind": "goal", "category": "connection", "value": "J'aimerais parler à David"}
 

@@ -110,3 +110,72 @@ def test_ctrl_c_while_following_a_run_says_it_goes_on_in_serve(monkeypatch):
         ("POST", "/api/memory/maintenance/reindex"),
         ("GET", "/api/memory/maintenance/runs/r1"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("host", "published", "reached"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:8123/", "http://127.0.0.1:8123"),
+        ("0.0.0.0", "http://0.0.0.0:8123/", "http://127.0.0.1:8123"),
+        ("::", "http://[::]:8123/", "http://[::1]:8123"),
+        ("::1", "http://[::1]:8123/", "http://[::1]:8123"),
+    ],
+)
+def test_serve_publishes_a_url_the_commands_reach_on_loopback(host, published, reached):
+    """An IPv6 literal is bracketed (``--host ::`` once gave http://:::8123/)."""
+    from memory.management.commands.serve import serve_url
+
+    assert serve_url(host, 8123) == published
+    assert serve_link._local_base(published) == reached
+
+
+@pytest.fixture
+def refusing_server():
+    """A local HTTP server answering every request 400 with the body it is given."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    answer = {"body": b"", "type": "text/html"}
+
+    class Refuse(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(400)
+            self.send_header("Content-Type", answer["type"])
+            self.send_header("Content-Length", str(len(answer["body"])))
+            self.end_headers()
+            self.wfile.write(answer["body"])
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield answer, {"url": f"http://127.0.0.1:{server.server_port}/", "secret": "s"}
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "detail"),
+    [
+        (b"<h1>Bad Request (400)</h1>", "text/html", None),
+        (b"", "text/html", None),
+        (b'["liste"]', "application/json", None),
+        (
+            json.dumps({"message": "Données invalides.", "extra": {}}).encode(),
+            "application/json",
+            "Données invalides.",
+        ),
+    ],
+    ids=["html", "empty", "json-not-an-object", "api-message"],
+)
+def test_a_refusal_is_said_in_french_whatever_its_body(refusing_server, body, content_type, detail):
+    """serve's JSON says why; any other body gets the French default (None), never
+    http.client's English reason ("Bad Request")."""
+    answer, info = refusing_server
+    answer.update(body=body, type=content_type)
+    detail = detail or serve_link.SERVE_REFUSED_UNEXPLAINED
+    with pytest.raises(serve_link.ServeLinkError) as refused:
+        serve_link._call(info, "GET", "/api/memory/maintenance/runs/r1")
+    assert str(refused.value) == serve_link.SERVE_REFUSED_MESSAGE.format(status=400, detail=detail)
