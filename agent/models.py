@@ -12,6 +12,7 @@ class Purpose(models.TextChoices):
     COMPACTION = "compaction", "Compaction"
     DEDUP = "dedup", "Déduplication"
     DIGEST = "digest", "Synthèse"
+    FORGET = "forget", "Tri de l'oubli"
 
 
 class LlmUsage(models.Model):

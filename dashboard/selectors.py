@@ -30,6 +30,7 @@ PURPOSE_COLOURS = {
     Purpose.COMPACTION: "#d9822b",
     Purpose.DEDUP: "#8e6cc9",
     Purpose.DIGEST: "#c2497b",
+    Purpose.FORGET: "#a38b2b",
 }
 OVERHEAD_COLOUR = "#111827"
 

@@ -12,22 +12,28 @@ from; the vault itself is the owner's and is not copied).
 
 ``memory_restore`` copies a backup into the configured database (the same
 API, the other way), refusing to overwrite a memory that holds data unless
-forced. Qdrant is not in the backup: it is derived from T1, and
-``manage.py reindex --recreate`` rebuilds it (then ``memory_doctor`` checks).
+forced. Qdrant is not in the backup: it is derived from T1. After the copy,
+``memory_restore_finish`` replays on the restored memory what the replaced one
+did since the backup was taken (its erasures, its forgets still in their undo
+window), and sets every indexable row back to pending: the points the restored
+rows claim are not in this data dir. The indexing sweep rebuilds them on its own
+(``manage.py reindex`` at once; then ``memory_doctor`` checks).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.exceptions import MemoryServiceError
+from memory.services.backup_forgets import forgets_read
 from memory.services.erased_marks import marks_read
 
 BACKUP_FORMAT = "makilab-memory-backup"
@@ -39,6 +45,7 @@ MEMORY_TABLES = ("core_memory", "messages", "memory_summary")
 
 BACKUP_EXISTS = "Le dossier {dir} contient déjà une sauvegarde : choisissez un autre dossier."
 BACKUP_DIRECTORY = "Impossible de créer le dossier de sauvegarde {dir} : {detail}"
+BACKUP_WRITE = "Impossible d'écrire la sauvegarde dans {dir} : {detail}"
 NOT_A_BACKUP = "Pas de sauvegarde Makilab dans {dir} (fichier {file} absent ou illisible)."
 BAD_BACKUP = "La sauvegarde {file} est abîmée : {error}."
 EMPTY_DATABASE = "le fichier est vide"
@@ -119,15 +126,36 @@ def memory_backup(*, directory: Path) -> BackupReport:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file there, or under it; no permission
         raise MemoryServiceError(BACKUP_DIRECTORY.format(dir=directory, detail=exc)) from exc
-    source = _connect(database_path())
-    copy = sqlite3.connect(target)
     try:
-        # One step (pages=-1): one read transaction, a snapshot of what was committed.
-        source.backup(copy)
-        _check(copy, target)
-        counts = _counts(copy)
+        counts = _backup_write(directory, target)
+    except MemoryServiceError:  # the copy failed its integrity check
+        _backup_remove(directory)
+        raise
+    except (sqlite3.Error, OSError) as exc:  # a folder it cannot write in, a full disk
+        _backup_remove(directory)
+        raise MemoryServiceError(BACKUP_WRITE.format(dir=directory, detail=exc)) from exc
+    return BackupReport(
+        directory=directory,
+        database=target,
+        bytes=target.stat().st_size,
+        counts=counts,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _backup_write(directory: Path, target: Path) -> dict[str, int]:
+    """The copy and its manifest; returns the copy's row counts."""
+    source = _connect(database_path())
+    try:
+        copy = sqlite3.connect(target)
+        try:
+            # One step (pages=-1): one read transaction, a snapshot of what was committed.
+            source.backup(copy)
+            _check(copy, target)
+            counts = _counts(copy)
+        finally:
+            copy.close()
     finally:
-        copy.close()
         source.close()
     manifest = {
         "format": BACKUP_FORMAT,
@@ -140,13 +168,16 @@ def memory_backup(*, directory: Path) -> BackupReport:
     (directory / MANIFEST_FILE).write_text(
         json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )
-    return BackupReport(
-        directory=directory,
-        database=target,
-        bytes=target.stat().st_size,
-        counts=counts,
-        seconds=time.perf_counter() - started,
-    )
+    return counts
+
+
+def _backup_remove(directory: Path) -> None:
+    """What a failed backup wrote (nothing was there: BACKUP_EXISTS): a half-written copy
+    would refuse the next attempt and could pass for a backup."""
+    with contextlib.suppress(OSError):
+        _database_remove(directory / DATABASE_FILE)
+    with contextlib.suppress(OSError):
+        (directory / MANIFEST_FILE).unlink(missing_ok=True)
 
 
 def backup_read(directory: Path) -> dict:
@@ -210,10 +241,18 @@ def _database_remove(path: Path) -> None:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-def _target_content(target: Path) -> str | None:
-    """What makes the destination not empty (None: safe to restore over)."""
+def _embedded_qdrant() -> Path | None:
+    """The embedded Qdrant folder of this data dir, when it holds something."""
     qdrant = Path(settings.QDRANT_PATH)
     if not settings.QDRANT_URL and qdrant.is_dir() and any(qdrant.iterdir()):
+        return qdrant
+    return None
+
+
+def _target_content(target: Path) -> str | None:
+    """What makes the destination not empty (None: safe to restore over)."""
+    qdrant = _embedded_qdrant()
+    if qdrant is not None:
         return f"dossier Qdrant {qdrant}"
     if not target.exists() or target.stat().st_size == 0:
         return None
@@ -245,8 +284,11 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
     found = None if unreadable else _target_content(target)
     if found and not force:
         raise MemoryServiceError(TARGET_NOT_EMPTY.format(what=found))
-    # The erasures made here since the backup was taken: replayed on the restored memory.
-    manifest["erased_marks"] = [] if unreadable or not target.exists() else marks_read(target)
+    # What the replaced memory did since the backup was taken, replayed on the restored
+    # one (memory_restore_finish): its erasures, and its forgets still in their undo window.
+    replaced = not unreadable and target.exists()
+    manifest["erased_marks"] = marks_read(target) if replaced else []
+    manifest["forgets"] = forgets_read(target) if replaced else []
     connection.close()
     if unreadable:  # SQLite cannot copy into it: the backup replaces the file
         _database_remove(target)
@@ -262,3 +304,54 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
         destination.close()
         source.close()
     return manifest
+
+
+def memory_restore_finish(*, manifest: dict) -> dict[str, object]:
+    """After ``memory_restore`` and the migration: what the replaced memory did since the
+    backup was taken stands, and no restored row claims a point this data dir lacks.
+
+    The carried forgets are taken first: the replay of the erasure marks then purges
+    those past their undo window (and those it empties), as the hourly purge would.
+    """
+    from memory.services.backup_forgets import forgets_replay
+    from memory.services.erased_marks import marks_replay
+
+    forgotten = forgets_replay(manifest["forgets"])
+    erased = marks_replay(manifest["erased_marks"])
+    requeued, dropped = _vectors_reset()
+    return {"forgotten": forgotten, "erased": erased, "requeued": requeued, "dropped": dropped}
+
+
+def _vectors_reset() -> tuple[int, Path | None]:
+    """The backup holds SQLite only: its rows say 'indexed' for points this data dir does
+    not hold (a fresh Qdrant folder), or holds for another memory (the replaced one's).
+    Every row that makes a point goes back to pending, version bumped, as ``reindex
+    --recreate`` requeues them (``rows_changed``): the indexing sweep rebuilds them on its
+    own. Then the embedded Qdrant folder's collections are dropped: left there, the
+    points of the replaced memory's rows that the backup does not hold would stay as
+    orphans (the sweep writes points, it never looks for strays). Requeued first: a
+    restore stopped between the two leaves pending rows whose points the sweep rewrites,
+    never rows marked indexed over a dropped collection. A Qdrant server is left alone
+    (not part of the data dir): ``reindex --recreate`` clears it.
+
+    Returns (rows requeued, the folder whose collections were dropped or None).
+    """
+    from memory.services.indexing import rows_changed
+    from memory.services.maintenance import COLLECTION_KINDS, REQUEUE_BATCH, source_ids
+
+    requeued = 0
+    with transaction.atomic():
+        for name, kinds in COLLECTION_KINDS.items():
+            for kind in kinds:
+                ids = source_ids(kind, name)
+                for start in range(0, len(ids), REQUEUE_BATCH):
+                    rows_changed(kind, ids[start : start + REQUEUE_BATCH])
+                requeued += len(ids)
+    folder = _embedded_qdrant()
+    if folder is not None:
+        from memory.stores.vectors import get_vector_store
+
+        store = get_vector_store()
+        for name in COLLECTION_KINDS:
+            store.drop_collection(name)
+    return requeued, folder

@@ -94,6 +94,7 @@ def judge_text(text: str, terms: list[str]) -> str:
 
 def _judge_chunk(topic: str, chunk: list[Candidate], terms: list[str]) -> set[str]:
     from agent.client import llm_json
+    from agent.models import Purpose
 
     prompt = json.dumps(
         {
@@ -105,7 +106,7 @@ def _judge_chunk(topic: str, chunk: list[Candidate], terms: list[str]) -> set[st
     answer = llm_json(
         system=FORGET_JUDGE_PROMPT,
         prompt=prompt,
-        purpose="forget",
+        purpose=Purpose.FORGET,
         max_tokens=100 + LLM_ANSWER_TOKENS_PER_ID * len(chunk),
     )
     if not isinstance(answer, dict) or not isinstance(answer.get("ids"), list):

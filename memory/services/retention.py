@@ -3,7 +3,10 @@
 They grow with every message. Rows past their window (settings
 MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS, MAKILAB_LLM_USAGE_RETENTION_DAYS; 30 days
 for the idempotency keys of the messages API) are deleted by a daily task, in
-small batches so no write lock is held for long.
+small batches so no write lock is held for long. Each channel's last
+``reinjection_turns`` retrieval rows stay whatever their age: the channel's next
+auto-retrieval reads them (the memories it carries, its near-duplicate check), as
+the history the LLM gets is the last messages whatever their age.
 The spend history is not lost: /costs reads the daily totals
 (agent.models.UsageDay), which every call adds to as it is recorded.
 """
@@ -15,6 +18,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models, transaction
+from django.db.models import OuterRef
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -22,14 +26,27 @@ logger = logging.getLogger(__name__)
 PURGE_BATCH = 2000
 
 
-def _delete_before(model: type[models.Model], cutoff: datetime) -> int:
+def _delete_before(
+    model: type[models.Model], *, now: datetime, retention: timedelta, keep_last: int = 0
+) -> int:
+    """Delete the rows older than ``retention``, in batches; ``keep_last``: each channel's
+    newest rows kept (the order its readers use: newest ``created_at``, then ``id``)."""
+    try:
+        cutoff = now - retention
+    except OverflowError:  # before year 1: no row is that old
+        return 0
+    old = model.objects.filter(created_at__lt=cutoff)
+    if keep_last > 0:
+        # Per row, a seek on the (channel, created_at, id) index: no sort of the whole log.
+        newest = (
+            model.objects.filter(channel=OuterRef("channel"))
+            .order_by("-created_at", "-id")
+            .values("id")[:keep_last]
+        )
+        old = old.exclude(pk__in=newest)
     deleted = 0
     while True:
-        ids = list(
-            model.objects.filter(created_at__lt=cutoff)
-            .order_by("created_at")
-            .values_list("id", flat=True)[:PURGE_BATCH]
-        )
+        ids = list(old.order_by("created_at").values_list("id", flat=True)[:PURGE_BATCH])
         if not ids:
             return deleted
         with transaction.atomic():
@@ -40,18 +57,26 @@ def logs_purge(*, now: datetime | None = None) -> dict[str, int]:
     """Delete retrieval log rows and LLM call rows older than their retention."""
     from agent.models import LlmUsage
     from memory.models import MemoryRetrieval, MessageRecording
+    from memory.selectors import memory_settings_get
     from memory.services.messages import IDEMPOTENCY_KEY_RETENTION
 
     now = now or timezone.now()
     counts = {
         "retrievals": _delete_before(
-            MemoryRetrieval, now - timedelta(days=settings.MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS)
+            MemoryRetrieval,
+            now=now,
+            retention=timedelta(days=settings.MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS),
+            keep_last=memory_settings_get().reinjection_turns,
         ),
         "llm_usage": _delete_before(
-            LlmUsage, now - timedelta(days=settings.MAKILAB_LLM_USAGE_RETENTION_DAYS)
+            LlmUsage,
+            now=now,
+            retention=timedelta(days=settings.MAKILAB_LLM_USAGE_RETENTION_DAYS),
         ),
         # An outside agent retries within minutes; a month of keys is plenty.
-        "message_recordings": _delete_before(MessageRecording, now - IDEMPOTENCY_KEY_RETENTION),
+        "message_recordings": _delete_before(
+            MessageRecording, now=now, retention=IDEMPOTENCY_KEY_RETENTION
+        ),
     }
     if any(counts.values()):
         logger.info("purged old log rows: %s", counts)

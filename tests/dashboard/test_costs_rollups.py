@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from agent.models import LlmUsage, UsageDay
 from agent.usage import usage_record
-from memory.models import MemoryRetrieval
+from memory.models import MemoryRetrieval, MemorySettings
 from memory.services.retention import logs_purge
 
 pytestmark = pytest.mark.django_db
@@ -63,6 +63,9 @@ def test_each_call_adds_to_its_day_and_costs_reads_only_the_daily_totals(staff_c
 def test_purging_old_calls_and_retrieval_logs_leaves_costs_unchanged(staff_client, settings):
     settings.MAKILAB_LLM_USAGE_RETENTION_DAYS = 2
     settings.MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS = 10
+    # The channel's last turns stay whatever their age (the next retrieval reads them):
+    # one turn, today's, so the two rows past the retention go.
+    MemorySettings.objects.filter(pk=MemorySettings.load().pk).update(reinjection_turns=1)
     _calls()
     now = timezone.now()
     for days_ago in (0, 5, 11, 40):

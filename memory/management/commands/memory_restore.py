@@ -14,8 +14,9 @@ from memory.management.french import FrenchCommand
 class Command(FrenchCommand):
     help = (
         "Restore a memory_backup folder into the configured SQLite database (stop serve first). "
-        "Refuses a data dir that holds a memory unless --force. Then run "
-        "`reindex --recreate` and `memory_doctor`."
+        "Refuses a data dir that holds a memory unless --force. The restored rows are queued "
+        "for indexing (the sweep of serve rebuilds the vectors; `reindex` does it at once), "
+        "then run `memory_doctor`."
     )
 
     def add_arguments(self, parser):
@@ -25,7 +26,7 @@ class Command(FrenchCommand):
         )
 
     def handle(self, *args, directory: Path, force: bool, **options):
-        from memory.services.backup import memory_restore, notes_settings
+        from memory.services.backup import memory_restore, memory_restore_finish, notes_settings
 
         try:
             manifest = memory_restore(directory=directory, force=force)
@@ -33,15 +34,20 @@ class Command(FrenchCommand):
             raise CommandError(str(exc)) from exc
         # A backup of an older version gets this version's schema.
         call_command("migrate", verbosity=0, interactive=False)
-        from memory.services.erased_marks import marks_replay
-
-        again = marks_replay(manifest["erased_marks"])
+        done = memory_restore_finish(manifest=manifest)
         counts = manifest["restored_counts"]
         self.stdout.write(
             f"Sauvegarde du {manifest.get('created_at', '?')} restaurée : "
             f"{counts.get('core_memory', 0)} faits, {counts.get('messages', 0)} messages, "
             f"{counts.get('memory_summary', 0)} résumés."
         )
+        forgotten, again = done["forgotten"], done["erased"]
+        if forgotten["forgets"]:
+            self.stdout.write(
+                "Oublié à nouveau (oublié ici après la sauvegarde) : "
+                f"{forgotten['forgets']} oublis, {forgotten['facts']} faits, "
+                f"{forgotten['messages']} messages, {forgotten['summaries']} résumés."
+            )
         if any(again.values()):
             self.stdout.write(
                 "Effacé à nouveau (effacé ici après la sauvegarde) : "
@@ -55,7 +61,11 @@ class Command(FrenchCommand):
                 self.stdout.write(
                     f"Attention : {name} était « {saved.get(name, '')} », il est « {here[name]} » ici."
                 )
+        dropped = f" ; collections Qdrant de {done['dropped']} vidées" if done["dropped"] else ""
         self.stdout.write(
-            "Reconstruisez les vecteurs : `python manage.py reindex --recreate`, "
+            f"{done['requeued']} lignes remises en attente d'indexation (une sauvegarde ne "
+            f"contient pas les vecteurs){dropped} : `serve` les reconstruit à son démarrage ; "
+            "tout de suite : "
+            "`python manage.py reindex` (`reindex --recreate` avec un serveur Qdrant), "
             "puis vérifiez : `python manage.py memory_doctor`."
         )

@@ -1,0 +1,44 @@
+"""memory_backup that cannot write its copy: a French refusal, and nothing left behind."""
+
+from __future__ import annotations
+
+import sqlite3
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from memory.services import backup
+from memory.services.backup import DATABASE_FILE, MANIFEST_FILE
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_backup_into_an_existing_folder_it_cannot_write_is_refused_in_french():
+    """/proc exists (mkdir(exist_ok=True) passes) but nothing can be created in it, like a
+    read-only mount or another user's folder: SQLite's "unable to open database file"."""
+    with pytest.raises(CommandError, match="Impossible d'écrire la sauvegarde dans /proc : "):
+        call_command("memory_backup", "/proc", stdout=StringIO())
+
+
+def test_a_backup_that_fails_halfway_leaves_nothing_and_the_next_attempt_goes_through(
+    tmp_path, monkeypatch
+):
+    """A half-written copy would refuse the next attempt ("contient déjà une sauvegarde")."""
+    counts = backup._counts
+
+    def disk_full(db):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(backup, "_counts", disk_full)
+    with pytest.raises(
+        CommandError, match=r"Impossible d'écrire la sauvegarde dans .* : database or disk is full"
+    ):
+        call_command("memory_backup", str(tmp_path), stdout=StringIO())
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+    monkeypatch.setattr(backup, "_counts", counts)
+    out = StringIO()
+    call_command("memory_backup", str(tmp_path), stdout=out)
+    assert out.getvalue().startswith(f"Sauvegarde écrite dans {tmp_path} : ")
+    assert {DATABASE_FILE, MANIFEST_FILE} <= {p.name for p in tmp_path.iterdir()}

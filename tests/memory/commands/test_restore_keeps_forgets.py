@@ -1,0 +1,64 @@
+"""A backup restored over a memory that forgot things since it was taken: the forgets
+stand. Still in their undo window they left no erasure mark; the restore reads them from
+the memory it replaces and takes the restored rows they recognise again, under the same
+topic and undo deadline (forgotten stays forgotten, and stays undoable)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.memory.commands.test_backup_restore import _manage
+
+pytestmark = pytest.mark.slow
+
+SETUP = """
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from memory.services.messages import message_save
+from memory.services.facts import fact_store
+q = message_save(channel="whatsapp", role="user", content="Le code du garage est B4242Z")
+message_save(channel="whatsapp", role="assistant", content="Noté.", reply_to_id=q.id)
+fact_store(key="code_garage", value="Le code du garage est B4242Z", source_message_id=q.id)
+fact_store(key="velo", value="Le vélo est gris")
+call_command("memory_backup", "{backup}")
+from memory.services.forgetting import topic_forget
+print(topic_forget(topic="code garage", actor="user").purge_after.isoformat())
+"""
+LOOK = """
+from memory.models import Fact, Forgetting, Message
+from memory.services.forgetting import forgetting_restore
+from memory.stores.fts import fts_search
+def seen():
+    return (
+        Fact.objects.filter(value__contains="B4242Z").count(),
+        Message.objects.filter(content__contains="B4242Z").count(),
+        len(fts_search("B4242Z")),
+        Fact.objects.filter(key="velo").count(),
+    )
+forgotten, forgets = seen(), []
+for forget in Forgetting.objects.all():
+    forgets.append(f"{forget.topic} {forget.state} {forget.actor} {forget.purge_after.isoformat()}")
+    forgetting_restore(forgetting_id=forget.id, actor="user")
+print(forgotten, forgets, seen(), sep=" | ")
+"""
+
+
+def _shell(data, code):
+    done = _manage(data, "shell", "-c", code)
+    assert done.returncode == 0, done.stderr[-800:]
+    return done.stdout.strip().splitlines()
+
+
+def test_a_forced_restore_keeps_what_was_forgotten_since_the_backup_forgotten(tmp_path):
+    data, backup = tmp_path / "data", tmp_path / "sauvegarde"
+    purge_after = _shell(data, SETUP.format(backup=backup))[-1]
+
+    restored = _manage(data, "memory_restore", "--force", str(backup))
+
+    assert restored.returncode == 0, restored.stderr[-800:]
+    forgotten, forgets, undone = _shell(data, LOOK)[-1].split(" | ")
+    assert forgotten == "(0, 0, 0, 1)"  # the fact, the exchange, its FTS entry; not the bike
+    assert forgets == f"['code garage active user {purge_after}']"
+    assert undone == "(1, 1, 1, 1)"  # the owner can still undo it
+    assert "Oublié à nouveau" in restored.stdout, restored.stdout
+    assert "1 oublis, 1 faits, 2 messages, 0 résumés" in restored.stdout
