@@ -69,6 +69,7 @@ LLM_AUTH_MESSAGE = "Anthropic a refusé la clé d'API (HTTP {status}) : vérifie
 LLM_REJECTED_MESSAGE = "Anthropic a refusé la requête (HTTP {status}) : {detail}"
 LLM_INVALID_JSON_MESSAGE = "Le LLM n'a pas répondu en JSON valide ({detail})."
 LLM_EMPTY_MESSAGE = "réponse vide"
+LLM_UNREADABLE_MESSAGE = LLM_UNAVAILABLE_MESSAGE.format(detail="réponse illisible")
 STREAM_CUT_MESSAGE = LLM_UNAVAILABLE_MESSAGE.format(detail="la réponse a été interrompue en cours")
 
 # At most this many '{' / '[' are tried as the start of the JSON value in a
@@ -197,6 +198,7 @@ def llm_call(
     except anthropic.AnthropicError as exc:
         logger.warning("Anthropic call (%s) failed: %s", purpose, exc)
         raise _translate(exc) from exc
+    _message_check(message, purpose)
     usage = _usage_record(message, request, purpose, channel, retrieval_tokens, retrieval_id)
     return LlmCall(message=message, usage=usage)
 
@@ -234,7 +236,12 @@ def llm_stream(
     try:
         with client.messages.stream(**request) as stream:
             yield from stream.text_stream
-            message = stream.get_final_message()
+            try:
+                message = stream.get_final_message()
+            except AssertionError:
+                # No message_start came: a 200 whose body is not a stream of a message
+                # (``{}``, a gateway's JSON error). Nothing was consumed.
+                message = None
     except GeneratorExit:  # the reader went away mid-answer (a closed page)
         _cut_usage_record(stream, *usage_args)
         raise
@@ -246,11 +253,35 @@ def llm_stream(
         if isinstance(exc, anthropic.AnthropicError):
             raise _translate(exc) from exc
         raise
+    if message is None:
+        logger.warning("Anthropic stream (%s): a 200 answer that is not a message", purpose)
+        raise LlmUnavailable(LLM_UNREADABLE_MESSAGE)
     if message.stop_reason is None:  # no message_delta: the body ended early
         _cut_usage_record(stream, *usage_args)
         raise LlmUnavailable(STREAM_CUT_MESSAGE)
+    _message_check(message, purpose)
     usage = _usage_record(message, *usage_args)
     return LlmCall(message=message, usage=usage)
+
+
+def _message_check(message: Any, purpose: str) -> None:
+    """Raise LlmUnavailable unless ``message`` is a Messages API message.
+
+    The SDK builds its Message without validating the body: a 200 that is not a
+    message (``{}``, an error object sent with 200 by a gateway) comes back with
+    ``content`` None. Transient for the callers: the chat answers a 503, a job backs
+    off and runs again (an extraction must not end "done" with no facts).
+    """
+    if getattr(message, "type", None) == "message" and isinstance(
+        getattr(message, "content", None), list
+    ):
+        return
+    logger.warning(
+        "Anthropic call (%s): a 200 answer that is not a message (type %r)",
+        purpose,
+        getattr(message, "type", None),
+    )
+    raise LlmUnavailable(LLM_UNREADABLE_MESSAGE)
 
 
 def _cut_usage_record(

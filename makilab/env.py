@@ -7,9 +7,12 @@ something else ("yes" is not a boolean here, "10s" is not an int).
 
 from __future__ import annotations
 
+import math
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -33,12 +36,19 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be true or false (or 1/0), not {raw!r}.")
 
 
-def env_int(name: str, default: int | None, *, minimum: int | None = None) -> int | None:
-    """Read an integer; "None" (any case) means no value."""
+def env_int(
+    name: str,
+    default: int | None,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    allow_none: bool = True,
+) -> int | None:
+    """Read an integer; "None" (any case) means no value, unless ``allow_none`` is False."""
     raw = os.environ.get(name, "").strip()
     if raw == "":
         return default
-    if raw.lower() == "none":
+    if allow_none and raw.lower() == "none":
         return None
     try:
         value = int(raw)
@@ -46,17 +56,115 @@ def env_int(name: str, default: int | None, *, minimum: int | None = None) -> in
         raise ImproperlyConfigured(f"{name} must be an integer, not {raw!r}.") from None
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {value}.")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name} must be at most {maximum}, not {value}.")
     return value
 
 
-def env_float(name: str, default: float) -> float:
+def env_float(
+    name: str, default: float, *, minimum: float | None = None, positive: bool = False
+) -> float:
+    """Read a finite number ("nan" and "inf" are errors); ``positive``: above 0."""
     raw = os.environ.get(name, "").strip()
     if raw == "":
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be a number, not {raw!r}.") from None
+    if not math.isfinite(value):
+        raise ImproperlyConfigured(f"{name} must be a finite number, not {raw!r}.")
+    if positive and value <= 0:
+        raise ImproperlyConfigured(f"{name} must be greater than 0, not {raw}.")
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum:g}, not {raw}.")
+    return value
+
+
+def env_choice(
+    name: str, default: str, choices: Collection[str], *, ignore_case: bool = False
+) -> str:
+    """One of ``choices`` (returned as spelled there); anything else is an error."""
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return default
+    for choice in choices:
+        if raw == choice or (ignore_case and raw.lower() == choice.lower()):
+            return choice
+    raise ImproperlyConfigured(f"{name} must be one of {', '.join(sorted(choices))}, not {raw!r}.")
+
+
+def url_redacted(url: str) -> str:
+    """``url`` with its user info (``user:password@``) shown as ``***@``: what messages,
+    logs and pages may show of a URL that can carry a password."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "***" if "@" in url else url
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
+def env_url(name: str, default: str = "", *, schemes: Collection[str]) -> str:
+    """An absolute URL with one of ``schemes``, a host and, if any, a numeric port.
+
+    Empty stays empty (the integration is off). The value is never echoed with its
+    password: only ``url_redacted`` of it.
+    """
+    raw = os.environ.get(name, default).strip()
+    if raw == "":
+        return raw
+    example = f"{sorted(schemes)[0]}://host:port"
+    try:
+        parts = urlsplit(raw)
+        _ = parts.port  # ValueError on a port that is not a number from 0 to 65535
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} must be a URL such as {example} (a port is a number), "
+            f"not {url_redacted(raw)!r}."
+        ) from None
+    if parts.scheme.lower() not in schemes:
+        raise ImproperlyConfigured(
+            f"{name} must start with {' or '.join(f'{s}://' for s in sorted(schemes))}, "
+            f"not {url_redacted(raw)!r}."
+        )
+    if not parts.hostname:
+        raise ImproperlyConfigured(
+            f"{name} must name a host, such as {example}, not {url_redacted(raw)!r}."
+        )
+    return raw
+
+
+def env_broker_url(name: str, default: str) -> str:
+    """A Celery broker URL (``;`` between fail-over URLs) whose scheme names a kombu
+    transport: kombu reads "redis//host" as an amqp host and only fails an unknown
+    transport ("foo://") at the first publish. Checked against kombu's alias table,
+    without importing a transport or connecting."""
+    from kombu.transport import TRANSPORT_ALIASES
+
+    raw = os.environ.get(name, "").strip() or default
+    for url in raw.split(";"):
+        url = url.strip()
+        scheme, separator, _ = url.partition("://")
+        # "sqla+postgresql://...": the transport is before the "+" (kombu.Connection).
+        transport = scheme.partition("+")[0]
+        if not separator or not transport:
+            raise ImproperlyConfigured(
+                f"{name} must be a URL such as redis://127.0.0.1:6379/0, not {url_redacted(url)!r}."
+            )
+        if transport not in TRANSPORT_ALIASES and transport.lower() not in TRANSPORT_ALIASES:
+            raise ImproperlyConfigured(
+                f"{name} names no Celery transport known to kombu ({transport!r}): "
+                "redis://, amqp://, sqs://, memory://... are."
+            )
+        try:
+            _ = urlsplit(url).port
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} has a port that is not a number: {url_redacted(url)!r}."
+            ) from None
+    return raw
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from makilab.env import (
     env_bool,
+    env_broker_url,
+    env_choice,
     env_file_load,
     env_float,
     env_hours,
@@ -23,6 +25,7 @@ from makilab.env import (
     env_rate,
     env_secret,
     env_str,
+    env_url,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -106,6 +109,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # A French page for Django's bodiless 405 (a GET on an action URL).
     "makilab.method_not_allowed.MethodNotAllowedPage",
+    # A French 503 page, not a 500, when another process holds SQLite's lock.
+    "makilab.database_busy.DatabaseBusyPage",
     # Last, as django-axes asks: turns a locked-out login into its 429 page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -265,23 +270,31 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAKILAB_MAX_BODY_BYTES", 1_000_000, minim
 
 # --- Embeddings: Voyage AI when a key is set, else the bundled local model ---
 VOYAGE_API_KEY = env_secret("VOYAGE_API_KEY")
-VOYAGE_BASE_URL = env_str("VOYAGE_BASE_URL")  # empty: the SDK's default endpoint
-VOYAGE_MODEL = env_str("VOYAGE_MODEL", "voyage-3")
-VOYAGE_TIMEOUT_S = env_float("VOYAGE_TIMEOUT_S", 20.0)
+# empty: the SDK's default endpoint
+VOYAGE_BASE_URL = env_url("VOYAGE_BASE_URL", schemes={"http", "https"})
+if VOYAGE_API_KEY:
+    # A model whose dimension is unknown would only fail at the first embedding.
+    from memory.stores.embedders_voyage import VOYAGE_MODEL_DIMENSIONS
+
+    VOYAGE_MODEL = env_choice("VOYAGE_MODEL", "voyage-3", VOYAGE_MODEL_DIMENSIONS)
+else:
+    VOYAGE_MODEL = env_str("VOYAGE_MODEL", "voyage-3")
+VOYAGE_TIMEOUT_S = env_float("VOYAGE_TIMEOUT_S", 20.0, positive=True)
 VOYAGE_MAX_RETRIES = env_int("VOYAGE_MAX_RETRIES", 4, minimum=0)
 
 # --- Vectors: a Qdrant server when QDRANT_URL is set, else embedded ---------
-QDRANT_URL = env_str("QDRANT_URL")
+QDRANT_URL = env_url("QDRANT_URL", schemes={"http", "https"})
 QDRANT_API_KEY = env_secret("QDRANT_API_KEY")
 QDRANT_PATH = DATA_DIR / "qdrant"
-QDRANT_TIMEOUT_S = env_float("QDRANT_TIMEOUT_S", 5.0)
+QDRANT_TIMEOUT_S = env_float("QDRANT_TIMEOUT_S", 5.0, positive=True)
 
 # --- LLM: Anthropic when a key is set ----------------------------------------
 ANTHROPIC_API_KEY = env_secret("ANTHROPIC_API_KEY")
-ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")  # empty: the SDK's default endpoint
+# empty: the SDK's default endpoint
+ANTHROPIC_BASE_URL = env_url("ANTHROPIC_BASE_URL", schemes={"http", "https"})
 ANTHROPIC_MODEL = env_str("ANTHROPIC_MODEL", "claude-sonnet-4-6")
 ANTHROPIC_MAX_TOKENS = env_int("ANTHROPIC_MAX_TOKENS", 1024, minimum=1)
-ANTHROPIC_TIMEOUT_S = env_float("ANTHROPIC_TIMEOUT_S", 60.0)
+ANTHROPIC_TIMEOUT_S = env_float("ANTHROPIC_TIMEOUT_S", 60.0, positive=True)
 # Retries of the SDK (exponential backoff with jitter, Retry-After honoured) on
 # 529 overloaded, 5xx, 429, timeouts and connection errors.
 ANTHROPIC_MAX_RETRIES = env_int("ANTHROPIC_MAX_RETRIES", 3, minimum=0)
@@ -321,7 +334,7 @@ RETRIEVAL_TIMEOUTS_MS = {
 DIGEST_HOURS = env_hours("MAKILAB_DIGEST_HOURS", [2, 6, 10, 14, 18, 22])
 
 # --- Celery: an in-process broker unless CELERY_BROKER_URL is set -----------
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "memory://localhost/")
+CELERY_BROKER_URL = env_broker_url("CELERY_BROKER_URL", "memory://localhost/")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -359,10 +372,12 @@ MAKILAB_WORKER_THREADS = env_int("MAKILAB_WORKER_THREADS", 2, minimum=1)
 # --- Retention of the logs (a daily purge; /costs reads the daily totals, kept) --
 # Rows of memory_retrievals (what each auto-retrieval injected) older than this.
 MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS = env_int(
-    "MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS", 90, minimum=1
+    "MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS", 90, minimum=1, maximum=36_500, allow_none=False
 )
 # Rows of llm_usage (one per LLM call) older than this; llm_usage_daily keeps the sums.
-MAKILAB_LLM_USAGE_RETENTION_DAYS = env_int("MAKILAB_LLM_USAGE_RETENTION_DAYS", 180, minimum=1)
+MAKILAB_LLM_USAGE_RETENTION_DAYS = env_int(
+    "MAKILAB_LLM_USAGE_RETENTION_DAYS", 180, minimum=1, maximum=36_500, allow_none=False
+)
 
 # --- Web server (manage.py serve) --------------------------------------------
 MAKILAB_HOST = env_str("MAKILAB_HOST", "127.0.0.1")
@@ -370,7 +385,9 @@ MAKILAB_PORT = env_int("MAKILAB_PORT", 8000, minimum=1)
 MAKILAB_THREADS = env_int("MAKILAB_THREADS", 8, minimum=1)
 
 # --- Logging ----------------------------------------------------------------
-LOG_LEVEL = env_str("MAKILAB_LOG_LEVEL", "INFO").upper()
+LOG_LEVEL = env_choice(
+    "MAKILAB_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"), ignore_case=True
+)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -3,7 +3,19 @@ import os
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from makilab.env import env_bool, env_file_load, env_int, env_list, env_rate, env_secret
+from makilab.env import (
+    env_bool,
+    env_broker_url,
+    env_choice,
+    env_file_load,
+    env_float,
+    env_int,
+    env_list,
+    env_rate,
+    env_secret,
+    env_url,
+    url_redacted,
+)
 
 
 @pytest.mark.parametrize(
@@ -109,3 +121,94 @@ def test_env_rate_rejects_anything_else_with_the_variable_name(monkeypatch, raw)
     monkeypatch.setenv("RATE", raw)
     with pytest.raises(ImproperlyConfigured, match="RATE must be a rate"):
         env_rate("RATE", "1/hour")
+
+
+@pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "NaN"])
+def test_env_float_refuses_what_is_not_finite(monkeypatch, raw):
+    monkeypatch.setenv("DELAY", raw)
+    with pytest.raises(ImproperlyConfigured, match="DELAY must be a finite number"):
+        env_float("DELAY", 1.0)
+
+
+def test_env_float_checks_positive_and_minimum(monkeypatch):
+    monkeypatch.setenv("DELAY", "0")
+    assert env_float("DELAY", 1.0) == 0.0
+    with pytest.raises(ImproperlyConfigured, match="DELAY must be greater than 0"):
+        env_float("DELAY", 1.0, positive=True)
+    monkeypatch.setenv("DELAY", "0.5")
+    assert env_float("DELAY", 1.0, positive=True) == 0.5
+    with pytest.raises(ImproperlyConfigured, match="DELAY must be at least 1"):
+        env_float("DELAY", 1.0, minimum=1)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "http://localhost:abc",
+        "http://localhost:99999",
+        "ftp://qdrant.example",
+        "localhost:6333",
+        "http://:6333",
+        "http//localhost:6333",
+    ],
+)
+def test_env_url_refuses_a_bad_scheme_host_or_port(monkeypatch, raw):
+    monkeypatch.setenv("SERVER_URL", raw)
+    with pytest.raises(ImproperlyConfigured, match="SERVER_URL must"):
+        env_url("SERVER_URL", schemes={"http", "https"})
+
+
+def test_env_url_accepts_good_urls_and_never_echoes_a_password(monkeypatch):
+    monkeypatch.delenv("SERVER_URL", raising=False)
+    assert env_url("SERVER_URL", schemes={"http", "https"}) == ""
+    monkeypatch.setenv("SERVER_URL", "HTTPS://user:pw@qdrant.example:6333/prefix")
+    assert env_url("SERVER_URL", schemes={"http", "https"}).endswith("/prefix")
+    monkeypatch.setenv("SERVER_URL", "http://admin:s3cr3t@localhost:abc")
+    with pytest.raises(ImproperlyConfigured) as caught:
+        env_url("SERVER_URL", schemes={"http", "https"})
+    assert "s3cr3t" not in str(caught.value) and "***@localhost" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "memory://localhost/",
+        "redis://:pw@127.0.0.1:6379/0",
+        "rediss://127.0.0.1:6380/0",
+        "amqp://guest@localhost//",
+        "sqla+sqlite:///var/celery.db",
+        "sentinel://a:26379;sentinel://b:26379",
+        "sqs://",
+    ],
+)
+def test_env_broker_url_accepts_what_kombu_resolves(monkeypatch, raw):
+    monkeypatch.setenv("BROKER", raw)
+    assert env_broker_url("BROKER", "memory://localhost/") == raw
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "redis//localhost:6379/0",
+        "foo://localhost",
+        "redis://localhost:abc/0",
+        "redis://a:6379;foo://b",
+        "kombu.transport.redis://x",
+    ],
+)
+def test_env_broker_url_refuses_what_kombu_cannot_resolve(monkeypatch, raw):
+    monkeypatch.setenv("BROKER", raw)
+    with pytest.raises(ImproperlyConfigured, match="BROKER"):
+        env_broker_url("BROKER", "memory://localhost/")
+
+
+def test_env_choice_returns_the_choice_as_spelled(monkeypatch):
+    monkeypatch.setenv("LEVEL", "debug")
+    assert env_choice("LEVEL", "INFO", ("DEBUG", "INFO"), ignore_case=True) == "DEBUG"
+    with pytest.raises(ImproperlyConfigured, match="LEVEL must be one of DEBUG, INFO"):
+        env_choice("LEVEL", "INFO", ("DEBUG", "INFO"))
+
+
+def test_url_redacted_hides_the_user_info_only():
+    assert url_redacted("http://admin:pw@host:6333/x") == "http://***@host:6333/x"
+    assert url_redacted("http://host:6333") == "http://host:6333"

@@ -1,9 +1,13 @@
 """Voyage AI embeddings through the official ``voyageai`` client (``VOYAGE_API_KEY``).
 
-Our own retry loop (the SDK's retries are disabled): backoff on 429 (honouring
-Retry-After), 5xx, timeouts and connection errors; no retry on 400/401/422.
-Requests stay inside Voyage's count and token limits (``voyage_batches``). The
-SDK is imported inside functions only.
+Our own retry loop around the SDK's request call (``voyageai.Embedding.create``,
+which keeps each vector's "index"; ``Client.embed`` drops it): backoff on 429
+(honouring Retry-After), 5xx, timeouts and connection errors; no retry on
+400/401/403/422. Only 400 and 422 (the request itself) are ``EmbeddingInvalid``;
+401, 403 (Voyage: the caller's IP is blocked) and any other refusal leave the row
+pending (``EmbeddingError``). The pre-hook's query takes one attempt within its
+own limit (``embed_query_once``). Requests stay inside Voyage's count and token
+limits (``voyage_batches``). The SDK is imported inside functions only.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ from __future__ import annotations
 import email.utils
 import logging
 import random
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -60,9 +63,16 @@ VOYAGE_RETRY_AFTER_MAX_S = 60.0
 VOYAGE_AUTH_MESSAGE = (
     "Voyage AI a refusé la clé d'API (HTTP 401) : vérifiez VOYAGE_API_KEY. {detail}"
 )
+VOYAGE_FORBIDDEN_MESSAGE = "Voyage AI refuse l'accès (HTTP 403) : adresse IP bloquée ? {detail}"
+VOYAGE_REFUSED_MESSAGE = "Voyage AI refuse la requête (HTTP {status}) : {detail}"
 VOYAGE_UNKNOWN_MODEL_MESSAGE = (
     "Dimension inconnue pour le modèle Voyage {model!r} : modèles connus {known}."
 )
+VOYAGE_INDEXES_MESSAGE = "indices {indexes} au lieu de 0..{last}"
+# Statuses worth another attempt inside the request (besides timeouts and resets).
+VOYAGE_TRANSIENT_STATUSES = frozenset({408, 429})
+# The only refusals about the request itself: retrying the same text cannot help.
+VOYAGE_INVALID_STATUSES = frozenset({400, 422})
 
 
 def _retry_after_seconds(headers: Any) -> float | None:
@@ -82,6 +92,16 @@ def _retry_after_seconds(headers: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def _error_detail(exc: Any) -> str:
+    """What Voyage said, from its ``{"detail": ...}`` body (else the body), never the
+    response headers the SDK folds into some messages."""
+    body = getattr(exc, "json_body", None)
+    if isinstance(body, dict) and isinstance(body.get("detail"), str):
+        return body["detail"][:200]
+    raw = getattr(exc, "http_body", None)
+    return str(raw)[:200] if raw else ""
 
 
 def voyage_batches(
@@ -152,8 +172,6 @@ class VoyageEmbedder:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.retry_after_max_s = retry_after_max_s
-        self._client: Any = None
-        self._client_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"<VoyageEmbedder {self.name} base_url={self.base_url or 'default'}>"
@@ -167,36 +185,73 @@ class VoyageEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return cached_query(self.name, text, lambda t: self._embed([t], input_type="query")[0])
 
-    def _get_client(self) -> Any:
-        with self._client_lock:
-            if self._client is None:
-                import voyageai
+    def embed_query_once(self, text: str, *, timeout_s: float) -> list[float]:
+        """The pre-hook's query: one attempt within ``timeout_s``, no retry, no Retry-After
+        wait. The pre-hook stops waiting at its own limit anyway: a request running on
+        past it (the indexing policy: 20 s, retries, waits up to a minute) only holds a
+        thread of its pool, and a few slow messages left none for the next ones."""
+        return cached_query(
+            self.name,
+            text,
+            lambda t: self._embed([t], input_type="query", timeout_s=timeout_s, max_retries=0)[0],
+        )
 
-                # max_retries=0: the SDK retries 429/502-504/timeouts without honouring
-                # Retry-After and never retries a 500; our loop below does both.
-                self._client = voyageai.Client(
-                    api_key=self.api_key,
-                    max_retries=0,
-                    timeout=self.timeout_s,
-                    base_url=self.base_url or None,
-                )
-            return self._client
+    def _request(self, texts: list[str], *, input_type: str, timeout_s: float) -> Any:
+        """One POST /embeddings; the answer with each vector's "index" (base64 decoded)."""
+        import voyageai
+        from voyageai.util import get_default_base_url
+
+        # The SDK's request call, as Client.embed makes it, minus the client's retries
+        # (it retries 429/502-504/timeouts without honouring Retry-After and never a
+        # 500; our loop does both) and minus EmbeddingsObject, which drops "index".
+        # The SDK keeps one requests session per thread; the timeout is per call.
+        return voyageai.Embedding.create(
+            input=texts,
+            model=self.model,
+            input_type=input_type,
+            truncation=True,
+            output_dtype=None,
+            output_dimension=None,
+            api_key=self.api_key,
+            base_url=self.base_url or get_default_base_url(self.api_key),
+            request_timeout=timeout_s,
+        )
+
+    def _in_index_order(self, data: Any, count: int) -> list[Any]:
+        """The embeddings of ``data`` ordered by their "index": exactly 0..count-1, else
+        ``EmbeddingInvalid`` (a vector is never matched to a text by its position)."""
+        items = list(data)
+        indexes = [item["index"] for item in items]
+        if len(items) != count:
+            raise self._invalid(f"{len(items)} vecteurs reçus pour {count} textes")
+        if any(type(i) is not int for i in indexes) or sorted(indexes) != list(range(count)):
+            raise self._invalid(VOYAGE_INDEXES_MESSAGE.format(indexes=indexes[:10], last=count - 1))
+        by_index = [None] * count
+        for index, item in zip(indexes, items, strict=True):
+            by_index[index] = item["embedding"]
+        return by_index
 
     def _backoff(self, attempt: int) -> float:
         delay = min(self.backoff_max_s, self.backoff_base_s * (2**attempt))
         return delay * random.uniform(0.5, 1.0)  # jitter: concurrent workers spread out
 
-    def _embed(self, texts: list[str], *, input_type: str) -> list[list[float]]:
+    def _embed(
+        self,
+        texts: list[str],
+        *,
+        input_type: str,
+        timeout_s: float | None = None,
+        max_retries: int | None = None,
+    ) -> list[list[float]]:
         from voyageai import error as voyage_error
 
-        client = self._get_client()
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        max_retries = self.max_retries if max_retries is None else max_retries
         attempt = 0
         while True:
             try:
-                result = client.embed(
-                    texts, model=self.model, input_type=input_type, truncation=True
-                )
-                embeddings = result.embeddings
+                response = self._request(texts, input_type=input_type, timeout_s=timeout_s)
+                embeddings = self._in_index_order(response.data, len(texts))
             except voyage_error.RateLimitError as exc:
                 delay = _retry_after_seconds(exc.headers)
                 if delay is not None and delay > self.retry_after_max_s:
@@ -210,11 +265,8 @@ class VoyageEmbedder:
                 voyage_error.InvalidRequestError,
                 voyage_error.MalformedRequestError,
             ) as exc:
-                raise EmbeddingInvalid(
-                    EMBEDDING_INVALID_MESSAGE.format(
-                        name=self.name,
-                        detail=f"requête refusée (HTTP {exc.http_status}) : {exc.user_message}",
-                    )
+                raise self._invalid(
+                    f"requête refusée (HTTP {exc.http_status}) : {exc.user_message}"
                 ) from exc
             except (
                 voyage_error.ServerError,
@@ -228,40 +280,51 @@ class VoyageEmbedder:
                 detail = f"HTTP {status}" if status else type(exc).__name__
                 delay = self._backoff(attempt)
             except voyage_error.VoyageError as exc:
+                # The SDK raises a bare APIError (headers dropped) for a status it does not
+                # name (403, 404, ...) or a body that is not Voyage's {"detail": ...}; its
+                # message carries the raw response headers, never stored (_error_detail).
                 status = exc.http_status
-                if status is not None and (status == 429 or status >= 500):
-                    # The SDK raises a bare APIError (headers dropped) when a 429/5xx
-                    # body is not Voyage's {"detail": ...}: still transient.
+                if status is not None and (status in VOYAGE_TRANSIENT_STATUSES or status >= 500):
                     failure, detail, delay = exc, f"HTTP {status}", self._backoff(attempt)
-                else:
-                    # A 200 whose body is not JSON, or a 4xx whose body is not Voyage's.
-                    raise EmbeddingInvalid(
-                        EMBEDDING_INVALID_MESSAGE.format(
-                            name=self.name, detail=f"HTTP {status} : {str(exc)[:200]}"
-                        )
+                elif status == 401:
+                    raise EmbeddingError(
+                        VOYAGE_AUTH_MESSAGE.format(detail=_error_detail(exc))
                     ) from exc
+                elif status == 403:
+                    # Voyage's 403: the caller's IP is blocked. Not the text: the row stays
+                    # pending and is retried later (from elsewhere, or once unblocked).
+                    raise EmbeddingError(
+                        VOYAGE_FORBIDDEN_MESSAGE.format(detail=_error_detail(exc))
+                    ) from exc
+                elif status is not None and status >= 400 and status not in VOYAGE_INVALID_STATUSES:
+                    # A refusal that is not about the text (404: a wrong VOYAGE_BASE_URL).
+                    raise EmbeddingError(
+                        VOYAGE_REFUSED_MESSAGE.format(status=status, detail=_error_detail(exc))
+                    ) from exc
+                else:
+                    # A 200 whose body is not JSON, or a 400/422 whose body is not Voyage's.
+                    raise self._invalid(f"HTTP {status} : {_error_detail(exc)}") from exc
             except (AttributeError, KeyError, TypeError, ValueError) as exc:
-                # A JSON body without the fields the SDK reads (data, embedding, usage).
-                raise EmbeddingInvalid(
-                    EMBEDDING_INVALID_MESSAGE.format(
-                        name=self.name, detail=f"corps inattendu ({type(exc).__name__}: {exc})"
-                    )
-                ) from exc
+                # A JSON body without the fields we read (data, index, embedding).
+                raise self._invalid(f"corps inattendu ({type(exc).__name__}: {exc})") from exc
             else:
                 return validate_vectors(
                     embeddings, count=len(texts), dimension=self.dimension, name=self.name
                 )
-            if attempt >= self.max_retries:
+            if attempt >= max_retries:
                 raise self._unavailable(f"{detail} après {attempt + 1} tentative(s)") from failure
             logger.warning(
                 "Voyage embeddings: %s, retry %d/%d in %.2f s",
                 detail,
                 attempt + 1,
-                self.max_retries,
+                max_retries,
                 delay,
             )
             time.sleep(delay)
             attempt += 1
+
+    def _invalid(self, detail: str) -> EmbeddingInvalid:
+        return EmbeddingInvalid(EMBEDDING_INVALID_MESSAGE.format(name=self.name, detail=detail))
 
     def _unavailable(self, detail: str) -> EmbeddingError:
         return EmbeddingError(EMBEDDING_UNAVAILABLE_MESSAGE.format(name=self.name, detail=detail))

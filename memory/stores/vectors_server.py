@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from makilab.env import url_redacted
 from memory.exceptions import DimensionMismatch, StoreUnavailable
 from memory.stores.vectors import (
     COLLECTIONS,
@@ -37,6 +38,23 @@ SERVER_UNREACHABLE_MESSAGE = "Serveur Qdrant injoignable ({url}) : {detail}"
 SERVER_ERROR_MESSAGE = "Le serveur Qdrant ({url}) a répondu une erreur : {detail}"
 
 
+def _url_secrets(url: str) -> list[str]:
+    """The user info of ``url`` as it may appear in a text (raw and percent-decoded)."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        return []
+    userinfo = netloc.rpartition("@")[0]
+    if not userinfo:
+        return []
+    password = userinfo.partition(":")[2]
+    found = {userinfo, unquote(userinfo), password, unquote(password)}
+    # Longest first, so "user:pw" goes before "pw" alone.
+    return sorted((s for s in found if s), key=len, reverse=True)
+
+
 class _CollectionGone(Exception):
     """The server no longer has a collection this process knew: dropped elsewhere
     (e.g. `reindex --recreate` run from another process)."""
@@ -53,7 +71,9 @@ class ServerVectorStore:
         *,
         client: Any = None,
     ) -> None:
-        self.url = url or "(client fourni)"
+        # Only the client gets the real URL: it may carry a password (http://user:pw@host).
+        self.url = url_redacted(url) if url else "(client fourni)"
+        self._secrets = _url_secrets(url)
         self._dimensions: dict[str, int] = {}
         self._int8_checked: set[str] = set()  # collections known to have the int8 copy
         self._closed = False
@@ -86,17 +106,19 @@ class ServerVectorStore:
             yield
         except ResponseHandlingException as exc:
             raise StoreUnavailable(
-                SERVER_UNREACHABLE_MESSAGE.format(url=self.url, detail=exc.source or exc)
+                SERVER_UNREACHABLE_MESSAGE.format(
+                    url=self.url, detail=self._scrubbed(exc.source or exc)
+                )
             ) from exc
         except (httpx.TransportError, ConnectionError, TimeoutError) as exc:
             raise StoreUnavailable(
-                SERVER_UNREACHABLE_MESSAGE.format(url=self.url, detail=exc)
+                SERVER_UNREACHABLE_MESSAGE.format(url=self.url, detail=self._scrubbed(exc))
             ) from exc
         except UnexpectedResponse as exc:
             if name is not None and exc.status_code == 404:
                 self._dimensions.pop(name, None)
                 raise _CollectionGone(name) from exc
-            detail = f"HTTP {exc.status_code} {exc.content[:200]!r}"
+            detail = self._scrubbed(f"HTTP {exc.status_code} {exc.content[:200]!r}")
             raise StoreUnavailable(
                 SERVER_ERROR_MESSAGE.format(url=self.url, detail=detail)
             ) from exc
@@ -105,6 +127,13 @@ class ServerVectorStore:
                 self._dimensions.pop(name, None)
                 raise _CollectionGone(name) from exc
             raise
+
+    def _scrubbed(self, detail: object) -> str:
+        """An error's text without the URL's user info (an httpx error may quote the URL)."""
+        text = str(detail)
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
     def collection_dimension(self, name: str) -> int | None:
         with self._errors():

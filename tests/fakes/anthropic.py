@@ -56,6 +56,9 @@ class FakeReply:
     # (no terminating chunk), after an ``event: error`` when ``cut_error`` is set.
     cut_after_events: int | None = None
     cut_error: dict | None = None
+    # False: answered as one JSON body even to a stream request (a gateway that does
+    # not stream, or that sends its own JSON with a 200).
+    streamed: bool = True
 
 
 @dataclass(frozen=True)
@@ -489,7 +492,7 @@ class FakeAnthropic:
             return  # the connection closes without a response
         if reply.delay_s:
             self._release.wait(reply.delay_s)
-        if reply.status == 200 and isinstance(body, dict) and body.get("stream"):
+        if reply.status == 200 and reply.streamed and isinstance(body, dict) and body.get("stream"):
             self._send_stream(http, reply)
             return
         payload = json.dumps(reply.body or {}).encode()

@@ -124,6 +124,7 @@ def semantic_search(
     started: Callable[[], None] | None = None,
     embedded: Future | None = None,
     on_vector: Callable[[], None] | None = None,
+    embed_timeout_s: float | None = None,
 ) -> dict:
     """Runs in a worker thread: no database access here.
 
@@ -132,7 +133,11 @@ def semantic_search(
     ``started`` is called as the embedding begins (see auto_retrieve);
     ``embedded`` receives (query vector, embedder) as soon as they exist;
     ``on_vector`` is called just before, while no thread waiting on ``embedded``
-    is awake to take the GIL from it (keywords_process).
+    is awake to take the GIL from it (keywords_process). ``embed_timeout_s``: the
+    source's own limit; a remote embedder (Voyage's ``embed_query_once``) then makes
+    one attempt within it instead of its indexing policy (long timeout, retries,
+    Retry-After waits), which held this pool's threads long after the caller had
+    given up. The bundled engine has no such method: its path is unchanged.
     """
     from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, OWNER_KNOWLEDGE, get_vector_store
@@ -143,7 +148,11 @@ def semantic_search(
         embedder = get_embedder()
         if started is not None:
             started()
-        vector = embedder.embed_query(text)
+        embed_once = getattr(embedder, "embed_query_once", None)
+        if embed_once is None or embed_timeout_s is None:
+            vector = embedder.embed_query(text)
+        else:
+            vector = embed_once(text, timeout_s=embed_timeout_s)
     except BaseException as exc:
         if embedded is not None:
             embedded.set_exception(exc)
