@@ -27,8 +27,22 @@ MONTHS = [
 
 # Claude's tokenizer gives roughly one token per 3.5 characters of French
 # prose (measured figures for Latin-script text sit between 3 and 4); the
-# estimate errs on the side of more tokens.
+# estimate errs on the side of more tokens. Not so for every script: a CJK
+# ideograph, a kana or a Hangul syllable is about a token of its own, an emoji
+# or any other character past the BMP about two (a block of Chinese memories kept
+# to 1,000 tokens at 3.5 characters a token held 1,406 of the bundled model's
+# tokens). Such characters weigh that many tokens' worth of characters (_weight).
 CHARS_PER_TOKEN = 3.5
+DENSE_CHAR_TOKENS = 1
+ASTRAL_CHAR_TOKENS = 2
+# The 256-character blocks of the BMP (by the high byte of their UTF-16 code unit) whose
+# characters are a token each: Hangul Jamo (U+11xx); CJK radicals, symbols and punctuation,
+# kana, Bopomofo, CJK ideographs and Yi (U+2Exx-U+A4xx); Hangul syllables (U+ACxx-U+D7xx);
+# CJK compatibility ideographs (U+F9xx-U+FAxx); CJK compatibility forms and variation
+# selectors (U+FExx); halfwidth and fullwidth forms (U+FFxx). A whole block counts, so a rare
+# neighbour (U+2E00 supplemental punctuation, U+A4D0 Lisu) is counted a token too.
+_DENSE_BLOCKS = frozenset({0x11, *range(0x2E, 0xA5), *range(0xAC, 0xD8), 0xF9, 0xFA, 0xFE, 0xFF})
+_NOT_DENSE_BLOCKS = bytes(high for high in range(256) if high not in _DENSE_BLOCKS)
 ITEM_MAX_CHARS = 400
 NOTE_MAX_CHARS = 600
 SUMMARY_MAX_CHARS = 6000
@@ -104,7 +118,50 @@ def _cut(flat: str, max_chars: int) -> str:
 
 
 def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
+    """Tokens an LLM will count in ``text``: 3.5 characters a token, a CJK, kana or
+    Hangul character one, an emoji (any character past the BMP) two."""
+    return math.ceil(_weight(text) / CHARS_PER_TOKEN) if text else 0
+
+
+def _weight(text: str) -> float:
+    """``text``'s length in characters of Latin script: CHARS_PER_TOKEN of them a token.
+
+    Runs on every line of every block, so it stays in C: the text as UTF-16 code units
+    (an astral character is two, a surrogate pair), the high bytes of those outside the
+    dense blocks deleted, a few ns a character (a regular expression took 13)."""
+    if text.isascii():
+        return float(len(text))
+    units = text.encode("utf-16-le", "surrogatepass")
+    astral = len(units) // 2 - len(text)
+    dense = len(units[1::2].translate(None, _NOT_DENSE_BLOCKS))
+    return (
+        len(text)
+        + dense * (DENSE_CHAR_TOKENS * CHARS_PER_TOKEN - 1)
+        + astral * (ASTRAL_CHAR_TOKENS * CHARS_PER_TOKEN - 1)
+    )
+
+
+def _chars_within(text: str, weight: float) -> int:
+    """How many leading characters of ``text`` weigh ``weight`` at most (_weight)."""
+    whole = _weight(text)
+    if whole <= weight:
+        return len(text)
+    if whole == len(text):  # no dense character: each weighs one
+        return max(0, math.floor(weight))
+    fits, too_long = 0, len(text)  # text[:fits] weighs weight at most, text[:too_long] more
+    while too_long - fits > 1:
+        middle = (fits + too_long) // 2
+        if _weight(text[:middle]) <= weight:
+            fits = middle
+        else:
+            too_long = middle
+    return fits
+
+
+def _cut_within(text: str, weight: float) -> str:
+    """``text`` cut (as _cut does) to weigh ``weight`` at most."""
+    chars = _chars_within(text, weight)
+    return _cut(text, chars) if chars > 0 else ""
 
 
 @dataclass(frozen=True)
@@ -220,47 +277,48 @@ def block_within_budget(
     goals it is cut to SUMMARY_BUDGET_SHARE of the room left, and once the other
     items are in it grows into what they left (see SUMMARY_BUDGET_SHARE).
 
-    Each line is rendered once and the block's length is kept as a running sum
-    (a line is its characters plus a line break), so trying an item costs an
-    addition, not a render of the whole block.
+    Each line is rendered and weighed once (_weight: its characters, a CJK or
+    emoji character counting as the tokens it takes) and the block's weight is
+    kept as a running sum (a line is its weight plus a line break), so trying an
+    item costs an addition, not a render of the whole block.
     """
     lines = _section_lines(
         selves=selves, goals=goals, core=core, memories=memories, live=live, notes=notes
     )
     kept: dict[str, list[int]] = {name: [] for name in BLOCK_SECTIONS}
-    # The characters of the block's lines, without the breaks between them, and their count.
+    # The weight of the block's lines (_weight), without the breaks between them, and their count.
     frame = [*_block_head(marker), _block_foot(marker)]
-    frame_chars = sum(len(f) for f in frame)
+    frame_weight = sum(_weight(f) for f in frame)
     summary = clean_text(summary, max_chars=SUMMARY_MAX_CHARS)
     kept_summary = ""
-    chars, count = 0, 0
+    weight, count = 0, 0
     for name in BLOCK_SECTIONS:
         for index, line in enumerate(lines[name]):
-            add_chars, add_count = len(line), 1
+            add_weight, add_count = _weight(line), 1
             if not kept[name]:
-                add_chars += len(f"## {SECTION_TITLES[name]}")
+                add_weight += len(f"## {SECTION_TITLES[name]}")
                 add_count += 1
             if count == 0:  # the first item brings the block's frame
-                add_chars += frame_chars
+                add_weight += frame_weight
                 add_count += len(frame)
-            total = chars + add_chars + count + add_count - 1
+            total = weight + add_weight + count + add_count - 1
             if math.ceil(total / CHARS_PER_TOKEN) <= max_tokens:
                 kept[name].append(index)
-                chars, count = chars + add_chars, count + add_count
+                weight, count = weight + add_weight, count + add_count
         if name == SUMMARY_AFTER and summary:
             # Its title and text: two lines (and the frame, if it is the first).
-            add_chars = len(f"## {SUMMARY_TITLE}") + (frame_chars if count == 0 else 0)
+            add_weight = len(f"## {SUMMARY_TITLE}") + (frame_weight if count == 0 else 0)
             add_count = 2 + (len(frame) if count == 0 else 0)
-            room = _room(max_tokens) - (chars + add_chars + count + add_count - 1)
+            room = _room(max_tokens) - (weight + add_weight + count + add_count - 1)
             share = max(int(room * SUMMARY_BUDGET_SHARE), min(room, SUMMARY_MIN_CHARS))
             if share >= SUMMARY_MIN_CHARS:
-                kept_summary = _cut(summary, share)
-                chars += add_chars + len(kept_summary)
+                kept_summary = _cut_within(summary, share)
+                weight += add_weight + _weight(kept_summary)
                 count += add_count
     if kept_summary and len(kept_summary) < len(summary):
         # What the other sections left unused.
-        unused = _room(max_tokens) - (chars + count - 1)
-        grown = _cut(summary, len(kept_summary) + unused)
+        unused = _room(max_tokens) - (weight + count - 1)
+        grown = _cut_within(summary, _weight(kept_summary) + unused)
         kept_summary = grown if len(grown) > len(kept_summary) else kept_summary
     block = _block_render(
         {name: [lines[name][i] for i in kept[name]] for name in BLOCK_SECTIONS},
@@ -271,7 +329,7 @@ def block_within_budget(
 
 
 def _room(max_tokens: int) -> int:
-    """The most characters (line breaks included) a block of ``max_tokens`` may hold."""
+    """The most weight (_weight, line breaks included) a block of ``max_tokens`` may hold."""
     return math.floor(max_tokens * CHARS_PER_TOKEN)
 
 

@@ -3,8 +3,9 @@
 Two signals decide, before any memory reaches the prompt:
 
 1. The message itself. Small talk ("ok", "lol", "👍", "merci", "Bonne nuit")
-   has no content word once stop words and the small-talk lexicon are
-   removed: nothing is injected, not even the identity facts or the notes.
+   has no content word once stop words, the small-talk lexicon and its phrases
+   (words that name a topic elsewhere: "bonne soirée", "à demain") are removed:
+   nothing is injected, not even the identity facts or the notes.
 2. The sources' evidence. A query embedding is close to *everything* when it
    says little: the bundled e5 scores "ok" at 0.83 against unrelated memories,
    as high as real answers to real questions. So a semantic hit is measured
@@ -29,7 +30,7 @@ import threading
 from typing import Any
 
 from memory.services.keywords import keyword_terms
-from memory.stores.fts import fold
+from memory.stores.fts import fold, query_terms
 
 # Words that carry no topic in a chat message, folded like the index (FR and EN).
 SMALL_TALK = frozenset(
@@ -37,26 +38,44 @@ SMALL_TALK = frozenset(
     for word in """
     ok okay oki okk d'accord dac daccord accord merci mercii remercie thanks thank thx ty
     lol mdr ptdr haha hahaha hihi hehe xd cool super top genial parfait nickel bravo
-    bonjour bonsoir salut coucou hello hi hey yo bonne bon nuit journee soiree night good
-    morning evening day oui ouais non nope yes yeah yep no bien vu entendu ca marche
-    roger noted note pris see you bye ciao plus tard later a demain tomorrow tkt np
+    bonjour bonsoir salut coucou hello hi hey yo bonne bon oui ouais non nope yes yeah yep
+    no bien vu entendu ca marche roger noted pris see you bye ciao plus tard later a tkt np
     beaucoup lot much vraiment really trop grave ah oh eh euh hmm bah ben wow waouh
     va vas vais how are you what's up sup
     """.split()
 )
 
+
+def _spoken(text: str) -> str:
+    """A message's words folded, apostrophes and edge punctuation gone, one space apart
+    and around (" c est note "): what the small-talk phrases are looked for in."""
+    words = fold(text).replace("'", " ").replace("’", " ").split()
+    return " " + " ".join(w for w in (w.strip('.,;:!?…"()«»') for w in words) if w) + " "
+
+
 # Politeness made of words that name a topic elsewhere ("un souci de freins", "rien à
-# signaler"): small talk only as a whole phrase (folded, FR and EN).
+# signaler", "j'ai quoi demain ?", "c'est quand la soirée ?", "what do I have tomorrow?"):
+# small talk only as a whole phrase (FR and EN).
 SMALL_TALK_PHRASES = tuple(
-    tuple(fold(word) for word in phrase.split())
+    _spoken(phrase)
     for phrase in """
     pas de souci|pas de soucis|aucun souci|sans souci|pas de probleme|aucun probleme
     pas de pb|de rien|avec plaisir|je vois|ok je vois|ca roule|ca me va|entendu
     no worries|no problem|no prob|great thanks|great|sounds good|got it|you're welcome
     my pleasure|all good|i see|makes sense
+    à demain|à plus tard|à tout à l'heure|à tout de suite|à la prochaine|bonne nuit
+    bonne soirée|bonne journée|bonne matinée|bonne après-midi|bon après-midi|bonne semaine
+    bonne fin de journée|bonne fin de soirée|bon week-end|bon weekend|c'est noté|bien noté
+    noté pris|pris note|see you tomorrow|see you later|see you soon|good morning
+    good afternoon|good evening|good night|good day|have a good day|have a nice day
+    have a good one|have a good night|have a good evening|have a great day|good job
+    good to know|very good|good one
     """.replace("\n", "|").split("|")
     if phrase.strip()
 )
+# Replies that are small talk alone ("noté !", "ok, noté", "good!"), but name a topic
+# beside other words ("et la note ?").
+SMALL_TALK_REPLIES = frozenset({"note", "good"})
 
 # Neutral sentences, unrelated to any owner: a query's background closeness.
 REFERENCE_TEXTS = (
@@ -147,12 +166,17 @@ def is_small_talk(text: str) -> bool:
         return True
     if len(text) > 80:
         return False
-    folded = [fold(word) for word in text.replace("'", " ").replace("’", " ").split()]
-    folded = [w.strip('.,;:!?…"()') for w in folded]
-    spoken = " " + " ".join(w for w in folded if w) + " "
+    spoken = _spoken(text)
     for phrase in SMALL_TALK_PHRASES:
-        spoken = spoken.replace(" " + " ".join(phrase) + " ", " ")
-    return not content_words(spoken)
+        while phrase in spoken:  # "bonne nuit bonne nuit": the matches share a space
+            spoken = spoken.replace(phrase, " ")
+    words = content_words(spoken)
+    if not words:
+        return True
+    if not SMALL_TALK_REPLIES.issuperset(words):
+        return False
+    rest = [word for word in query_terms(spoken) if word not in SMALL_TALK]
+    return len(rest) == 1 and rest[0] in SMALL_TALK_REPLIES
 
 
 def _reference_matrix(embedder):

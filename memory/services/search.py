@@ -38,7 +38,7 @@ from memory.services.search_hits import (
     summary_hit,
 )
 from memory.services.search_semantic import SEMANTIC_UNAVAILABLE_MESSAGE, semantic_hits
-from memory.stores.fts import fts_search, query_terms
+from memory.stores.fts import fts_search, literal_words, query_terms
 
 logger = logging.getLogger(__name__)
 
@@ -244,7 +244,9 @@ def _text_search(query: str, limit: int, filters: SearchFilters | None = None) -
     words are dropped (unless nothing else is left) and, after the rows holding
     every remaining word, come the rows holding some of them, each tier ranked
     by FTS5's bm25 (messages_fts and facts_fts). Messages and facts interleave
-    by rank: their bm25 scores come from two indexes and do not compare.
+    by rank: their bm25 scores come from two indexes and do not compare. A
+    one-letter word with symbols ("C++", "C#") must be there as written: to
+    FTS5 it is the letter alone, the "c" of every "c'est".
     """
     from memory.services.keywords import keyword_terms
 
@@ -252,12 +254,13 @@ def _text_search(query: str, limit: int, filters: SearchFilters | None = None) -
     terms = keyword_terms(query) or query_terms(query)
     if not terms:
         return []
+    literals = literal_words(query)
     hits: list[SearchHit] = []
     seen_messages: list[int] = []
     seen_facts: set[int] = set()
     for any_term in (False, True) if len(terms) > 1 else (False,):
-        messages = _message_text_hits(terms, limit, filters, any_term, seen_messages)
-        facts = _fact_text_hits(terms, limit, filters, any_term, seen_facts)
+        messages = _message_text_hits(terms, limit, filters, any_term, seen_messages, literals)
+        facts = _fact_text_hits(terms, limit, filters, any_term, seen_facts, literals)
         seen_messages.extend(int(h.id) for h in messages)
         seen_facts.update(int(h.id) for h in facts)
         for i in range(max(len(messages), len(facts))):
@@ -268,7 +271,12 @@ def _text_search(query: str, limit: int, filters: SearchFilters | None = None) -
 
 
 def _message_text_hits(
-    terms: list[str], limit: int, filters: SearchFilters, any_term: bool, exclude: list[int]
+    terms: list[str],
+    limit: int,
+    filters: SearchFilters,
+    any_term: bool,
+    exclude: list[int],
+    literals: list[str],
 ) -> list[SearchHit]:
     if filters.memory_type or filters.subjects:
         return []  # messages have neither a memory type nor subjects
@@ -292,18 +300,26 @@ def _message_text_hits(
             since=filters.since,
             until=filters.until,
             exclude_ids=exclude,
+            literals=literals,
         )
     ]
 
 
 def _fact_text_hits(
-    terms: list[str], limit: int, filters: SearchFilters, any_term: bool, exclude: set[int]
+    terms: list[str],
+    limit: int,
+    filters: SearchFilters,
+    any_term: bool,
+    exclude: set[int],
+    literals: list[str],
 ) -> list[SearchHit]:
     """Active facts matching the terms in facts_fts (key words + value), best bm25 first."""
     from memory.stores.fts import fts_search_facts
 
     # Filters apply after ranking: ask for more than needed.
-    ranked = fts_search_facts(terms, limit=(limit + len(exclude)) * 4, any_term=any_term)
+    ranked = fts_search_facts(
+        terms, limit=(limit + len(exclude)) * 4, any_term=any_term, literals=literals
+    )
     scores = {hit.fact_id: hit.score for hit in ranked if hit.fact_id not in exclude}
     facts = filters.apply_to_facts(facts_active().filter(pk__in=list(scores)))
     kept = sorted(facts, key=lambda fact: -scores[fact.pk])[:limit]

@@ -49,6 +49,9 @@ LIGATURES = str.maketrans({"œ": "oe", "Œ": "OE", "æ": "ae", "Æ": "AE"})
 # inside tokens; everything else separates them. Python's \w is close but
 # also keeps "_" (and a few connector marks), which unicode61 splits on.
 _WORD = re.compile(r"[^\W_]+")
+# A one-letter word with symbols attached ("C++", "C#", "F#"): unicode61 keeps its letter
+# alone, the same token as the "c" of every "c'est". Searched, it is required as written.
+_LETTER_WITH_SYMBOLS = re.compile(r"(?<![^\W_])[A-Za-z][+#]+(?![^\W\d_])")
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,23 @@ def query_terms(text: str) -> list[str]:
         if len(seen) >= MAX_QUERY_TERMS:
             break
     return list(seen)
+
+
+def literal_words(text: str) -> list[str]:
+    """The one-letter words with symbols attached of a user's text, lower case, in order,
+    without repeats ("C++ ou C#" -> ["c++", "c#"]): words FTS5 cannot tell from a letter,
+    which a text search requires literally (fts_search's ``literals``)."""
+    return list(dict.fromkeys(w.lower() for w in _LETTER_WITH_SYMBOLS.findall(text)))
+
+
+def _literal_filters(column: str, literals: Sequence[str], *, any_term: bool) -> tuple[str, list]:
+    """The filter ("AND (…)", params) keeping the rows whose ``column`` holds every literal
+    (any one of them with ``any_term``), case-insensitively (the literals are ASCII)."""
+    tests = " OR " if any_term else " AND "
+    return (
+        f"AND ({tests.join([f'instr(lower({column}), %s) > 0'] * len(literals))})",
+        list(literals),
+    )
 
 
 def _quoted(term: str) -> str:
@@ -179,6 +199,7 @@ def fts_search(
     until: datetime | None = None,
     exclude_ids: list[int] | None = None,
     bounded: bool = True,
+    literals: Sequence[str] = (),
 ) -> list[FtsHit]:
     """Messages matching the words of ``text``, best bm25 first.
 
@@ -187,11 +208,17 @@ def fts_search(
     most). ``terms`` lets a caller pass words it already filtered. ``since`` /
     ``until`` bound the message date ([since, until)); ``exclude_ids`` skips rows.
     ``bounded``: an OR query counts its most frequent words only in pairs past OR_MATCH_BUDGET
-    rows (forgetting does not: it must see every candidate).
+    rows (forgetting does not: it must see every candidate). ``literals``
+    (literal_words): text the content must hold as written, case aside (all of
+    them, any with ``any_term``): "C++" is the token "c" of every "c'est" to FTS5.
     """
     words = query_terms(text) if terms is None else terms
     filters: list[str] = []
     filter_params: list[object] = []
+    if literals:
+        literal_filter, literal_params = _literal_filters("c.content", literals, any_term=any_term)
+        filters.append(literal_filter)
+        filter_params.extend(literal_params)
     if channel:
         filters.append("AND c.channel = %s")
         filter_params.append(channel)
@@ -388,13 +415,33 @@ def fts_rank_messages(
 
 
 def fts_search_facts(
-    terms: list[str], *, limit: int = 20, any_term: bool = True, bounded: bool = True
+    terms: list[str],
+    *,
+    limit: int = 20,
+    any_term: bool = True,
+    bounded: bool = True,
+    literals: Sequence[str] = (),
 ) -> list[FactFtsHit]:
     """Facts whose key words or value match the (already folded) terms, best bm25 first.
 
     ``bounded``: an OR query counts its most frequent words only in pairs past OR_MATCH_BUDGET
-    rows (forgetting does not: it must see every candidate)."""
-    rows = _rank_rowids("facts_fts", terms, limit=limit, any_term=any_term, bounded=bounded)
+    rows (forgetting does not: it must see every candidate). ``literals``: text the
+    value must hold as written, case aside (as in fts_search)."""
+    join, filters, filter_params = "", [], []
+    if literals:
+        join = "JOIN core_memory f ON f.id = facts_fts.rowid"
+        literal_filter, filter_params = _literal_filters("f.value", literals, any_term=any_term)
+        filters = [literal_filter]
+    rows = _rank_rowids(
+        "facts_fts",
+        terms,
+        limit=limit,
+        any_term=any_term,
+        bounded=bounded,
+        join=join,
+        filters=filters,
+        filter_params=filter_params,
+    )
     return [FactFtsHit(fact_id=rowid, score=float(score)) for rowid, score in rows]
 
 

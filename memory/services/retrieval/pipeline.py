@@ -143,6 +143,7 @@ def _retrieve(
         started=embedding.set,
         embedded=vector_ready,
         on_vector=keywords_apart.send if keywords_apart is not None else None,
+        embed_timeout_s=timeouts[SOURCE_SEMANTIC],
     )
     live_future: Future | None = None
     if memory_settings.live_max_results:
