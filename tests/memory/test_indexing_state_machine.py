@@ -205,8 +205,13 @@ class IndexingMachine(RuleBasedStateMachine):
 
     @rule(key=st.sampled_from(KEYS))
     def ttl_runs_out(self, key):
-        """The fact's TTL is over (time passing: no write, no version change)."""
+        """The fact's TTL is over (time passing: no write, no version change). An expired
+        fact is read as the purge leaves it before the purge comes (fact_update): the
+        owner's words ran out, the agent's news may bring the fact back in its words."""
         self._step()
+        fact = self._fact(key)
+        if fact is not None and not fact.forgotten and fact.forgetting_id is None:
+            self._owner_forgot(key)
         Fact.all_objects.filter(key=key).update(expires_at=timezone.now() - timedelta(seconds=1))
 
     @rule()
