@@ -6,13 +6,13 @@ sliders both land here, so a change is validated and saved in one place.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 
-from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import transaction
 
-from memory.exceptions import MemoryServiceError
+from memory.exceptions import MemoryServiceError, UnsafeNotePath
 from memory.models import MemorySettings
 
 # The knobs a user may change; id and updated_at are not theirs.
@@ -93,35 +93,25 @@ def memory_settings_update(*, changes: Mapping[str, object]) -> MemorySettings:
 def _notes_rules_apply(changes: dict[str, object]) -> dict[str, object]:
     """Context notes and tag follow the notes service's rules, whoever writes them.
 
-    Paths are normalised ("Profil" -> "Profil.md") and checked, the tag is
-    cleaned; without the notes module (not installed yet) values go as given,
-    checked by the model only.
+    Paths are normalised ("Profil" -> "Profil.md", each once) and the tag cleaned. A
+    list the path rule refuses is left as given: the model's validator
+    (_validate_context_notes, run by full_clean) refuses it with its message.
     """
-    if "obsidian_context_notes" not in changes and "obsidian_context_tag" not in changes:
-        return changes
-    try:
-        from memory.services.notes import MAX_FIXED_NOTES, MSG_TOO_MANY_NOTES, context_tag_clean
-        from memory.stores.notes import note_path_normalize
-    except ImportError:
-        return changes
+    from memory.services.notes import context_tag_clean
+    from memory.stores.notes import note_path_normalize
+
     if "obsidian_context_tag" in changes:
         changes["obsidian_context_tag"] = context_tag_clean(str(changes["obsidian_context_tag"]))
-    notes = changes.get("obsidian_context_notes")
-    if "obsidian_context_notes" in changes and notes is None:
-        notes = []
+    if "obsidian_context_notes" not in changes:
+        return changes
+    notes = changes["obsidian_context_notes"]
+    if notes is None:
+        changes["obsidian_context_notes"] = []
     # Anything but a list of paths is left as given ("Profil" alone must not be read
-    # letter by letter): the model's validator refuses it.
-    if isinstance(notes, list | tuple) and all(isinstance(raw, str) for raw in notes):
-        paths: dict[str, None] = {}
-        errors: list[str] = []
-        for raw in notes:
-            try:
-                paths.setdefault(note_path_normalize(str(raw)), None)
-            except MemoryServiceError as exc:
-                errors.append(f"{raw} : {exc}")
-        if len(paths) > MAX_FIXED_NOTES:
-            errors.append(MSG_TOO_MANY_NOTES)
-        if errors:
-            raise ValidationError({"obsidian_context_notes": errors})
-        changes["obsidian_context_notes"] = list(paths)
+    # letter by letter).
+    elif isinstance(notes, list | tuple) and all(isinstance(raw, str) for raw in notes):
+        with contextlib.suppress(UnsafeNotePath):
+            changes["obsidian_context_notes"] = list(
+                dict.fromkeys(note_path_normalize(raw) for raw in notes)
+            )
     return changes

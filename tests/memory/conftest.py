@@ -1,11 +1,23 @@
 """Fixtures shared by the memory tests: the API clients and the fake Anthropic (for those
-outside api/), and facts the owner forgot about a topic (the forget previews' tests)."""
+outside api/), a fake Voyage server, and facts the owner forgot about a topic (the forget
+previews' tests)."""
 
 import pytest
 
 from memory.services.facts import fact_forget, fact_store
+from memory.stores.embedders import embedder_reset
 from tests.fakes.anthropic import fake_anthropic  # noqa: F401
+from tests.fakes.voyage import FakeVoyage
 from tests.memory.api.conftest import agent_api, agent_token, agent_user, owner_api  # noqa: F401
+
+
+@pytest.fixture
+def fake_voyage():
+    """A fake Voyage API on 127.0.0.1, with no process-wide embedder kept across it."""
+    embedder_reset()
+    with FakeVoyage() as fake:
+        yield fake
+    embedder_reset()
 
 
 @pytest.fixture

@@ -52,12 +52,6 @@ def _fresh_embedder():
     embedder_reset()
 
 
-@pytest.fixture
-def fake_voyage():
-    with FakeVoyage() as fake:
-        yield fake
-
-
 def voyage(fake: FakeVoyage, **kwargs) -> VoyageEmbedder:
     options = {
         "api_key": "pa-test-key",

@@ -7,17 +7,8 @@ from __future__ import annotations
 import pytest
 
 from memory.exceptions import EmbeddingInvalid
-from memory.stores.embedders import embedder_reset
 from memory.stores.embedders_voyage import VoyageEmbedder
 from tests.fakes.voyage import FakeVoyage, Reply
-
-
-@pytest.fixture
-def fake_voyage():
-    embedder_reset()
-    with FakeVoyage() as fake:
-        yield fake
-    embedder_reset()
 
 
 def voyage(fake: FakeVoyage) -> VoyageEmbedder:

@@ -9,17 +9,8 @@ import time
 import pytest
 
 from memory.exceptions import EmbeddingError
-from memory.stores.embedders import embedder_reset
 from memory.stores.embedders_voyage import VoyageEmbedder
 from tests.fakes.voyage import FakeVoyage, Reply, error_reply
-
-
-@pytest.fixture
-def fake_voyage():
-    embedder_reset()
-    with FakeVoyage() as fake:
-        yield fake
-    embedder_reset()
 
 
 def voyage(fake: FakeVoyage) -> VoyageEmbedder:

@@ -23,14 +23,6 @@ IP_BLOCKED = "Your IP address is not allowed to access this API."
 HEADERS = {"X-Request-Id": "req-header-only-7f3a"}
 
 
-@pytest.fixture
-def fake_voyage():
-    embedder_reset()
-    with FakeVoyage() as fake:
-        yield fake
-    embedder_reset()
-
-
 def voyage(fake: FakeVoyage) -> VoyageEmbedder:
     return VoyageEmbedder(
         api_key="pa-test-key", base_url=fake.base_url, timeout_s=5.0, max_retries=2
