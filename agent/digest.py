@@ -5,15 +5,18 @@ command, /memory and the API force one (memory.services.digest.digest_request)
 and ``digest_run_now`` runs it in the caller's process. Per batch of messages:
 one LLM call (purpose "digest") whose candidates are saved on the job first
 (a run after a crash stores those same candidates: no second call, no fact
-twice), then, in one transaction, the facts are stored through the usual dedup
-path (source_message: the first message the fact came from; the revision's
-note names them all) and the batch's messages are marked digested, which
-removes their live points. When the batch present at that commit is not the
-batch the LLM read (a message was forgotten, or digested by another run,
-meanwhile), the answer is thrown away whole and the LLM is asked again on what
-remains: its numbering of sources cannot prove that a fact did not come from
-the message gone since. A failure half-way keeps what earlier batches
-committed and leaves the rest undigested, in `live`, for the next run.
+twice), then the facts are stored through the usual dedup path, each in a
+transaction of its own (source_message: the first message the fact came from;
+the revision's note names them all), and only then are the batch's messages
+marked digested, which removes their live points. No lock is held while dedup
+embeds or asks the LLM. When the batch is no longer the batch the LLM read (a
+message was forgotten, or digested by another run, meanwhile), the rest of the
+answer is thrown away and the LLM is asked again on what remains: its numbering
+of sources cannot prove that a fact did not come from the message gone since,
+so each fact's write checks, under the write lock, that every message of the
+batch is still in memory. A failure half-way keeps what was written and leaves
+the batch undigested, in `live`, for the next run (the facts written are found
+by dedup then).
 """
 
 from __future__ import annotations
@@ -114,22 +117,24 @@ def digest_extract(messages) -> list[dict]:
 
 
 class BatchChanged(Exception):
-    """The batch present at the commit is not the batch the LLM read: nothing of it is kept."""
+    """The batch is no longer the batch the LLM read: the rest of its answer is not kept."""
 
 
 def _store(found: list[dict], messages, present: list[int]) -> int:
     """Store the candidates of a batch still whole; the number of facts stored.
 
-    Raises BatchChanged (rolling back the commit) when a message the LLM read is gone.
+    Raises BatchChanged when a message the LLM read is gone, before or while the facts
+    are written (those written stay; nothing of the batch is marked digested).
     """
     from django.core.exceptions import ValidationError
 
     from agent.extraction import fact_candidate_store
-    from memory.exceptions import MemoryServiceError, StoreUnavailable
+    from memory.exceptions import MemoryServiceError, SourceForgotten, StoreUnavailable
     from memory.models import FactRevision
     from memory.services.digest import digest_note
 
-    if present != [m.id for m in messages]:
+    batch = [m.id for m in messages]
+    if present != batch:
         # The LLM read a message gone since: any fact of its answer may come from it,
         # whatever sources it names (its numbering is not a proof).
         raise BatchChanged
@@ -149,7 +154,12 @@ def _store(found: list[dict], messages, present: list[int]) -> int:
                 channel=sources[0].channel,
                 source_message_id=sources[0].id,
                 dated_by=oldest.id,
+                drawn_from=batch,
             )
+        except SourceForgotten:
+            # A message of the batch was forgotten while the facts were written: what
+            # is written stays (as after a forget that follows it), the rest is not.
+            raise BatchChanged from None
         except StoreUnavailable:
             raise  # an outage delays the job (memory.services.jobs): nothing dropped
         except (MemoryServiceError, ValidationError) as exc:

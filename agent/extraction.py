@@ -213,9 +213,11 @@ def fact_candidate_store(
     channel: str,
     source_message_id: int | None,
     dated_by: int | None = None,
+    drawn_from: Sequence[int] = (),
 ):
     """Store one candidate through the dedup path (the single place to switch it).
-    ``dated_by``: the message whose date bounds the statement (see fact_remember)."""
+    ``dated_by``: the message whose date bounds the statement, ``drawn_from`` the messages
+    it may come from (see fact_remember)."""
     from memory.services.dedup import fact_remember
 
     return fact_remember(
@@ -229,6 +231,7 @@ def fact_candidate_store(
         channel=channel,
         source_message_id=source_message_id,
         dated_by=dated_by,
+        drawn_from=drawn_from,
         actor=Actor.AGENT,
     )
 

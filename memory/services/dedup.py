@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -188,12 +188,16 @@ def fact_remember(
     channel: str | None = None,
     source_message_id: int | None = None,
     dated_by: int | None = None,
+    drawn_from: Collection[int] = (),
     actor: str = Actor.AGENT,
 ) -> RememberResult:
     """Store a fact through dedup: the path of extraction, tools and manual entries.
 
     ``dated_by``: the message whose date the forget and erasure checks compare with, when
-    it is not the source (the digest's batch: the LLM's numbering of sources is no proof).
+    it is not the source (the digest's batch: the LLM's numbering of sources is no proof);
+    ``drawn_from``: the messages it may come from, all still in memory when it is written.
+    Called outside any transaction: the candidates' embedding and the LLM's decision hold
+    no lock, each write takes SQLite's write lock for itself alone.
 
     Arguments left None are not stated (see fact_store). The store being down or
     holding vectors of another embedder never drops the fact: T1 keeps it, the
@@ -212,6 +216,7 @@ def fact_remember(
         "channel": channel,
         "source_message_id": source_message_id,
         "dated_by": dated_by,
+        "drawn_from": drawn_from,
         "actor": actor,
     }
     dated = dated_by or source_message_id
@@ -271,7 +276,9 @@ def fact_remember(
     # row, writes only what changed, and leaves a target forgotten meanwhile
     # forgotten (revive=False); the agent never overwrites what the owner set.
     with transaction.atomic():  # the source's presence and the write under one write lock
-        source_present(key=key, actor=actor, source_message_id=source_message_id)
+        source_present(
+            key=key, actor=actor, source_message_id=source_message_id, drawn_from=drawn_from
+        )
         fact = fact_update(
             fact=target,
             actor=actor,

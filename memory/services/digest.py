@@ -148,21 +148,25 @@ def digest_start(*, trigger: str) -> Digest:
 def digest_batch_commit(
     *, digest: Digest, message_ids: list[int], store, now: datetime | None = None
 ) -> tuple[list[int], int]:
-    """Store a batch's facts and mark its messages digested, in one transaction.
+    """Store a batch's facts, then mark its messages digested.
 
     ``store(present_ids) -> int`` stores the facts of the messages still
     present (not forgotten or digested meanwhile) and returns how many it
-    stored. Returns (the ids marked digested, the facts stored). Whatever fails
-    rolls back both: nothing is marked digested without its facts.
+    stored. It runs outside any transaction: each fact is written in a short
+    one of its own (a dedup decision may wait seconds for an LLM, and SQLite's
+    write lock, held through it, kept every other writer waiting until it
+    failed as busy), each write checking that the batch's messages are all
+    still in memory (memory.services.facts.source_present). The messages are
+    marked afterwards, in one transaction: whatever fails before leaves them
+    undigested (nothing is marked digested without its facts), and the run
+    after it stores the same saved answer again, which dedup finds stored.
+    Returns (the ids marked digested, the facts stored).
     """
+    present = _batch_present(message_ids)
+    stored = store(present) if present else 0
     now = now or timezone.now()
     with transaction.atomic():
-        present = list(
-            Message.objects.filter(pk__in=message_ids, observed=True, digested_at__isnull=True)
-            .order_by("id")
-            .values_list("id", flat=True)
-        )
-        stored = store(present) if present else 0
+        present = _batch_present(message_ids)  # a forget after the last fact's write
         Message.objects.filter(pk__in=present).update(digested_at=now)
         # The row changed: the indexing machine removes its live point.
         rows_changed(KIND_MESSAGE, present)
@@ -173,6 +177,15 @@ def digest_batch_commit(
         digest.messages_digested += len(present)
         digest.facts_stored += stored
     return present, stored
+
+
+def _batch_present(message_ids: list[int]) -> list[int]:
+    """The batch's messages still to digest: in memory, observed, not digested."""
+    return list(
+        Message.objects.filter(pk__in=message_ids, observed=True, digested_at__isnull=True)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
 
 
 def digest_finish(digest: Digest, *, state: str, note: str = "") -> Digest:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
 
 from django.db import transaction
@@ -137,14 +137,24 @@ def _stated(
     return fields
 
 
-def source_present(*, key: str, actor: str, source_message_id: int | None) -> None:
+def source_present(
+    *,
+    key: str,
+    actor: str,
+    source_message_id: int | None,
+    drawn_from: Collection[int] = (),
+) -> None:
     """Raise SourceForgotten when an agent statement is drawn from a message no longer in
     memory: the owner forgot it (or it was left out) while the statement was made (a slow
     LLM call, a dedup decision). Called in the writing transaction, which holds SQLite's
-    write lock, so no forget lands between this check and the write."""
-    if actor != Actor.AGENT or source_message_id is None:
+    write lock, so no forget lands between this check and the write.
+
+    ``drawn_from``: every message the statement may come from, each of which must still be
+    in memory (the digest's batch: the LLM's numbering of its sources is no proof)."""
+    if actor != Actor.AGENT:
         return
-    if not Message.objects.filter(pk=source_message_id).exists():
+    wanted = set(drawn_from) | ({source_message_id} if source_message_id is not None else set())
+    if wanted and Message.objects.filter(pk__in=wanted).count() != len(wanted):
         raise SourceForgotten(SOURCE_FORGOTTEN_MESSAGE.format(key=key))
 
 
@@ -161,6 +171,7 @@ def fact_store(
     ttl: str | None = None,
     source_message_id: int | None = None,
     dated_by: int | None = None,
+    drawn_from: Collection[int] = (),
     actor: str = Actor.USER,
     kind: str = FactKind.OWNER,
     category: str | None = None,
@@ -175,10 +186,11 @@ def fact_store(
     forget comes back as a new fact, without the forgotten history. ``kind``
     (owner, or the agent's self / goal with its ``category``) never changes: a
     key of another kind is refused. ``dated_by``: the message the forget checks date the
-    statement by, when not its source (memory.services.dedup.fact_remember).
+    statement by, when not its source (memory.services.dedup.fact_remember); ``drawn_from``:
+    the messages it may come from, all still in memory when it is written (source_present).
     """
     key = key.strip()
-    source_present(key=key, actor=actor, source_message_id=source_message_id)
+    source_present(key=key, actor=actor, source_message_id=source_message_id, drawn_from=drawn_from)
     stated = _stated(
         memory_type=memory_type,
         importance=importance,

@@ -62,8 +62,9 @@ WORLD: World | None = None
 STORE_FACTORY = vectors_module.get_vector_store
 
 
-def _extract(messages):
-    """The digest's LLM, faked: one fact per message that says something."""
+def _extract(messages, *, misnumbered: bool = False):
+    """The digest's LLM, faked: one fact per message that says something, its source
+    numbered right (or, ``misnumbered``, every fact as from the batch's first message)."""
     from agent.extraction import FactCandidate
     from memory.services.relevance import is_small_talk
 
@@ -80,7 +81,7 @@ def _extract(messages):
             subjects=(),
             ttl=None,
         )
-        found.append({"candidate": asdict(candidate), "sources": [position]})
+        found.append({"candidate": asdict(candidate), "sources": [1 if misnumbered else position]})
     return found
 
 
