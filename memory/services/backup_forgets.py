@@ -11,7 +11,9 @@ date), and after it ``forgets_replay`` takes the restored rows they recognise
 again through ``forgetting_take`` (the one implementation of "take it out of the
 memory": FTS, points, retrieval logs, admin history, job payloads), under the same
 topic, actor, date and undo deadline. The owner can still undo it there, until its
-deadline; then the hourly purge erases it as it would have.
+deadline; then the hourly purge erases it as it would have. A fact forgotten alone
+(its own flag, no topic forget) is carried the same way, as a forget of its own:
+the restored copy is forgotten again (``fact_forget``) at the same date.
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from memory.models import Fact, FactRevision, Forgetting, ForgettingState, Message, Summary
+from memory.models import (
+    Actor,
+    Fact,
+    FactRevision,
+    Forgetting,
+    ForgettingState,
+    Message,
+    RevisionReason,
+    Summary,
+)
 from memory.services.erased_marks import (
     MESSAGE_KEY,
     SUMMARY_KEY,
@@ -48,6 +59,7 @@ class CarriedForget:
     messages: set[str] = field(default_factory=set)
     summaries: set[str] = field(default_factory=set)
     revisions: set[tuple[str, str, str]] = field(default_factory=set)
+    alone: bool = False  # one fact forgotten alone (its flag), no topic forget
 
 
 def _moment(value: object) -> str:
@@ -75,6 +87,34 @@ def forgets_read(path: Path) -> list[CarriedForget]:
 
 
 def _forgets(db: sqlite3.Connection) -> list[CarriedForget]:
+    return _facts_forgotten_alone(db) + _topic_forgets(db)
+
+
+def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
+    """Each fact forgotten one by one, with who forgot it (its last FORGOTTEN line)."""
+    facts, revisions = Fact._meta.db_table, FactRevision._meta.db_table
+    rows = db.execute(
+        f"SELECT f.key, f.value, f.forgotten_at, (SELECT r.actor FROM {revisions} r "
+        f"WHERE r.fact_id = f.id AND r.reason = ? ORDER BY r.id DESC LIMIT 1) "
+        f"FROM {facts} f WHERE f.forgotten = 1 AND f.forgetting_id IS NULL "
+        f"AND f.forgotten_at IS NOT NULL",
+        [RevisionReason.FORGOTTEN],
+    )
+    return [
+        CarriedForget(
+            topic="",
+            actor=actor or Actor.SYSTEM,
+            selection="",
+            created_at=_stored_moment(forgotten_at),
+            purge_after=_stored_moment(forgotten_at),
+            facts={fact_mark(key, value)},
+            alone=True,
+        )
+        for key, value, forgotten_at, actor in rows
+    ]
+
+
+def _topic_forgets(db: sqlite3.Connection) -> list[CarriedForget]:
     # Our table and column names (from the models), never a value: the values are parameters.
     forgets = {
         pk: CarriedForget(
@@ -138,6 +178,10 @@ def forgets_replay(carried: list[CarriedForget]) -> dict[str, int]:
         for forget, found in zip(carried, _found(carried), strict=True):
             if found.empty:
                 continue
+            if forget.alone:
+                done["facts"] += _forget_again_alone(forget, found.facts)
+                done["forgets"] += 1
+                continue
             chosen = found.selection(forget.selection)
             forgetting = forgetting_take(
                 topic=forget.topic,
@@ -156,6 +200,19 @@ def forgets_replay(carried: list[CarriedForget]) -> dict[str, int]:
             done["messages"] += len(found.messages)
             done["summaries"] += len(found.summaries)
     return done
+
+
+def _forget_again_alone(forget: CarriedForget, fact_ids: list[int]) -> int:
+    """Forget the restored copies of a fact forgotten alone, at its date (the undo window
+    and the purge count from it). Returns how many were forgotten again."""
+    from memory.services.facts import fact_forget
+
+    again = 0
+    for fact in Fact.all_objects.filter(pk__in=fact_ids, forgotten=False):
+        fact_forget(fact=fact, actor=forget.actor)
+        Fact.all_objects.filter(pk=fact.pk).update(forgotten_at=forget.created_at)
+        again += 1
+    return again
 
 
 @dataclass

@@ -62,3 +62,49 @@ def test_a_forced_restore_keeps_what_was_forgotten_since_the_backup_forgotten(tm
     assert undone == "(1, 1, 1, 1)"  # the owner can still undo it
     assert "Oublié à nouveau" in restored.stdout, restored.stdout
     assert "1 oublis, 1 faits, 2 messages, 0 résumés" in restored.stdout
+
+
+ALONE = """
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from memory.services.facts import fact_forget, fact_store
+secret, _ = fact_store(key="code_portail", value="Le code du portail est 7719")
+fact_store(key="velo", value="Le vélo est gris")
+call_command("memory_backup", "{backup}")
+fact_forget(fact=secret, actor="user")
+secret.refresh_from_db()
+print(secret.forgotten_at.isoformat())
+"""
+ALONE_LOOK = """
+from memory.models import Fact
+from memory.selectors import facts_active
+from memory.services.facts import fact_restore
+from memory.stores.fts import fts_search_facts
+def seen():
+    return (
+        facts_active().filter(key="code_portail").count(),
+        len(fts_search_facts(["7719"])),
+        facts_active().filter(key="velo").count(),
+    )
+forgotten = seen()
+fact = Fact.all_objects.get(key="code_portail")
+at = fact.forgotten_at and fact.forgotten_at.isoformat()
+fact_restore(fact=fact, actor="user")
+print(forgotten, at, seen(), sep=" | ")
+"""
+
+
+def test_a_fact_forgotten_alone_since_the_backup_stays_forgotten(tmp_path):
+    """Forgotten one by one (no topic forget: the fact's own flag), still in its undo
+    window: the restored copy is forgotten again, at the same date, and can be undone."""
+    data, backup = tmp_path / "data", tmp_path / "sauvegarde"
+    forgotten_at = _shell(data, ALONE.format(backup=backup))[-1]
+
+    restored = _manage(data, "memory_restore", "--force", str(backup))
+
+    assert restored.returncode == 0, restored.stderr[-800:]
+    forgotten, at, undone = _shell(data, ALONE_LOOK)[-1].split(" | ")
+    assert forgotten == "(0, 0, 1)"  # the fact, by meaning or keyword; not the bike
+    assert at == forgotten_at
+    assert undone == "(1, 1, 1)"  # the owner can still undo it
+    assert "1 faits" in restored.stdout, restored.stdout
