@@ -117,7 +117,12 @@ def digest_extract(messages) -> list[dict]:
 
 
 class BatchChanged(Exception):
-    """The batch is no longer the batch the LLM read: the rest of its answer is not kept."""
+    """The batch is no longer the batch the LLM read: the rest of its answer is not kept.
+    ``stored``: the facts of the answer written before that was seen."""
+
+    def __init__(self, stored: int = 0) -> None:
+        super().__init__(stored)
+        self.stored = stored
 
 
 def _store(found: list[dict], messages, present: list[int]) -> int:
@@ -159,7 +164,7 @@ def _store(found: list[dict], messages, present: list[int]) -> int:
         except SourceForgotten:
             # A message of the batch was forgotten while the facts were written: what
             # is written stays (as after a forget that follows it), the rest is not.
-            raise BatchChanged from None
+            raise BatchChanged(stored) from None
         except StoreUnavailable:
             raise  # an outage delays the job (memory.services.jobs): nothing dropped
         except (MemoryServiceError, ValidationError) as exc:
@@ -186,6 +191,7 @@ def digest_run(
     from memory.services.digest import (
         NO_LLM_NOTE,
         digest_batch_commit,
+        digest_count,
         digest_finish,
         digest_start,
         live_undigested,
@@ -220,16 +226,17 @@ def digest_run(
                     message_ids=ids,
                     store=lambda present, f=found, m=messages: _store(f, m, present),
                 )
-            except BatchChanged:
+            except BatchChanged as changed:
                 present = None
+                digest_count(digest, facts=changed.stored)
             saved = None
             checkpoint(digest_batch=None)
             if present != ids:
-                # Messages left the batch while the LLM read it (the commit stored and
-                # marked nothing): the next round reads what remains and asks again, as a
-                # run after a crash does. Each such round follows messages leaving the
+                # Messages left the batch while the LLM read it or while its facts were
+                # written (nothing of it was marked; the facts written before stay): the
+                # next round reads what remains and asks again, as a run after a crash does. Each such round follows messages leaving the
                 # undigested ones for good (short of an undo), so this ends.
-                logger.info("digest: the batch changed while the LLM read it; asking again")
+                logger.info("digest: the batch changed since the LLM read it; asking again")
     except BaseException as exc:
         digest_finish(digest, state=DigestState.FAILED, note=f"{type(exc).__name__}: {exc}"[:500])
         raise

@@ -230,12 +230,16 @@ def fact_remember(
         # Drawn from a message older than the forget, under whatever key: it stands.
         logger.info("%s states a fact forgotten since its message: not stored", key)
         return RememberResult(fact=forgotten, action="noop")
-    if Fact.all_objects.filter(key=key).exists():
+    before = Fact.all_objects.filter(key=key).values_list("version", flat=True).first()
+    if before is not None:
         fact, created = fact_store(**store_kwargs)
         if created:  # the key's fact was forgotten and set aside: this one is new
             return RememberResult(fact=fact, action="added")
-        # Still forgotten: the restatement did not undo the forget (fact_store).
-        return RememberResult(fact=fact, action="noop" if fact.forgotten else "updated")
+        # Still forgotten (the restatement did not undo the forget), or unchanged: a write
+        # bumps the row's version in the database (index_enqueue), not on ``fact``.
+        after = Fact.all_objects.values_list("version", flat=True).get(pk=fact.pk)
+        unchanged = fact.forgotten or after == before
+        return RememberResult(fact=fact, action="noop" if unchanged else "updated")
 
     try:
         candidates = fact_candidates(key=key, value=value)

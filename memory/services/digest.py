@@ -170,13 +170,17 @@ def digest_batch_commit(
         Message.objects.filter(pk__in=present).update(digested_at=now)
         # The row changed: the indexing machine removes its live point.
         rows_changed(KIND_MESSAGE, present)
-        Digest.objects.filter(pk=digest.pk).update(
-            messages_digested=digest.messages_digested + len(present),
-            facts_stored=digest.facts_stored + stored,
-        )
-        digest.messages_digested += len(present)
-        digest.facts_stored += stored
+        digest_count(digest, messages=len(present), facts=stored)
     return present, stored
+
+
+def digest_count(digest: Digest, *, messages: int = 0, facts: int = 0) -> None:
+    """Add to the digest's counts (its row and ``digest``)."""
+    digest.messages_digested += messages
+    digest.facts_stored += facts
+    Digest.objects.filter(pk=digest.pk).update(
+        messages_digested=digest.messages_digested, facts_stored=digest.facts_stored
+    )
 
 
 def _batch_present(message_ids: list[int]) -> list[int]:

@@ -20,7 +20,7 @@ from django.db import connection
 
 import agent.client
 from agent.digest import digest_run
-from memory.models import Fact, Message
+from memory.models import Digest, Fact, Message
 from memory.services.channels import channel_settings_set
 from memory.services.dedup import DEDUP_SYSTEM_PROMPT
 from memory.services.forgetting import forget_exchange_exclude
@@ -161,3 +161,5 @@ def test_a_message_forgotten_while_the_facts_are_stored_stops_the_rest_of_its_ba
     assert {f.key: f.value for f in Fact.objects.all()} == {"marie_ville": LYON}
     first.refresh_from_db()
     assert first.digested_at is not None
+    digest = Digest.objects.get()
+    assert (digest.messages_digested, digest.facts_stored) == (1, 1)
