@@ -91,14 +91,20 @@ def _forgets(db: sqlite3.Connection) -> list[CarriedForget]:
 
 
 def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
-    """Each fact forgotten one by one, with who forgot it (its last FORGOTTEN line)."""
+    """Each fact forgotten one by one, with who forgot it (its last FORGOTTEN line). A fact
+    the TTL took (its last line EXPIRED) is not carried: the restored copy has the same
+    expiry, and the purge takes it again."""
     facts, revisions = Fact._meta.db_table, FactRevision._meta.db_table
+    last = (
+        f"SELECT r.{{column}} FROM {revisions} r WHERE r.fact_id = f.id AND r.reason IN (?, ?) "
+        f"ORDER BY r.id DESC LIMIT 1"
+    )
+    reasons = [RevisionReason.FORGOTTEN, RevisionReason.EXPIRED]
     rows = db.execute(
-        f"SELECT f.key, f.value, f.forgotten_at, (SELECT r.actor FROM {revisions} r "
-        f"WHERE r.fact_id = f.id AND r.reason = ? ORDER BY r.id DESC LIMIT 1) "
-        f"FROM {facts} f WHERE f.forgotten = 1 AND f.forgetting_id IS NULL "
-        f"AND f.forgotten_at IS NOT NULL",
-        [RevisionReason.FORGOTTEN],
+        f"SELECT f.key, f.value, f.forgotten_at, ({last.format(column='reason')}), "
+        f"({last.format(column='actor')}) FROM {facts} f "
+        f"WHERE f.forgotten = 1 AND f.forgetting_id IS NULL AND f.forgotten_at IS NOT NULL",
+        reasons + reasons,
     )
     return [
         CarriedForget(
@@ -110,7 +116,8 @@ def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
             facts={fact_mark(key, value)},
             alone=True,
         )
-        for key, value, forgotten_at, actor in rows
+        for key, value, forgotten_at, reason, actor in rows
+        if reason != RevisionReason.EXPIRED
     ]
 
 

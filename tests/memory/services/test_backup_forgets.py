@@ -10,6 +10,7 @@ import pytest
 from memory.models import Fact, FactRevision, Forgetting, ForgettingState, Message, Summary
 from memory.services.backup import database_path
 from memory.services.backup_forgets import forgets_read, forgets_replay
+from memory.services.erased_marks import fact_mark
 from memory.services.facts import fact_store, fact_update
 from memory.services.forgetting import forgetting_restore, topic_forget
 from memory.stores.fts import fts_search
@@ -57,3 +58,29 @@ def test_a_carried_forget_takes_every_kind_of_row_again_under_the_same_deadline(
         forgot.purge_after,
     )
     assert forgets_replay(forgets_read(database_path())) == dict.fromkeys(done, 0)  # once
+
+
+def test_a_fact_forgotten_alone_is_carried_with_who_forgot_it_and_an_expired_one_is_not():
+    """The TTL's purge marks a fact forgotten too (its line EXPIRED): the restored copy has
+    the same expiry and the purge takes it again, so only the owner's (or the agent's)
+    forget of one fact is carried, with its actor and date."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.services.expiry import expired_purge
+    from memory.services.facts import fact_forget
+
+    secret = fact_store(key="code_portail", value="Le code du portail est 7719")[0]
+    fact_forget(fact=secret, actor="agent")
+    fact_store(key="voyage", value="En voyage à Rome", ttl="1d")
+    expired_purge(now=timezone.now() + timedelta(days=2))
+    assert Fact.all_objects.get(key="voyage").forgotten
+
+    carried = forgets_read(database_path())
+
+    assert [(c.alone, c.actor, c.facts) for c in carried] == [
+        (True, "agent", {fact_mark("code_portail", "Le code du portail est 7719")})
+    ]
+    secret.refresh_from_db()
+    assert carried[0].created_at == secret.forgotten_at
