@@ -1,4 +1,4 @@
-"""LLM usage accounting (table llm_usage)."""
+"""LLM usage accounting (table llm_usage), and the agent's forget dry runs."""
 
 from decimal import Decimal
 
@@ -82,3 +82,32 @@ class UsageDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.day} {self.purpose} {self.model}: {self.calls} appels"
+
+
+class ForgetPreview(models.Model):
+    """A forget's dry run shown by the agent: the ids an agreement given without them takes.
+
+    Kept in SQLite, not in the process: `serve` restarted between the dry run and the
+    owner's "oui" turned the agreement into a new selection, which could take what the
+    owner was never shown (agent.tools._forget). The topic is kept as a digest of its
+    words, never as text; a preview nobody agreed to is dropped after
+    ``agent.tools.FORGET_PREVIEW_KEEP_S``.
+    """
+
+    channel = models.CharField("canal", max_length=64)
+    terms_digest = models.CharField("mots du sujet (empreinte)", max_length=64)
+    ids = models.JSONField("éléments montrés", default=list)
+    created_at = models.DateTimeField("créé le", default=timezone.now, db_index=True)
+
+    class Meta:
+        db_table = "agent_forget_preview"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["channel", "terms_digest"], name="agent_forget_preview_key"
+            )
+        ]
+        verbose_name = "aperçu d'oubli"
+        verbose_name_plural = "aperçus d'oubli"
+
+    def __str__(self) -> str:
+        return f"{self.channel}: {len(self.ids)} éléments"

@@ -12,8 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
-import time
+from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -47,8 +46,7 @@ MAX_FORGET_IDS = 2000
 # turn is left out of the next turn's history (agent.loop), so the agent, told "oui,
 # vas-y", usually confirms with the topic alone.
 FORGET_PREVIEW_KEEP_S = 3600.0
-_previews: dict[tuple[str, tuple[str, ...]], tuple[float, list[str]]] = {}
-_previews_lock = threading.Lock()
+_PREVIEW_KEEP = timedelta(seconds=FORGET_PREVIEW_KEEP_S)
 
 UNKNOWN_TOOL_MESSAGE = "Outil inconnu : {name}."
 INVALID_INPUT_MESSAGE = "Entrée invalide pour {name} : {detail}"
@@ -149,11 +147,44 @@ def _index(tool_input: dict, context: ToolContext) -> dict:
     return {"indexed": True, "action": result.action, "key": result.fact.key}
 
 
-def _preview_key(context: ToolContext, topic: str) -> tuple[str, tuple[str, ...]]:
-    """A dry run's key: the channel and the topic's words (a confirmation may rephrase it)."""
+def _preview_key(context: ToolContext, topic: str) -> tuple[str, str]:
+    """A dry run's key: the channel and a digest of the topic's words (a confirmation may
+    rephrase it; the words themselves are not kept)."""
     from memory.services.forgetting_select import topic_terms
 
-    return context.channel, tuple(sorted(set(topic_terms(topic))))
+    words = " ".join(sorted(set(topic_terms(topic))))
+    return context.channel, hashlib.sha256(words.encode()).hexdigest()
+
+
+def _preview_keep(context: ToolContext, topic: str, ids: list[str]) -> None:
+    """Keep a dry run's ids (in SQLite: a restart must not lose the owner's agreement's
+    scope), replacing the channel's earlier dry run of the topic; drop stale ones."""
+    from django.utils import timezone
+
+    from agent.models import ForgetPreview
+
+    channel, digest = _preview_key(context, topic)
+    now = timezone.now()
+    ForgetPreview.objects.filter(created_at__lte=now - _PREVIEW_KEEP).delete()
+    ForgetPreview.objects.update_or_create(
+        channel=channel, terms_digest=digest, defaults={"ids": ids, "created_at": now}
+    )
+
+
+def _preview_take(context: ToolContext, topic: str) -> list[str] | None:
+    """The ids of the channel's last dry run of the topic, still standing; it is used up."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from agent.models import ForgetPreview
+
+    channel, digest = _preview_key(context, topic)
+    with transaction.atomic():
+        preview = ForgetPreview.objects.filter(channel=channel, terms_digest=digest).first()
+        if preview is None:
+            return None
+        preview.delete()
+    return preview.ids if timezone.now() - preview.created_at < _PREVIEW_KEEP else None
 
 
 def _forget(tool_input: dict, context: ToolContext) -> dict:
@@ -164,11 +195,7 @@ def _forget(tool_input: dict, context: ToolContext) -> dict:
         # The LLM reads it: the agent's scope, nothing of a fact already forgotten.
         plan = plan.for_agent()
         ids = plan.item_ids()
-        now = time.monotonic()
-        with _previews_lock:
-            for key in [k for k, (at, _) in _previews.items() if now - at >= FORGET_PREVIEW_KEEP_S]:
-                del _previews[key]  # dry runs nobody agreed to
-            _previews[_preview_key(context, tool_input["topic"])] = (now, ids)
+        _preview_keep(context, tool_input["topic"], ids)
         return {
             "dry_run": True,
             "summary": plan.as_text(),
@@ -180,10 +207,9 @@ def _forget(tool_input: dict, context: ToolContext) -> dict:
     # of this channel's last dry run of the topic if there was one, else a direct forget
     # of a clear request: the agent's scope, selected now.
     only = tool_input.get("ids")
-    with _previews_lock:
-        shown = _previews.pop(_preview_key(context, tool_input["topic"]), None)
-    if only is None and shown is not None and time.monotonic() - shown[0] < FORGET_PREVIEW_KEEP_S:
-        only = shown[1]
+    shown = _preview_take(context, tool_input["topic"])
+    if only is None:
+        only = shown
     result = topic_forget(
         topic=tool_input["topic"],
         actor=context.actor,

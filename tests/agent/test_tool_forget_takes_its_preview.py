@@ -82,3 +82,26 @@ def test_an_agreement_given_without_the_ids_takes_what_the_dry_run_showed(world)
 
     assert not Message.objects.filter(pk=trip.id).exists()  # what was shown is taken
     assert Message.objects.filter(pk=work.id).exists(), "taken without being shown"
+
+
+def _restart() -> None:
+    """What a restart of the process loses: anything the tools keep in memory."""
+    import agent.tools
+
+    previews = getattr(agent.tools, "_previews", None)
+    if previews is not None:
+        previews.clear()
+
+
+def test_an_agreement_given_after_a_restart_still_takes_only_what_the_dry_run_showed(world):
+    """`serve` restarted (a deploy, a crash) between the dry run and the owner's "oui": the
+    dry run kept in the process was lost, and the agreement became a new selection (the
+    judge asked again) that took an exchange the owner was never shown. The dry run's
+    ids are kept in SQLite."""
+    trip, work, _ = _previewed(world)
+    _restart()
+
+    _agreed(world, {"topic": "voyage de Marie à Lisbonne"}, trip, work)
+
+    assert not Message.objects.filter(pk=trip.id).exists()  # what was shown is taken
+    assert Message.objects.filter(pk=work.id).exists(), "taken without being shown"
