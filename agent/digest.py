@@ -234,8 +234,9 @@ def digest_run(
             if present != ids:
                 # Messages left the batch while the LLM read it or while its facts were
                 # written (nothing of it was marked; the facts written before stay): the
-                # next round reads what remains and asks again, as a run after a crash does. Each such round follows messages leaving the
-                # undigested ones for good (short of an undo), so this ends.
+                # next round reads what remains and asks again, as a run after a crash
+                # does. Each such round follows messages leaving the undigested ones for
+                # good (short of an undo), so this ends.
                 logger.info("digest: the batch changed since the LLM read it; asking again")
     except BaseException as exc:
         digest_finish(digest, state=DigestState.FAILED, note=f"{type(exc).__name__}: {exc}"[:500])

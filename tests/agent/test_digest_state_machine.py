@@ -3,10 +3,11 @@
 
 The digest writes a batch's facts one short transaction at a time (it holds no lock
 while dedup embeds or asks an LLM), then marks the batch's messages digested. Rules:
-messages are posted in an observed room (one to three at once); the digest runs alone, with the owner
-forgetting a message of its batch between two of its fact writes (its LLM numbering
-every source right, or every fact as from the first message), or stopped after its
-facts and before the marking; the owner forgets a message's topic.
+messages are posted in an observed room (one to three at once); the digest runs
+alone, with the owner forgetting a message of its batch between two of its fact
+writes (its LLM numbering every source right, or every fact as from the first
+message), or stopped after its facts and before the marking; the owner forgets a
+message's topic.
 
 After every step: no fact drawn from a forgotten message is in memory (whatever the
 LLM numbered), no fact is stored twice, and every digested message that is still in
