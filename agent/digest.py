@@ -117,26 +117,23 @@ def digest_extract(messages) -> list[dict]:
 
 
 class BatchChanged(Exception):
-    """The batch is no longer the batch the LLM read: the rest of its answer is not kept.
-    ``stored``: the facts of the answer written before that was seen."""
-
-    def __init__(self, stored: int = 0) -> None:
-        super().__init__(stored)
-        self.stored = stored
+    """The batch is no longer the batch the LLM read: the rest of its answer is not kept."""
 
 
-def _store(found: list[dict], messages, present: list[int]) -> int:
-    """Store the candidates of a batch still whole; the number of facts stored.
+def _store(found: list[dict], messages, present: list[int], digest) -> int:
+    """Store the candidates of a batch still whole; the number of facts stored, each
+    counted on ``digest`` as soon as it is written (a crash after it loses no count).
 
-    Raises BatchChanged when a message the LLM read is gone, before or while the facts
-    are written (those written stay; nothing of the batch is marked digested).
+    Raises BatchChanged when a message the LLM read is gone, or was digested by another
+    run, before or while the facts are written (those written stay; nothing of the batch
+    is marked digested).
     """
     from django.core.exceptions import ValidationError
 
     from agent.extraction import fact_candidate_store
     from memory.exceptions import MemoryServiceError, SourceForgotten, StoreUnavailable
     from memory.models import FactRevision
-    from memory.services.digest import digest_note
+    from memory.services.digest import digest_count, digest_note
 
     batch = [m.id for m in messages]
     if present != batch:
@@ -164,7 +161,7 @@ def _store(found: list[dict], messages, present: list[int]) -> int:
         except SourceForgotten:
             # A message of the batch was forgotten while the facts were written: what
             # is written stays (as after a forget that follows it), the rest is not.
-            raise BatchChanged(stored) from None
+            raise BatchChanged from None
         except StoreUnavailable:
             raise  # an outage delays the job (memory.services.jobs): nothing dropped
         except (MemoryServiceError, ValidationError) as exc:
@@ -175,6 +172,7 @@ def _store(found: list[dict], messages, present: list[int]) -> int:
         )
         if result.action != "noop":
             stored += 1
+            digest_count(digest, facts=1)
     return stored
 
 
@@ -191,7 +189,6 @@ def digest_run(
     from memory.services.digest import (
         NO_LLM_NOTE,
         digest_batch_commit,
-        digest_count,
         digest_finish,
         digest_start,
         live_undigested,
@@ -224,11 +221,10 @@ def digest_run(
                 present, _ = digest_batch_commit(
                     digest=digest,
                     message_ids=ids,
-                    store=lambda present, f=found, m=messages: _store(f, m, present),
+                    store=lambda present, f=found, m=messages: _store(f, m, present, digest),
                 )
-            except BatchChanged as changed:
+            except BatchChanged:
                 present = None
-                digest_count(digest, facts=changed.stored)
             saved = None
             checkpoint(digest_batch=None)
             if present != ids:

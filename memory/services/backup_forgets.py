@@ -12,8 +12,11 @@ again through ``forgetting_take`` (the one implementation of "take it out of the
 memory": FTS, points, retrieval logs, admin history, job payloads), under the same
 topic, actor, date and undo deadline. The owner can still undo it there, until its
 deadline; then the hourly purge erases it as it would have. A fact forgotten alone
-(its own flag, no topic forget) is carried the same way, as a forget of its own:
-the restored copy is forgotten again (``fact_forget``) at the same date.
+(its own flag; taken since by a topic forget too, if it was forgotten alone first) is
+carried as a forget of its own: the restored row with its id, recognised by any text
+it had (an edit since the backup changed it), is forgotten again (``fact_forget``) at
+the same date, before the topic forgets are replayed (so that undoing one gives the
+fact back forgotten alone, as it would have).
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ class CarriedForget:
     messages: set[str] = field(default_factory=set)
     summaries: set[str] = field(default_factory=set)
     revisions: set[tuple[str, str, str]] = field(default_factory=set)
-    alone: bool = False  # one fact forgotten alone (its flag), no topic forget
+    alone: bool = False  # one fact forgotten alone (its flag): ``row_id``, ``facts`` its texts
+    row_id: int | None = None
 
 
 def _moment(value: object) -> str:
@@ -91,9 +95,9 @@ def _forgets(db: sqlite3.Connection) -> list[CarriedForget]:
 
 
 def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
-    """Each fact forgotten one by one, with who forgot it (its last FORGOTTEN line). A fact
-    the TTL took (its last line EXPIRED) is not carried: the restored copy has the same
-    expiry, and the purge takes it again."""
+    """Each fact forgotten one by one, with who forgot it (its last FORGOTTEN line), its
+    row id and every text it had. A fact the TTL took (its last line EXPIRED) is not
+    carried: the restored copy has the same expiry, and the purge takes it again."""
     facts, revisions = Fact._meta.db_table, FactRevision._meta.db_table
     last = (
         f"SELECT r.{{column}} FROM {revisions} r WHERE r.fact_id = f.id AND r.reason IN (?, ?) "
@@ -101,24 +105,34 @@ def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
     )
     reasons = [RevisionReason.FORGOTTEN, RevisionReason.EXPIRED]
     rows = db.execute(
-        f"SELECT f.key, f.value, f.forgotten_at, ({last.format(column='reason')}), "
+        f"SELECT f.id, f.key, f.value, f.forgotten_at, ({last.format(column='reason')}), "
         f"({last.format(column='actor')}) FROM {facts} f "
-        f"WHERE f.forgotten = 1 AND f.forgetting_id IS NULL AND f.forgotten_at IS NOT NULL",
+        f"LEFT JOIN {Forgetting._meta.db_table} g ON g.id = f.forgetting_id "
+        f"WHERE f.forgotten = 1 AND f.forgotten_at IS NOT NULL "
+        f"AND (f.forgetting_id IS NULL OR f.forgotten_at < g.created_at)",
         reasons + reasons,
-    )
-    return [
-        CarriedForget(
-            topic="",
-            actor=actor or Actor.SYSTEM,
-            selection="",
-            created_at=_stored_moment(forgotten_at),
-            purge_after=_stored_moment(forgotten_at),
-            facts={fact_mark(key, value)},
-            alone=True,
+    ).fetchall()
+    carried = []
+    for pk, key, value, forgotten_at, reason, actor in rows:
+        if reason == RevisionReason.EXPIRED:
+            continue
+        history = db.execute(
+            f"SELECT old_value, new_value FROM {revisions} WHERE fact_id = ?", [pk]
         )
-        for key, value, forgotten_at, reason, actor in rows
-        if reason != RevisionReason.EXPIRED
-    ]
+        texts = {value} | {text for pair in history for text in pair if text}
+        carried.append(
+            CarriedForget(
+                topic="",
+                actor=actor or Actor.SYSTEM,
+                selection="",
+                created_at=_stored_moment(forgotten_at),
+                purge_after=_stored_moment(forgotten_at),
+                facts={fact_mark(key, text) for text in texts},
+                alone=True,
+                row_id=pk,
+            )
+        )
+    return carried
 
 
 def _topic_forgets(db: sqlite3.Connection) -> list[CarriedForget]:
@@ -255,7 +269,13 @@ class _Found:
 def _found(carried: list[CarriedForget]) -> list[_Found]:
     """For each carried forget, the restored rows in memory whose natural key it holds."""
     found = [_Found() for _ in carried]
-    facts = {d: found[i] for i, f in enumerate(carried) for d in f.facts}
+    for i, forget in enumerate(carried):
+        if forget.alone:  # the row with its id, if it is that fact (one of its texts)
+            row = Fact.all_objects.filter(pk=forget.row_id, forgetting=None).first()
+            if row is not None and fact_mark(row.key, row.value) in forget.facts:
+                found[i].facts.append(row.pk)
+    carried_topics = [(i, f) for i, f in enumerate(carried) if not f.alone]
+    facts = {d: found[i] for i, f in carried_topics for d in f.facts}
     messages = {d: found[i] for i, f in enumerate(carried) for d in f.messages}
     summaries = {d: found[i] for i, f in enumerate(carried) for d in f.summaries}
     lines = {d: found[i] for i, f in enumerate(carried) for d in f.revisions}

@@ -283,6 +283,7 @@ def fact_remember(
         source_present(
             key=key, actor=actor, source_message_id=source_message_id, drawn_from=drawn_from
         )
+        before = Fact.all_objects.values_list("version", flat=True).get(pk=target.pk)
         fact = fact_update(
             fact=target,
             actor=actor,
@@ -294,6 +295,8 @@ def fact_remember(
     if fact.forgotten:
         logger.info("dedup: %s was forgotten while deciding; %s not merged", fact.key, key)
         return RememberResult(fact, "noop", candidates, decided_by)
+    if Fact.all_objects.values_list("version", flat=True).get(pk=fact.pk) == before:
+        return RememberResult(fact, "noop", candidates, decided_by)  # it said nothing new
     label = (
         "superseded" if action == SUPERSEDE else ("updated" if decided_by == "llm" else "merged")
     )

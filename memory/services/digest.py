@@ -151,8 +151,8 @@ def digest_batch_commit(
     """Store a batch's facts, then mark its messages digested.
 
     ``store(present_ids) -> int`` stores the facts of the messages still
-    present (not forgotten or digested meanwhile) and returns how many it
-    stored. It runs outside any transaction: each fact is written in a short
+    present (not forgotten or digested meanwhile), counts each on ``digest`` as it
+    is written, and returns how many it stored. It runs outside any transaction: each fact is written in a short
     one of its own (a dedup decision may wait seconds for an LLM, and SQLite's
     write lock, held through it, kept every other writer waiting until it
     failed as busy), each write checking that the batch's messages are all
@@ -170,7 +170,7 @@ def digest_batch_commit(
         Message.objects.filter(pk__in=present).update(digested_at=now)
         # The row changed: the indexing machine removes its live point.
         rows_changed(KIND_MESSAGE, present)
-        digest_count(digest, messages=len(present), facts=stored)
+        digest_count(digest, messages=len(present))
     return present, stored
 
 

@@ -149,12 +149,17 @@ def source_present(
     LLM call, a dedup decision). Called in the writing transaction, which holds SQLite's
     write lock, so no forget lands between this check and the write.
 
-    ``drawn_from``: every message the statement may come from, each of which must still be
-    in memory (the digest's batch: the LLM's numbering of its sources is no proof)."""
+    ``drawn_from``: the digest's batch, every message the statement may come from (the
+    LLM's numbering of its sources is no proof), each of which must still be in memory and
+    undigested (another run digested it meanwhile: its facts are that run's)."""
     if actor != Actor.AGENT:
         return
-    wanted = set(drawn_from) | ({source_message_id} if source_message_id is not None else set())
-    if wanted and Message.objects.filter(pk__in=wanted).count() != len(wanted):
+    if source_message_id is not None and not Message.objects.filter(pk=source_message_id).exists():
+        raise SourceForgotten(SOURCE_FORGOTTEN_MESSAGE.format(key=key))
+    batch = set(drawn_from)
+    if batch and Message.objects.filter(pk__in=batch, digested_at__isnull=True).count() != len(
+        batch
+    ):
         raise SourceForgotten(SOURCE_FORGOTTEN_MESSAGE.format(key=key))
 
 

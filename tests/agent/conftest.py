@@ -14,3 +14,14 @@ def world(vector_store, local_embedder, fake_anthropic, settings, tmp_path):  # 
     settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
     (tmp_path / "vault").mkdir()
     return fake_anthropic
+
+
+@pytest.fixture
+def lobby(vector_store, local_embedder, fake_anthropic, eager_tasks, settings):  # noqa: F811
+    """The observed room "lobby" the digest reads, the real embedder and vector store, tasks
+    run inline; the fake Anthropic server (no retries) to script."""
+    from memory.services.channels import channel_settings_set
+
+    settings.ANTHROPIC_MAX_RETRIES = 0
+    channel_settings_set(channel="lobby", observed=True)
+    return fake_anthropic

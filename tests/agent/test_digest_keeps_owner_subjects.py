@@ -9,7 +9,6 @@ import pytest
 
 from agent.digest import digest_run_now
 from memory.models import Actor, Fact
-from memory.services.channels import channel_settings_set
 from memory.services.facts import fact_store
 from memory.services.messages import message_save
 from tests.dashboard.conftest import HTMX
@@ -21,10 +20,8 @@ ROOM = "lobby"
 
 
 @pytest.fixture
-def world(vector_store, local_embedder, fake_anthropic, eager_tasks, settings):
-    settings.ANTHROPIC_MAX_RETRIES = 0
-    channel_settings_set(channel=ROOM, observed=True)
-    return fake_anthropic
+def world(lobby):
+    return lobby
 
 
 def test_a_subject_the_owner_removed_on_memory_is_not_put_back_by_the_digest(

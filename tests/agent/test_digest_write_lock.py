@@ -21,7 +21,6 @@ from django.db import connection
 import agent.client
 from agent.digest import digest_run
 from memory.models import Digest, Fact, Message
-from memory.services.channels import channel_settings_set
 from memory.services.dedup import DEDUP_SYSTEM_PROMPT
 from memory.services.forgetting import forget_exchange_exclude
 from memory.services.messages import message_save
@@ -63,13 +62,6 @@ def _script(fake, facts: list[tuple[str, str, list[int]]]) -> None:
     fake.handler = handler
 
 
-@pytest.fixture
-def room(vector_store, local_embedder, fake_anthropic, eager_tasks, settings):
-    settings.ANTHROPIC_MAX_RETRIES = 0
-    channel_settings_set(channel=ROOM, observed=True)
-    return fake_anthropic
-
-
 def _watch_llm_calls(monkeypatch, during=None) -> list[tuple[str, bool]]:
     """Every LLM call: its purpose, and whether this thread held a transaction then.
     ``during(purpose)`` runs at the call, before the LLM answers."""
@@ -90,9 +82,9 @@ def _room() -> list[Message]:
     return [message_save(channel=ROOM, role="user", content=t, author="marie") for t in SAID]
 
 
-def test_the_digest_holds_no_transaction_while_the_llm_decides_a_duplicate(room, monkeypatch):
+def test_the_digest_holds_no_transaction_while_the_llm_decides_a_duplicate(lobby, monkeypatch):
     said = _room()
-    _script(room, [("marie_ville", LYON, [1]), ("marie_quartier", LYON_PRECISE, [2])])
+    _script(lobby, [("marie_ville", LYON, [1]), ("marie_quartier", LYON_PRECISE, [2])])
     calls = _watch_llm_calls(monkeypatch)
 
     digest_run(trigger="manual")
@@ -104,12 +96,12 @@ def test_the_digest_holds_no_transaction_while_the_llm_decides_a_duplicate(room,
 
 
 def test_a_message_posted_while_the_digest_decides_a_duplicate_is_written_at_once(
-    room, monkeypatch
+    lobby, monkeypatch
 ):
     """What the lock meant for the owner: a message posted meanwhile waited for the whole
     batch (every LLM call of it), then failed as busy."""
     _room()
-    _script(room, [("marie_ville", LYON, [1]), ("marie_quartier", LYON_PRECISE, [2])])
+    _script(lobby, [("marie_ville", LYON, [1]), ("marie_quartier", LYON_PRECISE, [2])])
     written: list[object] = []
 
     def post_meanwhile(purpose):
@@ -138,14 +130,14 @@ def test_a_message_posted_while_the_digest_decides_a_duplicate_is_written_at_onc
 
 
 def test_a_message_forgotten_while_the_facts_are_stored_stops_the_rest_of_its_batch(
-    room, monkeypatch
+    lobby, monkeypatch
 ):
     """The LLM read both messages; the owner forgets the second while the first fact's
     near-duplicate is decided. The fact not yet written is not written, though the LLM
     numbered the first message as its source (its numbering is no proof); the first
     message is read again alone."""
     first, second = _room()
-    _script(room, [("marie_ville", LYON, [1]), ("marie_quartier", LYON_PRECISE, [1])])
+    _script(lobby, [("marie_ville", LYON, [1]), ("marie_quartier", LYON_PRECISE, [1])])
 
     def forget_meanwhile(purpose):
         if (

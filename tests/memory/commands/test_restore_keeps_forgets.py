@@ -108,3 +108,40 @@ def test_a_fact_forgotten_alone_since_the_backup_stays_forgotten(tmp_path):
     assert at == forgotten_at
     assert undone == "(1, 1, 1)"  # the owner can still undo it
     assert "1 faits" in restored.stdout, restored.stdout
+
+
+THEN_TOPIC = """
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from memory.services.facts import fact_forget, fact_store
+secret, _ = fact_store(key="code_garage", value="Le code du garage est B4242Z")
+fact_store(key="velo", value="Le vélo est gris")
+call_command("memory_backup", "{backup}")
+fact_forget(fact=secret, actor="user")
+from memory.services.forgetting import topic_forget
+topic_forget(topic="code garage", actor="user")
+"""
+UNDO_TOPIC = """
+from memory.models import Forgetting
+from memory.selectors import facts_active
+from memory.services.forgetting import forgetting_restore
+for forget in Forgetting.objects.filter(state="active"):
+    forgetting_restore(forgetting_id=forget.id, actor="user")
+print(facts_active().filter(key="code_garage").count(), facts_active().filter(key="velo").count())
+"""
+
+
+def test_a_fact_forgotten_alone_then_by_a_topic_stays_forgotten_when_the_topic_is_undone(
+    tmp_path,
+):
+    """Forgotten alone, then taken by a topic forget, both since the backup (audit 14): on
+    the replaced memory the topic's undo gives it back forgotten alone; after a forced
+    restore the same undo must too (the topic's take stamped it with its own date, and
+    the undo gave it back active)."""
+    data, backup = tmp_path / "data", tmp_path / "sauvegarde"
+    _shell(data, THEN_TOPIC.format(backup=backup))
+
+    restored = _manage(data, "memory_restore", "--force", str(backup))
+
+    assert restored.returncode == 0, restored.stderr[-800:]
+    assert _shell(data, UNDO_TOPIC)[-1] == "0 1"

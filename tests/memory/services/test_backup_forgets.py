@@ -8,11 +8,14 @@ from __future__ import annotations
 import pytest
 
 from memory.models import Fact, FactRevision, Forgetting, ForgettingState, Message, Summary
+from memory.selectors import facts_active
 from memory.services.backup import database_path
 from memory.services.backup_forgets import forgets_read, forgets_replay
+from memory.services.dedup import fact_remember
 from memory.services.erased_marks import fact_mark
-from memory.services.facts import fact_store, fact_update
+from memory.services.facts import fact_forget, fact_store, fact_update
 from memory.services.forgetting import forgetting_restore, topic_forget
+from memory.services.messages import message_save
 from memory.stores.fts import fts_search
 from tests.memory.world import exchange_save, index_everything
 
@@ -84,3 +87,47 @@ def test_a_fact_forgotten_alone_is_carried_with_who_forgot_it_and_an_expired_one
     ]
     secret.refresh_from_db()
     assert carried[0].created_at == secret.forgotten_at
+
+
+OLD = "Le code du portail est 7719"
+NEW = "Le code du portail est 7719, à taper deux fois"
+
+
+def test_a_fact_edited_then_forgotten_alone_comes_back_with_its_older_text(
+    vector_store, local_embedder
+):
+    """Backup holds (code_portail, OLD). Since: the owner edits it to NEW, then forgets it
+    alone. The restored copy (OLD) is recognised by its id and one of its texts, and
+    forgotten again."""
+    fact, _ = fact_store(key="code_portail", value=OLD)
+    fact_update(fact=fact, actor="user", value=NEW)
+    fact_forget(fact=fact, actor="user")
+    carried = forgets_read(database_path())
+    # The row as the backup holds it (before the edit and the forget).
+    Fact.all_objects.filter(pk=fact.pk).update(value=OLD, forgotten=False, forgotten_at=None)
+    assert facts_active().filter(key="code_portail").exists()
+
+    forgets_replay(carried)
+
+    assert not facts_active().filter(key="code_portail").exists()
+
+
+def test_a_fact_restated_by_the_agent_after_a_forget_alone_is_left_active_by_the_restore(
+    vector_store, local_embedder
+):
+    """The owner forgets a fact alone; later the room says it again (a message newer than
+    the forget): the agent's statement sets the forgotten one aside and adds a new, active
+    fact with the same key and text. A backup taken then, restored with --force over the
+    same memory: the carried forget is the forgotten row's (its id), not the new fact's,
+    which stays active."""
+    fact, _ = fact_store(key="code_portail", value=OLD)
+    fact_forget(fact=fact, actor="user")
+    said = message_save(channel="whatsapp", role="user", content="Le code du portail est 7719")
+    result = fact_remember(key="code_portail", value=OLD, source_message_id=said.id, actor="agent")
+    assert result.action == "added" and result.fact.pk != fact.pk
+    assert facts_active().filter(key="code_portail").count() == 1
+    carried = forgets_read(database_path())  # the replaced memory == the backup here
+
+    forgets_replay(carried)
+
+    assert facts_active().filter(key="code_portail").count() == 1

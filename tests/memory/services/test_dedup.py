@@ -34,7 +34,8 @@ def test_the_same_key_updates_and_keeps_a_revision(world):
 def test_without_an_llm_a_near_identical_text_under_another_key_merges(world):
     first = _remember("injury", "Mickael s'est cassé l'épaule")
     result = _remember("mickael_shoulder", "Mickael s'est cassé l'épaule")
-    assert result.action == "merged"
+    # Merged into the first, and nothing written: a noop (a digest counts no new fact).
+    assert result.action == "noop"
     assert result.fact.pk == first.fact.pk
     assert Fact.objects.count() == 1
     # The same text again changes nothing: no revision, no re-embedding.
