@@ -120,9 +120,12 @@ class BatchChanged(Exception):
     """The batch is no longer the batch the LLM read: the rest of its answer is not kept."""
 
 
-def _store(found: list[dict], messages, present: list[int], digest) -> int:
+def _store(found: list[dict], messages, present: list[int], digest, checkpoint) -> int:
     """Store the candidates of a batch still whole; the number of facts stored, each
     counted on ``digest`` as soon as it is written (a crash after it loses no count).
+    Before each write, ``checkpoint()`` renews the job's lease, or raises JobLeaseLost
+    when another worker took the job over (a batch that outlasted the lease): it then
+    writes nothing more of its answer.
 
     Raises BatchChanged when a message the LLM read is gone, or was digested by another
     run, before or while the facts are written (those written stay; nothing of the batch
@@ -146,6 +149,7 @@ def _store(found: list[dict], messages, present: list[int], digest) -> int:
         sources = [messages[p - 1] for p in item["sources"]] or list(messages)
         data = item["candidate"]
         candidate = FactCandidate(**{**data, "subjects": tuple(data["subjects"])})
+        checkpoint()
         started = timezone.now()
         try:
             # Dated by the batch's oldest message, whatever the LLM numbered: a forget or an
@@ -221,7 +225,9 @@ def digest_run(
                 present, _ = digest_batch_commit(
                     digest=digest,
                     message_ids=ids,
-                    store=lambda present, f=found, m=messages: _store(f, m, present, digest),
+                    store=lambda present, f=found, m=messages: _store(
+                        f, m, present, digest, checkpoint
+                    ),
                 )
             except BatchChanged:
                 present = None

@@ -153,3 +153,32 @@ def test_a_batch_digested_by_another_run_meanwhile_stops_the_rest_of_the_facts(l
     digest = Digest.objects.get()
     assert not Fact.objects.filter(key="marie_velo").exists()
     assert (digest.messages_digested, digest.facts_stored) == (0, 1)
+
+
+def test_a_digest_that_lost_its_lease_writes_no_more_of_its_batch(lobby, monkeypatch):
+    """A long batch (many dedup decisions, each an LLM call) outlasts the job's lease: the
+    sweep hands the job to another worker, which runs the same batch. The run that lost
+    its lease must stop writing (each write renews the lease while it is still its own),
+    not write the rest of its answer beside the new owner's."""
+    from memory.models import Job
+    from memory.services.digest import digest_request
+    from memory.services.jobs import job_run
+
+    for t in SAID:
+        message_save(channel=ROOM, role="user", content=t, author="marie")
+    _script(lobby, dedup=lambda shown: text_message(json.dumps({"action": "ADD", "id": None})))
+    real = agent.extraction.fact_candidate_store
+    job = digest_request(send=False)
+
+    def wrapped(candidate, **kw):
+        result = real(candidate, **kw)
+        Job.objects.filter(pk=job.pk).update(lease_token="another-worker")  # taken over
+        return result
+
+    monkeypatch.setattr(agent.extraction, "fact_candidate_store", wrapped)
+
+    assert job_run(job.id) == "lost"
+
+    assert Fact.objects.filter(key="marie_residence").exists()  # written while it was ours
+    assert not Fact.objects.filter(key="marie_velo").exists()  # not after
+    assert all(m.digested_at is None for m in Message.objects.all())  # the new owner's batch
