@@ -269,11 +269,12 @@ class _Found:
 def _found(carried: list[CarriedForget]) -> list[_Found]:
     """For each carried forget, the restored rows in memory whose natural key it holds."""
     found = [_Found() for _ in carried]
-    for i, forget in enumerate(carried):
-        if forget.alone:  # the row with its id, if it is that fact (one of its texts)
-            row = Fact.all_objects.filter(pk=forget.row_id, forgetting=None).first()
-            if row is not None and fact_mark(row.key, row.value) in forget.facts:
-                found[i].facts.append(row.pk)
+    alone = [(i, f) for i, f in enumerate(carried) if f.alone]
+    rows = Fact.all_objects.filter(forgetting=None).in_bulk([f.row_id for _, f in alone])
+    for i, forget in alone:  # the row with its id, if it is that fact (one of its texts)
+        row = rows.get(forget.row_id)
+        if row is not None and fact_mark(row.key, row.value) in forget.facts:
+            found[i].facts.append(row.pk)
     carried_topics = [(i, f) for i, f in enumerate(carried) if not f.alone]
     facts = {d: found[i] for i, f in carried_topics for d in f.facts}
     messages = {d: found[i] for i, f in enumerate(carried) for d in f.messages}

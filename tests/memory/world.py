@@ -1,5 +1,6 @@
-"""A remembered world for the forgetting tests: exchanges saved as the agent saves them,
-and every row indexed at once (what the tasks sent on commit would do)."""
+"""A remembered world for the tests: exchanges saved as the agent saves them, the owner's
+facts of the gate's tests, and every row indexed at once (what the tasks sent on commit
+would do)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,29 @@ def marie_messages_save(channel: str = "whatsapp") -> None:
         "Le chien de Marie s'appelle Filou",
     ):
         message_save(channel=channel, role="user", content=text)
+
+
+# The owner's facts of the gate's tests: a name and a few unrelated topics.
+OWNER_FACTS = [
+    ("user_name", "Mickael", "identity"),
+    ("velo", "Le vélo de route est au garage pour un pneu crevé.", "fact"),
+    ("chat", "Le chat de Mickael s'appelle Pixel.", "fact"),
+    ("kine", "Le kiné s'appelle Hélène, cabinet rue Victor Hugo.", "fact"),
+    ("wifi", "Le mot de passe du wifi est licorne42.", "fact"),
+    ("lisbonne", "Voyage à Lisbonne en juin avec Sophie.", "event"),
+]
+
+
+def facts_remember_indexed(facts) -> dict:
+    """Store (key, value, memory_type) facts, index each, warm retrieval: key -> Fact."""
+    from memory.services.facts import fact_store
+    from memory.services.indexing import KIND_FACT, index_row
+    from memory.services.retrieval import retrieval_warm
+
+    stored = {}
+    for key, value, memory_type in facts:
+        fact = fact_store(key=key, value=value, memory_type=memory_type)[0]
+        index_row(KIND_FACT, fact.id)
+        stored[key] = fact
+    retrieval_warm()
+    return stored

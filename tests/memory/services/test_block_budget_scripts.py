@@ -77,12 +77,6 @@ def test_a_chinese_summary_grows_into_the_room_the_memories_leave():
     assert estimate_tokens(prompt_block(core=[], memories=[], notes=[], marker="AB12")) == 0
 
 
-@pytest.fixture
-def slow_machine_ok(settings):
-    # A cold model on a shared machine must not look like a gate decision.
-    settings.RETRIEVAL_TIMEOUTS_MS = dict.fromkeys(settings.RETRIEVAL_TIMEOUTS_MS, 60000)
-
-
 @pytest.mark.django_db
 def test_the_block_keeps_to_its_token_budget_with_chinese_memories(
     vector_store, local_embedder, slow_machine_ok

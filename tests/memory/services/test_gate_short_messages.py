@@ -5,38 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import Fact
-from memory.services.facts import fact_store
-from memory.services.indexing import KIND_FACT, index_row
-from memory.services.retrieval import auto_retrieve_preview, retrieval_warm
+from memory.services.retrieval import auto_retrieve_preview
+from tests.memory.world import OWNER_FACTS, facts_remember_indexed
 
 pytestmark = pytest.mark.django_db
 
-OWNER_FACTS = [
-    ("user_name", "Mickael", "identity"),
-    ("velo", "Le vélo de route est au garage pour un pneu crevé.", "fact"),
-    ("chat", "Le chat de Mickael s'appelle Pixel.", "fact"),
-    ("kine", "Le kiné s'appelle Hélène, cabinet rue Victor Hugo.", "fact"),
-    ("wifi", "Le mot de passe du wifi est licorne42.", "fact"),
-    ("lisbonne", "Voyage à Lisbonne en juin avec Sophie.", "event"),
+WITH_THE_KNEE = [
+    *OWNER_FACTS,
     ("knee", "Mickael hurt his left knee while running in April.", "event"),
 ]
-
-
-def _remember(facts) -> dict[str, Fact]:
-    stored = {}
-    for key, value, memory_type in facts:
-        fact = fact_store(key=key, value=value, memory_type=memory_type)[0]
-        index_row(KIND_FACT, fact.id)
-        stored[key] = fact
-    retrieval_warm()
-    return stored
-
-
-@pytest.fixture
-def slow_machine_ok(settings):
-    # A cold model on a shared machine must not look like a gate decision.
-    settings.RETRIEVAL_TIMEOUTS_MS = dict.fromkeys(settings.RETRIEVAL_TIMEOUTS_MS, 60000)
 
 
 @pytest.mark.xfail(
@@ -50,7 +27,7 @@ def slow_machine_ok(settings):
 def test_and_my_knee_injects_the_memory_holding_the_word_knee(
     vector_store, local_embedder, slow_machine_ok
 ):
-    stored = _remember(OWNER_FACTS)
+    stored = facts_remember_indexed(WITH_THE_KNEE)
     result = auto_retrieve_preview(message="and my knee?", channel="gateway")
     assert f"fact:{stored['knee'].id}" in [m["id"] for m in result.memories], result.gate
 
@@ -58,6 +35,6 @@ def test_and_my_knee_injects_the_memory_holding_the_word_knee(
 def test_a_short_question_about_what_no_memory_mentions_injects_nothing(
     vector_store, local_embedder, slow_machine_ok
 ):
-    _remember(OWNER_FACTS)
+    facts_remember_indexed(WITH_THE_KNEE)
     result = auto_retrieve_preview(message="and my elbow?", channel="gateway")
     assert (result.gate, result.memories) == ("off_topic", [])

@@ -7,20 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import Fact
-from memory.services.facts import fact_store
-from memory.services.indexing import KIND_FACT, index_row
 from memory.services.relevance import is_small_talk
-from memory.services.retrieval import auto_retrieve_preview, retrieval_warm
-
-OWNER_FACTS = [
-    ("user_name", "Mickael", "identity"),
-    ("velo", "Le vélo de route est au garage pour un pneu crevé.", "fact"),
-    ("chat", "Le chat de Mickael s'appelle Pixel.", "fact"),
-    ("kine", "Le kiné s'appelle Hélène, cabinet rue Victor Hugo.", "fact"),
-    ("wifi", "Le mot de passe du wifi est licorne42.", "fact"),
-    ("lisbonne", "Voyage à Lisbonne en juin avec Sophie.", "event"),
-]
+from memory.services.retrieval import auto_retrieve_preview
+from tests.memory.world import OWNER_FACTS, facts_remember_indexed
 
 
 @pytest.mark.parametrize(
@@ -65,22 +54,6 @@ def test_taking_leave_and_acknowledging_are_still_small_talk(message):
     assert is_small_talk(message)
 
 
-def _remember(facts) -> dict[str, Fact]:
-    stored = {}
-    for key, value, memory_type in facts:
-        fact = fact_store(key=key, value=value, memory_type=memory_type)[0]
-        index_row(KIND_FACT, fact.id)
-        stored[key] = fact
-    retrieval_warm()
-    return stored
-
-
-@pytest.fixture
-def slow_machine_ok(settings):
-    # A cold model on a shared machine must not look like a gate decision.
-    settings.RETRIEVAL_TIMEOUTS_MS = dict.fromkeys(settings.RETRIEVAL_TIMEOUTS_MS, 60000)
-
-
 def _injected(message: str) -> list[str]:
     result = auto_retrieve_preview(message=message, channel="gateway")
     assert result.gate != "small_talk"
@@ -101,7 +74,7 @@ def test_a_question_about_tomorrow_injects_what_is_planned_for_it(
 ):
     """(An English question about a French memory is the gate's to judge: its best hit
     stands as close to the background as an off-topic question's and no word is shared.)"""
-    stored = _remember([*OWNER_FACTS, ("dentiste", memory, "todo")])
+    stored = facts_remember_indexed([*OWNER_FACTS, ("dentiste", memory, "todo")])
     assert f"fact:{stored['dentiste'].id}" in _injected(question)
 
 
@@ -109,7 +82,7 @@ def test_a_question_about_tomorrow_injects_what_is_planned_for_it(
 def test_a_question_about_the_party_injects_the_party(
     vector_store, local_embedder, slow_machine_ok
 ):
-    stored = _remember(
+    stored = facts_remember_indexed(
         [*OWNER_FACTS, ("soiree", "La soirée d'anniversaire de Julie est samedi à 20 h.", "event")]
     )
     assert f"fact:{stored['soiree'].id}" in _injected("c'est quand la soirée ?")
