@@ -21,6 +21,12 @@ class DimensionMismatch(MemoryServiceError):
     """A Qdrant collection's vector size differs from the embedder's."""
 
 
+class EmbedderMismatch(DimensionMismatch):
+    """A Qdrant collection was filled by another embedder than the one in use, of the
+    same vector size (voyage-3 → voyage-3.5): its points and the new vectors live in
+    different spaces. Handled wherever a dimension change is."""
+
+
 class EmbeddingError(StoreUnavailable):
     """The embedder cannot answer now (network, timeout, 429/5xx after retries, bad key).
 

@@ -24,10 +24,11 @@ Every indexable row (exchange root, fact, summary) carries ``version`` and
              same writer or by another change.
     fail     every failure counts an attempt and backs off (exponential, jitter,
              capped). A store that is down only delays (the row stays pending);
-             an invalid embedding or a dimension mismatch (an embedder change) ends
+             an invalid embedding or a collection of another embedder (another
+             dimension, or the same one from another model: EmbedderMismatch) ends
              ``failed`` at once, an unexpected error after MAX_ATTEMPTS; the error is
-             kept for memory_stats, memory_doctor and the admin. A dimension
-             mismatch is detected before any (paid) embedding.
+             kept for memory_stats, memory_doctor and the admin. Either mismatch
+             is detected before any (paid) embedding.
     sweep    re-sends pending rows that are due, not queued recently (a lost broker
              message, a restart) and not leased; never failed rows (reindex or
              `memory_doctor --fix` retry them).
@@ -196,7 +197,7 @@ def _fail(kind: str, row_ids: Sequence[int], token: str, exc: BaseException, *, 
 def _embed(documents: list[Document]) -> list[list[float]]:
     """The slow (and, with Voyage, paid) step: the vectors of the documents, in order."""
     from memory.stores.embedders import get_embedder
-    from memory.stores.vectors import get_vector_store
+    from memory.stores.vectors import check_embedder, get_vector_store
 
     if not documents:
         return []
@@ -210,6 +211,8 @@ def _embed(documents: list[Document]) -> list[list[float]]:
                 f"La collection {collection} a des vecteurs de dimension {existing}, "
                 f"l'embedder en produit {embedder.dimension}."
             )
+        if existing is not None:  # the same size, maybe not the same model
+            check_embedder(collection, store.collection_embedder(collection))
     return embedder.embed_documents([d.text for d in documents])
 
 

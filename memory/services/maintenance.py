@@ -156,6 +156,9 @@ class DoctorReport:
     dimension_ok: bool = True
     expected_dimension: int | None = None
     found_dimension: int | None = None
+    # The embedder in use, and the one that filled the collection (same size, other model).
+    expected_embedder: str = ""
+    found_embedder: str | None = None
     missing: list[int] = field(default_factory=list)  # row ids without a point
     orphans: list[str] = field(default_factory=list)  # point ids without a live row
     stale: list[int] = field(default_factory=list)  # row ids whose point has another version
@@ -166,8 +169,17 @@ class DoctorReport:
     fixed: bool = False
 
     @property
+    def embedder_ok(self) -> bool:
+        return self.found_embedder in (None, self.expected_embedder)
+
+    @property
+    def rebuild_needed(self) -> bool:
+        """Its points cannot be compared with the embedder's vectors: only a rebuild helps."""
+        return not (self.dimension_ok and self.embedder_ok)
+
+    @property
     def healthy(self) -> bool:
-        return self.dimension_ok and not (
+        return not self.rebuild_needed and not (
             self.missing or self.orphans or self.stale or any(self.failed.values())
         )
 
@@ -197,14 +209,19 @@ def _failed_rows(kind: str, collection: str) -> dict[int, str]:
     return dict(rows.values_list("id", "index_error")[:100])
 
 
-def _compare(store, name: str, dimension: int) -> tuple[DoctorReport, dict[str, list[int]]]:
+def _compare(store, name: str, embedder) -> tuple[DoctorReport, dict[str, list[int]]]:
     """One collection against its rows: the report, and the rows to index to repair it."""
-    report = DoctorReport(collection=name, expected_dimension=dimension)
+    report = DoctorReport(
+        collection=name, expected_dimension=embedder.dimension, expected_embedder=embedder.name
+    )
     report.found_dimension = store.collection_dimension(name)
     report.failed = {kind: _failed_rows(kind, name) for kind in COLLECTION_KINDS[name]}
     to_index: dict[str, list[int]] = {}
-    if report.found_dimension is not None and report.found_dimension != dimension:
+    if report.found_dimension is not None and report.found_dimension != embedder.dimension:
         report.dimension_ok = False
+        return report, to_index
+    report.found_embedder = store.collection_embedder(name)
+    if not report.embedder_ok:
         return report, to_index
     expected: dict[str, tuple[str, int, dict]] = {}
     for kind in COLLECTION_KINDS[name]:
@@ -224,7 +241,7 @@ def _compare(store, name: str, dimension: int) -> tuple[DoctorReport, dict[str, 
 
 
 def _repair(store, report: DoctorReport, to_index: dict[str, list[int]]) -> None:
-    if not report.dimension_ok:
+    if report.rebuild_needed:
         reindex(collection=report.collection, recreate=True)
         return
     if report.orphans:
@@ -248,13 +265,13 @@ def memory_doctor(*, collection: str = "all", fix: bool = False) -> list[DoctorR
     from memory.stores.vectors import get_vector_store
 
     store = get_vector_store()
-    dimension = get_embedder().dimension
+    embedder = get_embedder()
     reports = []
     for name in collections_for(collection):
-        report, to_index = _compare(store, name, dimension)
+        report, to_index = _compare(store, name, embedder)
         if fix and not report.healthy:
             _repair(store, report, to_index)
-            report.remaining, _ = _compare(store, name, dimension)
+            report.remaining, _ = _compare(store, name, embedder)
             report.fixed = report.remaining.healthy
         reports.append(report)
     return reports

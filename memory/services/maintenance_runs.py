@@ -78,10 +78,10 @@ def doctor_run(
     reports = memory_doctor(collection=collection, fix=fix)
     lines = []
     for report in reports:
-        if not report.dimension_ok:
+        if report.rebuild_needed:
             line = (
-                f"{report.collection}: dimension {report.found_dimension} au lieu de "
-                f"{report.expected_dimension} — lancez `python manage.py reindex --recreate`"
+                f"{report.collection}: {_mismatch(report)} — lancez "
+                "`python manage.py reindex --recreate`"
             )
         else:
             line = (
@@ -121,8 +121,8 @@ def doctor_run(
 
 def _left(report) -> str:
     """What a comparison run after a repair still finds, in French."""
-    if not report.dimension_ok:
-        return f"dimension {report.found_dimension} au lieu de {report.expected_dimension}"
+    if report.rebuild_needed:
+        return _mismatch(report)
     failed = sum(len(rows) for rows in report.failed.values())
     return (
         f"{len(report.missing)} sans point, {len(report.orphans)} points orphelins, "
@@ -253,3 +253,10 @@ def maintenance_start(*, operation: str, options: dict) -> MaintenanceRun:
 
 def maintenance_get(run_id: str) -> MaintenanceRun | None:
     return _runs.get(run_id)
+
+
+def _mismatch(report) -> str:
+    """Why a collection's points cannot be compared with the embedder's vectors, in French."""
+    if not report.dimension_ok:
+        return f"dimension {report.found_dimension} au lieu de {report.expected_dimension}"
+    return f"embedder {report.found_embedder} au lieu de {report.expected_embedder}"

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from memory.exceptions import DimensionMismatch
+from memory.exceptions import DimensionMismatch, EmbedderMismatch
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,15 @@ VECTOR_DIMENSION_MESSAGE = (
     "Vecteur de dimension {got} pour la collection « {name} » de dimension {expected}. "
     "Lancez `python manage.py reindex --recreate` si l'embedder a changé."
 )
+EMBEDDER_MISMATCH_MESSAGE = (
+    "La collection Qdrant « {name} » a été remplie par l'embedder {recorded}, mais "
+    "l'embedder actuel est {current} : leurs vecteurs ne se comparent pas. Lancez "
+    "`python manage.py reindex --recreate` pour reconstruire l'index."
+)
 STORE_CLOSED_MESSAGE = "La base vectorielle est fermée."
+# Where a collection keeps the name of the embedder that filled it: metadata of a
+# server's collection, a file in an Edge collection's folder.
+EMBEDDER_KEY = "makilab_embedder"
 
 
 def plain_vector(vector: Any, *, floats: bool = False) -> list[float] | None:
@@ -162,9 +170,34 @@ class VectorStore(Protocol):
 
     def collection_dimension(self, name: str) -> int | None: ...
 
+    def collection_embedder(self, name: str) -> str | None: ...
+
     def optimize(self, *, min_unindexed: int = 0, quiet_s: float = 0.0) -> dict[str, int]: ...
 
     def close(self) -> None: ...
+
+
+def current_embedder() -> str:
+    """The name of the embedder in use (``Embedder.name``: the model, not its key)."""
+    from memory.stores.embedders import get_embedder
+
+    return get_embedder().name
+
+
+def check_embedder(name: str, recorded: str | None) -> None:
+    """Refuse to search or fill a collection that another embedder filled.
+
+    Two models of the same vector size (voyage-3 and voyage-3.5) pass the dimension
+    check, but their vectors live in different spaces: a cosine between them ranks
+    noise. A collection without a record (None) has not been opened yet.
+    """
+    if recorded is None:
+        return
+    current = current_embedder()
+    if recorded != current:
+        raise EmbedderMismatch(
+            EMBEDDER_MISMATCH_MESSAGE.format(name=name, recorded=recorded, current=current)
+        )
 
 
 def check_vectors(name: str, points: list[VectorPoint], dimension: int) -> None:

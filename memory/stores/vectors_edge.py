@@ -25,6 +25,7 @@ from memory.stores.vectors import (
     COLLECTIONS,
     DATETIME_FIELDS,
     DIMENSION_MISMATCH_MESSAGE,
+    EMBEDDER_KEY,
     INT8_OVERSAMPLING,
     INT8_QUANTILE,
     KEYWORD_FIELDS,
@@ -33,7 +34,9 @@ from memory.stores.vectors import (
     Filters,
     VectorHit,
     VectorPoint,
+    check_embedder,
     check_vectors,
+    current_embedder,
     plain_vector,
     scored_hit,
 )
@@ -57,6 +60,8 @@ EDGE_SEARCH_THREADS = 1
 
 EDGE_LOCK_FILE = ".makilab.lock"
 EDGE_CONFIG_FILE = "edge_config.json"
+# Ours, beside the engine's files: {"makilab_embedder": "<embedder name>"}.
+EDGE_EMBEDDER_FILE = "makilab_embedder.json"
 
 EDGE_LOCKED_MESSAGE = (
     "Le dossier Qdrant {path} est déjà ouvert par un autre processus : la base "
@@ -74,6 +79,7 @@ class EdgeVectorStore:
         self._lock = threading.RLock()
         self._shards: dict[str, Any] = {}
         self._dimensions: dict[str, int] = {}
+        self._embedders: dict[str, str] = {}  # the embedder that filled each collection
         self._closed = False
         self._lock_fd: int | None = None
         self._last_used = float("-inf")  # _clock() of the last search, read or write
@@ -131,6 +137,30 @@ class EdgeVectorStore:
             ) from exc
         return int(config["vectors"][""]["size"])
 
+    def _read_embedder(self, name: str) -> str | None:
+        try:
+            record = json.loads((self._collection_path(name) / EDGE_EMBEDDER_FILE).read_text())
+            return str(record[EMBEDDER_KEY])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise StoreUnavailable(
+                EDGE_ERROR_MESSAGE.format(
+                    path=self._collection_path(name) / EDGE_EMBEDDER_FILE,
+                    detail=f"fichier illisible : {exc}",
+                )
+            ) from exc
+
+    def _record_embedder(self, name: str, embedder: str) -> None:
+        path = self._collection_path(name) / EDGE_EMBEDDER_FILE
+        partial = path.with_suffix(".tmp")
+        try:
+            partial.write_text(json.dumps({EMBEDDER_KEY: embedder}))
+            os.replace(partial, path)
+        except OSError as exc:
+            raise StoreUnavailable(EDGE_ERROR_MESSAGE.format(path=path, detail=exc)) from exc
+        self._embedders[name] = embedder
+
     def _shard(self, name: str) -> Any | None:
         """The open shard of ``name``, loading it from disk if needed; None if absent."""
         self._check_open()
@@ -148,6 +178,13 @@ class EdgeVectorStore:
             raise self._error(exc) from exc
         self._shards[name] = shard
         self._dimensions[name] = dimension
+        recorded = self._read_embedder(name)
+        if recorded is None:
+            # A folder from before the record: the embedder in use adopts it.
+            recorded = current_embedder()
+            self._record_embedder(name, recorded)
+            logger.info("Qdrant Edge collection %s recorded as filled by %s", name, recorded)
+        self._embedders[name] = recorded
         return shard
 
     def ensure_collection(self, name: str, dimension: int) -> None:
@@ -161,6 +198,7 @@ class EdgeVectorStore:
                             name=name, existing=existing, expected=dimension
                         )
                     )
+                check_embedder(name, self._embedders.get(name))
                 self._ensure_indexes(shard)
                 return
             import qdrant_edge as qe
@@ -176,6 +214,7 @@ class EdgeVectorStore:
                 raise self._error(exc) from exc
             self._shards[name] = shard
             self._dimensions[name] = dimension
+            self._record_embedder(name, current_embedder())
             self._ensure_indexes(shard)
             logger.info("Created Qdrant Edge collection %s (%d dims) in %s", name, dimension, path)
 
@@ -210,6 +249,7 @@ class EdgeVectorStore:
             if self._shard(name) is None:
                 self.ensure_collection(name, len(points[0].vector))
             shard = self._shards[name]
+            check_embedder(name, self._embedders.get(name))
             check_vectors(name, points, self._dimensions[name])
             self._last_used = _clock()
             operation = qe.UpdateOperation.upsert_points(
@@ -250,6 +290,7 @@ class EdgeVectorStore:
                         name=name, existing=expected, expected=len(vector)
                     )
                 )
+            check_embedder(name, self._embedders.get(name))
             self._last_used = _clock()
             request = qe.QueryRequest(
                 limit=limit,
@@ -352,6 +393,7 @@ class EdgeVectorStore:
             self._check_open()
             shard = self._shards.pop(name, None)
             self._dimensions.pop(name, None)
+            self._embedders.pop(name, None)
             if shard is not None:
                 with contextlib.suppress(Exception):
                     shard.close()
@@ -365,6 +407,13 @@ class EdgeVectorStore:
             if name in self._dimensions:
                 return self._dimensions[name]
             return self._read_dimension(name)
+
+    def collection_embedder(self, name: str) -> str | None:
+        """The embedder that filled ``name`` (None: no such collection)."""
+        with self._lock:
+            if name not in self._embedders:
+                self._shard(name)
+            return self._embedders.get(name)
 
     def optimize(self, *, min_unindexed: int = 0, quiet_s: float = 0.0) -> dict[str, int]:
         """Build the search (HNSW) index of collections holding unindexed points.
@@ -431,6 +480,7 @@ class EdgeVectorStore:
                     logger.exception("Closing Qdrant Edge collection %s failed", name)
             self._shards.clear()
             self._dimensions.clear()
+            self._embedders.clear()
             if self._lock_fd is not None:
                 os.close(self._lock_fd)  # releases the flock
                 self._lock_fd = None

@@ -19,6 +19,7 @@ from memory.stores.vectors import (
     COLLECTIONS,
     DATETIME_FIELDS,
     DIMENSION_MISMATCH_MESSAGE,
+    EMBEDDER_KEY,
     INT8_OVERSAMPLING,
     INT8_QUANTILE,
     KEYWORD_FIELDS,
@@ -27,7 +28,9 @@ from memory.stores.vectors import (
     Filters,
     VectorHit,
     VectorPoint,
+    check_embedder,
     check_vectors,
+    current_embedder,
     plain_vector,
     scored_hit,
 )
@@ -75,6 +78,7 @@ class ServerVectorStore:
         self.url = url_redacted(url) if url else "(client fourni)"
         self._secrets = _url_secrets(url)
         self._dimensions: dict[str, int] = {}
+        self._embedders: dict[str, str] = {}  # the embedder that filled each collection
         self._int8_checked: set[str] = set()  # collections known to have the int8 copy
         self._closed = False
         if client is None:
@@ -117,6 +121,7 @@ class ServerVectorStore:
         except UnexpectedResponse as exc:
             if name is not None and exc.status_code == 404:
                 self._dimensions.pop(name, None)
+                self._embedders.pop(name, None)
                 raise _CollectionGone(name) from exc
             detail = self._scrubbed(f"HTTP {exc.status_code} {exc.content[:200]!r}")
             raise StoreUnavailable(
@@ -125,6 +130,7 @@ class ServerVectorStore:
         except ValueError as exc:  # qdrant-client's local mode says it this way
             if name is not None and "not found" in str(exc):
                 self._dimensions.pop(name, None)
+                self._embedders.pop(name, None)
                 raise _CollectionGone(name) from exc
             raise
 
@@ -140,12 +146,21 @@ class ServerVectorStore:
             exists = bool(self.client.collection_exists(name))
         if not exists:
             self._dimensions.pop(name, None)
+            self._embedders.pop(name, None)
             return None
         try:
             with self._errors(name):
                 info = self.client.get_collection(name)
         except _CollectionGone:
             return None
+        recorded = (info.config.metadata or {}).get(EMBEDDER_KEY)
+        if recorded is None:
+            # A collection from before the record: the embedder in use adopts it.
+            recorded = current_embedder()
+            with contextlib.suppress(_CollectionGone), self._errors(name):
+                self.client.update_collection(name, metadata={EMBEDDER_KEY: recorded})
+            logger.info("Qdrant collection %s recorded as filled by %s", name, recorded)
+        self._embedders[name] = str(recorded)
         vectors = info.config.params.vectors
         if isinstance(vectors, dict):  # named vectors: ours use the unnamed default
             vectors = vectors.get("") or next(iter(vectors.values()))
@@ -165,6 +180,7 @@ class ServerVectorStore:
                             size=dimension, distance=models.Distance.COSINE
                         ),
                         quantization_config=_server_int8_copy(),
+                        metadata={EMBEDDER_KEY: current_embedder()},
                     )
                 except UnexpectedResponse as exc:
                     if exc.status_code != 409:  # 409: created meanwhile by another worker
@@ -178,6 +194,7 @@ class ServerVectorStore:
             raise DimensionMismatch(
                 DIMENSION_MISMATCH_MESSAGE.format(name=name, existing=existing, expected=dimension)
             )
+        check_embedder(name, self._embedders.get(name))
         self._dimensions[name] = dimension
 
     def _create_indexes(self, name: str) -> None:
@@ -202,6 +219,12 @@ class ServerVectorStore:
             self._dimensions[name] = dimension
         return self._dimensions[name]
 
+    def collection_embedder(self, name: str) -> str | None:
+        """The embedder that filled ``name`` (None: no such collection)."""
+        if self.collection_dimension(name) is None:
+            return None
+        return self._embedders.get(name)
+
     def upsert(self, name: str, points: list[VectorPoint]) -> None:
         if not points:
             return
@@ -211,6 +234,7 @@ class ServerVectorStore:
         if dimension is None:
             dimension = len(points[0].vector)
             self.ensure_collection(name, dimension)
+        check_embedder(name, self._embedders.get(name))
         check_vectors(name, points, dimension)
         structs = [
             models.PointStruct(id=p.id, vector=list(p.vector), payload=dict(p.payload))
@@ -238,6 +262,7 @@ class ServerVectorStore:
         dimension = self._dimension(name)
         if dimension is None:
             return []
+        check_embedder(name, self._embedders.get(name))
         if len(vector) != dimension:
             raise DimensionMismatch(
                 DIMENSION_MISMATCH_MESSAGE.format(
@@ -324,6 +349,7 @@ class ServerVectorStore:
 
     def drop_collection(self, name: str) -> None:
         self._dimensions.pop(name, None)
+        self._embedders.pop(name, None)
         with self._errors():
             self.client.delete_collection(name)
 
