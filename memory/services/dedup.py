@@ -68,6 +68,8 @@ class RememberResult:
 
 # Pending facts (not indexed yet) compared by embedding them on the spot, at most.
 PENDING_CANDIDATES_MAX = 50
+# With Qdrant out of reach, the facts sharing the most words are compared so, at most.
+KEYWORD_CANDIDATES_MAX = 20
 
 
 def fact_candidates(
@@ -80,7 +82,8 @@ def fact_candidates(
     current yet (pending, or failed) are embedded here and compared with the
     same threshold. Raises StoreUnavailable when the embedder cannot answer;
     a Qdrant dimension mismatch (an embedder change before `reindex`) leaves
-    only the pending comparison. Only facts of the same ``kind`` compete (the
+    only the pending comparison; Qdrant out of reach adds the facts sharing
+    words with this one (FTS5) to it. Only facts of the same ``kind`` compete (the
     owner's facts, or the agent's self, or its goals).
     """
     import numpy as np
@@ -93,10 +96,17 @@ def fact_candidates(
     from memory.stores.vectors import KNOWLEDGE, get_vector_store
 
     embedder = get_embedder()
-    [vector] = embedder.embed_documents([fact_text(Fact(key=key, value=value))])
+    text = fact_text(Fact(key=key, value=value))
+    [vector] = embedder.embed_documents([text])
     scores: dict[int, float] = {}
-    store = get_vector_store()
+    compared = facts_active(kind=kind).exclude(pk=exclude_id)
+    pending = list(
+        compared.exclude(index_state=IndexState.INDEXED).order_by("-updated_at")[
+            :PENDING_CANDIDATES_MAX
+        ]
+    )
     try:
+        store = get_vector_store()
         if store.collection_dimension(KNOWLEDGE) == embedder.dimension:
             hits = store.search(
                 KNOWLEDGE,
@@ -108,12 +118,13 @@ def fact_candidates(
             scores = {int(h.payload["row_id"]): h.score for h in hits if h.payload.get("row_id")}
     except DimensionMismatch as exc:
         logger.warning("dedup: Qdrant cannot be searched (%s); pending facts only", exc)
-    pending = list(
-        facts_active(kind=kind)
-        .exclude(index_state=IndexState.INDEXED)
-        .exclude(pk=exclude_id)
-        .order_by("-updated_at")[:PENDING_CANDIDATES_MAX]
-    )
+    except StoreUnavailable as exc:
+        # Qdrant down, or its embedded folder held by another process (`manage.py mcp`
+        # beside serve): the indexed facts sharing words with this one are compared
+        # on the spot too, instead of none.
+        logger.warning("dedup: Qdrant unavailable (%s); facts sharing its words instead", exc)
+        seen = {f.pk for f in pending}
+        pending += [f for f in compared.filter(pk__in=_sharing_words(text)) if f.pk not in seen]
     if pending:
         matrix = np.asarray(embedder.embed_documents([fact_text(f) for f in pending]))
         for fact, score in zip(pending, matrix @ np.asarray(vector), strict=True):
@@ -122,6 +133,16 @@ def fact_candidates(
     facts = facts_active(kind=kind).filter(pk__in=scores).exclude(pk=exclude_id)
     ranked = sorted((Candidate(fact=f, score=scores[f.pk]) for f in facts), key=lambda c: -c.score)
     return ranked[:CANDIDATE_LIMIT]
+
+
+def _sharing_words(text: str) -> list[int]:
+    """Ids of the facts whose key or value shares words with ``text``, best bm25 first."""
+    from memory.stores.fts import fts_search_facts, query_terms
+
+    terms = query_terms(text)
+    if not terms:
+        return []
+    return [hit.fact_id for hit in fts_search_facts(terms, limit=KEYWORD_CANDIDATES_MAX)]
 
 
 def llm_decide(

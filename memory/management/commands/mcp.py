@@ -10,7 +10,9 @@ process: tasks run inline, so a remembered fact is embedded and indexed before
 the tool answers. An embedded Qdrant folder has one owner process, so it is
 closed after every call: a `serve` running beside it keeps its folder, and
 while `serve` holds it a semantic search here falls back to text (the tool
-says so) and new rows wait, pending, for serve's sweep.
+says so), a remembered fact is checked for duplicates against the facts sharing
+its words (memory.services.dedup.fact_candidates), and new rows wait, pending,
+for serve's sweep.
 """
 
 from __future__ import annotations

@@ -86,6 +86,31 @@ def test_a_store_outage_still_stores_the_fact(settings, local_embedder):
     assert Fact.objects.get(key="k").value == "une valeur"
 
 
+def test_with_the_vector_store_held_elsewhere_a_restatement_still_merges(world, settings):
+    """`manage.py mcp` beside serve: serve owns the embedded Qdrant folder, so this
+    process cannot search it. The facts sharing words with the statement are
+    compared on the spot instead of none (a restatement under another key was
+    stored twice)."""
+    from memory.exceptions import StoreUnavailable
+    from memory.stores.vectors import get_vector_store, vector_store_reset
+    from memory.stores.vectors_edge import EdgeVectorStore
+
+    first = _remember("injury", "Mickael s'est cassé l'épaule")
+    _remember("david_city", "David habite à Paris")
+    vector_store_reset()
+    serve = EdgeVectorStore(settings.QDRANT_PATH)  # the other process holding the folder
+    try:
+        with pytest.raises(StoreUnavailable):
+            get_vector_store()
+        result = fact_remember(key="mickael_shoulder", value="Mickael s'est cassé l'épaule")
+    finally:
+        serve.close()
+    assert result.action == "noop"
+    assert result.fact.pk == first.fact.pk
+    assert Fact.objects.count() == 2
+    assert [c.fact.key for c in result.candidates] == ["injury"]
+
+
 def test_without_an_llm_a_changed_number_is_never_merged(world):
     _remember("gate_code", "Le code du portail est 4512")
     result = _remember("gate_code_new", "Le code du portail est 4513")
