@@ -226,7 +226,7 @@ def _remove(removals: list[Removal]) -> None:
         get_vector_store().delete(collection, ids)
 
 
-def _upsert(documents: list[Document], vectors: list[list[float]]) -> None:
+def _upsert(documents: list[Document], vectors: list[list[float]], embedder: str) -> None:
     from memory.stores.vectors import VectorPoint, get_vector_store
 
     store = get_vector_store()
@@ -236,15 +236,24 @@ def _upsert(documents: list[Document], vectors: list[list[float]]) -> None:
             VectorPoint(id=document.point_id, vector=vector, payload=document.payload)
         )
     for collection, batch in points.items():
-        store.ensure_collection(collection, len(batch[0].vector))
-        store.upsert(collection, batch)
+        store.ensure_collection(collection, len(batch[0].vector), embedder=embedder)
+        store.upsert(collection, batch, embedder=embedder)
 
 
 def _write(claim: IndexClaim, vectors: list[list[float]]) -> None:
-    """Remove and upsert what the fence leaves: one task's writes to Qdrant."""
+    """Remove and upsert what the fence leaves: one task's writes to Qdrant.
+
+    Vectors made by another embedder than the one in use now (settings changed between
+    the task's two halves) are made again: a point is always the current model's, and a
+    collection never holds two models' points (the store checks its record)."""
+    from memory.stores.vectors import current_embedder
+
     documents, vectors, removals = _fence(claim, vectors)
+    embedder = claim.embedder or current_embedder()
+    if documents and embedder != current_embedder():
+        vectors, embedder = _embed(documents), current_embedder()
     _remove(removals)
-    _upsert(documents, vectors)
+    _upsert(documents, vectors, embedder)
 
 
 def _fence(
@@ -287,6 +296,7 @@ class IndexClaim:
     documents: list[Document] = field(default_factory=list)
     removals: list[Removal] = field(default_factory=list)
     vectors: list[list[float]] | None = None
+    embedder: str = ""  # the embedder that made ``vectors``
     # A failure was recorded on the rows: the task has nothing more to do.
     ended: bool = False
 
@@ -449,6 +459,9 @@ def index_embed(claim: IndexClaim) -> bool:
         return not claim.ended
 
     def step() -> None:
+        from memory.stores.vectors import current_embedder
+
+        claim.embedder = current_embedder()
         claim.vectors = _embed(claim.documents)
 
     return _attempt(claim, step)

@@ -140,9 +140,13 @@ Filters = dict[str, str | list[str]]
 
 @runtime_checkable
 class VectorStore(Protocol):
-    def ensure_collection(self, name: str, dimension: int) -> None: ...
+    def ensure_collection(
+        self, name: str, dimension: int, *, embedder: str | None = None
+    ) -> None: ...
 
-    def upsert(self, name: str, points: list[VectorPoint]) -> None: ...
+    def upsert(
+        self, name: str, points: list[VectorPoint], *, embedder: str | None = None
+    ) -> None: ...
 
     def search(
         self,
@@ -184,16 +188,17 @@ def current_embedder() -> str:
     return get_embedder().name
 
 
-def check_embedder(name: str, recorded: str | None) -> None:
+def check_embedder(name: str, recorded: str | None, embedder: str | None = None) -> None:
     """Refuse to search or fill a collection that another embedder filled.
 
     Two models of the same vector size (voyage-3 and voyage-3.5) pass the dimension
     check, but their vectors live in different spaces: a cosine between them ranks
-    noise. A collection without a record (None) has not been opened yet.
+    noise. ``embedder``: the one that made the vectors at hand (default: the one in
+    use). A collection without a record (None) has not been opened yet.
     """
     if recorded is None:
         return
-    current = current_embedder()
+    current = embedder or current_embedder()
     if recorded != current:
         raise EmbedderMismatch(
             EMBEDDER_MISMATCH_MESSAGE.format(name=name, recorded=recorded, current=current)

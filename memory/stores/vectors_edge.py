@@ -187,7 +187,9 @@ class EdgeVectorStore:
         self._embedders[name] = recorded
         return shard
 
-    def ensure_collection(self, name: str, dimension: int) -> None:
+    def ensure_collection(self, name: str, dimension: int, *, embedder: str | None = None) -> None:
+        """Create ``name`` if missing, recorded as filled by ``embedder`` (default: the one
+        in use); an existing one must have the dimension and the embedder."""
         with self._lock:
             shard = self._shard(name)
             if shard is not None:
@@ -198,7 +200,7 @@ class EdgeVectorStore:
                             name=name, existing=existing, expected=dimension
                         )
                     )
-                check_embedder(name, self._embedders.get(name))
+                check_embedder(name, self._embedders.get(name), embedder)
                 self._ensure_indexes(shard)
                 return
             import qdrant_edge as qe
@@ -214,7 +216,7 @@ class EdgeVectorStore:
                 raise self._error(exc) from exc
             self._shards[name] = shard
             self._dimensions[name] = dimension
-            self._record_embedder(name, current_embedder())
+            self._record_embedder(name, embedder or current_embedder())
             self._ensure_indexes(shard)
             logger.info("Created Qdrant Edge collection %s (%d dims) in %s", name, dimension, path)
 
@@ -240,16 +242,17 @@ class EdgeVectorStore:
         except Exception as exc:
             raise self._error(exc) from exc
 
-    def upsert(self, name: str, points: list[VectorPoint]) -> None:
+    def upsert(self, name: str, points: list[VectorPoint], *, embedder: str | None = None) -> None:
+        """Write ``points``, made by ``embedder`` (default: the one in use)."""
         if not points:
             return
         import qdrant_edge as qe
 
         with self._lock:
             if self._shard(name) is None:
-                self.ensure_collection(name, len(points[0].vector))
+                self.ensure_collection(name, len(points[0].vector), embedder=embedder)
             shard = self._shards[name]
-            check_embedder(name, self._embedders.get(name))
+            check_embedder(name, self._embedders.get(name), embedder)
             check_vectors(name, points, self._dimensions[name])
             self._last_used = _clock()
             operation = qe.UpdateOperation.upsert_points(

@@ -166,7 +166,9 @@ class ServerVectorStore:
             vectors = vectors.get("") or next(iter(vectors.values()))
         return int(vectors.size)
 
-    def ensure_collection(self, name: str, dimension: int) -> None:
+    def ensure_collection(self, name: str, dimension: int, *, embedder: str | None = None) -> None:
+        """Create ``name`` if missing, recorded as filled by ``embedder`` (default: the one
+        in use); an existing one must have the dimension and the embedder."""
         from qdrant_client import models
         from qdrant_client.http.exceptions import UnexpectedResponse
 
@@ -180,7 +182,7 @@ class ServerVectorStore:
                             size=dimension, distance=models.Distance.COSINE
                         ),
                         quantization_config=_server_int8_copy(),
-                        metadata={EMBEDDER_KEY: current_embedder()},
+                        metadata={EMBEDDER_KEY: embedder or current_embedder()},
                     )
                 except UnexpectedResponse as exc:
                     if exc.status_code != 409:  # 409: created meanwhile by another worker
@@ -194,7 +196,7 @@ class ServerVectorStore:
             raise DimensionMismatch(
                 DIMENSION_MISMATCH_MESSAGE.format(name=name, existing=existing, expected=dimension)
             )
-        check_embedder(name, self._embedders.get(name))
+        check_embedder(name, self._embedders.get(name), embedder)
         self._dimensions[name] = dimension
 
     def _create_indexes(self, name: str) -> None:
@@ -225,16 +227,19 @@ class ServerVectorStore:
             return None
         return self._embedders.get(name)
 
-    def upsert(self, name: str, points: list[VectorPoint]) -> None:
+    def upsert(self, name: str, points: list[VectorPoint], *, embedder: str | None = None) -> None:
+        """Write ``points``, made by ``embedder`` (default: the one in use). The collection's
+        record is read afresh: another process may have rebuilt it for another model
+        since (a worker left on the old settings must not fill the new collection)."""
         if not points:
             return
         from qdrant_client import models
 
-        dimension = self._dimension(name)
+        dimension = self.collection_dimension(name)  # refreshes the record
         if dimension is None:
             dimension = len(points[0].vector)
-            self.ensure_collection(name, dimension)
-        check_embedder(name, self._embedders.get(name))
+            self.ensure_collection(name, dimension, embedder=embedder)
+        check_embedder(name, self._embedders.get(name), embedder)
         check_vectors(name, points, dimension)
         structs = [
             models.PointStruct(id=p.id, vector=list(p.vector), payload=dict(p.payload))
@@ -244,7 +249,7 @@ class ServerVectorStore:
             with self._errors(name):
                 self.client.upsert(name, points=structs, wait=True)
         except _CollectionGone:
-            self.ensure_collection(name, dimension)
+            self.ensure_collection(name, dimension, embedder=embedder)
             with self._errors():
                 self.client.upsert(name, points=structs, wait=True)
 

@@ -152,3 +152,53 @@ def test_the_server_store_records_and_checks_the_embedder(monkeypatch):
         other_process.search(KNOWLEDGE, NewModel().vector("a"), limit=1)
     with pytest.raises(EmbedderMismatch):
         store.search(KNOWLEDGE, NewModel().vector("a"), limit=1)
+
+
+def test_a_task_that_embedded_before_a_switch_writes_the_new_models_vectors(
+    vector_store, monkeypatch
+):
+    from memory.services import indexing
+    from memory.services.indexing import fact_text
+
+    install(monkeypatch, HashEmbedder())
+    fact, _ = fact_store(key="velo", value="Le vélo bleu est rangé dans la cave")
+    claim = indexing.index_claim(indexing.KIND_FACT, [fact.id])
+    indexing.index_embed(claim)  # the old model's vectors, the collection not created yet
+    new = NewModel()
+    install(monkeypatch, new)
+
+    indexing.index_write(claim)
+
+    assert vector_store.collection_embedder(KNOWLEDGE) == new.name
+    [point] = vector_store.retrieve(KNOWLEDGE, [point_id("fact", fact.id)], with_vectors=True)
+    assert point.vector == pytest.approx(new.vector(fact_text(fact)))
+    fact.refresh_from_db()
+    assert fact.index_state == IndexState.INDEXED
+
+
+def test_a_process_left_on_the_old_model_cannot_fill_the_collection_rebuilt_for_the_new(
+    monkeypatch,
+):
+    """A Qdrant server shared by serve (restarted on the new model, collection rebuilt)
+    and a worker still running the old settings: its writes are refused, its cached
+    view of the collection notwithstanding."""
+    from qdrant_client import QdrantClient
+
+    from memory.stores.vectors_server import ServerVectorStore
+
+    client = QdrantClient(location=":memory:")
+    old, new = HashEmbedder(), NewModel()
+    install(monkeypatch, old)
+    worker, serve = ServerVectorStore(client=client), ServerVectorStore(client=client)
+    worker.upsert(KNOWLEDGE, [VectorPoint(point_id("fact", 1), old.vector("a"), {})])
+    assert worker.search(KNOWLEDGE, old.vector("a"), limit=1)  # its view is cached
+
+    install(monkeypatch, new)  # serve's process
+    serve.drop_collection(KNOWLEDGE)
+    serve.upsert(KNOWLEDGE, [VectorPoint(point_id("fact", 2), new.vector("b"), {})])
+
+    with pytest.raises(EmbedderMismatch):  # the worker's process, on the old settings
+        worker.upsert(
+            KNOWLEDGE, [VectorPoint(point_id("fact", 3), old.vector("c"), {})], embedder=old.name
+        )
+    assert sorted(serve.iter_ids(KNOWLEDGE)) == [point_id("fact", 2)]
