@@ -16,35 +16,37 @@ model in use, with the queue drained: every fact is indexed by that model.
 
 from __future__ import annotations
 
-import os
-import time
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 from memory.exceptions import EmbedderMismatch
 from memory.models import Fact, IndexState
-from memory.services import index_queue, indexing
+from memory.services import indexing
 from memory.stores.vectors import KNOWLEDGE, point_id
 from tests.fakes.embedder import HashEmbedder
-from tests.stateful import memory_wipe, qdrant_drop, qdrant_fresh, stateful_settings
+from tests.stateful import (
+    MachineWorld,
+    captured_indexing,
+    machine_profile,
+    machine_run,
+    memory_wipe,
+    qdrant_drop,
+    qdrant_fresh,
+    stateful_settings,
+)
 
-PROFILES = {
-    "ci": stateful_settings(examples=30, steps=25),
-    "slow": stateful_settings(examples=200, steps=50),
-}
-PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
-if PROFILE not in PROFILES:
-    PROFILE = "ci"
+PROFILE, MACHINE_SETTINGS = machine_profile(
+    ci=stateful_settings(examples=30, steps=25),
+    slow=stateful_settings(examples=200, steps=50),
+)
 
 KEYS = ("ville", "sport", "chat")
 WORDS = ("Lyon", "vélo", "Moustache", "tennis", "Paris")
@@ -71,16 +73,7 @@ MODELS = {"a": Model("test:model-a", 1.0), "b": Model("test:model-b", -1.0)}
 STAMPS = {m.name: m.stamp for m in MODELS.values()}
 
 
-class World:
-    def __init__(self, traveller, settings) -> None:
-        self.queue: list[tuple[str, int]] = []
-        self.traveller = traveller
-        self.settings = settings
-        self.examples = 0
-        self.steps = 0
-
-
-WORLD: World | None = None
+WORLD: MachineWorld | None = None
 
 
 class SwitchMachine(RuleBasedStateMachine):
@@ -248,24 +241,18 @@ def test_a_collection_never_mixes_two_models_under_any_interleaving(
     monkeypatch, settings, time_machine, capsys
 ):
     global WORLD
-    from memory.stores import embedders
-    from memory.stores.vectors import vector_store_reset
-
-    time_machine.move_to(timezone.now(), tick=False)
-    WORLD = World(time_machine, settings)
-    monkeypatch.setattr(
-        index_queue, "_send", lambda kind, row_ids: WORLD.queue.extend((kind, r) for r in row_ids)
-    )
-    monkeypatch.setattr(embedders, "_embedder", None)
-    settings.QDRANT_URL = ""
-    started = time.perf_counter()
+    WORLD = MachineWorld(time_machine, settings)
+    captured_indexing(monkeypatch, settings, time_machine, WORLD.queue)
+    world = WORLD
     try:
-        run_state_machine_as_test(SwitchMachine, settings=PROFILES[PROFILE])
+        machine_run(
+            SwitchMachine,
+            MACHINE_SETTINGS,
+            capsys,
+            lambda seconds: (
+                f"embedder switch machine ({PROFILE}): {world.examples} examples, "
+                f"{world.steps} operations, {seconds:.1f} s"
+            ),
+        )
     finally:
-        vector_store_reset()
-        with capsys.disabled():
-            print(
-                f"\nembedder switch machine ({PROFILE}): {WORLD.examples} examples, "
-                f"{WORLD.steps} operations, {time.perf_counter() - started:.1f} s"
-            )
         WORLD = None

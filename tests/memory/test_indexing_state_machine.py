@@ -23,8 +23,6 @@ profile; HYPOTHESIS_PROFILE=slow runs many more examples and longer ones.
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -36,22 +34,27 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 from memory.models import Fact, IndexState, Message, MessageRole
-from memory.services import index_queue, indexing
+from memory.services import indexing
 from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, point_id
 from tests.fakes.embedder import HashEmbedder
-from tests.stateful import memory_wipe, qdrant_drop, qdrant_fresh, stateful_settings
+from tests.stateful import (
+    MachineWorld,
+    captured_indexing,
+    machine_profile,
+    machine_run,
+    memory_wipe,
+    qdrant_drop,
+    qdrant_fresh,
+    stateful_settings,
+)
 
-PROFILES = {
-    "ci": stateful_settings(examples=50, steps=30),
-    "slow": stateful_settings(examples=300, steps=60),
-}
-PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
-if PROFILE not in PROFILES:
-    PROFILE = "ci"
+PROFILE, MACHINE_SETTINGS = machine_profile(
+    ci=stateful_settings(examples=50, steps=30),
+    slow=stateful_settings(examples=300, steps=60),
+)
 
 KEYS = ("ville", "sport")
 CHANNEL = "whatsapp"
@@ -76,19 +79,7 @@ class Expected:
     set_aside: int | None = None
 
 
-class World:
-    """What outlives one example: the captured broker, the clock, run statistics."""
-
-    def __init__(self, traveller, settings) -> None:
-        self.queue: list[tuple[str, int]] = []
-        self.traveller = traveller
-        self.settings = settings  # pytest-django's wrapper: every override is undone
-        self.examples = 0
-        self.steps = 0
-        self.settles = 0
-
-
-WORLD: World | None = None
+WORLD: MachineWorld | None = None
 
 
 class IndexingMachine(RuleBasedStateMachine):
@@ -615,25 +606,19 @@ def test_the_index_agrees_with_t1_under_any_interleaving_of_writes_and_workers(
     monkeypatch, settings, time_machine, capsys
 ):
     global WORLD
-    from memory.stores import embedders
-    from memory.stores.vectors import vector_store_reset
-
-    time_machine.move_to(timezone.now(), tick=False)
-    WORLD = World(time_machine, settings)
-    monkeypatch.setattr(
-        index_queue, "_send", lambda kind, row_ids: WORLD.queue.extend((kind, r) for r in row_ids)
-    )
-    monkeypatch.setattr(embedders, "_embedder", None)
-    settings.QDRANT_URL = ""
-    started = time.perf_counter()
+    WORLD = MachineWorld(time_machine, settings)
+    captured_indexing(monkeypatch, settings, time_machine, WORLD.queue)
+    world = WORLD
     try:
-        run_state_machine_as_test(IndexingMachine, settings=PROFILES[PROFILE])
+        machine_run(
+            IndexingMachine,
+            MACHINE_SETTINGS,
+            capsys,
+            lambda seconds: (
+                f"indexing state machine ({PROFILE}): {world.examples} examples, "
+                f"{world.steps} operations ({world.steps / max(1, world.examples):.1f} per "
+                f"example), {world.settles} quiescent checks, {seconds:.1f} s"
+            ),
+        )
     finally:
-        vector_store_reset()
-        with capsys.disabled():
-            print(
-                f"\nindexing state machine ({PROFILE}): {WORLD.examples} examples, "
-                f"{WORLD.steps} operations ({WORLD.steps / max(1, WORLD.examples):.1f} per example), "
-                f"{WORLD.settles} quiescent checks, {time.perf_counter() - started:.1f} s"
-            )
         WORLD = None
