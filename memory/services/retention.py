@@ -1,4 +1,5 @@
-"""Retention of the side tables: the retrieval log, the per-call LLM usage, idempotency keys.
+"""Retention of the side tables: the retrieval log, the per-call LLM usage, idempotency keys,
+the agent's forget dry runs.
 
 They grow with every message. Rows past their window (settings
 MAKILAB_RETRIEVAL_LOG_RETENTION_DAYS, MAKILAB_LLM_USAGE_RETENTION_DAYS; 30 days
@@ -55,7 +56,8 @@ def _delete_before(
 
 def logs_purge(*, now: datetime | None = None) -> dict[str, int]:
     """Delete retrieval log rows and LLM call rows older than their retention."""
-    from agent.models import LlmUsage
+    from agent.models import ForgetPreview, LlmUsage
+    from agent.tools import FORGET_PREVIEW_KEEP_S
     from memory.models import MemoryRetrieval, MessageRecording
     from memory.selectors import memory_settings_get
     from memory.services.messages import IDEMPOTENCY_KEY_RETENTION
@@ -76,6 +78,10 @@ def logs_purge(*, now: datetime | None = None) -> dict[str, int]:
         # An outside agent retries within minutes; a month of keys is plenty.
         "message_recordings": _delete_before(
             MessageRecording, now=now, retention=IDEMPOTENCY_KEY_RETENTION
+        ),
+        # A forget's dry run nobody agreed to within the hour (the ids it showed).
+        "forget_previews": _delete_before(
+            ForgetPreview, now=now, retention=timedelta(seconds=FORGET_PREVIEW_KEEP_S)
         ),
     }
     if any(counts.values()):

@@ -74,7 +74,12 @@ def test_purging_old_calls_and_retrieval_logs_leaves_costs_unchanged(staff_clien
         )
     before = _summary(staff_client)
     counts = logs_purge()
-    assert counts == {"retrievals": 2, "llm_usage": 3, "message_recordings": 0}
+    assert counts == {
+        "retrievals": 2,
+        "llm_usage": 3,
+        "message_recordings": 0,
+        "forget_previews": 0,
+    }
     assert LlmUsage.objects.count() == 3  # today's calls
     assert sorted((now - r.created_at).days for r in MemoryRetrieval.objects.all()) == [0, 5]
     assert _summary(staff_client) == before
@@ -82,6 +87,7 @@ def test_purging_old_calls_and_retrieval_logs_leaves_costs_unchanged(staff_clien
         "retrievals": 0,
         "llm_usage": 0,
         "message_recordings": 0,
+        "forget_previews": 0,
     }  # twice: nothing more
 
 

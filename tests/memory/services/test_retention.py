@@ -62,3 +62,24 @@ def test_a_retention_longer_than_the_calendar_purges_nothing(settings, name):
         "MAKILAB_LLM_USAGE_RETENTION_DAYS": LlmUsage,
     }
     assert kept[name].objects.count() == 1, counts
+
+
+def test_a_forget_dry_run_nobody_agreed_to_is_dropped_by_the_daily_purge():
+    """A dry run keeps the ids it showed (agent.ForgetPreview) for an hour: one never
+    followed by an agreement nor by another dry run must not stay for good."""
+    from agent.models import ForgetPreview
+
+    now = timezone.now()
+    ForgetPreview.objects.create(
+        channel="whatsapp", terms_digest="a" * 64, ids=["fact:1"], created_at=now
+    )
+    ForgetPreview.objects.create(
+        channel="whatsapp",
+        terms_digest="b" * 64,
+        ids=["fact:2"],
+        created_at=now - timedelta(hours=2),
+    )
+
+    logs_purge()
+
+    assert list(ForgetPreview.objects.values_list("terms_digest", flat=True)) == ["a" * 64]
