@@ -82,8 +82,9 @@ def fact_candidates(
     current yet (pending, or failed) are embedded here and compared with the
     same threshold. Raises StoreUnavailable when the embedder cannot answer;
     a Qdrant dimension mismatch (an embedder change before `reindex`) leaves
-    only the pending comparison; Qdrant out of reach adds the facts sharing
-    words with this one (FTS5) to it. Only facts of the same ``kind`` compete (the
+    only the pending comparison; Qdrant out of reach adds the owner's facts
+    sharing words with this one (FTS5) to it (for the agent's self and goals,
+    which FTS5 does not hold, it raises StoreUnavailable). Only facts of the same ``kind`` compete (the
     owner's facts, or the agent's self, or its goals).
     """
     import numpy as np
@@ -119,6 +120,10 @@ def fact_candidates(
     except DimensionMismatch as exc:
         logger.warning("dedup: Qdrant cannot be searched (%s); pending facts only", exc)
     except StoreUnavailable as exc:
+        if kind != FactKind.OWNER:
+            # The keyword index holds the owner's facts only; the agent's self and goals
+            # stay checked by vectors or not stored (agent_item_store's dedup_required).
+            raise
         # Qdrant down, or its embedded folder held by another process (`manage.py mcp`
         # beside serve): the indexed facts sharing words with this one are compared
         # on the spot too, instead of none.

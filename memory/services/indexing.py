@@ -453,8 +453,29 @@ def _finish_all(claim: IndexClaim) -> IndexReport:
     return report
 
 
+def _removals_first(claim: IndexClaim) -> None:
+    """Write and finish a claim's removals on their own, before its embedding: a point that
+    must go (a forget, an erasure) never waits for an embedder that fails, nor stays
+    because the embedder in use is refused by the collection (EmbedderMismatch)."""
+    if claim.ended or not (claim.removals and claim.documents):
+        return
+    part = IndexClaim(
+        kind=claim.kind, token=claim.token, report=claim.report, removals=claim.removals
+    )
+    claim.removals = []
+    try:
+        if _attempt(part, lambda: _write(part, [])):
+            _finish_all(part)
+    except StoreUnavailable as exc:  # Qdrant down: the documents wait too
+        claim.ended = True
+        _fail(claim.kind, [d.row_id for d in claim.documents], claim.token, exc, transient=True)
+        raise
+
+
 def index_embed(claim: IndexClaim) -> bool:
-    """A task's first half, on its own (two workers racing, in tests): embed what it read."""
+    """A task's first half, on its own (two workers racing, in tests): embed what it read
+    (its removals are written first, on their own)."""
+    _removals_first(claim)
     if claim.ended or not claim.documents:
         return not claim.ended
 
@@ -488,6 +509,7 @@ def index_rows(kind: str, row_ids: Sequence[int], *, force: bool = False) -> Ind
     rows already indexed at their version (reindex after a dropped collection).
     """
     claim = index_claim(kind, row_ids, force=force)
+    _removals_first(claim)
     if claim.items and _attempt(claim, lambda: _write(claim, _embed(claim.documents))):
         _finish_all(claim)
     return claim.report

@@ -62,6 +62,8 @@ EDGE_LOCK_FILE = ".makilab.lock"
 EDGE_CONFIG_FILE = "edge_config.json"
 # Ours, beside the engine's files: {"makilab_embedder": "<embedder name>"}.
 EDGE_EMBEDDER_FILE = "makilab_embedder.json"
+# What a collection whose record cannot be read is taken to hold: no embedder's vectors.
+UNREADABLE_RECORD = "(enregistrement illisible)"
 
 EDGE_LOCKED_MESSAGE = (
     "Le dossier Qdrant {path} est déjà ouvert par un autre processus : la base "
@@ -138,28 +140,31 @@ class EdgeVectorStore:
         return int(config["vectors"][""]["size"])
 
     def _read_embedder(self, name: str) -> str | None:
+        """The collection's record; None when it has none, UNREADABLE_RECORD when it cannot
+        be read (its searches and writes are then refused until a rebuild, its deletes not)."""
+        path = self._collection_path(name) / EDGE_EMBEDDER_FILE
         try:
-            record = json.loads((self._collection_path(name) / EDGE_EMBEDDER_FILE).read_text())
-            return str(record[EMBEDDER_KEY])
+            return str(json.loads(path.read_text())[EMBEDDER_KEY])
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise StoreUnavailable(
-                EDGE_ERROR_MESSAGE.format(
-                    path=self._collection_path(name) / EDGE_EMBEDDER_FILE,
-                    detail=f"fichier illisible : {exc}",
-                )
-            ) from exc
+            logger.warning("Qdrant Edge collection %s: record %s unreadable (%s)", name, path, exc)
+            return UNREADABLE_RECORD
 
     def _record_embedder(self, name: str, embedder: str) -> None:
+        """Write the record (synced before it replaces the old one). A folder that refuses it
+        keeps the record in this process only: the next one adopts the collection again."""
+        self._embedders[name] = embedder
         path = self._collection_path(name) / EDGE_EMBEDDER_FILE
         partial = path.with_suffix(".tmp")
         try:
-            partial.write_text(json.dumps({EMBEDDER_KEY: embedder}))
+            with open(partial, "w") as file:
+                file.write(json.dumps({EMBEDDER_KEY: embedder}))
+                file.flush()
+                os.fsync(file.fileno())
             os.replace(partial, path)
         except OSError as exc:
-            raise StoreUnavailable(EDGE_ERROR_MESSAGE.format(path=path, detail=exc)) from exc
-        self._embedders[name] = embedder
+            logger.warning("Qdrant Edge collection %s: record not written (%s)", name, exc)
 
     def _shard(self, name: str) -> Any | None:
         """The open shard of ``name``, loading it from disk if needed; None if absent."""

@@ -10,11 +10,12 @@ import contextlib
 import functools
 import logging
 import math
+import time
 from collections.abc import Iterator
 from typing import Any
 
 from makilab.env import url_redacted
-from memory.exceptions import DimensionMismatch, StoreUnavailable
+from memory.exceptions import DimensionMismatch, EmbedderMismatch, StoreUnavailable
 from memory.stores.vectors import (
     COLLECTIONS,
     DATETIME_FIELDS,
@@ -37,6 +38,10 @@ from memory.stores.vectors import (
 
 logger = logging.getLogger(__name__)
 
+# How long a search trusts the embedder record it read: another process may rebuild the
+# collection for another model meanwhile (`reindex --recreate` beside serve).
+RECORD_REFRESH_S = 30.0
+
 SERVER_UNREACHABLE_MESSAGE = "Serveur Qdrant injoignable ({url}) : {detail}"
 SERVER_ERROR_MESSAGE = "Le serveur Qdrant ({url}) a répondu une erreur : {detail}"
 
@@ -56,6 +61,10 @@ def _url_secrets(url: str) -> list[str]:
     found = {userinfo, unquote(userinfo), password, unquote(password)}
     # Longest first, so "user:pw" goes before "pw" alone.
     return sorted((s for s in found if s), key=len, reverse=True)
+
+
+def _clock() -> float:
+    return time.monotonic()
 
 
 class _CollectionGone(Exception):
@@ -79,6 +88,7 @@ class ServerVectorStore:
         self._secrets = _url_secrets(url)
         self._dimensions: dict[str, int] = {}
         self._embedders: dict[str, str] = {}  # the embedder that filled each collection
+        self._record_read: dict[str, float] = {}  # _clock() when each record was read
         self._int8_checked: set[str] = set()  # collections known to have the int8 copy
         self._closed = False
         if client is None:
@@ -161,6 +171,7 @@ class ServerVectorStore:
                 self.client.update_collection(name, metadata={EMBEDDER_KEY: recorded})
             logger.info("Qdrant collection %s recorded as filled by %s", name, recorded)
         self._embedders[name] = str(recorded)
+        self._record_read[name] = _clock()
         vectors = info.config.params.vectors
         if isinstance(vectors, dict):  # named vectors: ours use the unnamed default
             vectors = vectors.get("") or next(iter(vectors.values()))
@@ -221,6 +232,20 @@ class ServerVectorStore:
             self._dimensions[name] = dimension
         return self._dimensions[name]
 
+    def _check_record(self, name: str) -> None:
+        """The embedder check of a search, on a record read within RECORD_REFRESH_S, and read
+        again before a refusal: the collection may have been rebuilt elsewhere since."""
+        fresh = _clock() - self._record_read.get(name, float("-inf")) <= RECORD_REFRESH_S
+        if not fresh:
+            self.collection_dimension(name)
+        try:
+            check_embedder(name, self._embedders.get(name))
+        except EmbedderMismatch:
+            if not fresh:
+                raise
+            self.collection_dimension(name)
+            check_embedder(name, self._embedders.get(name))
+
     def collection_embedder(self, name: str) -> str | None:
         """The embedder that filled ``name`` (None: no such collection)."""
         if self.collection_dimension(name) is None:
@@ -267,7 +292,7 @@ class ServerVectorStore:
         dimension = self._dimension(name)
         if dimension is None:
             return []
-        check_embedder(name, self._embedders.get(name))
+        self._check_record(name)
         if len(vector) != dimension:
             raise DimensionMismatch(
                 DIMENSION_MISMATCH_MESSAGE.format(
