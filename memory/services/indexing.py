@@ -236,7 +236,7 @@ def _upsert(documents: list[Document], vectors: list[list[float]], embedder: str
             VectorPoint(id=document.point_id, vector=vector, payload=document.payload)
         )
     for collection, batch in points.items():
-        store.ensure_collection(collection, len(batch[0].vector), embedder=embedder)
+        # Creates a missing collection, recorded as ``embedder``'s (both stores).
         store.upsert(collection, batch, embedder=embedder)
 
 

@@ -190,6 +190,10 @@ class EdgeVectorStore:
             self._record_embedder(name, recorded)
             logger.info("Qdrant Edge collection %s recorded as filled by %s", name, recorded)
         self._embedders[name] = recorded
+        try:
+            self._ensure_indexes(shard)  # a folder of an earlier version may lack some
+        except StoreUnavailable as exc:  # filters then scan: no reason to refuse a delete
+            logger.warning("Qdrant Edge collection %s: payload indexes not built (%s)", name, exc)
         return shard
 
     def ensure_collection(self, name: str, dimension: int, *, embedder: str | None = None) -> None:
@@ -206,7 +210,6 @@ class EdgeVectorStore:
                         )
                     )
                 check_embedder(name, self._embedders.get(name), embedder)
-                self._ensure_indexes(shard)
                 return
             import qdrant_edge as qe
 
