@@ -9,8 +9,6 @@ only (the lazy-import test in tests/memory/test_embedders.py).
 from __future__ import annotations
 
 import contextlib
-import functools
-import json
 import logging
 import os
 import shutil
@@ -21,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from memory.exceptions import DimensionMismatch, StoreUnavailable
+from memory.stores import edge_engine
+from memory.stores.edge_engine import EDGE_ERROR_MESSAGE
+from memory.stores.vector_cache import PointVectorCache
 from memory.stores.vectors import (
     COLLECTIONS,
     DATETIME_FIELDS,
     DIMENSION_MISMATCH_MESSAGE,
-    EMBEDDER_KEY,
-    INT8_OVERSAMPLING,
-    INT8_QUANTILE,
     KEYWORD_FIELDS,
     SCROLL_PAGE,
     STORE_CLOSED_MESSAGE,
@@ -43,34 +41,16 @@ from memory.stores.vectors import (
 
 logger = logging.getLogger(__name__)
 
-# Segments above this size (KB) get a search index when optimized; None: Qdrant's
-# default (about 6,000 vectors of 384 dimensions). Tests lower it.
-EDGE_INDEXING_THRESHOLD_KB: int | None = None
-
 # The clock of "when was this store last searched, read or written" (optimize's quiet_s);
 # tests move it.
 _clock = time.monotonic
 
-# Threads of each shard's search pool (None: Qdrant's default, one per core). The
-# binding holds the GIL while a search waits for its pool, so with the pool's
-# threads queueing behind the query embeddings for a core, every other thread of
-# the process waited too: a search beside two embeddings took p95 3.4-4.4 ms with
-# the default against 0.34-0.40 ms with one thread (0.30 -> 0.22 ms p50).
-EDGE_SEARCH_THREADS = 1
-
 EDGE_LOCK_FILE = ".makilab.lock"
-EDGE_CONFIG_FILE = "edge_config.json"
-# Ours, beside the engine's files: {"makilab_embedder": "<embedder name>"}.
-EDGE_EMBEDDER_FILE = "makilab_embedder.json"
-# What a collection whose record cannot be read is taken to hold: no embedder's vectors.
-UNREADABLE_RECORD = "(enregistrement illisible)"
-
 EDGE_LOCKED_MESSAGE = (
     "Le dossier Qdrant {path} est déjà ouvert par un autre processus : la base "
     "vectorielle embarquée n'a qu'un propriétaire. Arrêtez l'autre processus, ou "
     "configurez QDRANT_URL pour partager un serveur Qdrant."
 )
-EDGE_ERROR_MESSAGE = "Qdrant embarqué ({path}) : {detail}"
 
 
 class EdgeVectorStore:
@@ -82,6 +62,9 @@ class EdgeVectorStore:
         self._shards: dict[str, Any] = {}
         self._dimensions: dict[str, int] = {}
         self._embedders: dict[str, str] = {}  # the embedder that filled each collection
+        # The vectors the near-duplicate checks read (vectors()); this process is the
+        # folder's one writer, so each write below drops what it changes.
+        self._vector_cache = PointVectorCache()
         self._closed = False
         self._lock_fd: int | None = None
         self._last_used = float("-inf")  # _clock() of the last search, read or write
@@ -125,46 +108,11 @@ class EdgeVectorStore:
         if self._closed:
             raise StoreUnavailable(STORE_CLOSED_MESSAGE)
 
-    def _read_dimension(self, name: str) -> int | None:
-        config_file = self._collection_path(name) / EDGE_CONFIG_FILE
-        try:
-            config = json.loads(config_file.read_text())
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            raise StoreUnavailable(
-                EDGE_ERROR_MESSAGE.format(
-                    path=config_file, detail=f"configuration illisible: {exc}"
-                )
-            ) from exc
-        return int(config["vectors"][""]["size"])
-
-    def _read_embedder(self, name: str) -> str | None:
-        """The collection's record; None when it has none, UNREADABLE_RECORD when it cannot
-        be read (its searches and writes are then refused until a rebuild, its deletes not)."""
-        path = self._collection_path(name) / EDGE_EMBEDDER_FILE
-        try:
-            return str(json.loads(path.read_text())[EMBEDDER_KEY])
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            logger.warning("Qdrant Edge collection %s: record %s unreadable (%s)", name, path, exc)
-            return UNREADABLE_RECORD
-
     def _record_embedder(self, name: str, embedder: str) -> None:
-        """Write the record (synced before it replaces the old one). A folder that refuses it
-        keeps the record in this process only: the next one adopts the collection again."""
+        """Record ``embedder`` as the one that filled ``name``: on disk, and in this process
+        whether the folder took it or not."""
         self._embedders[name] = embedder
-        path = self._collection_path(name) / EDGE_EMBEDDER_FILE
-        partial = path.with_suffix(".tmp")
-        try:
-            with open(partial, "w") as file:
-                file.write(json.dumps({EMBEDDER_KEY: embedder}))
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(partial, path)
-        except OSError as exc:
-            logger.warning("Qdrant Edge collection %s: record not written (%s)", name, exc)
+        edge_engine.record_write(name, self._collection_path(name), embedder)
 
     def _shard(self, name: str) -> Any | None:
         """The open shard of ``name``, loading it from disk if needed; None if absent."""
@@ -172,18 +120,20 @@ class EdgeVectorStore:
         shard = self._shards.get(name)
         if shard is not None:
             return shard
-        dimension = self._read_dimension(name)
+        dimension = edge_engine.folder_dimension(self._collection_path(name))
         if dimension is None:
             return None
         import qdrant_edge as qe
 
         try:
-            shard = qe.EdgeShard.load(str(self._collection_path(name)), _edge_config(dimension))
+            shard = qe.EdgeShard.load(
+                str(self._collection_path(name)), edge_engine.edge_config(dimension)
+            )
         except Exception as exc:  # the binding raises bare Exception
             raise self._error(exc) from exc
         self._shards[name] = shard
         self._dimensions[name] = dimension
-        recorded = self._read_embedder(name)
+        recorded = edge_engine.record_read(name, self._collection_path(name))
         if recorded is None:
             # A folder from before the record: the embedder in use adopts it.
             recorded = current_embedder()
@@ -219,7 +169,7 @@ class EdgeVectorStore:
                 # crash. Nothing in it is readable; start again.
                 shutil.rmtree(path)
             try:
-                shard = qe.EdgeShard.create(str(path), _edge_config(dimension))
+                shard = qe.EdgeShard.create(str(path), edge_engine.edge_config(dimension))
             except Exception as exc:
                 raise self._error(exc) from exc
             self._shards[name] = shard
@@ -266,6 +216,7 @@ class EdgeVectorStore:
             operation = qe.UpdateOperation.upsert_points(
                 [qe.Point(p.id, list(p.vector), dict(p.payload)) for p in points]
             )
+            self._vector_cache.forget(name, (p.id for p in points))
             try:
                 # Synchronous: applied and written to the shard's WAL when it returns.
                 shard.update(operation)
@@ -306,11 +257,11 @@ class EdgeVectorStore:
             request = qe.QueryRequest(
                 limit=limit,
                 query=qe.Query.Nearest(list(vector)),
-                filter=_edge_filter(filters),
+                filter=edge_engine.edge_filter(filters),
                 score_threshold=score_threshold,
                 with_payload=True if payload_fields is None else list(payload_fields),
                 with_vector=with_vectors,
-                params=_edge_search_params(),
+                params=edge_engine.edge_search_params(),
             )
             try:
                 points = shard.query(request)
@@ -328,6 +279,7 @@ class EdgeVectorStore:
             if shard is None:
                 return
             self._last_used = _clock()
+            self._vector_cache.forget(name, ids)
             try:
                 shard.update(qe.UpdateOperation.delete_points(list(ids)))
             except Exception as exc:
@@ -360,6 +312,29 @@ class EdgeVectorStore:
             )
             for r in records
         ]
+
+    def vectors(self, name: str, ids: list[str]) -> dict[str, Any]:
+        """The stored vectors of those ``ids`` the collection holds (read-only float64
+        arrays), kept in the process between reads (memory.stores.vector_cache)."""
+        if not ids:
+            return {}
+        with self._lock:
+            shard = self._shard(name)
+            if shard is None:
+                return {}
+            self._last_used = _clock()
+            found, missing = self._vector_cache.found(name, ids)
+            if missing:
+                try:
+                    records = shard.retrieve(missing, with_payload=False, with_vector=True)
+                except Exception as exc:
+                    raise self._error(exc) from exc
+                for record in records:
+                    vector = plain_vector(record.vector, floats=True)
+                    if vector is not None:
+                        point = str(record.id)
+                        found[point] = self._vector_cache.keep(name, point, vector)
+        return found
 
     def count(self, name: str) -> int:
         import qdrant_edge as qe
@@ -405,6 +380,7 @@ class EdgeVectorStore:
             shard = self._shards.pop(name, None)
             self._dimensions.pop(name, None)
             self._embedders.pop(name, None)
+            self._vector_cache.forget_collection(name)
             if shard is not None:
                 with contextlib.suppress(Exception):
                     shard.close()
@@ -417,7 +393,7 @@ class EdgeVectorStore:
             self._check_open()
             if name in self._dimensions:
                 return self._dimensions[name]
-            return self._read_dimension(name)
+            return edge_engine.folder_dimension(self._collection_path(name))
 
     def collection_embedder(self, name: str) -> str | None:
         """The embedder that filled ``name`` (None: no such collection)."""
@@ -455,7 +431,7 @@ class EdgeVectorStore:
                 try:
                     info = shard.info()
                     outside = info.points_count - info.indexed_vectors_count
-                    without_copy = _indexed_without_copy(self._collection_path(name))
+                    without_copy = edge_engine.indexed_without_copy(self._collection_path(name))
                     if outside < max(1, min_unindexed) and not without_copy:
                         continue
                     # False: nothing to build (a segment below the indexing threshold).
@@ -492,79 +468,7 @@ class EdgeVectorStore:
             self._shards.clear()
             self._dimensions.clear()
             self._embedders.clear()
+            self._vector_cache.clear()
             if self._lock_fd is not None:
                 os.close(self._lock_fd)  # releases the flock
                 self._lock_fd = None
-
-
-def _indexed_without_copy(shard_path: Path) -> bool:
-    """Whether a shard holds a segment with a search index and no int8 copy: indexed by a
-    version before the copy (vectors.INT8_QUANTILE). Read from the segments' files,
-    as the engine tells nothing of it; a layout it does not know reads as False."""
-    try:
-        segments = list((shard_path / "segments").iterdir())
-    except OSError:
-        return False
-    return any(
-        (segment / "vector_index" / "hnsw_config.json").is_file()
-        and not (segment / "vector_storage" / "quantized.config.json").is_file()
-        for segment in segments
-    )
-
-
-def _edge_config(dimension: int) -> Any:
-    """A shard's configuration, at creation and at every load (what is left None keeps
-    what the shard has on disk)."""
-    import qdrant_edge as qe
-
-    optimizers = (
-        qe.EdgeOptimizersConfig(indexing_threshold=EDGE_INDEXING_THRESHOLD_KB)
-        if EDGE_INDEXING_THRESHOLD_KB is not None
-        else None
-    )
-    return qe.EdgeConfig(
-        vectors=qe.EdgeVectorParams(
-            size=dimension,
-            distance=qe.Distance.Cosine,
-            quantization_config=qe.ScalarQuantizationConfig(
-                qe.ScalarType.Int8, quantile=INT8_QUANTILE, always_ram=True
-            ),
-        ),
-        optimizers=optimizers,
-        max_search_threads=EDGE_SEARCH_THREADS,
-    )
-
-
-@functools.lru_cache(maxsize=1)
-def _edge_search_params() -> Any:
-    """Every search: on the int8 copy where a segment has one, then ranked again on the
-    stored vectors (INT8_OVERSAMPLING times the hits asked). A segment without the copy
-    (not indexed yet, or built before quantization) is searched on its vectors alone."""
-    import qdrant_edge as qe
-
-    return qe.SearchParams(
-        quantization=qe.QuantizationSearchParams(rescore=True, oversampling=INT8_OVERSAMPLING)
-    )
-
-
-def _edge_filter(filters: Filters | None) -> Any:
-    """The engine's filter for ``filters``; built once per distinct filter (the knowledge
-    search of every auto-retrieval asks the same one)."""
-    if not filters:
-        return None
-    key = tuple(
-        (name, tuple(value) if isinstance(value, (list, tuple, set)) else value)
-        for name, value in sorted(filters.items())
-    )
-    return _edge_filter_built(key)
-
-
-@functools.lru_cache(maxsize=64)
-def _edge_filter_built(key: tuple) -> Any:
-    import qdrant_edge as qe
-
-    conditions = []
-    for name, value in key:
-        match = qe.MatchAny(list(value)) if isinstance(value, tuple) else qe.MatchValue(value)
-        conditions.append(qe.FieldCondition(name, match=match))
-    return qe.Filter(must=conditions)

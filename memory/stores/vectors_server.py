@@ -347,6 +347,17 @@ class ServerVectorStore:
             for r in records
         ]
 
+    def vectors(self, name: str, ids: list[str]) -> dict[str, Any]:
+        """The stored vectors of those ``ids`` the collection holds, as float64 arrays
+        (none kept: other processes write to a server)."""
+        import numpy as np
+
+        return {
+            hit.id: np.asarray(hit.vector, dtype=np.float64)
+            for hit in self.retrieve(name, ids, with_vectors=True, with_payload=False)
+            if hit.vector is not None
+        }
+
     def count(self, name: str) -> int:
         if self._dimension(name) is None:
             return 0

@@ -21,8 +21,9 @@ from memory.exceptions import EmbedderMismatch
 from memory.models import Fact, IndexState
 from memory.services import indexing
 from memory.services.facts import fact_forget, fact_store
+from memory.stores.edge_engine import EDGE_EMBEDDER_FILE
 from memory.stores.vectors import KNOWLEDGE, VectorPoint, point_id
-from memory.stores.vectors_edge import EDGE_EMBEDDER_FILE, EdgeVectorStore
+from memory.stores.vectors_edge import EdgeVectorStore
 from tests.fakes.embedder import HashEmbedder, install
 from tests.memory.test_embedder_switch import NewModel
 

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from memory.stores import vectors_edge
+from memory.stores import edge_engine, vectors_edge
 from memory.stores.vectors import CONVERSATIONS, INT8_QUANTILE, KNOWLEDGE, VectorPoint
 from memory.stores.vectors_edge import EdgeVectorStore
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def small_threshold(monkeypatch):
-    monkeypatch.setattr(vectors_edge, "EDGE_INDEXING_THRESHOLD_KB", 100)
+    monkeypatch.setattr(edge_engine, "EDGE_INDEXING_THRESHOLD_KB", 100)
 
 
 def _vector(rng: random.Random, dimension: int = 64) -> list[float]:
@@ -231,15 +231,15 @@ def test_a_store_indexed_before_the_int8_copy_gets_it_from_the_upkeep(
         return qe.EdgeConfig(
             vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
             optimizers=qe.EdgeOptimizersConfig(
-                indexing_threshold=vectors_edge.EDGE_INDEXING_THRESHOLD_KB
+                indexing_threshold=edge_engine.EDGE_INDEXING_THRESHOLD_KB
             ),
-            max_search_threads=vectors_edge.EDGE_SEARCH_THREADS,
+            max_search_threads=edge_engine.EDGE_SEARCH_THREADS,
         )
 
     rng = random.Random(11)
     path = tmp_path / "qdrant"
     with monkeypatch.context() as earlier:
-        earlier.setattr(vectors_edge, "_edge_config", earlier_config)
+        earlier.setattr(edge_engine, "edge_config", earlier_config)
         store = EdgeVectorStore(path)
         store.upsert(CONVERSATIONS, _points(rng, 0, 600))
         queries = [_vector(rng) for _ in range(20)]
@@ -271,8 +271,8 @@ def _walks_a_copy(store, queries, exact, monkeypatch) -> bool:
 
     with monkeypatch.context() as raw:
         raw.setattr(
-            vectors_edge,
-            "_edge_search_params",
+            edge_engine,
+            "edge_search_params",
             lambda: qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=False)),
         )
         found = _top(store, queries)

@@ -214,12 +214,12 @@ def test_search_filters_by_channel(store):
 
 
 def test_an_edge_filter_is_built_once_per_distinct_filter():
+    from memory.stores.edge_engine import edge_filter
     from memory.stores.vectors import OWNER_KNOWLEDGE
-    from memory.stores.vectors_edge import _edge_filter
 
-    assert _edge_filter(dict(OWNER_KNOWLEDGE)) is _edge_filter(dict(OWNER_KNOWLEDGE))
-    assert _edge_filter({"channel": "a"}) is not _edge_filter({"channel": ["a"]})
-    assert _edge_filter({}) is None and _edge_filter(None) is None
+    assert edge_filter(dict(OWNER_KNOWLEDGE)) is edge_filter(dict(OWNER_KNOWLEDGE))
+    assert edge_filter({"channel": "a"}) is not edge_filter({"channel": ["a"]})
+    assert edge_filter({}) is None and edge_filter(None) is None
 
 
 def test_delete_removes_points_and_ignores_unknown_ids(store):
@@ -345,9 +345,9 @@ def test_edge_reopened_from_its_folder_keeps_points_payloads_and_dimension(tmp_p
 
 def test_edge_shards_search_on_one_pool_thread_whether_created_or_reopened(tmp_path):
     """The binding holds the GIL while a search waits for its pool's threads
-    (vectors_edge.EDGE_SEARCH_THREADS): every shard is opened with the setting, new
+    (edge_engine.EDGE_SEARCH_THREADS): every shard is opened with the setting, new
     ones and those created before it."""
-    from memory.stores.vectors_edge import EDGE_SEARCH_THREADS
+    from memory.stores.edge_engine import EDGE_SEARCH_THREADS
 
     path = tmp_path / "qdrant"
     store = EdgeVectorStore(path)

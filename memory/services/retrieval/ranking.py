@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -112,14 +113,15 @@ def newer_first(
     return ordered
 
 
-def point_vectors(ids: list[str]) -> dict[str, list[float]]:
-    """The stored vectors of memories (by our ids), for near-duplicate checks."""
+def point_vectors(ids: list[str]) -> dict[str, Any]:
+    """The stored vectors of memories (by our ids, as float64 arrays), for near-duplicate
+    checks (the embedded store keeps them between messages: memory.stores.vector_cache)."""
     from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, get_vector_store, point_id
 
     wanted: dict[str, list[tuple[str, str]]] = {CONVERSATIONS: [], KNOWLEDGE: []}
     kinds = {"message": KIND_MESSAGE, "fact": KIND_FACT, "summary": KIND_SUMMARY}
-    vectors: dict[str, list[float]] = {}
+    vectors: dict[str, Any] = {}
     for item_id in ids:
         kind, _, raw = item_id.partition(":")
         collection = CONVERSATIONS if kind == "message" else KNOWLEDGE
@@ -131,11 +133,8 @@ def point_vectors(ids: list[str]) -> dict[str, list[float]]:
         by_point = dict(pairs)
         # The vectors alone: the payloads (texts) cost more than the vectors to copy out
         # (100,000 memories, alternating: fusion p50 2.28 -> 1.73 ms).
-        for hit in store.retrieve(
-            collection, list(by_point), with_vectors=True, with_payload=False
-        ):
-            if hit.vector is not None:
-                vectors[by_point[hit.id]] = hit.vector
+        for point, vector in store.vectors(collection, list(by_point)).items():
+            vectors[by_point[point]] = vector
     return vectors
 
 

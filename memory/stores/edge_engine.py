@@ -1,0 +1,156 @@
+"""What a Qdrant Edge collection folder holds, and how the engine is configured.
+
+The embedded store (memory.stores.vectors_edge) opens one shard per collection
+folder: the engine's configuration for it (created and at every load), its
+search parameters and filters, and the files read beside the engine's own
+(its dimension, the record of the embedder that filled it, whether its index
+predates the int8 copy). The engine is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from memory.exceptions import StoreUnavailable
+from memory.stores.vectors import EMBEDDER_KEY, INT8_OVERSAMPLING, INT8_QUANTILE, Filters
+
+logger = logging.getLogger(__name__)
+
+# Segments above this size (KB) get a search index when optimized; None: Qdrant's
+# default (about 6,000 vectors of 384 dimensions). Tests lower it.
+EDGE_INDEXING_THRESHOLD_KB: int | None = None
+
+# Threads of each shard's search pool (None: Qdrant's default, one per core). The
+# binding holds the GIL while a search waits for its pool, so with the pool's
+# threads queueing behind the query embeddings for a core, every other thread of
+# the process waited too: a search beside two embeddings took p95 3.4-4.4 ms with
+# the default against 0.34-0.40 ms with one thread (0.30 -> 0.22 ms p50).
+EDGE_SEARCH_THREADS = 1
+
+EDGE_CONFIG_FILE = "edge_config.json"
+# Ours, beside the engine's files: {"makilab_embedder": "<embedder name>"}.
+EDGE_EMBEDDER_FILE = "makilab_embedder.json"
+# What a collection whose record cannot be read is taken to hold: no embedder's vectors.
+UNREADABLE_RECORD = "(enregistrement illisible)"
+EDGE_ERROR_MESSAGE = "Qdrant embarqué ({path}) : {detail}"
+
+
+def folder_dimension(folder: Path) -> int | None:
+    """The vector size of the collection in ``folder`` (None: no collection there)."""
+    config_file = folder / EDGE_CONFIG_FILE
+    try:
+        config = json.loads(config_file.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise StoreUnavailable(
+            EDGE_ERROR_MESSAGE.format(path=config_file, detail=f"configuration illisible: {exc}")
+        ) from exc
+    return int(config["vectors"][""]["size"])
+
+
+def record_read(name: str, folder: Path) -> str | None:
+    """The collection's record; None when it has none, UNREADABLE_RECORD when it cannot
+    be read (its searches and writes are then refused until a rebuild, its deletes not)."""
+    path = folder / EDGE_EMBEDDER_FILE
+    try:
+        return str(json.loads(path.read_text())[EMBEDDER_KEY])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        logger.warning("Qdrant Edge collection %s: record %s unreadable (%s)", name, path, exc)
+        return UNREADABLE_RECORD
+
+
+def record_write(name: str, folder: Path, embedder: str) -> None:
+    """Write the record (synced before it replaces the old one). A folder that refuses
+    it is logged: the store keeps the record in its process, the next one adopts the
+    collection again."""
+    path = folder / EDGE_EMBEDDER_FILE
+    partial = path.with_suffix(".tmp")
+    try:
+        with open(partial, "w") as file:
+            file.write(json.dumps({EMBEDDER_KEY: embedder}))
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(partial, path)
+    except OSError as exc:
+        logger.warning("Qdrant Edge collection %s: record not written (%s)", name, exc)
+
+
+def indexed_without_copy(shard_path: Path) -> bool:
+    """Whether a shard holds a segment with a search index and no int8 copy: indexed by a
+    version before the copy (vectors.INT8_QUANTILE). Read from the segments' files,
+    as the engine tells nothing of it; a layout it does not know reads as False."""
+    try:
+        segments = list((shard_path / "segments").iterdir())
+    except OSError:
+        return False
+    return any(
+        (segment / "vector_index" / "hnsw_config.json").is_file()
+        and not (segment / "vector_storage" / "quantized.config.json").is_file()
+        for segment in segments
+    )
+
+
+def edge_config(dimension: int) -> Any:
+    """A shard's configuration, at creation and at every load (what is left None keeps
+    what the shard has on disk)."""
+    import qdrant_edge as qe
+
+    optimizers = (
+        qe.EdgeOptimizersConfig(indexing_threshold=EDGE_INDEXING_THRESHOLD_KB)
+        if EDGE_INDEXING_THRESHOLD_KB is not None
+        else None
+    )
+    return qe.EdgeConfig(
+        vectors=qe.EdgeVectorParams(
+            size=dimension,
+            distance=qe.Distance.Cosine,
+            quantization_config=qe.ScalarQuantizationConfig(
+                qe.ScalarType.Int8, quantile=INT8_QUANTILE, always_ram=True
+            ),
+        ),
+        optimizers=optimizers,
+        max_search_threads=EDGE_SEARCH_THREADS,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def edge_search_params() -> Any:
+    """Every search: on the int8 copy where a segment has one, then ranked again on the
+    stored vectors (INT8_OVERSAMPLING times the hits asked). A segment without the copy
+    (not indexed yet, or built before quantization) is searched on its vectors alone."""
+    import qdrant_edge as qe
+
+    return qe.SearchParams(
+        quantization=qe.QuantizationSearchParams(rescore=True, oversampling=INT8_OVERSAMPLING)
+    )
+
+
+def edge_filter(filters: Filters | None) -> Any:
+    """The engine's filter for ``filters``; built once per distinct filter (the knowledge
+    search of every auto-retrieval asks the same one)."""
+    if not filters:
+        return None
+    key = tuple(
+        (name, tuple(value) if isinstance(value, (list, tuple, set)) else value)
+        for name, value in sorted(filters.items())
+    )
+    return _edge_filter_built(key)
+
+
+@functools.lru_cache(maxsize=64)
+def _edge_filter_built(key: tuple) -> Any:
+    import qdrant_edge as qe
+
+    conditions = []
+    for name, value in key:
+        match = qe.MatchAny(list(value)) if isinstance(value, tuple) else qe.MatchValue(value)
+        conditions.append(qe.FieldCondition(name, match=match))
+    return qe.Filter(must=conditions)
