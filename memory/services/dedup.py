@@ -70,6 +70,9 @@ class RememberResult:
 PENDING_CANDIDATES_MAX = 50
 # With Qdrant out of reach, the facts sharing the most words are compared so, at most.
 KEYWORD_CANDIDATES_MAX = 20
+# With Qdrant out of reach, the agent's self items (or goals) are all compared so, up to
+# this many (they are few; FTS5 does not hold them); past it the check cannot be made.
+AGENT_ITEMS_COMPARED_MAX = 200
 
 
 def fact_candidates(
@@ -82,10 +85,11 @@ def fact_candidates(
     current yet (pending, or failed) are embedded here and compared with the
     same threshold. Raises StoreUnavailable when the embedder cannot answer;
     a Qdrant dimension mismatch (an embedder change before `reindex`) leaves
-    only the pending comparison; Qdrant out of reach adds the owner's facts
-    sharing words with this one (FTS5) to it (for the agent's self and goals,
-    which FTS5 does not hold, it raises StoreUnavailable). Only facts of the same ``kind`` compete (the
-    owner's facts, or the agent's self, or its goals).
+    only the pending comparison; Qdrant out of reach adds to it the owner's facts
+    sharing words with this one (FTS5), or, for the agent's self and goals (which
+    FTS5 does not hold, and which are few), every item of the kind, up to
+    AGENT_ITEMS_COMPARED_MAX (past it, it raises StoreUnavailable). Only facts of
+    the same ``kind`` compete (the owner's facts, or the agent's self, or its goals).
     """
     import numpy as np
 
@@ -120,16 +124,19 @@ def fact_candidates(
     except DimensionMismatch as exc:
         logger.warning("dedup: Qdrant cannot be searched (%s); pending facts only", exc)
     except StoreUnavailable as exc:
-        if kind != FactKind.OWNER:
-            # The keyword index holds the owner's facts only; the agent's self and goals
-            # stay checked by vectors or not stored (agent_item_store's dedup_required).
-            raise
         # Qdrant down, or its embedded folder held by another process (`manage.py mcp`
-        # beside serve): the indexed facts sharing words with this one are compared
-        # on the spot too, instead of none.
-        logger.warning("dedup: Qdrant unavailable (%s); facts sharing its words instead", exc)
+        # beside serve): the indexed facts sharing words with this one are compared on
+        # the spot too, instead of none; the agent's self or goals (few, and not in the
+        # keyword index) all of them.
+        if kind == FactKind.OWNER:
+            others = compared.filter(pk__in=_sharing_words(text))
+        elif compared.count() <= AGENT_ITEMS_COMPARED_MAX:
+            others = compared
+        else:  # too many to embed here: not checked (agent_item_store decides)
+            raise
+        logger.warning("dedup: Qdrant unavailable (%s); compared on the spot instead", exc)
         seen = {f.pk for f in pending}
-        pending += [f for f in compared.filter(pk__in=_sharing_words(text)) if f.pk not in seen]
+        pending += [f for f in others if f.pk not in seen]
     if pending:
         matrix = np.asarray(embedder.embed_documents([fact_text(f) for f in pending]))
         for fact, score in zip(pending, matrix @ np.asarray(vector), strict=True):

@@ -322,8 +322,8 @@ def agent_item_store(
     """Remember something about the agent itself or one of its goals, without duplicates.
 
     ``use_llm`` False: the rules decide even when an LLM is configured (a seed).
-    ``dedup_required`` True (a seed, which can be run again): an embedder or vector
-    store that cannot give the similar items raises instead of adding unchecked.
+    ``dedup_required`` True (a seed, which can be run again): a similarity check that
+    cannot be made (dedup.fact_candidates raising) raises instead of adding unchecked.
     """
     from memory.services.facts import fact_store, source_present
 

@@ -128,9 +128,10 @@ def seed_file_read(path: Path) -> str:
 def self_seed(*, text: str) -> SeedReport:
     """Store the items of a seed file's text that are not there yet (all or nothing).
 
-    Every item goes through the similarity check (dedup_required): an embedder or
-    vector store that cannot answer stops the whole seed, nothing stored, rather than
-    add items unchecked. Beside `serve` the command has serve run it (serve_link).
+    Every item goes through the similarity check (dedup_required): a check that cannot
+    be made (the embedder down; Qdrant out of reach with more items of the kind than
+    dedup compares on the spot) stops the whole seed, nothing stored, rather than add
+    items unchecked. Beside `serve` the command has serve run it (serve_link).
     """
     from memory.services.self_memory import agent_item_key, agent_item_store
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -28,6 +29,8 @@ pytestmark = pytest.mark.slow
 BIKE = {"key": "velo_mickael", "value": "Le vélo de Mickael est un Btwin gris acheté en 2021"}
 PIANO = {"key": "piano_lea", "value": "Léa prend des cours de piano le mercredi"}
 BIKE_QUESTION = "Quelle bicyclette possède Mickael ?"
+SPEAKS = {"category": "context", "content": "Je parle français avec Mickael"}
+SPEAKS_AGAIN = {"category": "context", "content": "Je parle le français avec Mickael"}
 
 
 def _token(env) -> str:
@@ -96,6 +99,7 @@ def test_serve_answers_mcp_over_http_and_stdio_works_beside_it(tmp_path):
 
         async def remember_then_find(client):
             remembered = await client.call_tool("remember", BIKE)
+            await client.call_tool("self_remember", SPEAKS)
             deadline = time.monotonic() + 60  # serve's worker indexes it in the background
             while time.monotonic() < deadline:
                 if BIKE["key"] in await _semantic_keys(client, BIKE_QUESTION):
@@ -111,9 +115,19 @@ def test_serve_answers_mcp_over_http_and_stdio_works_beside_it(tmp_path):
             semantic = await client.call_tool("search", {"query": BIKE_QUESTION})
             text = await client.call_tool("search", {"query": "btwin", "mode": "text"})
             piano = await client.call_tool("remember", PIANO)
-            return semantic, text, piano
+            # The agent says again what it said over HTTP: its items are compared on the
+            # spot (this process cannot search serve's folder), never stored twice.
+            speaks = await client.call_tool("self_remember", SPEAKS_AGAIN)
+            return semantic, text, piano, speaks
 
-        semantic, text, piano = asyncio.run(_over_stdio(env, beside))
+        semantic, text, piano, speaks = asyncio.run(_over_stdio(env, beside))
+        assert not speaks.is_error, speaks.content
+        assert speaks.structured_content["action"] != "added"
+        with sqlite3.connect(tmp_path / "makilab.sqlite3", timeout=20) as db:
+            selves = db.execute(
+                "SELECT value FROM core_memory WHERE kind = 'self' AND forgotten = 0"
+            ).fetchall()
+        assert len(selves) == 1, selves
         assert not semantic.is_error
         assert semantic.structured_content["mode"] == "text"
         assert semantic.structured_content["notice"].startswith(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import timedelta
 
@@ -249,29 +250,89 @@ def test_the_example_seed_file_loads(no_llm):
     assert Fact.all_objects.filter(kind="goal").count() == 2
 
 
-def test_a_seed_stops_whole_rather_than_add_unchecked_when_the_store_is_down(
-    tmp_path, no_llm, local_embedder, settings
+def test_a_seed_stops_whole_rather_than_add_unchecked_when_the_embedder_is_down(
+    tmp_path, no_llm, monkeypatch, vector_store
 ):
-    """A seed can be run again: an outage stops it, nothing stored. The agent's own
-    statement, which cannot be said again, is kept and compared next time."""
-    from memory.stores.vectors import vector_store_reset
+    """A seed can be run again: an outage of the embedder stops it, nothing stored.
+    The agent's own statement, which cannot be said again, is kept and compared next
+    time."""
+    from memory.exceptions import StoreUnavailable
+    from tests.fakes.embedder import HashEmbedder, install
 
+    embedder = HashEmbedder()
+    install(monkeypatch, embedder)
     seed = _write(
         tmp_path / "seed.jsonl",
         [json.dumps({"kind": "self", "category": "capability", "content": SELF_TEXT})],
     )
+    embedder.error = StoreUnavailable("embedder down")
+    with pytest.raises(CommandError, match=r"^Rien n'a été chargé\. "):
+        call_command("memory_seed_self", str(seed))
+    assert not Fact.all_objects.exists()
+    kept = agent_item_store(kind=FactKind.SELF, category="capability", content=SELF_TEXT)
+    assert kept.action == "added"
+    assert Fact.all_objects.get().value == SELF_TEXT
+
+
+@pytest.mark.parametrize("kind", [FactKind.SELF, FactKind.GOAL])
+def test_with_qdrant_out_of_reach_the_agents_items_are_all_compared_on_the_spot(
+    tmp_path, no_llm, local_embedder, settings, kind
+):
+    """Qdrant down (or its folder held by serve while `manage.py mcp` runs): the
+    agent's self items or goals, few and not in the keyword index, are all embedded
+    and compared here. A restatement is merged, never stored twice, and a seed goes
+    on checked instead of stopping."""
+    from memory.stores.vectors import vector_store_reset
+
+    category = "capability" if kind == FactKind.SELF else "connection"
+    first_text, again_text = (
+        (SELF_TEXT, "Je peux lire le Lobby et aussi les messages de Mickael")
+        if kind == FactKind.SELF
+        else (GOAL_TEXT, "J'aimerais bien comprendre le Lobby de Mickael")
+    )
+    first = agent_item_store(kind=kind, category=category, content=first_text)
+    agent_item_store(kind=kind, category=category, content="Je ne sors jamais du salon vocal")
+    vector_store_reset()
+    settings.QDRANT_URL = "http://127.0.0.1:9"
+    settings.QDRANT_TIMEOUT_S = 1
+    seed = _write(
+        tmp_path / "seed.jsonl",
+        [json.dumps({"kind": kind, "category": category, "content": f"{first_text} !"})],
+    )
+    out = io.StringIO()
+    try:
+        again = agent_item_store(kind=kind, category=category, content=again_text)
+        call_command("memory_seed_self", str(seed), stdout=out)
+    finally:
+        vector_store_reset()
+    assert again.action != "added"
+    assert again.item.pk == first.item.pk
+    assert "0 ajoutés" in out.getvalue(), out.getvalue()
+    assert Fact.all_objects.filter(kind=kind, forgotten=False).count() == 2
+
+
+def test_past_the_cap_the_agents_items_are_not_compared_unchecked(
+    no_llm, local_embedder, settings, monkeypatch
+):
+    """More self items than can be embedded on the spot: the check cannot be made, so
+    the statement is kept unchecked as with no vectors (compared next time), and a
+    seed would stop."""
+    from memory.exceptions import StoreUnavailable
+    from memory.services import dedup
+    from memory.services.dedup import fact_candidates
+    from memory.stores.vectors import vector_store_reset
+
+    agent_item_store(kind=FactKind.SELF, category="capability", content=SELF_TEXT)
+    agent_item_store(kind=FactKind.SELF, category="context", content="Je parle français")
+    monkeypatch.setattr(dedup, "AGENT_ITEMS_COMPARED_MAX", 1)
     vector_store_reset()
     settings.QDRANT_URL = "http://127.0.0.1:9"
     settings.QDRANT_TIMEOUT_S = 1
     try:
-        with pytest.raises(CommandError, match=r"^Rien n'a été chargé\. "):
-            call_command("memory_seed_self", str(seed))
-        assert not Fact.all_objects.exists()
-        kept = agent_item_store(kind=FactKind.SELF, category="capability", content=SELF_TEXT)
+        with pytest.raises(StoreUnavailable):
+            fact_candidates(key="x", value=SELF_TEXT, kind=FactKind.SELF)
     finally:
         vector_store_reset()
-    assert kept.action == "added"
-    assert Fact.all_objects.get().value == SELF_TEXT
 
 
 def test_the_facts_api_stores_the_agents_items_with_dedup(agent_api, no_llm):
