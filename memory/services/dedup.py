@@ -73,6 +73,10 @@ KEYWORD_CANDIDATES_MAX = 20
 # With Qdrant out of reach, the agent's self items (or goals) are all compared so, up to
 # this many (they are few; FTS5 does not hold them); past it the check cannot be made.
 AGENT_ITEMS_COMPARED_MAX = 200
+TOO_MANY_TO_COMPARE = (
+    "Plus de {count} éléments à comparer sans pouvoir chercher dans Qdrant : "
+    "la vérification des doublons est impossible pour l'instant."
+)
 
 
 def fact_candidates(
@@ -83,13 +87,16 @@ def fact_candidates(
     Qdrant only holds facts already indexed; two restatements arriving close
     together would not see each other. So the active facts whose point is not
     current yet (pending, or failed) are embedded here and compared with the
-    same threshold. Raises StoreUnavailable when the embedder cannot answer;
-    a Qdrant dimension mismatch (an embedder change before `reindex`) leaves
-    only the pending comparison; Qdrant out of reach adds to it the owner's facts
-    sharing words with this one (FTS5), or, for the agent's self and goals (which
-    FTS5 does not hold, and which are few), every item of the kind, up to
-    AGENT_ITEMS_COMPARED_MAX (past it, it raises StoreUnavailable). Only facts of
-    the same ``kind`` compete (the owner's facts, or the agent's self, or its goals).
+    same threshold. When the knowledge collection cannot be searched (Qdrant out
+    of reach; or filled by another embedder, before `reindex --recreate`) the
+    indexed facts are compared on the spot too: the owner's facts sharing words
+    with this one (FTS5), or, for the agent's self and goals (which FTS5 does not
+    hold, and which are few), every item of the kind. Those are compared whole, up
+    to AGENT_ITEMS_COMPARED_MAX, pending ones included (a seed's own items are all
+    pending until it commits); past it the check cannot be made. Raises
+    StoreUnavailable when the embedder cannot answer or the check cannot be made.
+    Only facts of the same ``kind`` compete (the owner's facts, or the agent's
+    self, or its goals).
     """
     import numpy as np
 
@@ -105,14 +112,22 @@ def fact_candidates(
     [vector] = embedder.embed_documents([text])
     scores: dict[int, float] = {}
     compared = facts_active(kind=kind).exclude(pk=exclude_id)
+    owner = kind == FactKind.OWNER
+    cap = PENDING_CANDIDATES_MAX if owner else AGENT_ITEMS_COMPARED_MAX
     pending = list(
-        compared.exclude(index_state=IndexState.INDEXED).order_by("-updated_at")[
-            :PENDING_CANDIDATES_MAX
-        ]
+        compared.exclude(index_state=IndexState.INDEXED).order_by("-updated_at")[: cap + 1]
     )
+    if not owner and len(pending) > cap:
+        raise StoreUnavailable(TOO_MANY_TO_COMPARE.format(count=AGENT_ITEMS_COMPARED_MAX))
+    unsearchable: Exception | None = None
     try:
         store = get_vector_store()
-        if store.collection_dimension(KNOWLEDGE) == embedder.dimension:
+        found = store.collection_dimension(KNOWLEDGE)
+        if found is not None and found != embedder.dimension:
+            raise DimensionMismatch(
+                f"knowledge: {found} dimensions, the embedder {embedder.dimension}"
+            )
+        if found is not None:
             hits = store.search(
                 KNOWLEDGE,
                 vector,
@@ -121,20 +136,20 @@ def fact_candidates(
                 filters={"type": fact_point_type(kind)},
             )
             scores = {int(h.payload["row_id"]): h.score for h in hits if h.payload.get("row_id")}
-    except DimensionMismatch as exc:
-        logger.warning("dedup: Qdrant cannot be searched (%s); pending facts only", exc)
-    except StoreUnavailable as exc:
-        # Qdrant down, or its embedded folder held by another process (`manage.py mcp`
-        # beside serve): the indexed facts sharing words with this one are compared on
-        # the spot too, instead of none; the agent's self or goals (few, and not in the
-        # keyword index) all of them.
-        if kind == FactKind.OWNER:
-            others = compared.filter(pk__in=_sharing_words(text))
+    except (StoreUnavailable, DimensionMismatch) as exc:  # EmbedderMismatch included
+        unsearchable = exc
+    if unsearchable is not None:
+        # Qdrant down, its embedded folder held by another process (`manage.py mcp`
+        # beside serve), or a collection of another model: compared on the spot instead.
+        if owner:
+            others = list(compared.filter(pk__in=_sharing_words(text)))
         elif compared.count() <= AGENT_ITEMS_COMPARED_MAX:
-            others = compared
-        else:  # too many to embed here: not checked (agent_item_store decides)
-            raise
-        logger.warning("dedup: Qdrant unavailable (%s); compared on the spot instead", exc)
+            others = list(compared)
+        else:  # too many to embed here: only the search could check them
+            raise StoreUnavailable(
+                TOO_MANY_TO_COMPARE.format(count=AGENT_ITEMS_COMPARED_MAX)
+            ) from unsearchable
+        logger.warning("dedup: Qdrant cannot be searched (%s); compared on the spot", unsearchable)
         seen = {f.pk for f in pending}
         pending += [f for f in others if f.pk not in seen]
     if pending:

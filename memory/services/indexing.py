@@ -34,7 +34,8 @@ Every indexable row (exchange root, fact, summary) carries ``version`` and
              `memory_doctor --fix` retry them).
 
 The change, create and sweep steps (and the batches a task fills) are
-memory.services.index_queue; claim, write, finish and fail are here.
+memory.services.index_queue; claim, write and finish are here, and what a
+failure leaves on the rows is memory.services.index_failures.
 ``index_rows`` runs claim, write and finish in one go; ``index_claim``,
 ``index_embed`` and ``index_write`` are the same steps apart (a test races two
 workers on one row with them).
@@ -47,7 +48,6 @@ message); its replies share the root's state and are marked with it.
 from __future__ import annotations
 
 import logging
-import random
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -74,6 +74,7 @@ from memory.services.index_documents import (  # re-exported: the names callers 
     fact_text,
     model_for,
 )
+from memory.services.index_failures import IndexReport, index_failure_record
 from memory.services.index_queue import (  # the enqueueing side; re-exported likewise
     INDEX_BATCH,
     batch_fill,
@@ -119,34 +120,6 @@ logger = logging.getLogger(__name__)
 
 # Longer than a task takes; a lease that runs out only costs a repeated (still correct) write.
 LEASE = timedelta(seconds=60)
-# Non-transient failures end in "failed" after this many attempts.
-MAX_ATTEMPTS = 5
-BACKOFF_BASE_S = 30
-BACKOFF_CAP_S = 6 * 3600
-ERROR_MAX_CHARS = 500
-DIMENSION_HINT = " Lancez `python manage.py reindex --recreate` après un changement d'embedder."
-
-
-@dataclass
-class IndexReport:
-    indexed: int = 0
-    removed: int = 0
-    skipped: int = 0
-    gone: int = 0
-    failed: int = 0
-    # Rows left alone: leased by another task, or already indexed at their version.
-    busy: int = 0
-    current: int = 0
-    # Rows whose write turned out stale (changed meanwhile): bumped and re-sent.
-    stale: int = 0
-
-
-def backoff_delay(attempts: int) -> timedelta:
-    """Exponential backoff with jitter, capped."""
-    base = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** max(0, attempts - 1))
-    return timedelta(seconds=base * random.uniform(0.8, 1.2))
-
-
 # --- claim, write, finish ---------------------------------------------------------------
 
 
@@ -162,36 +135,6 @@ def _release(kind: str, row_ids: Sequence[int], token: str) -> None:
     model_for(kind).all_objects.filter(pk__in=list(row_ids), index_lease_token=token).update(
         index_lease_token="", index_lease_until=None
     )
-
-
-def _fail(kind: str, row_ids: Sequence[int], token: str, exc: BaseException, *, transient: bool):
-    """Count an attempt, back off; a non-transient error ends failed after MAX_ATTEMPTS."""
-    model = model_for(kind)
-    message = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, DimensionMismatch):
-        message += DIMENSION_HINT
-    now = timezone.now()
-    for row in model.all_objects.filter(pk__in=list(row_ids), index_lease_token=token).only(
-        "id", "index_attempts"
-    ):
-        attempts = row.index_attempts + 1
-        # Retrying cannot fix an invalid embedding or a dimension mismatch: failed at once.
-        final = isinstance(exc, EmbeddingInvalid | DimensionMismatch)
-        failed = not transient and (attempts >= MAX_ATTEMPTS or final)
-        fields = {
-            "index_state": IndexState.FAILED if failed else IndexState.PENDING,
-            "index_attempts": attempts,
-            "index_error": message[:ERROR_MAX_CHARS],
-            "index_retry_at": None if failed else now + backoff_delay(attempts),
-            "index_queued_at": None,
-            "index_lease_token": "",
-            "index_lease_until": None,
-        }
-        model.all_objects.filter(pk=row.id, index_lease_token=token).update(**fields)
-        if kind == KIND_MESSAGE:
-            exchange_replies([row.id]).update(
-                index_state=fields["index_state"], index_error=message
-            )
 
 
 def _embed(documents: list[Document]) -> list[list[float]]:
@@ -380,13 +323,13 @@ def _attempt(claim: IndexClaim, step) -> bool:
         return True
     except StoreUnavailable as exc:
         claim.ended = True
-        _fail(kind, item_ids, token, exc, transient=True)
+        index_failure_record(kind, item_ids, token, exc, transient=True)
         raise
     except (EmbeddingInvalid, DimensionMismatch) as exc:
-        _fail(kind, item_ids, token, exc, transient=False)
+        index_failure_record(kind, item_ids, token, exc, transient=False)
         logger.warning("indexing %s %s failed: %s", kind, item_ids[:10], exc)
     except Exception as exc:  # unexpected: counted and bounded like the others
-        _fail(kind, item_ids, token, exc, transient=False)
+        index_failure_record(kind, item_ids, token, exc, transient=False)
         logger.exception("indexing %s %s failed", kind, item_ids[:10])
     claim.ended = True
     claim.report.failed = len(item_ids)
@@ -468,7 +411,9 @@ def _removals_first(claim: IndexClaim) -> None:
             _finish_all(part)
     except StoreUnavailable as exc:  # Qdrant down: the documents wait too
         claim.ended = True
-        _fail(claim.kind, [d.row_id for d in claim.documents], claim.token, exc, transient=True)
+        index_failure_record(
+            claim.kind, [d.row_id for d in claim.documents], claim.token, exc, transient=True
+        )
         raise
 
 

@@ -17,6 +17,7 @@ processes too (a Celery worker): it keeps none.
 
 from __future__ import annotations
 
+import uuid
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -64,9 +65,10 @@ class PointVectorCache:
         return array
 
     def forget(self, name: str, ids: Iterable[str]) -> None:
-        """The points were written or deleted."""
+        """The points were written or deleted (under any spelling of their uuid: an entry
+        is kept under the engine's, the canonical one)."""
         for point in ids:
-            self._entries.pop((name, str(point)), None)
+            self._entries.pop((name, _canonical(str(point))), None)
 
     def forget_collection(self, name: str) -> None:
         for key in [key for key in self._entries if key[0] == name]:
@@ -74,3 +76,11 @@ class PointVectorCache:
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def _canonical(point: str) -> str:
+    """A point id as the engine gives it back (a uuid in its canonical form)."""
+    try:
+        return str(uuid.UUID(point))
+    except ValueError:
+        return point

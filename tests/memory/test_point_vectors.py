@@ -101,6 +101,26 @@ def test_the_embedded_store_reads_a_kept_vector_without_the_engine(tmp_path, mon
         store.close()
 
 
+@pytest.mark.parametrize(
+    "spelled", [str.upper, lambda point: point.replace("-", "")], ids=["upper", "no-hyphens"]
+)
+def test_a_write_under_another_spelling_of_the_id_drops_the_kept_vector(tmp_path, spelled):
+    """The engine takes any spelling of a uuid and gives back the canonical one; a write
+    or a delete under another spelling must still drop what is kept (found by the audit:
+    every caller spells them canonically today)."""
+    store = EdgeVectorStore(tmp_path / "qdrant")
+    try:
+        point = IDS[0]
+        store.upsert(KNOWLEDGE, [VectorPoint(point, VECTORS[0])])
+        store.vectors(KNOWLEDGE, [point])
+        store.upsert(KNOWLEDGE, [VectorPoint(spelled(point), VECTORS[1])])
+        assert np.allclose(store.vectors(KNOWLEDGE, [point])[point], stored(VECTORS[1]))
+        store.delete(KNOWLEDGE, [spelled(point)])
+        assert store.vectors(KNOWLEDGE, [point]) == {}
+    finally:
+        store.close()
+
+
 class KeptVectorsMachine(RuleBasedStateMachine):
     """Writes, deletes, drops, reopenings and reads in any order, with room for two
     vectors: every read is what the shard holds."""

@@ -22,10 +22,10 @@ from memory.models import Fact, IndexState, Message
 from memory.selectors import memory_stats_get
 from memory.services.expiry import expired_purge
 from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
+from memory.services.index_failures import MAX_ATTEMPTS
 from memory.services.indexing import (
     KIND_FACT,
     KIND_MESSAGE,
-    MAX_ATTEMPTS,
     fact_text,
     index_row,
     pending_sweep,

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from memory.models import Fact, FactKind, FactRevision, MemorySettings, RevisionReason
 from memory.selectors import fact_list, facts_active, facts_recent, memory_stats_get
+from memory.services.dedup import PENDING_CANDIDATES_MAX, fact_candidates
 from memory.services.facts import fact_store
 from memory.services.indexing import KIND_FACT, index_rows
 from memory.services.portability import exportable_facts
@@ -26,6 +27,7 @@ from memory.services.self_memory import (
     agent_item_store,
 )
 from tests.fakes.anthropic import text_message
+from tests.fakes.embedder import HashEmbedder, install
 
 pytestmark = pytest.mark.django_db
 
@@ -297,7 +299,8 @@ def test_with_qdrant_out_of_reach_the_agents_items_are_all_compared_on_the_spot(
     settings.QDRANT_TIMEOUT_S = 1
     seed = _write(
         tmp_path / "seed.jsonl",
-        [json.dumps({"kind": kind, "category": category, "content": f"{first_text} !"})],
+        # The restatement again, under its own key (the stored item keeps the first's).
+        [json.dumps({"kind": kind, "category": category, "content": again_text})],
     )
     out = io.StringIO()
     try:
@@ -307,7 +310,8 @@ def test_with_qdrant_out_of_reach_the_agents_items_are_all_compared_on_the_spot(
         vector_store_reset()
     assert again.action != "added"
     assert again.item.pk == first.item.pk
-    assert "0 ajoutés" in out.getvalue(), out.getvalue()
+    # Compared under its own key (not "déjà présent"), and found.
+    assert "0 ajoutés, 0 déjà présents, 1 fusionnés" in out.getvalue(), out.getvalue()
     assert Fact.all_objects.filter(kind=kind, forgotten=False).count() == 2
 
 
@@ -517,3 +521,65 @@ def test_the_tools_search_counts_what_it_found_as_read_and_deletes_once(mixed):
     )
     assert (again.pk, deleted) == (selves.pk, False)
     assert FactRevision.objects.filter(fact=selves).count() == revisions
+
+
+# Same words in another order: another key, and a cosine of 1.0 for the hash embedder.
+REORDERED = "Les messages de Mickael et le Lobby je peux lire"
+
+
+class AnotherModel(HashEmbedder):
+    """A model switch to the same dimension (the store's record tells them apart)."""
+
+    name = "test:another-model"
+
+    def vector(self, text):
+        return list(reversed(super().vector(text)))
+
+
+@pytest.mark.parametrize(
+    "switched",
+    [AnotherModel(), HashEmbedder(dimension=32)],
+    ids=["same-dimension", "other-dimension"],
+)
+def test_after_a_model_switch_the_agents_items_are_compared_on_the_spot(
+    tmp_path, vector_store, monkeypatch, no_llm, switched
+):
+    """Before `reindex --recreate`, the knowledge collection holds another model's
+    vectors and cannot be searched: the indexed items were then never compared, and a
+    seed stored a restatement (found by the audit). They are compared on the spot."""
+    install(monkeypatch, HashEmbedder())
+    item = agent_item_store(kind=FactKind.SELF, category="capability", content=SELF_TEXT).item
+    call_command("reindex", stdout=io.StringIO(), stderr=io.StringIO())
+    assert Fact.all_objects.get(pk=item.pk).index_state == "indexed"
+    install(monkeypatch, switched)
+
+    found = fact_candidates(key="k", value=REORDERED, kind=FactKind.SELF)
+    seed = _write(
+        tmp_path / "seed.jsonl",
+        [json.dumps({"kind": "self", "category": "capability", "content": REORDERED})],
+    )
+    out = io.StringIO()
+    call_command("memory_seed_self", str(seed), stdout=out)
+
+    assert [c.fact.pk for c in found] == [item.pk]
+    assert "0 ajoutés" in out.getvalue(), out.getvalue()
+    assert Fact.all_objects.filter(kind=FactKind.SELF, forgotten=False).count() == 1
+
+
+def test_a_seed_longer_than_the_pending_window_checks_its_last_line_against_its_first(
+    tmp_path, vector_store, monkeypatch, no_llm
+):
+    """A seed is one transaction: its items are pending until it commits, and the owner's
+    window of pending facts compared on the spot (the 50 latest) let a 52nd line
+    restating the 1st through (found by the audit). The agent's items are few: all of
+    them are compared."""
+    install(monkeypatch, HashEmbedder())
+    lines = [json.dumps({"kind": "self", "category": "capability", "content": SELF_TEXT})]
+    lines += [
+        json.dumps({"kind": "self", "category": "context", "content": f"zz{i} yy{i} ww{i}"})
+        for i in range(PENDING_CANDIDATES_MAX)
+    ]
+    lines.append(json.dumps({"kind": "self", "category": "capability", "content": REORDERED}))
+    out = io.StringIO()
+    call_command("memory_seed_self", str(_write(tmp_path / "seed.jsonl", lines)), stdout=out)
+    assert "1 fusionnés" in out.getvalue(), out.getvalue()
