@@ -148,14 +148,16 @@ def _embed(documents: list[Document]) -> list[list[float]]:
     embedder = get_embedder()
     for collection in {d.collection for d in documents}:
         # Before embedding: after an embedder change, fail without a (paid) call.
-        existing = store.collection_dimension(collection)
-        if existing is not None and existing != embedder.dimension:
+        record = store.collection_record(collection)
+        if record is None:
+            continue
+        existing, recorded = record
+        if existing != embedder.dimension:
             raise DimensionMismatch(
                 f"La collection {collection} a des vecteurs de dimension {existing}, "
                 f"l'embedder en produit {embedder.dimension}."
             )
-        if existing is not None:  # the same size, maybe not the same model
-            check_embedder(collection, store.collection_embedder(collection))
+        check_embedder(collection, recorded)  # the same size, maybe not the same model
     return embedder.embed_documents([d.text for d in documents])
 
 

@@ -214,13 +214,14 @@ def _compare(store, name: str, embedder) -> tuple[DoctorReport, dict[str, list[i
     report = DoctorReport(
         collection=name, expected_dimension=embedder.dimension, expected_embedder=embedder.name
     )
-    report.found_dimension = store.collection_dimension(name)
+    record = store.collection_record(name)
+    report.found_dimension = record[0] if record is not None else None
     report.failed = {kind: _failed_rows(kind, name) for kind in COLLECTION_KINDS[name]}
     to_index: dict[str, list[int]] = {}
     if report.found_dimension is not None and report.found_dimension != embedder.dimension:
         report.dimension_ok = False
         return report, to_index
-    report.found_embedder = store.collection_embedder(name)
+    report.found_embedder = record[1] if record is not None else None
     if not report.embedder_ok:
         return report, to_index
     expected: dict[str, tuple[str, int, dict]] = {}

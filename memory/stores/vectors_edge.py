@@ -402,6 +402,13 @@ class EdgeVectorStore:
                 self._shard(name)
             return self._embedders.get(name)
 
+    def collection_record(self, name: str) -> tuple[int, str] | None:
+        """(dimension, the embedder that filled ``name``); None: no such collection."""
+        with self._lock:
+            if self._shard(name) is None:
+                return None
+            return self._dimensions[name], self._embedders[name]
+
     def optimize(self, *, min_unindexed: int = 0, quiet_s: float = 0.0) -> dict[str, int]:
         """Build the search (HNSW) index of collections holding unindexed points.
 

@@ -252,6 +252,14 @@ class ServerVectorStore:
             return None
         return self._embedders.get(name)
 
+    def collection_record(self, name: str) -> tuple[int, str] | None:
+        """(dimension, the embedder that filled ``name``), from one read of the collection
+        (collection_dimension then collection_embedder read it twice); None: none."""
+        dimension = self.collection_dimension(name)
+        if dimension is None:
+            return None
+        return dimension, self._embedders[name]
+
     def upsert(self, name: str, points: list[VectorPoint], *, embedder: str | None = None) -> None:
         """Write ``points``, made by ``embedder`` (default: the one in use). The collection's
         record is read afresh: another process may have rebuilt it for another model

@@ -182,3 +182,35 @@ def test_a_server_search_left_on_the_old_model_is_refused_once_the_record_is_rea
 
     with pytest.raises(EmbedderMismatch):
         worker.search(KNOWLEDGE, old.vector("a"), limit=1)
+
+
+def test_an_indexing_task_reads_a_server_collection_once_before_it_embeds(monkeypatch):
+    """The checks before the (paid) embedding, dimension and model, come from one read
+    of the collection: two requests to the server, not four (a task of every batch)."""
+    from memory.services.index_documents import Document
+
+    store = _shared_server()()
+    install(monkeypatch, HashEmbedder())
+    store.upsert(KNOWLEDGE, [VectorPoint(point_id("fact", 1), HashEmbedder().vector("a"), {})])
+    monkeypatch.setattr("memory.stores.vectors._store", store)
+    requests: list[str] = []
+    for name in ("collection_exists", "get_collection"):
+        real = getattr(store.client, name)
+
+        def spy(*args, _name=name, _real=real, **kwargs):
+            requests.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(store.client, name, spy)
+    document = Document(
+        kind="fact",
+        row_id=2,
+        version=1,
+        collection=KNOWLEDGE,
+        point_id=point_id("fact", 2),
+        text="un fait",
+        payload={},
+    )
+
+    assert len(indexing._embed([document])) == 1
+    assert requests == ["collection_exists", "get_collection"]
