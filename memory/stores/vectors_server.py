@@ -7,7 +7,6 @@ tests/memory/test_embedders.py).
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import math
 import time
@@ -16,13 +15,12 @@ from typing import Any
 
 from makilab.env import url_redacted
 from memory.exceptions import DimensionMismatch, EmbedderMismatch, StoreUnavailable
+from memory.stores import server_engine
 from memory.stores.vectors import (
     COLLECTIONS,
     DATETIME_FIELDS,
     DIMENSION_MISMATCH_MESSAGE,
     EMBEDDER_KEY,
-    INT8_OVERSAMPLING,
-    INT8_QUANTILE,
     KEYWORD_FIELDS,
     SCROLL_PAGE,
     STORE_CLOSED_MESSAGE,
@@ -44,23 +42,6 @@ RECORD_REFRESH_S = 30.0
 
 SERVER_UNREACHABLE_MESSAGE = "Serveur Qdrant injoignable ({url}) : {detail}"
 SERVER_ERROR_MESSAGE = "Le serveur Qdrant ({url}) a répondu une erreur : {detail}"
-
-
-def _url_secrets(url: str) -> list[str]:
-    """The user info of ``url`` as it may appear in a text (raw and percent-decoded)."""
-    from urllib.parse import unquote, urlsplit
-
-    try:
-        netloc = urlsplit(url).netloc
-    except ValueError:
-        return []
-    userinfo = netloc.rpartition("@")[0]
-    if not userinfo:
-        return []
-    password = userinfo.partition(":")[2]
-    found = {userinfo, unquote(userinfo), password, unquote(password)}
-    # Longest first, so "user:pw" goes before "pw" alone.
-    return sorted((s for s in found if s), key=len, reverse=True)
 
 
 def _clock() -> float:
@@ -85,7 +66,7 @@ class ServerVectorStore:
     ) -> None:
         # Only the client gets the real URL: it may carry a password (http://user:pw@host).
         self.url = url_redacted(url) if url else "(client fourni)"
-        self._secrets = _url_secrets(url)
+        self._secrets = server_engine.url_secrets(url)
         self._dimensions: dict[str, int] = {}
         self._embedders: dict[str, str] = {}  # the embedder that filled each collection
         self._record_read: dict[str, float] = {}  # _clock() when each record was read
@@ -192,7 +173,7 @@ class ServerVectorStore:
                         vectors_config=models.VectorParams(
                             size=dimension, distance=models.Distance.COSINE
                         ),
-                        quantization_config=_server_int8_copy(),
+                        quantization_config=server_engine.int8_copy(),
                         metadata={EMBEDDER_KEY: embedder or current_embedder()},
                     )
                 except UnexpectedResponse as exc:
@@ -314,10 +295,10 @@ class ServerVectorStore:
                     query=list(vector),
                     limit=limit,
                     score_threshold=score_threshold,
-                    query_filter=_server_filter(filters),
+                    query_filter=server_engine.search_filter(filters),
                     with_payload=True if payload_fields is None else list(payload_fields),
                     with_vectors=with_vectors,
-                    search_params=_server_search_params(),
+                    search_params=server_engine.search_params(),
                 )
         except _CollectionGone:
             return []
@@ -414,7 +395,9 @@ class ServerVectorStore:
                 with self._errors(name):  # a collection that does not exist: _CollectionGone
                     info = self.client.get_collection(name)
                     if info.config.quantization_config is None:
-                        self.client.update_collection(name, quantization_config=_server_int8_copy())
+                        self.client.update_collection(
+                            name, quantization_config=server_engine.int8_copy()
+                        )
                         logger.info("Qdrant collection %s: int8 copy asked", name)
             except _CollectionGone:
                 continue
@@ -430,40 +413,3 @@ class ServerVectorStore:
         self._closed = True
         with contextlib.suppress(Exception):
             self.client.close()
-
-
-def _server_int8_copy() -> Any:
-    """The int8 copy every collection keeps (vectors.INT8_QUANTILE), as on Qdrant Edge."""
-    from qdrant_client import models
-
-    return models.ScalarQuantization(
-        scalar=models.ScalarQuantizationConfig(
-            type=models.ScalarType.INT8, quantile=INT8_QUANTILE, always_ram=True
-        )
-    )
-
-
-@functools.lru_cache(maxsize=1)
-def _server_search_params() -> Any:
-    """Every search walks the copy and ranks INT8_OVERSAMPLING times the hits asked again
-    on the stored vectors: the scores are the exact cosines."""
-    from qdrant_client import models
-
-    return models.SearchParams(
-        quantization=models.QuantizationSearchParams(rescore=True, oversampling=INT8_OVERSAMPLING)
-    )
-
-
-def _server_filter(filters: Filters | None) -> Any:
-    if not filters:
-        return None
-    from qdrant_client import models
-
-    conditions = []
-    for key, value in filters.items():
-        if isinstance(value, (list, tuple, set)):
-            match: Any = models.MatchAny(any=list(value))
-        else:
-            match = models.MatchValue(value=value)
-        conditions.append(models.FieldCondition(key=key, match=match))
-    return models.Filter(must=conditions)
