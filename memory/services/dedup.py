@@ -91,10 +91,11 @@ def fact_candidates(
     of reach; or filled by another embedder, before `reindex --recreate`) the
     indexed facts are compared on the spot too: the owner's facts sharing words
     with this one (FTS5), or, for the agent's self and goals (which FTS5 does not
-    hold, and which are few), every item of the kind. Those are compared whole, up
-    to AGENT_ITEMS_COMPARED_MAX, pending ones included (a seed's own items are all
-    pending until it commits); past it the check cannot be made. Raises
-    StoreUnavailable when the embedder cannot answer or the check cannot be made.
+    hold, and which are few), every item of the kind up to AGENT_ITEMS_COMPARED_MAX
+    (past it the check cannot be made). The agent's pending items are compared up
+    to that many too (a seed's own items are all pending until it commits), the
+    owner's 50 latest. Raises StoreUnavailable when the embedder cannot answer or
+    the check cannot be made.
     Only facts of the same ``kind`` compete (the owner's facts, or the agent's
     self, or its goals).
     """
@@ -114,11 +115,7 @@ def fact_candidates(
     compared = facts_active(kind=kind).exclude(pk=exclude_id)
     owner = kind == FactKind.OWNER
     cap = PENDING_CANDIDATES_MAX if owner else AGENT_ITEMS_COMPARED_MAX
-    pending = list(
-        compared.exclude(index_state=IndexState.INDEXED).order_by("-updated_at")[: cap + 1]
-    )
-    if not owner and len(pending) > cap:
-        raise StoreUnavailable(TOO_MANY_TO_COMPARE.format(count=AGENT_ITEMS_COMPARED_MAX))
+    pending = list(compared.exclude(index_state=IndexState.INDEXED).order_by("-updated_at")[:cap])
     unsearchable: Exception | None = None
     try:
         store = get_vector_store()
