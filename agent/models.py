@@ -89,9 +89,9 @@ class ForgetPreview(models.Model):
 
     Kept in SQLite, not in the process: `serve` restarted between the dry run and the
     owner's "oui" turned the agreement into a new selection, which could take what the
-    owner was never shown (agent.tools._forget). The topic is kept as a digest of its
+    owner was never shown (agent.tools_forget). The topic is kept as a digest of its
     words, never as text; a preview nobody agreed to is dropped after
-    ``agent.tools.FORGET_PREVIEW_KEEP_S``.
+    ``agent.tools_forget.FORGET_PREVIEW_KEEP_S``.
     """
 
     channel = models.CharField("canal", max_length=64)

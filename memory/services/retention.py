@@ -57,7 +57,7 @@ def _delete_before(
 def logs_purge(*, now: datetime | None = None) -> dict[str, int]:
     """Delete retrieval log rows and LLM call rows older than their retention."""
     from agent.models import ForgetPreview, LlmUsage
-    from agent.tools import FORGET_PREVIEW_KEEP_S
+    from agent.tools_forget import FORGET_PREVIEW_KEEP_S
     from memory.models import MemoryRetrieval, MessageRecording
     from memory.selectors import memory_settings_get
     from memory.services.messages import IDEMPOTENCY_KEY_RETENTION
