@@ -116,26 +116,18 @@ def fact_candidates(
     owner = kind == FactKind.OWNER
     cap = PENDING_CANDIDATES_MAX if owner else AGENT_ITEMS_COMPARED_MAX
     pending = list(compared.exclude(index_state=IndexState.INDEXED).order_by("-updated_at")[:cap])
-    unsearchable: Exception | None = None
     try:
-        store = get_vector_store()
-        found = store.collection_dimension(KNOWLEDGE)
-        if found is not None and found != embedder.dimension:
-            raise DimensionMismatch(
-                f"knowledge: {found} dimensions, the embedder {embedder.dimension}"
-            )
-        if found is not None:
-            hits = store.search(
-                KNOWLEDGE,
-                vector,
-                limit=CANDIDATE_LIMIT,
-                score_threshold=embedder.candidate_threshold,
-                filters={"type": fact_point_type(kind)},
-            )
-            scores = {int(h.payload["row_id"]): h.score for h in hits if h.payload.get("row_id")}
+        # No collection yet: no hits. Another dimension or another model (before
+        # `reindex --recreate`): the store refuses the search (DimensionMismatch).
+        hits = get_vector_store().search(
+            KNOWLEDGE,
+            vector,
+            limit=CANDIDATE_LIMIT,
+            score_threshold=embedder.candidate_threshold,
+            filters={"type": fact_point_type(kind)},
+        )
+        scores = {int(h.payload["row_id"]): h.score for h in hits if h.payload.get("row_id")}
     except (StoreUnavailable, DimensionMismatch) as exc:  # EmbedderMismatch included
-        unsearchable = exc
-    if unsearchable is not None:
         # Qdrant down, its embedded folder held by another process (`manage.py mcp`
         # beside serve), or a collection of another model: compared on the spot instead.
         if owner:
@@ -145,8 +137,8 @@ def fact_candidates(
         else:  # too many to embed here: only the search could check them
             raise StoreUnavailable(
                 TOO_MANY_TO_COMPARE.format(count=AGENT_ITEMS_COMPARED_MAX)
-            ) from unsearchable
-        logger.warning("dedup: Qdrant cannot be searched (%s); compared on the spot", unsearchable)
+            ) from exc
+        logger.warning("dedup: Qdrant cannot be searched (%s); compared on the spot", exc)
         seen = {f.pk for f in pending}
         pending += [f for f in others if f.pk not in seen]
     if pending:

@@ -396,11 +396,9 @@ class EdgeVectorStore:
             return edge_engine.folder_dimension(self._collection_path(name))
 
     def collection_embedder(self, name: str) -> str | None:
-        """The embedder that filled ``name`` (None: no such collection)."""
-        with self._lock:
-            if name not in self._embedders:
-                self._shard(name)
-            return self._embedders.get(name)
+        """The embedder that filled ``name`` (None: no such collection): collection_record's."""
+        record = self.collection_record(name)
+        return record[1] if record is not None else None
 
     def collection_record(self, name: str) -> tuple[int, str] | None:
         """(dimension, the embedder that filled ``name``); None: no such collection."""

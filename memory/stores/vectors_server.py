@@ -228,14 +228,13 @@ class ServerVectorStore:
             check_embedder(name, self._embedders.get(name))
 
     def collection_embedder(self, name: str) -> str | None:
-        """The embedder that filled ``name`` (None: no such collection)."""
-        if self.collection_dimension(name) is None:
-            return None
-        return self._embedders.get(name)
+        """The embedder that filled ``name`` (None: no such collection): collection_record's."""
+        record = self.collection_record(name)
+        return record[1] if record is not None else None
 
     def collection_record(self, name: str) -> tuple[int, str] | None:
-        """(dimension, the embedder that filled ``name``), from one read of the collection
-        (collection_dimension then collection_embedder read it twice); None: none."""
+        """(dimension, the embedder that filled ``name``), from one read of the collection;
+        None: no such collection."""
         dimension = self.collection_dimension(name)
         if dimension is None:
             return None
