@@ -125,3 +125,25 @@ def test_the_rule_refuses_a_near_identical_candidate_whose_numbers_differ(world)
     near = [Candidate(fact=stored, score=0.999)]
     assert rule_decide("Le code du portail est 4513", near) == (ADD, None)
     assert rule_decide("Le code du portail est 4512 !", near) == (UPDATE, stored)
+
+
+def test_after_a_model_switch_a_restatement_is_compared_by_its_words(
+    vector_store, monkeypatch, settings
+):
+    """Before `reindex --recreate` the knowledge collection holds another model's vectors
+    and cannot be searched: the owner's facts sharing the statement's words are
+    compared on the spot (only pending facts were, and the restatement was added)."""
+    from tests.fakes.embedder import HashEmbedder, install
+    from tests.memory.services.test_self_memory import AnotherModel
+
+    settings.ANTHROPIC_API_KEY = ""
+    install(monkeypatch, HashEmbedder())
+    first = _remember("injury", "Mickael s'est cassé l'épaule au ski")
+    _remember("david_city", "David habite à Paris depuis longtemps")
+    install(monkeypatch, AnotherModel())
+
+    result = fact_remember(key="mickael_shoulder", value="Mickael s'est cassé l'épaule au ski")
+
+    assert result.action == "noop"
+    assert result.fact.pk == first.fact.pk
+    assert Fact.objects.count() == 2

@@ -583,3 +583,22 @@ def test_a_seed_longer_than_the_pending_window_checks_its_last_line_against_its_
     out = io.StringIO()
     call_command("memory_seed_self", str(_write(tmp_path / "seed.jsonl", lines)), stdout=out)
     assert "1 fusionnés" in out.getvalue(), out.getvalue()
+
+
+def test_past_the_cap_of_pending_items_with_qdrant_searchable_the_latest_are_compared(
+    vector_store, monkeypatch, no_llm
+):
+    """More pending items than dedup embeds on the spot, Qdrant searchable: the latest
+    are compared (as the owner's 50 latest), the check is not refused (the agent's
+    statement was then added unchecked)."""
+    from memory.services import dedup
+
+    install(monkeypatch, HashEmbedder())
+    agent_item_store(kind=FactKind.SELF, category="context", content="zz0 yy0 ww0")
+    latest = agent_item_store(kind=FactKind.SELF, category="capability", content=SELF_TEXT).item
+    monkeypatch.setattr(dedup, "AGENT_ITEMS_COMPARED_MAX", 1)
+    assert Fact.all_objects.filter(kind=FactKind.SELF).exclude(index_state="indexed").count() == 2
+
+    found = fact_candidates(key="k", value=REORDERED, kind=FactKind.SELF)
+
+    assert [c.fact.pk for c in found] == [latest.pk]
