@@ -81,6 +81,7 @@ def search_index_build(*, out: Callable[[str], None], sample: int = 100, limit: 
     ``sample`` questions is recorded then, and compared after.
     """
     from memory.stores.embedders import get_embedder
+    from memory.stores.fts_upkeep import fts_merge
     from memory.stores.vectors import COLLECTIONS, get_vector_store
 
     store = get_vector_store()
@@ -90,6 +91,10 @@ def search_index_build(*, out: Callable[[str], None], sample: int = 100, limit: 
         name: [{h.id for h in store.search(name, v, limit=limit)} for v in vectors]
         for name in COLLECTIONS
     }
+    start = time.perf_counter()
+    merged = fts_merge()  # as the upkeep does at serve's start (search_index_maintain)
+    for table, segments in merged.items():
+        out(f"keywords  {table}: {segments} segments merged into one")
     start = time.perf_counter()
     built = store.optimize()
     elapsed = time.perf_counter() - start

@@ -11,9 +11,11 @@ else is added. Every update keeps the old value as a revision.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
+import threading
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
@@ -31,6 +33,7 @@ from memory.services.erased_marks import statement_erased
 from memory.services.facts import fact_store, fact_update, source_present
 from memory.services.forgetting_restated import restates_forgotten
 from memory.services.ttl import parse_ttl
+from memory.stores.vector_cache import PointVectorCache
 
 logger = logging.getLogger(__name__)
 
@@ -142,13 +145,39 @@ def fact_candidates(
         seen = {f.pk for f in pending}
         pending += [f for f in others if f.pk not in seen]
     if pending:
-        matrix = np.asarray(embedder.embed_documents([fact_text(f) for f in pending]))
+        matrix = np.asarray(compared_vectors(embedder, pending))
         for fact, score in zip(pending, matrix @ np.asarray(vector), strict=True):
             if float(score) >= embedder.candidate_threshold:
                 scores[fact.pk] = max(scores.get(fact.pk, 0.0), float(score))
     facts = facts_active(kind=kind).filter(pk__in=scores).exclude(pk=exclude_id)
     ranked = sorted((Candidate(fact=f, score=scores[f.pk]) for f in facts), key=lambda c: -c.score)
     return ranked[:CANDIDATE_LIMIT]
+
+
+# The vectors of the texts compared on the spot (fact_candidates), by model and text
+# (an edited item has another): `manage.py mcp` beside serve, where Qdrant cannot be
+# searched, embedded every agent item again on each self_remember (about 12 ms each:
+# 2.4 s for 200). A vector, never a text, is kept (the key is a digest of it).
+_compared = PointVectorCache(capacity=2 * AGENT_ITEMS_COMPARED_MAX)
+_compared_lock = threading.Lock()
+
+
+def compared_vectors(embedder, facts: list[Fact]) -> list:
+    """The embeddings of ``facts``' texts, those kept from an earlier call not computed again."""
+    from memory.services.indexing import fact_text
+
+    texts = [fact_text(f) for f in facts]
+    keys = [hashlib.blake2b(text.encode(), digest_size=16).hexdigest() for text in texts]
+    model = f"{embedder.name}:{embedder.dimension}"
+    with _compared_lock:
+        found, missing = _compared.found(model, keys)
+    if missing:
+        wanted = dict(zip(keys, texts, strict=True))
+        vectors = embedder.embed_documents([wanted[key] for key in missing])
+        with _compared_lock:
+            for key, vector in zip(missing, vectors, strict=True):
+                found[key] = _compared.keep(model, key, vector)
+    return [found[key] for key in keys]
 
 
 def _sharing_words(text: str) -> list[int]:

@@ -144,9 +144,14 @@ def search_index_maintain(*, quiet_s: float = SEARCH_INDEX_QUIET_S) -> dict[str,
     Run at `serve`'s start (quiet_s 0) and by the periodic task, so the index
     follows the collection as it grows and after bulk loads (an import, a
     restore), once the burst of writes and searches is over.
+
+    The keyword indexes are merged first when their segments piled up
+    (memory.stores.fts_upkeep.fts_merge; whatever state the vector store is in).
     """
+    from memory.stores.fts_upkeep import fts_merge
     from memory.stores.vectors import get_vector_store
 
+    fts_merge()
     return get_vector_store().optimize(min_unindexed=SEARCH_INDEX_MIN_UNINDEXED, quiet_s=quiet_s)
 
 

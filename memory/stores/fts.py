@@ -271,19 +271,6 @@ def fts_search(
     ]
 
 
-def fts_integrity_check() -> None:
-    """Raise django.db.DatabaseError when the index disagrees with the messages."""
-    with connection.cursor() as cursor:
-        # rank = 1 also compares the index with the content (not only its own structure).
-        cursor.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
-
-
-def fts_rebuild() -> None:
-    """Rebuild the whole index from the messages table."""
-    with connection.cursor() as cursor:
-        cursor.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
-
-
 def _db_datetime(value: datetime) -> str:
     """A datetime as Django stores it in SQLite (naive UTC text), for raw comparisons."""
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from memory.models import Forgetting, Message
-from memory.stores.fts import fts_integrity_check, fts_rank_messages, fts_search, query_terms
+from memory.stores.fts import fts_rank_messages, fts_search, query_terms
+from memory.stores.fts_upkeep import fts_integrity_check
 from tests.stateful import stateful_settings
 
 pytestmark = pytest.mark.django_db

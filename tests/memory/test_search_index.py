@@ -107,6 +107,7 @@ def _outside(store: EdgeVectorStore, name: str) -> int:
     return info.points_count - info.indexed_vectors_count
 
 
+@pytest.mark.django_db  # the upkeep merges the keyword indexes too
 def test_the_index_follows_the_collection_as_it_grows_once_the_store_is_idle(
     vector_store, small_threshold, monkeypatch
 ):
@@ -153,6 +154,7 @@ def test_the_index_follows_the_collection_as_it_grows_once_the_store_is_idle(
     assert len(hits) == 1600  # nothing lost by the builds
 
 
+@pytest.mark.django_db  # the upkeep merges the keyword indexes too
 @pytest.mark.parametrize("use", ["delete", "retrieve"])
 def test_a_deletion_or_a_read_by_id_counts_as_use_for_the_upkeep(
     vector_store, small_threshold, monkeypatch, use

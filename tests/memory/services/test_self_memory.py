@@ -315,6 +315,48 @@ def test_with_qdrant_out_of_reach_the_agents_items_are_all_compared_on_the_spot(
     assert Fact.all_objects.filter(kind=kind, forgotten=False).count() == 2
 
 
+def test_on_the_spot_the_agents_items_are_embedded_once_until_edited(
+    no_llm, local_embedder, settings, monkeypatch
+):
+    """`manage.py mcp` beside serve compares every agent item on the spot at each
+    self_remember: an item's vector is kept from one call to the next (by row and
+    text), so only the new statement and an edited item are embedded again."""
+    from memory.services import dedup
+    from memory.services.dedup import fact_candidates
+    from memory.stores.embedders import get_embedder
+    from memory.stores.vectors import vector_store_reset
+
+    first = agent_item_store(kind=FactKind.SELF, category="capability", content=SELF_TEXT)
+    agent_item_store(kind=FactKind.SELF, category="context", content="Je parle français")
+    embedded: list[str] = []
+    embedder = get_embedder()
+    real = type(embedder).embed_documents
+
+    def counted(self, texts):
+        embedded.extend(texts)
+        return real(self, texts)
+
+    monkeypatch.setattr(type(embedder), "embed_documents", counted)
+    dedup._compared.clear()  # nothing kept from another test
+    vector_store_reset()
+    settings.QDRANT_URL = "http://127.0.0.1:9"
+    settings.QDRANT_TIMEOUT_S = 1
+    try:
+        found = fact_candidates(key="x", value=SELF_TEXT, kind=FactKind.SELF)
+        assert [c.fact.pk for c in found][:1] == [first.item.pk]
+        assert len(embedded) == 3  # the statement, then both items
+        embedded.clear()
+        fact_candidates(key="y", value="Je lis le Lobby", kind=FactKind.SELF)
+        assert embedded == ["Je lis le Lobby"]  # the items' vectors were kept
+        embedded.clear()
+        Fact.all_objects.filter(pk=first.item.pk).update(value="Je peux écrire dans le Lobby")
+        fact_candidates(key="y", value="Je lis le Lobby", kind=FactKind.SELF)
+        assert len(embedded) == 2 and "Je peux écrire dans le Lobby" in embedded[1]
+    finally:
+        vector_store_reset()
+        dedup._compared.clear()
+
+
 def test_past_the_cap_the_agents_items_are_not_compared_unchecked(
     no_llm, local_embedder, settings, monkeypatch
 ):
