@@ -2,7 +2,7 @@
 
 The keyword source's OR query costs what its words match: a word found in
 thousands of messages makes FTS5 score and sort every one of them. With each
-word's document count (memory.stores.fts.or_expression_within_budget) a query that
+word's document count (memory.stores.fts_rank.or_expression_within_budget) a query that
 would rank too many rows counts its most frequent words only in pairs. A vocab table
 reads its FTS table's index by name, so it survives the FTS table being
 dropped and recreated (memory.db.operations.RebuildFts).

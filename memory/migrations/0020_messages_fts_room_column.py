@@ -3,7 +3,7 @@
 The keyword source of auto-retrieval ranks the owner's exchanges only; before, a
 busy room's messages were ranked with them and dropped after the cut, taking the
 exchanges' places. The column vocabulary gives each word's document count per
-column, for the keyword query's budget (memory.stores.fts.or_expression_within_budget).
+column, for the keyword query's budget (memory.stores.fts_rank.or_expression_within_budget).
 Nothing else changes: no table is remade, the index is rebuilt from the rows.
 """
 

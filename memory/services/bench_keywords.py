@@ -1,7 +1,7 @@
 """What bounding the keyword OR query costs in results and saves in time, on the benchmark's data.
 
 For sample questions, the keyword source's message ranking with the budget
-(memory.stores.fts.OR_MATCH_BUDGET: the most frequent words counted in pairs only;
+(memory.stores.fts_rank.OR_MATCH_BUDGET: the most frequent words counted in pairs only;
 RANK_WINDOW: past it, the newest matches ranked, beside every row of an uncommon word) and
 without them: the share of the unbounded top ``limit`` the bounded query keeps,
 and the time of each.
@@ -19,7 +19,8 @@ from memory.services.benchmarks import Timing
 
 def keyword_bound_report(*, out: Callable[[str], None], sample: int = 100, limit: int = 16) -> None:
     from memory.services.keywords import keyword_terms
-    from memory.stores.fts import OR_MATCH_BUDGET, RANK_WINDOW, fts_rank_messages
+    from memory.stores.fts import fts_rank_messages
+    from memory.stores.fts_rank import OR_MATCH_BUDGET, RANK_WINDOW
 
     overlaps: list[float] = []
     bounded_ms: list[float] = []

@@ -242,13 +242,13 @@ def test_an_or_query_past_its_budget_counts_its_most_frequent_words_only_in_pair
     """Document counts come from the index; under the budget it is the plain OR; past
     it the most frequent words must meet two by two; a lone frequent word is left out
     unless no other word is in the index."""
-    from memory.stores import fts
+    from memory.stores import fts_rank
 
     for i in range(6):
         _say(f"Mickael arrose les tomates du potager, jour {i}")
     _say("Mickael a vu le kiné pour son épaule")
     terms = query_terms("Mickael tomates épaule inconnu")
-    within = fts.or_expression_within_budget
+    within = fts_rank.or_expression_within_budget
 
     assert (
         within("messages_fts", terms, budget=100)
@@ -266,16 +266,16 @@ def test_an_or_query_past_its_budget_counts_its_most_frequent_words_only_in_pair
 def test_the_budget_of_a_column_query_counts_the_words_of_that_column_only():
     """The keyword source matches the exchanges' column: a word a busy room repeats is
     not frequent among the exchanges, so it is not paired away from them."""
-    from memory.stores import fts
+    from memory.stores import fts_rank
 
     for _ in range(8):
         Message.objects.create(channel="lobby", role="user", content="tomates", observed=True)
     _say("Mickael arrose les tomates du potager")
     terms = query_terms("tomates potager")
 
-    assert fts.or_expression_within_budget("messages_fts", terms, budget=3) == '"potager"'
+    assert fts_rank.or_expression_within_budget("messages_fts", terms, budget=3) == '"potager"'
     assert (
-        fts.or_expression_within_budget("messages_fts", terms, budget=3, column="content")
+        fts_rank.or_expression_within_budget("messages_fts", terms, budget=3, column="content")
         == '"tomates" OR "potager"'
     )
 
@@ -284,14 +284,14 @@ def test_the_bounded_or_query_ranks_fewer_rows_with_the_same_scores(monkeypatch)
     """The keyword source and text search rank fewer rows: the rare word's row and the
     rows where two frequent words meet, scored as in the plain OR; a row with one
     frequent word alone is not ranked. Forgetting's candidates are not bounded."""
-    from memory.stores import fts
+    from memory.stores import fts, fts_rank
 
     lone = [_say(f"Mickael arrose le jardin, jour {i}") for i in range(6)]
     both = [_say(f"Mickael arrose les tomates, jour {i}") for i in range(3)]
     rare = _say("Mickael a vu le kiné pour son épaule")
     terms = query_terms("Mickael tomates épaule")
     plain = {h.message_id: h.score for h in fts.fts_rank_messages(terms, limit=50, bounded=False)}
-    monkeypatch.setattr(fts, "OR_MATCH_BUDGET", 3)
+    monkeypatch.setattr(fts_rank, "OR_MATCH_BUDGET", 3)
     bounded = fts.fts_rank_messages(terms, limit=50)
 
     assert {h.message_id for h in bounded} == {rare.id, *(m.id for m in both)}
@@ -313,7 +313,7 @@ def test_a_bounded_query_ranks_its_newest_matches_and_every_row_of_an_uncommon_w
     newest RANK_WINDOW matches only, plus every row holding one of its uncommon words
     (in RANK_WINDOW rows or fewer), each scored as in the plain OR. Unbounded queries
     (forgetting) still rank every match."""
-    from memory.stores import fts
+    from memory.stores import fts, fts_rank
 
     old_rare = _say("Réunion du lundi avec le notaire")  # the only "notaire": always ranked
     old = [_say(f"Réunion du lundi, point {i}") for i in range(4)]
@@ -321,7 +321,7 @@ def test_a_bounded_query_ranks_its_newest_matches_and_every_row_of_an_uncommon_w
     terms = query_terms("réunion lundi notaire")
     plain = {h.message_id: h.score for h in fts.fts_rank_messages(terms, limit=50, bounded=False)}
     assert set(plain) == {old_rare.id, *(m.id for m in old + new)}
-    monkeypatch.setattr(fts, "RANK_WINDOW", 3)
+    monkeypatch.setattr(fts_rank, "RANK_WINDOW", 3)
 
     bounded = fts.fts_rank_messages(terms, limit=50)
 
@@ -334,7 +334,7 @@ def test_a_bounded_query_ranks_its_newest_matches_and_every_row_of_an_uncommon_w
     unbounded = fts_search("réunion lundi notaire", any_term=True, bounded=False, limit=50)
     assert set(_ids(unbounded)) == set(plain)
     # Within the window, nothing changes.
-    monkeypatch.setattr(fts, "RANK_WINDOW", 8)
+    monkeypatch.setattr(fts_rank, "RANK_WINDOW", 8)
     assert {h.message_id for h in fts.fts_rank_messages(terms, limit=50)} == set(plain)
 
 
@@ -342,7 +342,7 @@ def test_a_bounded_fact_query_ranks_its_newest_facts_and_every_fact_of_an_uncomm
     monkeypatch,
 ):
     from memory.models import Fact
-    from memory.stores import fts
+    from memory.stores import fts, fts_rank
 
     Fact.objects.create(key="projet.rdv", value="Rendez-vous chez le notaire pour la maison")
     old = [Fact.objects.create(key=f"projet.a{i}", value=f"La maison, étape {i}") for i in range(4)]
@@ -350,7 +350,7 @@ def test_a_bounded_fact_query_ranks_its_newest_facts_and_every_fact_of_an_uncomm
     terms = query_terms("maison notaire")
     plain = {h.fact_id: h.score for h in fts.fts_search_facts(terms, limit=50, bounded=False)}
     assert len(plain) == 7
-    monkeypatch.setattr(fts, "RANK_WINDOW", 2)
+    monkeypatch.setattr(fts_rank, "RANK_WINDOW", 2)
 
     bounded = fts.fts_search_facts(terms, limit=50)
 

@@ -14,13 +14,14 @@ and recorded.
 Modules: ``pipeline`` (auto_retrieve and the preview), ``sources`` (semantic,
 keywords, T1, time, notes), ``ranking`` (fusion, memory_rank), ``candidates``
 (T1 hydration, what the LLM already sees), ``selection`` (dedup, carried
-memories), ``block`` (French lines within the token budget), ``log``.
+memories), ``block`` (French lines within the token budget), ``log``, ``warm``
+(the warm-up at `serve`'s start).
 """
 
 from memory.services.retrieval.pipeline import auto_retrieve, auto_retrieve_preview
 from memory.services.retrieval.ranking import memory_rank
 from memory.services.retrieval.result import RetrievalResult
-from memory.services.retrieval.sources import retrieval_warm
+from memory.services.retrieval.warm import retrieval_warm
 
 __all__ = [
     "RetrievalResult",

@@ -288,7 +288,7 @@ def _forgotten_redacted(fields: dict, previews: PreviewRule, present: set[str]) 
 
 
 def _write(fields: dict, accessed: list[int]) -> int | None:
-    from memory.services.facts import facts_accessed
+    from memory.services.fact_access import facts_accessed
 
     try:
         with transaction.atomic():  # in a batch, its own savepoint
