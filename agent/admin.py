@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from agent.models import LlmUsage
-from memory.admin import ReadOnlyAdminMixin
+from memory.admin_logs import ReadOnlyAdminMixin
 
 
 @admin.register(LlmUsage)

@@ -16,7 +16,8 @@ TASK_OPTIONS = {"acks_late": True, "bind": True, "max_retries": 3}
 
 
 def _index(task, kind: str, row_ids: list[int]) -> dict:
-    from memory.services.indexing import LEASE, batch_fill, index_rows
+    from memory.services.index_claims import LEASE
+    from memory.services.indexing import batch_fill, index_rows
 
     try:
         report = index_rows(kind, batch_fill(kind, row_ids))

@@ -197,7 +197,7 @@ def _allowed(route: Route, response) -> str | None:
         and (route.name.endswith(("_add", "_delete")) or route.name == "admin:autocomplete")
     ):
         # Logs and the settings row are read-only in the admin: adding or deleting them
-        # is refused to everyone (memory.admin.ReadOnlyAdminMixin); autocomplete without
+        # is refused to everyone (memory.admin_logs.ReadOnlyAdminMixin); autocomplete without
         # its parameters is refused too. The session itself was accepted.
         return None
     if status in (401, 403):

@@ -3,8 +3,8 @@
 The ``change`` and ``create`` steps (a row's point must change: its version
 is bumped, its task sent on commit), the batches a task fills with the other
 due rows, and the ``sweep`` that re-sends what a lost message or a restart
-left pending. The claim, write and finish steps, and the machine's whole
-description, are in memory.services.indexing.
+left pending. The claim step is memory.services.index_claims; the write and
+finish steps, and the machine's whole description, are in memory.services.indexing.
 """
 
 from __future__ import annotations

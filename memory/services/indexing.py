@@ -34,8 +34,9 @@ Every indexable row (exchange root, fact, summary) carries ``version`` and
              `memory_doctor --fix` retry them).
 
 The change, create and sweep steps (and the batches a task fills) are
-memory.services.index_queue; claim, write and finish are here, and what a
-failure leaves on the rows is memory.services.index_failures.
+memory.services.index_queue; the claim is memory.services.index_claims;
+write and finish are here, and what a failure leaves on the rows is
+memory.services.index_failures.
 ``index_rows`` runs claim, write and finish in one go; ``index_claim``,
 ``index_embed`` and ``index_write`` are the same steps apart (a test races two
 workers on one row with them).
@@ -48,17 +49,15 @@ message); its replies share the root's state and are marked with it.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from memory.exceptions import DimensionMismatch, EmbeddingInvalid, StoreUnavailable
 from memory.models import IndexState
+from memory.services.index_claims import LEASE, IndexClaim, claim_release, index_claim
 from memory.services.index_documents import (  # re-exported: the names callers know
     FACT_SENTENCE_WORDS,
     INDEXED_ROLES,
@@ -68,8 +67,6 @@ from memory.services.index_documents import (  # re-exported: the names callers 
     KINDS,
     Document,
     Removal,
-    collection_for,
-    desired,
     exchange_root_id,
     fact_text,
     model_for,
@@ -79,16 +76,13 @@ from memory.services.index_queue import (  # the enqueueing side; re-exported li
     INDEX_BATCH,
     batch_fill,
     exchange_replies,
-    exchange_roots,
     index_enqueue,
-    messages_skip,
     pending_sweep,
     restart_recover,
     row_created_queued,
     row_created_send,
     rows_changed,
 )
-from memory.stores.compiled import CompiledRead, ids_in
 
 __all__ = [
     "FACT_SENTENCE_WORDS",
@@ -98,12 +92,10 @@ __all__ = [
     "KIND_FACT",
     "KIND_MESSAGE",
     "KIND_SUMMARY",
-    "IndexClaim",
     "IndexReport",
     "batch_fill",
     "exchange_root_id",
     "fact_text",
-    "index_claim",
     "index_embed",
     "index_enqueue",
     "index_row",
@@ -118,23 +110,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# Longer than a task takes; a lease that runs out only costs a repeated (still correct) write.
-LEASE = timedelta(seconds=60)
-# --- claim, write, finish ---------------------------------------------------------------
-
-
-def _claim(kind: str, row_ids: Sequence[int], token: str) -> None:
-    now = timezone.now()
-    free = Q(index_lease_until__isnull=True) | Q(index_lease_until__lt=now)
-    model_for(kind).all_objects.filter(pk__in=list(row_ids)).filter(free).exclude(
-        index_state=IndexState.SKIPPED
-    ).update(index_lease_token=token, index_lease_until=now + LEASE)
-
-
-def _release(kind: str, row_ids: Sequence[int], token: str) -> None:
-    model_for(kind).all_objects.filter(pk__in=list(row_ids), index_lease_token=token).update(
-        index_lease_token="", index_lease_until=None
-    )
+# --- write, finish ----------------------------------------------------------------------
 
 
 def _embed(documents: list[Document]) -> list[list[float]]:
@@ -231,88 +207,6 @@ def _fence(
     )
 
 
-@dataclass
-class IndexClaim:
-    """What one task holds between its steps: the rows it leased, as it read them."""
-
-    kind: str
-    token: str
-    report: IndexReport
-    documents: list[Document] = field(default_factory=list)
-    removals: list[Removal] = field(default_factory=list)
-    vectors: list[list[float]] | None = None
-    embedder: str = ""  # the embedder that made ``vectors``
-    # A failure was recorded on the rows: the task has nothing more to do.
-    ended: bool = False
-
-    @property
-    def items(self) -> list[Document | Removal]:
-        return [*self.documents, *self.removals]
-
-
-# What index_claim reads of a row to tell whether its point is current.
-_STATE_FIELDS = ("id", "version", "indexed_version", "index_state")
-
-
-def _current(version: int, indexed_version: int, state: str) -> bool:
-    """The row's point is the one of its version: nothing to write."""
-    return state == IndexState.INDEXED and indexed_version == version
-
-
-def _state_read(kind: str) -> CompiledRead:
-    return CompiledRead(
-        lambda _now: model_for(kind).all_objects.filter(pk__in=ids_in()).values_list(*_STATE_FIELDS)
-    )
-
-
-_STATE_READS = {kind: _state_read(kind) for kind in KINDS}
-
-
-def index_claim(kind: str, row_ids: Sequence[int], *, force: bool = False) -> IndexClaim:
-    """Claim: lease the rows no live lease holds and read what their points must be.
-
-    Rows already indexed at their version are left untouched (not even leased), unless
-    ``force``; a row that became current while leased is released untouched.
-    """
-    report = IndexReport()
-    ids = list(dict.fromkeys(int(i) for i in row_ids))
-    model = model_for(kind)
-    rows: list[tuple] = []  # (id, version, indexed_version, index_state) of ``ids``
-    if kind == KIND_MESSAGE:
-        roots, skipped, existing = exchange_roots(ids)
-        report.skipped = messages_skip(skipped)
-        report.gone = len(set(ids) - (roots | skipped | existing))
-        ids = sorted(roots)
-        if ids and not force:
-            rows = _STATE_READS[kind].rows(ids=ids)
-    else:
-        rows = _STATE_READS[kind].rows(ids=ids)
-        existing = {rid for rid, *_ in rows}
-        report.gone = len(set(ids) - existing)
-        ids = [i for i in ids if i in existing]
-    if not force:
-        # Rows already indexed at their version need no lease: the write that changes one
-        # next bumps its version and sends its own task (the sweep backs that up).
-        settled = {rid for rid, *state in rows if _current(*state)}
-        report.current = len(settled)
-        ids = [i for i in ids if i not in settled]
-    token = uuid.uuid4().hex
-    claim = IndexClaim(kind=kind, token=token, report=report)
-    if not ids:
-        return claim
-    _claim(kind, ids, token)
-    mine = model.all_objects.filter(pk__in=ids, index_lease_token=token)
-    claimed = list(mine.values_list(*_STATE_FIELDS))
-    report.busy = (
-        len(ids) - len(claimed) - (len(ids) - model.all_objects.filter(pk__in=ids).count())
-    )
-    todo = [rid for rid, *state in claimed if force or not _current(*state)]
-    report.current += len(claimed) - len(todo)
-    _release(kind, [rid for rid, *_ in claimed if rid not in set(todo)], token)
-    claim.documents, claim.removals, _ = desired(kind, todo)
-    return claim
-
-
 def _attempt(claim: IndexClaim, step) -> bool:
     """Run one step of a task; a failure is recorded on its rows (attempts, backoff, error).
 
@@ -385,7 +279,7 @@ def _finish_all(claim: IndexClaim) -> IndexReport:
         stale = [row_id for row_id in items if row_id not in done]
         if stale:
             # Our write may be stale: change the rows again so a fresh task overwrites them.
-            _release(kind, stale, token)
+            claim_release(kind, stale, token)
             rows_changed(kind, stale)
     for row_id, item in items.items():
         if row_id not in done:
@@ -465,10 +359,3 @@ def index_rows(kind: str, row_ids: Sequence[int], *, force: bool = False) -> Ind
 def index_row(kind: str, row_id: int) -> IndexReport:
     """Index one row (what the Celery tasks call). Quiet when the row is gone."""
     return index_rows(kind, [row_id])
-
-
-def point_remove(kind: str, row_id: int) -> None:
-    """Remove a row's point from its collection (a hard-deleted row)."""
-    from memory.stores.vectors import get_vector_store, point_id
-
-    get_vector_store().delete(collection_for(kind), [point_id(kind, row_id)])

@@ -19,7 +19,7 @@ from django.core.management import call_command
 
 from memory.exceptions import EmbedderMismatch
 from memory.models import Fact, IndexState
-from memory.services import indexing
+from memory.services import index_claims, indexing
 from memory.services.facts import fact_forget, fact_store
 from memory.stores.edge_engine import EDGE_EMBEDDER_FILE
 from memory.stores.vectors import KNOWLEDGE, VectorPoint, point_id
@@ -56,7 +56,7 @@ def test_a_forgotten_facts_point_goes_even_when_its_task_embeds_for_a_refused_mo
 @pytest.mark.django_db
 def test_a_forgotten_facts_point_goes_before_a_late_writers_embedding(vector_store, monkeypatch):
     old, new = _forgotten_after_a_switch(vector_store, monkeypatch)
-    claim = indexing.index_claim(indexing.KIND_FACT, [old.id, new.id])
+    claim = index_claims.index_claim(indexing.KIND_FACT, [old.id, new.id])
 
     indexing.index_embed(claim)
 

@@ -157,12 +157,12 @@ def test_the_server_store_records_and_checks_the_embedder(monkeypatch):
 def test_a_task_that_embedded_before_a_switch_writes_the_new_models_vectors(
     vector_store, monkeypatch
 ):
-    from memory.services import indexing
+    from memory.services import index_claims, indexing
     from memory.services.indexing import fact_text
 
     install(monkeypatch, HashEmbedder())
     fact, _ = fact_store(key="velo", value="Le vélo bleu est rangé dans la cave")
-    claim = indexing.index_claim(indexing.KIND_FACT, [fact.id])
+    claim = index_claims.index_claim(indexing.KIND_FACT, [fact.id])
     indexing.index_embed(claim)  # the old model's vectors, the collection not created yet
     new = NewModel()
     install(monkeypatch, new)

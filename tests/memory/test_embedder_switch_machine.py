@@ -29,7 +29,7 @@ from hypothesis.stateful import (
 
 from memory.exceptions import EmbedderMismatch
 from memory.models import Fact, IndexState
-from memory.services import indexing
+from memory.services import index_claims, indexing
 from memory.stores.vectors import KNOWLEDGE, point_id
 from tests.fakes.embedder import HashEmbedder
 from tests.stateful import (
@@ -85,7 +85,7 @@ class SwitchMachine(RuleBasedStateMachine):
         self.world.queue.clear()
         memory_wipe()
         self.folder = qdrant_fresh(self.world.settings, prefix="makilab-switch-")
-        self.workers: list[indexing.IndexClaim] = []
+        self.workers: list[index_claims.IndexClaim] = []
         self._use("a")
 
     def teardown(self) -> None:
@@ -128,7 +128,7 @@ class SwitchMachine(RuleBasedStateMachine):
         """A worker claims and embeds with the model of the moment; it writes later."""
         self._step()
         fact = data.draw(st.sampled_from(list(Fact.objects.order_by("pk"))))
-        claim = indexing.index_claim(indexing.KIND_FACT, [fact.pk], force=True)
+        claim = index_claims.index_claim(indexing.KIND_FACT, [fact.pk], force=True)
         indexing.index_embed(claim)
         self.workers.append(claim)
 

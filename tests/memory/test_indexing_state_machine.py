@@ -37,7 +37,7 @@ from hypothesis.stateful import (
 )
 
 from memory.models import Fact, IndexState, Message, MessageRole
-from memory.services import indexing
+from memory.services import index_claims, indexing
 from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, point_id
 from tests.fakes.embedder import HashEmbedder
 from tests.stateful import (
@@ -102,7 +102,7 @@ class IndexingMachine(RuleBasedStateMachine):
         # fact, the forgotten one set aside under a key of its own (fact_store).
         self.owner_forgotten: set[str] = set()
         self.delivered: list[tuple[str, int]] = []
-        self.workers: list[indexing.IndexClaim] = []
+        self.workers: list[index_claims.IndexClaim] = []
         self.counter = 0
         self.since_settle = 0
 
@@ -321,7 +321,7 @@ class IndexingMachine(RuleBasedStateMachine):
         """A worker claims its row and embeds it, then stalls before writing."""
         self._step()
         kind, row_id = self._take(data)
-        claim = indexing.index_claim(kind, [row_id])
+        claim = index_claims.index_claim(kind, [row_id])
         indexing.index_embed(claim)
         self.workers.append(claim)
 
@@ -346,11 +346,11 @@ class IndexingMachine(RuleBasedStateMachine):
         meanwhile = data.draw(
             st.sampled_from(MESSAGE_CHANGES if kind == "message" else FACT_CHANGES)
         )
-        claim = indexing.index_claim(kind, [row_id])
+        claim = index_claims.index_claim(kind, [row_id])
         indexing.index_embed(claim)
         self._change(kind, row_id, meanwhile)
         if lease_runs_out:
-            self.world.traveller.shift(indexing.LEASE + timedelta(seconds=1))
+            self.world.traveller.shift(index_claims.LEASE + timedelta(seconds=1))
         if other_runs:
             mine = [task for task in self.world.queue if task == (kind, row_id)] or [(kind, row_id)]
             for task in mine:

@@ -33,7 +33,7 @@ from hypothesis.stateful import (
 )
 
 from memory.models import Fact, IndexState, Message
-from memory.services import index_queue, indexing
+from memory.services import index_claims, index_queue, indexing
 from tests.stateful import memory_wipe
 
 KEYS = ("velo", "cafe", "chien")
@@ -240,11 +240,11 @@ class MemoryMachine(RuleBasedStateMachine):
         """A worker whose lease runs out while it embeds: something happens meanwhile
         (``then_index``: and another worker indexes the row before the slow one writes)."""
         kind, row_id = QUEUE.pop(data.draw(st.integers(0, len(QUEUE) - 1)))
-        real_write, real_lease = indexing._write, indexing.LEASE
+        real_write, real_lease = indexing._write, index_claims.LEASE
 
         def write_late(documents, removals):
             indexing._write = real_write
-            indexing.LEASE = real_lease
+            index_claims.LEASE = real_lease
             if meanwhile == "second_worker":
                 indexing.index_rows(kind, [row_id])
             elif meanwhile == "edit" and kind == "fact":
@@ -268,11 +268,11 @@ class MemoryMachine(RuleBasedStateMachine):
             return real_write(documents, removals)
 
         indexing._write = write_late
-        indexing.LEASE = timedelta(seconds=-1)  # this worker's lease is already over
+        index_claims.LEASE = timedelta(seconds=-1)  # this worker's lease is already over
         try:
             indexing.index_rows(kind, [row_id])
         finally:
-            indexing._write, indexing.LEASE = real_write, real_lease
+            indexing._write, index_claims.LEASE = real_write, real_lease
 
     @rule()
     def reindex(self):
