@@ -89,7 +89,7 @@ def _filters(tool_input: dict):
 
 
 def _search(tool_input: dict, context: ToolContext) -> dict:
-    from memory.services.facts import facts_accessed
+    from memory.services.fact_access import facts_accessed
     from memory.services.search import memory_search
 
     hits = memory_search(
@@ -105,7 +105,7 @@ def _search(tool_input: dict, context: ToolContext) -> dict:
 
 
 def _search_text(tool_input: dict, context: ToolContext) -> dict:
-    from memory.services.facts import facts_accessed
+    from memory.services.fact_access import facts_accessed
     from memory.services.search import memory_search
 
     hits = memory_search(

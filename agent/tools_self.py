@@ -46,7 +46,7 @@ def _item(item, score=None) -> dict:
 
 def _search(kind: str):
     def run(tool_input: dict, context: ToolContext) -> dict:
-        from memory.services.self_memory import agent_item_recall
+        from memory.services.self_memory_reads import agent_item_recall
 
         hits, how = agent_item_recall(
             kind=kind,

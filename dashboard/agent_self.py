@@ -30,13 +30,12 @@ from memory.models import (
 )
 from memory.services.facts import fact_restore, fact_update
 from memory.services.self_memory import (
-    CONTENT_MAX_CHARS,
     REASON_MAX_CHARS,
     agent_item_delete,
-    agent_item_get,
     agent_item_store,
-    agent_items_list,
 )
+from memory.services.self_memory_reads import agent_item_get, agent_items_list
+from memory.services.self_memory_validate import CONTENT_MAX_CHARS
 
 PARTIAL = "dashboard/memory/_self.html"
 ITEM = "dashboard/memory/_self_item.html"

@@ -124,7 +124,7 @@ def search(
     channel, its date (with a French relative time) and an excerpt. If semantic search is
     unavailable, the text results are returned with a notice."""
     from memory.api.serializers import SearchHitSerializer, SearchQuerySerializer
-    from memory.services.facts import facts_accessed
+    from memory.services.fact_access import facts_accessed
     from memory.services.search import memory_search
 
     body = _validated(

@@ -56,7 +56,7 @@ def self_search(
     """What the agent knows about itself (its context, capabilities, limits, preferences,
     relations) or its goals, closest to the query first: by meaning, else by shared words,
     else the most important ones. Each result has an id (for self_forget)."""
-    from memory.services.self_memory import agent_item_recall
+    from memory.services.self_memory_reads import agent_item_recall
 
     hits, how = agent_item_recall(kind=kind, query=query, category=category, limit=limit)
     return {

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.models import Actor, Fact, RevisionReason
-from memory.services.facts import revision_record
+from memory.services.fact_revisions import revision_record
 from memory.services.indexing import KIND_FACT, index_enqueue
 
 

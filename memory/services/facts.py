@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterable
-from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -15,7 +14,6 @@ from memory.models import (
     Actor,
     Fact,
     FactKind,
-    FactRevision,
     FactSource,
     MemoryType,
     Message,
@@ -30,6 +28,7 @@ from memory.services.fact_ownership import (
     owned_after,
     owner_forgot,
 )
+from memory.services.fact_revisions import _NOTHING, _snapshot, revision_record
 from memory.services.forgetting_restated import fact_key_back, set_aside, stated_before_forget
 from memory.services.indexing import KIND_FACT, index_enqueue
 from memory.services.ttl import parse_ttl
@@ -44,71 +43,10 @@ SOURCE_FORGOTTEN_MESSAGE = (
     "Le fait « {key} » vient d'un message oublié depuis : il n'est pas enregistré."
 )
 
-# Fields a revision records as {"field": [old, new]} (the value also has old_value/new_value).
-TRACKED_FIELDS = (
-    "value",
-    "memory_type",
-    "importance",
-    "subjects",
-    "expires_at",
-    "channel",
-    "source",
-    "forgotten",
-    "category",
-)
-# A forget or an expiry changes one thing; their callers do not pass a snapshot.
-_IMPLIED_CHANGES = {
-    RevisionReason.FORGOTTEN: {"forgotten": [False, True]},
-    RevisionReason.EXPIRED: {"forgotten": [False, True]},
-}
-
 
 def default_importance(memory_type: str) -> float:
     """The importance of a fact of this type when nobody gave one."""
     return DEFAULT_IMPORTANCE[MemoryType(memory_type)]
-
-
-def _snapshot(fact: Fact) -> dict[str, object]:
-    return {name: getattr(fact, name) for name in TRACKED_FIELDS}
-
-
-# The "before" of a fact that did not exist: a creation records every field it sets.
-_NOTHING = dict.fromkeys(TRACKED_FIELDS) | {"forgotten": False}
-
-
-def _jsonable(value: object) -> object:
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
-def revision_record(
-    *,
-    fact: Fact,
-    actor: str,
-    reason: str,
-    old_value: str,
-    before: dict | None = None,
-    note: str = "",
-) -> FactRevision:
-    """Record who changed what: ``changes`` holds every tracked field that differs from ``before``."""
-    after = _snapshot(fact)
-    if before is None:
-        changes = dict(_IMPLIED_CHANGES.get(reason, {}))
-    else:
-        changes = {
-            name: [_jsonable(before[name]), _jsonable(after[name])]
-            for name in TRACKED_FIELDS
-            if before[name] != after[name]
-            and not (before[name] is None and after[name] in ("", []))
-        }
-    return FactRevision.objects.create(
-        fact=fact,
-        actor=actor,
-        reason=reason,
-        old_value=old_value,
-        new_value=fact.value,
-        changes=changes,
-        note=note,
-    )
 
 
 def _stated(
@@ -443,20 +381,3 @@ def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
     index_enqueue(KIND_FACT, current.id)
     _sync(fact, current)
     return current
-
-
-def facts_accessed(fact_ids: Iterable[int]) -> int:
-    """Count one access (injected by auto-retrieval, returned to the agent by a search).
-
-    One UPDATE with F(): no read-modify-write race, no revision, no re-embedding
-    (``updated_at`` and the version are untouched: an access is not a change).
-    """
-    from django.db.models import F
-
-    ids = {int(i) for i in fact_ids}
-    if not ids:
-        return 0
-    # Every kind: the agent's self and goal items found by its tools count too.
-    return Fact.all_objects.filter(pk__in=ids, forgetting__isnull=True).update(
-        access_count=F("access_count") + 1, last_accessed_at=timezone.now()
-    )

@@ -102,7 +102,7 @@ def _not_expired():
 
 def exportable_agent_items(since: datetime | None = None):
     """The agent's self and goal items in the memory (see exportable_facts)."""
-    from memory.services.self_memory import AGENT_KINDS
+    from memory.services.self_memory_validate import AGENT_KINDS
 
     items = Fact.all_objects.filter(
         _not_expired(), forgetting__isnull=True, forgotten=False, kind__in=AGENT_KINDS

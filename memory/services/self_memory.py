@@ -13,7 +13,8 @@ and forget paths for a few dozen points, while ``type`` is already a keyword
 index that every owner search filters on (memory.stores.vectors.OWNER_KNOWLEDGE).
 The owner's reads never see them: ``Fact.objects`` (the default manager) and
 ``facts_active()`` return owner facts only, and the FTS index of facts leaves
-them out (fts_schema.FACTS_FTS_V3). This module reads them explicitly.
+them out (fts_schema.FACTS_FTS_V3). memory.services.self_memory_reads reads them
+explicitly.
 
 Dedup is the facts' own (memory.services.dedup): an exact restatement keys the
 same row and writes nothing; otherwise the embedding proposes candidates of the
@@ -26,16 +27,10 @@ a near-identical text updates.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
-import unicodedata
 from dataclasses import dataclass
 
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import ProhibitNullCharactersValidator
 from django.db import transaction
-from django.db.models import QuerySet
 
 from memory.exceptions import (
     DimensionMismatch,
@@ -44,7 +39,6 @@ from memory.exceptions import (
     StoreUnavailable,
 )
 from memory.models import (
-    KIND_CATEGORIES,
     Actor,
     Fact,
     FactKind,
@@ -53,15 +47,22 @@ from memory.models import (
     SelfCategory,
 )
 from memory.services.fact_ownership import owner_forgot
+from memory.services.self_memory_reads import (
+    KIND_LABELS,
+    NOT_FOUND_MESSAGE,
+    agent_item_get,
+    agent_items_active,
+)
+from memory.services.self_memory_validate import (
+    NEGATIONS,
+    _folded_words,
+    _no_nul,
+    agent_item_key,
+    agent_item_validate,
+)
 
 logger = logging.getLogger(__name__)
 
-AGENT_KINDS = (FactKind.SELF, FactKind.GOAL)
-CONTENT_MAX_CHARS = 1000
-# As the agent's own search tools (agent.tool_kit.MAX_QUERY_CHARS).
-QUERY_MAX_CHARS = 500
-QUERY_TOO_LONG_MESSAGE = "La recherche dépasse {limit} caractères : raccourcissez-la."
-SEARCH_LIMIT = 5
 ALREADY_DELETED_MESSAGE = "Déjà supprimé."
 # What a store did, as the agent's tools and the MCP tools say it.
 STORE_ACTION_MESSAGES = {
@@ -80,16 +81,10 @@ DEFAULT_IMPORTANCE = {
 }
 GOAL_IMPORTANCE = 0.7
 
-KIND_INVALID_MESSAGE = "Genre inconnu : « {kind} » (attendu : self ou goal)."
-CATEGORY_INVALID_MESSAGE = "Catégorie inconnue pour {kind} : « {category} » (attendu : {allowed})."
-CONTENT_EMPTY_MESSAGE = "Le contenu est vide."
-CONTENT_TOO_LONG_MESSAGE = "Le contenu est limité à {limit} caractères (il en a {length})."
-NOT_FOUND_MESSAGE = "Aucun souvenir {label} avec l'id {id}."
 REASON_MISSING_MESSAGE = "Donne la raison de la suppression."
 # A delete's reason is kept in its revision note: the agent's tools, MCP and /memory cap it.
 REASON_MAX_CHARS = 500
 REASON_TOO_LONG_MESSAGE = "La raison est limitée à {limit} caractères (elle en a {length})."
-KIND_LABELS = {FactKind.SELF: "sur moi-même", FactKind.GOAL: "d'objectif"}
 
 SELF_DEDUP_SYSTEM_PROMPT = """Tu maintiens ce qu'un agent sait de lui-même (ses capacités, \
 limites, préférences, relations, son contexte) ou ses objectifs.
@@ -111,59 +106,6 @@ class AgentItemResult:
     decided_by: str = "rule"  # rule | llm
 
 
-# --- Validation and keys ---------------------------------------------------------------------
-
-
-def _no_nul(text: str) -> None:
-    """The rule (and French message) DRF's CharField applies to every other tool's text."""
-    try:
-        ProhibitNullCharactersValidator()(text)
-    except DjangoValidationError as exc:
-        raise MemoryServiceError(exc.messages[0]) from None
-
-
-def agent_item_validate(*, kind: str, category: str, content: str) -> str:
-    """The cleaned content, or MemoryServiceError with a French message."""
-    if kind not in AGENT_KINDS:
-        raise MemoryServiceError(KIND_INVALID_MESSAGE.format(kind=kind))
-    allowed = KIND_CATEGORIES[kind]
-    if category not in allowed:
-        raise MemoryServiceError(
-            CATEGORY_INVALID_MESSAGE.format(
-                kind=kind, category=category, allowed=", ".join(allowed)
-            )
-        )
-    if not isinstance(content, str) or not content.strip():
-        raise MemoryServiceError(CONTENT_EMPTY_MESSAGE)
-    _no_nul(content)
-    content = " ".join(content.split())
-    if len(content) > CONTENT_MAX_CHARS:
-        raise MemoryServiceError(
-            CONTENT_TOO_LONG_MESSAGE.format(limit=CONTENT_MAX_CHARS, length=len(content))
-        )
-    return content
-
-
-def _folded_words(text: str) -> list[str]:
-    """Lower-case words without accents ("N'ai-je" -> ["n", "ai", "je"])."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return re.findall(r"[a-z0-9]+", plain)
-
-
-def agent_item_key(*, kind: str, content: str) -> str:
-    """The stable key of an item: its kind, first words and a hash of its words.
-
-    Case, accents and punctuation do not change it, so "Je peux lire le Lobby."
-    restated as "je peux lire le lobby" is the same row (nothing written).
-    """
-    words = _folded_words(content)
-    digest = hashlib.sha1(" ".join(words).encode()).hexdigest()[:10]
-    head = "_".join(words[:6])[:60].strip("_")
-    return f"{kind}_{head}_{digest}" if head else f"{kind}_{digest}"
-
-
-NEGATIONS = frozenset({"ne", "n", "pas", "plus", "jamais", "aucun", "aucune", "non", "sans"})
 OPPOSITE_CATEGORIES = {
     SelfCategory.CAPABILITY: SelfCategory.LIMITATION,
     SelfCategory.LIMITATION: SelfCategory.CAPABILITY,
@@ -187,122 +129,6 @@ def _contradicted(*, kind: str, category: str, content: str) -> Fact | None:
         if other_words == words and other_negated != negated:
             return item
     return None
-
-
-# --- Reads -------------------------------------------------------------------------------------
-
-
-def agent_items_active(*, kind: str) -> QuerySet[Fact]:
-    from memory.selectors import facts_active
-
-    return facts_active(kind=kind)
-
-
-def agent_items_list(*, kind: str | None = None, include_forgotten: bool = False) -> QuerySet[Fact]:
-    """The agent's items for the dashboard and the API, by kind and category."""
-    items = Fact.all_objects.filter(forgetting__isnull=True, kind__in=AGENT_KINDS)
-    if kind:
-        items = items.filter(kind=kind)
-    if not include_forgotten:
-        items = items.filter(forgotten=False)
-    return items.order_by("kind", "category", "-importance", "-updated_at")
-
-
-def agent_item_get(*, kind: str | None, item_id: int) -> Fact:
-    items = Fact.all_objects.filter(forgetting__isnull=True, kind__in=AGENT_KINDS)
-    if kind:
-        items = items.filter(kind=kind)
-    item = items.filter(pk=item_id).first()
-    if item is None:
-        label = KIND_LABELS.get(kind, "de l'agent")
-        raise MemoryServiceError(NOT_FOUND_MESSAGE.format(label=label, id=item_id))
-    return item
-
-
-@dataclass
-class AgentItemHit:
-    item: Fact
-    score: float | None
-
-
-def agent_item_search(
-    *, kind: str, query: str, category: str | None = None, limit: int = SEARCH_LIMIT
-) -> tuple[list[AgentItemHit], str]:
-    """Items of ``kind`` closest to ``query``, best first, and how they were found.
-
-    By meaning (Qdrant ``knowledge``, type = kind) above the tools' minimum
-    score; when that finds nothing or the store is down, by shared words; and
-    when a question is too vague for both ("qui je suis"), the most important
-    items (a handful: the agent knows little about itself). ``how`` is
-    "semantic", "words" or "important".
-    """
-    if category:
-        agent_item_validate(kind=kind, category=category, content="-")
-    active = agent_items_active(kind=kind)
-    if category:
-        active = active.filter(category=category)
-    hits: list[AgentItemHit] = []
-    try:
-        hits = _semantic(kind=kind, query=query, active=active, limit=limit)
-    except (StoreUnavailable, DimensionMismatch, EmbeddingInvalid) as exc:
-        logger.warning("self search: semantic search unavailable (%s)", exc)
-    if hits:
-        return hits, "semantic"
-    words = set(_folded_words(query)) - NEGATIONS
-    scored = []
-    for item in active:
-        shared = len(words & set(_folded_words(item.value)))
-        if shared:
-            scored.append((shared, item.importance, item))
-    if scored:
-        scored.sort(key=lambda t: (-t[0], -t[1]))
-        return [AgentItemHit(item, None) for _, _, item in scored[:limit]], "words"
-    important = active.order_by("-importance", "-updated_at")[:limit]
-    return [AgentItemHit(item, None) for item in important], "important"
-
-
-def agent_item_recall(
-    *, kind: str, query: str, category: str | None = None, limit: int = SEARCH_LIMIT
-) -> tuple[list[AgentItemHit], str]:
-    """The tools' search: agent_item_search, the items found counted as read."""
-    from memory.services.facts import facts_accessed
-
-    _no_nul(query)
-    if len(query) > QUERY_MAX_CHARS:
-        raise MemoryServiceError(QUERY_TOO_LONG_MESSAGE.format(limit=QUERY_MAX_CHARS))
-    hits, how = agent_item_search(kind=kind, query=query, category=category, limit=limit)
-    facts_accessed(hit.item.pk for hit in hits)
-    return hits, how
-
-
-def _semantic(*, kind: str, query: str, active: QuerySet[Fact], limit: int) -> list[AgentItemHit]:
-    from memory.selectors import memory_settings_get
-    from memory.services.index_documents import fact_point_type
-    from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
-    from memory.stores.vectors import KNOWLEDGE, get_vector_store
-
-    embedder = get_embedder()
-    vector = embedder.embed_query(query)
-    store = get_vector_store()
-    if store.collection_dimension(KNOWLEDGE) is None:
-        return []
-    threshold = cosine_threshold(embedder, memory_settings_get().search_min_score)
-    points = store.search(
-        KNOWLEDGE,
-        vector,
-        limit=limit * 3,
-        score_threshold=threshold,
-        filters={"type": fact_point_type(kind)},
-    )
-    scores = {
-        int(p.payload["row_id"]): relevance_score(embedder, p.score)
-        for p in points
-        if (p.payload or {}).get("row_id")
-    }
-    # T1 decides: a point of a row deleted or edited meanwhile shows the row as it is.
-    items = active.filter(pk__in=scores)
-    ranked = sorted(items, key=lambda item: -scores[item.pk])[:limit]
-    return [AgentItemHit(item, round(scores[item.pk], 3)) for item in ranked]
 
 
 # --- Writes ------------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ def _records(text: str) -> list[tuple[str, object]]:
 
 def seed_items_parse(text: str) -> list[SeedItem]:
     """The items of a seed file, every one checked, or MemoryServiceError naming the line."""
-    from memory.services.self_memory import agent_item_validate
+    from memory.services.self_memory_validate import agent_item_validate
 
     items = []
     for where, record in _records(text):
@@ -133,7 +133,8 @@ def self_seed(*, text: str) -> SeedReport:
     dedup compares on the spot) stops the whole seed, nothing stored, rather than add
     items unchecked. Beside `serve` the command has serve run it (serve_link).
     """
-    from memory.services.self_memory import agent_item_key, agent_item_store
+    from memory.services.self_memory import agent_item_store
+    from memory.services.self_memory_validate import agent_item_key
 
     items = seed_items_parse(text)
     report = SeedReport()

@@ -19,7 +19,7 @@ ROOM = "lobby"
 
 @pytest.fixture
 def world(vector_store, local_embedder, fake_anthropic, settings):
-    from memory.services.retrieval.sources import retrieval_warm
+    from memory.services.retrieval import retrieval_warm
 
     settings.AGENT_COALESCE_SECONDS = 0
     retrieval_warm()  # as serve does at start: the first message is not lost to a cold model

@@ -10,7 +10,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 
 from memory.exceptions import MemoryServiceError
 from memory.models import Fact
-from memory.services.self_memory import agent_item_validate
+from memory.services.self_memory_validate import agent_item_validate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

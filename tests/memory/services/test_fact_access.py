@@ -10,7 +10,8 @@ from django.test.utils import CaptureQueriesContext
 
 from agent.tools import ToolContext, tool_run
 from memory.models import Fact, FactRevision
-from memory.services.facts import fact_store, facts_accessed
+from memory.services.fact_access import facts_accessed
+from memory.services.facts import fact_store
 from memory.services.indexing import KIND_FACT, index_rows
 from memory.services.messages import message_save
 from memory.services.retrieval import auto_retrieve, auto_retrieve_preview

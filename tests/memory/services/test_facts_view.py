@@ -120,7 +120,7 @@ class FactsViewMachine(RuleBasedStateMachine):
     @rule()
     def accessed(self):
         """What must not invalidate the view: an injection's access count, an indexing pass."""
-        from memory.services.facts import facts_accessed
+        from memory.services.fact_access import facts_accessed
 
         facts_accessed(Fact.all_objects.values_list("id", flat=True))
         Fact.all_objects.update(index_state=IndexState.INDEXED, indexed_at=timezone.now())
@@ -152,7 +152,8 @@ def test_the_kept_view_always_equals_a_fresh_read(monkeypatch, time_machine):
 
 @pytest.mark.django_db
 def test_the_token_changes_with_content_not_with_accesses_or_indexing(monkeypatch):
-    from memory.services.facts import fact_store, fact_update, facts_accessed
+    from memory.services.fact_access import facts_accessed
+    from memory.services.facts import fact_store, fact_update
 
     monkeypatch.setattr(index_queue, "_send", lambda kind, row_ids: None)
     before = facts_generation()

@@ -21,11 +21,10 @@ from memory.services.search import memory_search
 from memory.services.self_memory import (
     agent_item_delete,
     agent_item_forget,
-    agent_item_key,
-    agent_item_recall,
-    agent_item_search,
     agent_item_store,
 )
+from memory.services.self_memory_reads import agent_item_recall, agent_item_search
+from memory.services.self_memory_validate import agent_item_key
 from tests.fakes.anthropic import text_message
 from tests.fakes.embedder import HashEmbedder, install
 

@@ -1,0 +1,73 @@
+"""A fact's revisions: who changed what, recorded by every write of a fact
+(memory.services.facts, memory.services.expiry).
+
+A revision keeps the old and new value and, in ``changes``, every tracked field that
+differs (``{"field": [old, new]}``); a forget or an expiry records the one thing it changes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memory.models import Fact, FactRevision, RevisionReason
+
+# Fields a revision records as {"field": [old, new]} (the value also has old_value/new_value).
+TRACKED_FIELDS = (
+    "value",
+    "memory_type",
+    "importance",
+    "subjects",
+    "expires_at",
+    "channel",
+    "source",
+    "forgotten",
+    "category",
+)
+# A forget or an expiry changes one thing; their callers do not pass a snapshot.
+_IMPLIED_CHANGES = {
+    RevisionReason.FORGOTTEN: {"forgotten": [False, True]},
+    RevisionReason.EXPIRED: {"forgotten": [False, True]},
+}
+
+
+def _snapshot(fact: Fact) -> dict[str, object]:
+    return {name: getattr(fact, name) for name in TRACKED_FIELDS}
+
+
+# The "before" of a fact that did not exist: a creation records every field it sets.
+_NOTHING = dict.fromkeys(TRACKED_FIELDS) | {"forgotten": False}
+
+
+def _jsonable(value: object) -> object:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def revision_record(
+    *,
+    fact: Fact,
+    actor: str,
+    reason: str,
+    old_value: str,
+    before: dict | None = None,
+    note: str = "",
+) -> FactRevision:
+    """Record who changed what: ``changes`` holds every tracked field that differs from ``before``."""
+    after = _snapshot(fact)
+    if before is None:
+        changes = dict(_IMPLIED_CHANGES.get(reason, {}))
+    else:
+        changes = {
+            name: [_jsonable(before[name]), _jsonable(after[name])]
+            for name in TRACKED_FIELDS
+            if before[name] != after[name]
+            and not (before[name] is None and after[name] in ("", []))
+        }
+    return FactRevision.objects.create(
+        fact=fact,
+        actor=actor,
+        reason=reason,
+        old_value=old_value,
+        new_value=fact.value,
+        changes=changes,
+        note=note,
+    )
