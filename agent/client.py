@@ -15,9 +15,7 @@ inside ``transaction.atomic``: SQLite would stay write-locked for the whole call
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import threading
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -32,6 +30,8 @@ from agent.exceptions import (
     LlmRequestRejected,
     LlmUnavailable,
 )
+from agent.llm_answers import message_text, parse_json_answer
+from agent.stream_usage import cut_usage_record
 
 if TYPE_CHECKING:
     import anthropic
@@ -54,8 +54,6 @@ __all__ = [
     "llm_json",
     "llm_message",
     "llm_stream",
-    "message_text",
-    "parse_json_answer",
 ]
 
 LLM_NOT_CONFIGURED_MESSAGE = (
@@ -67,15 +65,8 @@ LLM_UNAVAILABLE_MESSAGE = (
 )
 LLM_AUTH_MESSAGE = "Anthropic a refusé la clé d'API (HTTP {status}) : vérifiez ANTHROPIC_API_KEY."
 LLM_REJECTED_MESSAGE = "Anthropic a refusé la requête (HTTP {status}) : {detail}"
-LLM_INVALID_JSON_MESSAGE = "Le LLM n'a pas répondu en JSON valide ({detail})."
-LLM_EMPTY_MESSAGE = "réponse vide"
 LLM_UNREADABLE_MESSAGE = LLM_UNAVAILABLE_MESSAGE.format(detail="réponse illisible")
 STREAM_CUT_MESSAGE = LLM_UNAVAILABLE_MESSAGE.format(detail="la réponse a été interrompue en cours")
-
-# At most this many '{' / '[' are tried as the start of the JSON value in a
-# chatty answer: a hostile answer full of brackets costs a bounded time.
-JSON_START_ATTEMPTS = 20
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 
 _clients: dict[tuple, Any] = {}
 _clients_lock = threading.Lock()
@@ -243,10 +234,10 @@ def llm_stream(
                 # (``{}``, a gateway's JSON error). Nothing was consumed.
                 message = None
     except GeneratorExit:  # the reader went away mid-answer (a closed page)
-        _cut_usage_record(stream, *usage_args)
+        cut_usage_record(stream, *usage_args)
         raise
     except Exception as exc:
-        started = _cut_usage_record(stream, *usage_args)
+        started = cut_usage_record(stream, *usage_args)
         logger.warning("Anthropic stream (%s) failed: %s", purpose, exc)
         if started:  # the request was accepted, then the answer stopped: not a refusal
             raise LlmUnavailable(STREAM_CUT_MESSAGE) from exc
@@ -257,7 +248,7 @@ def llm_stream(
         logger.warning("Anthropic stream (%s): a 200 answer that is not a message", purpose)
         raise LlmUnavailable(LLM_UNREADABLE_MESSAGE)
     if message.stop_reason is None:  # no message_delta: the body ended early
-        _cut_usage_record(stream, *usage_args)
+        cut_usage_record(stream, *usage_args)
         raise LlmUnavailable(STREAM_CUT_MESSAGE)
     _message_check(message, purpose)
     usage = _usage_record(message, *usage_args)
@@ -282,47 +273,6 @@ def _message_check(message: Any, purpose: str) -> None:
         getattr(message, "type", None),
     )
     raise LlmUnavailable(LLM_UNREADABLE_MESSAGE)
-
-
-def _cut_usage_record(
-    stream: Any,
-    request: dict,
-    purpose: str,
-    channel: str,
-    retrieval_tokens: int,
-    retrieval_id: int | None,
-) -> bool:
-    """Record the usage of a stream that did not finish, if its message_start arrived
-    (else nothing was consumed); True if it had. Output tokens: the larger of what the
-    events said and an estimate of the text and tool input received."""
-    from agent.usage import usage_record
-    from memory.services.formatting import estimate_tokens
-
-    try:
-        snapshot = stream.current_message_snapshot  # asserts its message_start came
-    except (AttributeError, AssertionError):
-        snapshot = None
-    if snapshot is None:
-        return False
-    received = "".join(
-        getattr(block, "text", "") or json.dumps(getattr(block, "input", ""), ensure_ascii=False)
-        for block in snapshot.content
-    )
-    reported = snapshot.usage.output_tokens if snapshot.usage else 0
-    try:
-        usage_record(
-            model=snapshot.model or request["model"],
-            purpose=purpose,
-            channel=channel,
-            input_tokens=snapshot.usage.input_tokens if snapshot.usage else 0,
-            output_tokens=max(reported or 0, estimate_tokens(received)),
-            retrieval_tokens=retrieval_tokens,
-            retrieval_id=retrieval_id,
-            estimated=True,
-        )
-    except Exception:  # the answer's own error (or the reader's exit) matters more
-        logger.exception("usage of an interrupted stream (%s) not recorded", purpose)
-    return True
 
 
 def _request(
@@ -389,58 +339,6 @@ def llm_message(
         retrieval_tokens=retrieval_tokens,
         retrieval_id=retrieval_id,
     ).message
-
-
-def message_text(message: Any) -> str:
-    """The text blocks of an answer, joined (tool_use and thinking blocks left out)."""
-    parts = [block.text for block in message.content or [] if getattr(block, "type", "") == "text"]
-    return "\n".join(part for part in parts if part).strip()
-
-
-def parse_json_answer(text: str) -> object:
-    """The JSON value in an LLM's text answer.
-
-    Accepts bare JSON, JSON inside a ```json fence, and JSON preceded or followed
-    by prose. Raises LlmInvalidJson otherwise. NaN/Infinity are refused.
-    """
-    text = (text or "").strip()
-    if not text:
-        raise LlmInvalidJson(LLM_INVALID_JSON_MESSAGE.format(detail=LLM_EMPTY_MESSAGE))
-    candidates = [match.group(1).strip() for match in _FENCE.finditer(text)]
-    candidates.append(text)
-    decoder = json.JSONDecoder(parse_constant=_refuse_constant)
-    error = "aucun objet JSON"
-    for candidate in candidates:
-        try:
-            return decoder.decode(candidate)
-        except (ValueError, RecursionError) as exc:
-            error = str(exc)[:120]
-        # JSON inside prose: the longest value that decodes from a '{' or '['
-        # ("voir [1] : [{...}]" gives the list of facts, not [1]).
-        best: tuple[int, object] | None = None
-        attempts = 0
-        index = 0
-        while attempts < JSON_START_ATTEMPTS:
-            starts = [i for i in (candidate.find("{", index), candidate.find("[", index)) if i >= 0]
-            if not starts:
-                break
-            start = min(starts)
-            attempts += 1
-            try:
-                value, end = decoder.raw_decode(candidate, start)
-            except (ValueError, RecursionError):
-                index = start + 1
-                continue
-            if best is None or end - start > best[0]:
-                best = (end - start, value)
-            index = end
-        if best is not None:
-            return best[1]
-    raise LlmInvalidJson(LLM_INVALID_JSON_MESSAGE.format(detail=error))
-
-
-def _refuse_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
 
 
 def llm_json(

@@ -66,7 +66,8 @@ def channel_compact(*, channel: str) -> Summary | None:
     The LLM is called outside any transaction. Raises the LLM's errors
     (LlmUnavailable is transient: the task retries).
     """
-    from agent.client import llm_available, llm_message, message_text
+    from agent.client import llm_available, llm_message
+    from agent.llm_answers import message_text
     from memory.services.indexing import KIND_SUMMARY, index_enqueue
 
     if not llm_available():

@@ -227,8 +227,9 @@ def _answer(
 def _answer_batch(
     *, channel: str, messages: list[Message], source: str, stream: bool
 ) -> Generator[tuple[str, Any], None, ChatResult]:
-    from agent.client import llm_call, llm_stream, message_text
+    from agent.client import llm_call, llm_stream
     from agent.followups import exchange_followups_enqueue
+    from agent.llm_answers import message_text
     from memory.services.messages import message_save
 
     # What was forgotten or erased before now is out of what this answer reads; a

@@ -34,11 +34,11 @@ from memory.api.serializers import (
     FactRevisionSerializer,
     MemoryRetrievalSerializer,
     MemorySettingsSerializer,
-    MemoryStatsSerializer,
     RetrievalListQuerySerializer,
     SearchQuerySerializer,
     SearchResultSerializer,
 )
+from memory.api.serializers_stats import MemoryStatsSerializer
 from memory.exceptions import FactNotFound
 from memory.models import Actor, Fact, FactKind
 from memory.selectors import (

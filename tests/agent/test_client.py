@@ -17,8 +17,8 @@ from agent.client import (
     llm_call,
     llm_json,
     llm_message,
-    parse_json_answer,
 )
+from agent.llm_answers import parse_json_answer
 from agent.models import LlmUsage
 from tests.fakes.anthropic import (
     error_reply,

@@ -26,12 +26,11 @@ from memory.services.maintenance import source_ids
 from memory.services.messages import message_save
 from memory.services.portability import FORMAT_NAME, export_lines, memory_export
 from memory.services.portability_import import (
-    CONFLICT_FORGOTTEN,
-    CONFLICT_VALUE,
     ImportLineError,
     memory_import,
     memory_import_lines,
 )
+from memory.services.portability_import_records import CONFLICT_FORGOTTEN, CONFLICT_VALUE
 from memory.services.settings import memory_settings_update
 from memory.stores.fts import fts_search
 
@@ -362,7 +361,7 @@ def test_a_bad_fact_line_and_a_bad_revision_are_named(tmp_path):
 
 def test_batches_keep_replies_and_fact_sources_across_their_boundaries(tmp_path, monkeypatch):
     """Rows are inserted by batches; a reply or a fact pointing into any batch gets the right id."""
-    import memory.services.portability_import as importing
+    import memory.services.portability_import_records as importing
 
     monkeypatch.setattr(importing, "BATCH", 3)
     _memory()

@@ -1,0 +1,376 @@
+"""The records of a memory import, one by one: each matched on its stable key, new rows
+written by batches (memory.services.portability_import reads the file and states the rules).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+
+from memory.exceptions import MemoryServiceError
+from memory.models import (
+    FACT_ASIDE_KEY_PATTERN,
+    Fact,
+    FactRevision,
+    MemorySettings,
+    Message,
+    Summary,
+    validate_fact_key_shape,
+)
+from memory.services.erased_marks import (
+    MESSAGE_KEY,
+    fact_mark,
+    marks_known,
+    message_mark,
+    summary_mark,
+)
+from memory.services.forgetting_restated import key_unaside
+from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
+from memory.services.messages import BAD_CHANNEL, EMPTY_MESSAGE, channel_validate
+from memory.services.portability import MESSAGE_FIELDS, NOTES_FIELDS, SETTINGS_FIELDS
+from memory.services.portability_validate import (
+    BAD_TYPE,
+    DUPLICATE_ID,
+    DUPLICATE_KEY,
+    FACT_AGENT_SPEC,
+    MESSAGE_OBSERVED_SPEC,
+    MISSING_FIELD,
+    NOT_OBJECT,
+    RECORD_TYPES,
+    SPECS,
+    UNKNOWN_FIELDS,
+    UNKNOWN_REF,
+    UNKNOWN_TYPE,
+    ImportLineError,
+    model_check,
+    record_check,
+    settings_check,
+)
+from memory.services.settings import memory_settings_update
+
+__all__ = [
+    "CONFLICT_ERASED",
+    "CONFLICT_FORGOTTEN",
+    "CONFLICT_VALUE",
+    "ImportReport",
+    "Importer",
+]
+
+CONFLICT_VALUE = "fait « {key} » : une autre valeur existe ici, elle est gardée."
+CONFLICT_FORGOTTEN = "fait « {key} » : oublié dans cette mémoire, il le reste."
+CONFLICT_ERASED = "fait « {key} » : effacé de cette mémoire, non réimporté."
+FORGOTTEN_ROW = "{kind} du {date} : oublié dans cette mémoire, non réimporté."
+# New rows are written by batches (one INSERT per batch; the FTS triggers fire per row).
+BATCH = 500
+# The natural key of a message: (channel, role, author, source, created_at, content digest).
+assert set(MESSAGE_KEY) == set(MESSAGE_FIELDS) - {"compacted"}
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def _message_key(values: dict) -> tuple:
+    return (*(values[name] for name in MESSAGE_KEY[:-1]), _digest(values["content"]))
+
+
+@dataclass
+class ImportReport:
+    created: dict[str, int] = field(default_factory=dict)
+    unchanged: dict[str, int] = field(default_factory=dict)
+    conflicts: list[str] = field(default_factory=list)
+    settings_changed: list[str] = field(default_factory=list)
+    records: int = 0
+    seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        """Records read per second."""
+        return self.records / self.seconds if self.seconds else 0.0
+
+    def count(self, bucket: dict[str, int], kind: str, n: int = 1) -> None:
+        bucket[kind] = bucket.get(kind, 0) + n
+
+
+class Importer:
+    """One pass over the records; rows to create wait in batches, flushed in file order."""
+
+    def __init__(self) -> None:
+        self.report = ImportReport()
+        self.message_ids: dict[int, int | Message | None] = {}  # file id -> row (id or to insert)
+        self.forgotten: set[int] = set()  # file ids of messages forgotten in this memory
+        self.fact_keys: set[str] = set()
+        self.new: dict[str, list[int]] = {KIND_MESSAGE: [], KIND_SUMMARY: [], KIND_FACT: []}
+        # What this memory holds, read once: the matching keys of messages and facts.
+        self._messages: dict[tuple, tuple[int | Message, bool]] | None = None
+        self._facts: dict[str, tuple[str, bool]] | None = None
+        self._erased: set[str] | None = None
+        self._message_batch: list[tuple[int, Message, int | None]] = []
+        self._fact_batch: list[tuple[Fact, datetime, list[FactRevision]]] = []
+
+    def record(self, line: int, record: object) -> None:
+        if not isinstance(record, dict):
+            raise ImportLineError(line, NOT_OBJECT)
+        kind = record.get("type")
+        if kind not in RECORD_TYPES:
+            if kind is None:
+                raise ImportLineError(line, MISSING_FIELD.format(name="type"))
+            raise ImportLineError(
+                line, UNKNOWN_TYPE.format(type=kind, types=", ".join(RECORD_TYPES))
+            )
+        getattr(self, f"_{kind}")(line, record)
+        self.report.records += 1
+
+    # --- settings -------------------------------------------------------------------------
+
+    def _settings(self, line: int, record: dict) -> None:
+        values = {k: v for k, v in record.items() if k != "type"}
+        unknown = sorted(set(values) - set(SETTINGS_FIELDS))
+        if unknown:
+            raise ImportLineError(line, UNKNOWN_FIELDS.format(names=", ".join(unknown)))
+        settings_check(line, values)
+        self._settings_apply(line, values)
+
+    def _context_notes(self, line: int, record: dict) -> None:
+        values = record_check(line, record, SPECS["context_notes"])
+        self._settings_apply(line, {name: values[short] for name, short in NOTES_FIELDS.items()})
+
+    def _settings_apply(self, line: int, values: dict) -> None:
+        current = MemorySettings.load()
+        changes = {k: v for k, v in values.items() if getattr(current, k) != v}
+        if not changes:
+            return
+        try:
+            memory_settings_update(changes=changes)
+        except ValidationError as exc:
+            parts = [f"« {n} » : {' '.join(m)}" for n, m in exc.message_dict.items()]
+            raise ImportLineError(line, "réglages invalides, " + " ; ".join(parts)) from None
+        except MemoryServiceError as exc:
+            raise ImportLineError(line, str(exc)) from None
+        self.report.settings_changed.extend(sorted(changes))
+
+    # --- messages and summaries -----------------------------------------------------------
+
+    def _existing_messages(self) -> dict[tuple, tuple[int | Message, bool]]:
+        if self._messages is None:
+            rows = Message.all_objects.values_list(
+                *MESSAGE_KEY, "id", "forgetting_id", "memory_excluded"
+            )
+            self._messages = {
+                (*row[:5], _digest(row[5])): (row[6], row[7] is not None or row[8])
+                for row in rows.iterator(chunk_size=2000)
+            }
+        return self._messages
+
+    def _was_erased(self, mark: str) -> bool:
+        if self._erased is None:
+            self._erased = marks_known()
+        return mark in self._erased
+
+    def _message(self, line: int, record: dict) -> None:
+        observed = {k: record[k] for k in MESSAGE_OBSERVED_SPEC if k in record}
+        record = {k: v for k, v in record.items() if k not in MESSAGE_OBSERVED_SPEC}
+        values = record_check(line, record, SPECS["message"])
+        if observed:
+            # A message of an observed room: a live extract until the digest read it.
+            observed = record_check(line, observed, {k: MESSAGE_OBSERVED_SPEC[k] for k in observed})
+            values["observed"] = observed.get("observed") or None  # the model's flag: true or null
+            values["digested_at"] = observed.get("digested_at")
+        file_id, reply_to = values.pop("id"), values.pop("reply_to")
+        if file_id in self.message_ids:
+            raise ImportLineError(line, DUPLICATE_ID.format(id=file_id))
+        if reply_to is not None and reply_to not in self.message_ids:
+            raise ImportLineError(line, UNKNOWN_REF.format(name="reply_to", id=reply_to))
+        try:
+            values["channel"] = channel_validate(values["channel"])
+        except ValidationError:
+            raise ImportLineError(line, f"champ « channel » : {BAD_CHANNEL}") from None
+        if not values["content"].strip():
+            raise ImportLineError(line, f"champ « content » : {EMPTY_MESSAGE}")
+        message = Message(**values)
+        model_check(line, message, exclude=["reply_to", "forgetting"])
+        if reply_to in self.forgotten:
+            # Its exchange is forgotten here: the reply stays out too.
+            self._left_out(file_id, values)
+            return
+        existing = self._existing_messages()
+        key = _message_key(values)
+        if key in existing:
+            row, forgotten = existing[key]
+            self.message_ids[file_id] = row
+            if forgotten:
+                self.forgotten.add(file_id)
+            self._kept("message", forgotten, values["created_at"])
+            return
+        if self._was_erased(message_mark(values)):
+            self._left_out(file_id, values)
+            return
+        existing[key] = (message, False)
+        self.message_ids[file_id] = message
+        self._message_batch.append((file_id, message, reply_to))
+        if len(self._message_batch) >= BATCH:
+            self._flush_messages()
+
+    def _left_out(self, file_id: int, values: dict) -> None:
+        """A message forgotten or erased here: neither it nor what points at it comes in."""
+        self.message_ids[file_id] = None
+        self.forgotten.add(file_id)
+        self._kept("message", True, values["created_at"], present=False)
+
+    def _row_id(self, file_id: int | None) -> int | None:
+        """The row id of a message of the file (the waiting batch is written if it holds it)."""
+        if file_id is None or file_id in self.forgotten:
+            return None
+        target = self.message_ids[file_id]
+        if isinstance(target, Message):
+            if target.id is None:
+                self._flush_messages()
+            return target.id
+        return target
+
+    def _flush_messages(self) -> None:
+        batch, self._message_batch = self._message_batch, []
+        if not batch:
+            return
+        # One INSERT for the batch; replies then get the ids of what they answer.
+        Message.all_objects.bulk_create([message for _, message, _ in batch])
+        replies = []
+        for file_id, message, reply_to in batch:
+            self.message_ids[file_id] = message.id
+            self.new[KIND_MESSAGE].append(message.id)
+            if reply_to is not None:
+                message.reply_to_id = self._row_id(reply_to)
+                replies.append(message)
+        if replies:
+            Message.all_objects.bulk_update(replies, ["reply_to"])
+        self.report.count(self.report.created, "message", len(batch))
+
+    def _summary(self, line: int, record: dict) -> None:
+        values = record_check(line, record, SPECS["summary"])
+        key = {k: values[k] for k in ("channel", "created_at", "content")}
+        existing = Summary.all_objects.filter(**key).values_list("id", "forgetting_id").first()
+        if existing is None and self._was_erased(summary_mark(key)):
+            self._kept("summary", True, values["created_at"], present=False)
+            return
+        if existing is not None:
+            self._kept("summary", existing[1] is not None, values["created_at"])
+            return
+        summary = Summary(**values)
+        model_check(line, summary, exclude=["forgetting"])
+        summary.save(force_insert=True)
+        self.new[KIND_SUMMARY].append(summary.id)
+        self.report.count(self.report.created, "summary")
+
+    def _kept(self, kind: str, forgotten: bool, date: datetime, present: bool = True) -> None:
+        if forgotten:
+            label = {"message": "message", "summary": "résumé"}[kind]
+            self.report.conflicts.append(
+                FORGOTTEN_ROW.format(kind=label, date=date.isoformat(timespec="seconds"))
+            )
+        if present:
+            self.report.count(self.report.unchanged, kind)
+
+    # --- facts ----------------------------------------------------------------------------
+
+    def _existing_facts(self) -> dict[str, tuple[str, bool]]:
+        if self._facts is None:
+            rows = Fact.all_objects.values_list("key", "value", "forgotten", "forgetting_id")
+            self._facts, aside = {}, {}
+            for key, value, forgotten, forgetting_id in rows.iterator():
+                hidden = forgotten or forgetting_id is not None
+                self._facts[key] = (value, forgotten)
+                if hidden and FACT_ASIDE_KEY_PATTERN.search(key):
+                    # Forgotten, and set aside when its key was stated again: under its own
+                    # key, an older export's fact is the one forgotten here (the newer one
+                    # holding that key may have been erased since).
+                    aside[key_unaside(key)] = (value, True)
+            for key, held in aside.items():
+                self._facts.setdefault(key, held)
+        return self._facts
+
+    def _fact(self, line: int, record: dict) -> None:
+        agent = {k: record[k] for k in FACT_AGENT_SPEC if k in record}
+        record = {k: v for k, v in record.items() if k not in FACT_AGENT_SPEC}
+        values = record_check(line, record, SPECS["fact"])
+        values.update(
+            record_check(line, agent, {k: FACT_AGENT_SPEC[k] for k in agent}) if agent else {}
+        )
+        revisions = values.pop("revisions")
+        source_message = values.pop("source_message")
+        if not isinstance(revisions, list):
+            raise ImportLineError(line, BAD_TYPE.format(name="revisions", expected="une liste"))
+        rows = []
+        for number, revision in enumerate(revisions, start=1):
+            where = f"révision {number}, "
+            if not isinstance(revision, dict):
+                raise ImportLineError(line, where + NOT_OBJECT)
+            rows.append(record_check(line, revision, SPECS["revision"], where))
+        if source_message is not None and source_message not in self.message_ids:
+            raise ImportLineError(
+                line, UNKNOWN_REF.format(name="source_message", id=source_message)
+            )
+        key = values["key"]
+        if key in self.fact_keys:
+            raise ImportLineError(line, DUPLICATE_KEY.format(key=key))
+        self.fact_keys.add(key)
+        fact = Fact(**values)
+        exclude = ["source_message", "forgetting"]
+        if FACT_ASIDE_KEY_PATTERN.search(key):
+            # A fact this memory restored beside the owner's newer one keeps the key a
+            # forget set it aside under (memory.services.forgetting_restated): an export
+            # holds it and it comes back under it. Of the key rule, its shape applies.
+            exclude.append("key")
+            try:
+                validate_fact_key_shape(key)
+            except ValidationError as exc:
+                raise ImportLineError(line, f"champ « key » : {' '.join(exc.messages)}") from None
+        model_check(line, fact, exclude=exclude)
+        revisions = [FactRevision(**row) for row in rows]
+        for number, revision in enumerate(revisions, start=1):
+            model_check(line, revision, exclude=["fact"], where=f"révision {number}, ")
+        existing = self._existing_facts().get(key)
+        if existing is not None:
+            value, forgotten = existing
+            if forgotten:
+                self.report.conflicts.append(CONFLICT_FORGOTTEN.format(key=key))
+            elif value != values["value"]:
+                self.report.conflicts.append(CONFLICT_VALUE.format(key=key))
+            self.report.count(self.report.unchanged, "fact")
+            return
+        if self._was_erased(fact_mark(key, values["value"])):
+            self.report.conflicts.append(CONFLICT_ERASED.format(key=key))
+            return
+        fact.source_message_id = self._row_id(source_message)
+        self._fact_batch.append((fact, values["updated_at"], revisions))
+        if len(self._fact_batch) >= BATCH:
+            self._flush_facts()
+
+    def _flush_facts(self) -> None:
+        batch, self._fact_batch = self._fact_batch, []
+        if not batch:
+            return
+        facts = Fact.all_objects.bulk_create([fact for fact, _, _ in batch])
+        # updated_at is auto_now: the fact's date (what retrieval reads) is the file's.
+        for fact, updated_at, _ in batch:
+            fact.updated_at = updated_at
+        Fact.all_objects.bulk_update(facts, ["updated_at"])
+        revisions = []
+        for fact, _, rows in batch:
+            for revision in rows:
+                revision.fact_id = fact.id
+                revisions.append(revision)
+        FactRevision.objects.bulk_create(revisions, batch_size=BATCH)
+        self.new[KIND_FACT].extend(fact.id for fact in facts)
+        self.report.count(self.report.created, "fact", len(facts))
+        self.report.count(self.report.created, "revision", len(revisions))
+
+    def finish(self) -> None:
+        """Write what waits, then leave the new rows pending for the indexer (a task on commit)."""
+        self._flush_messages()
+        self._flush_facts()
+        for kind, ids in self.new.items():
+            for start in range(0, len(ids), BATCH):
+                rows_changed(kind, ids[start : start + BATCH])
