@@ -20,13 +20,11 @@ from typing import Any
 
 from memory.exceptions import DimensionMismatch, StoreUnavailable
 from memory.stores import edge_engine
-from memory.stores.edge_engine import EDGE_ERROR_MESSAGE
+from memory.stores.edge_engine import EDGE_ERROR_MESSAGE, EDGE_LOCKED_MESSAGE
 from memory.stores.vector_cache import PointVectorCache
 from memory.stores.vectors import (
     COLLECTIONS,
-    DATETIME_FIELDS,
     DIMENSION_MISMATCH_MESSAGE,
-    KEYWORD_FIELDS,
     SCROLL_PAGE,
     STORE_CLOSED_MESSAGE,
     Filters,
@@ -45,13 +43,6 @@ logger = logging.getLogger(__name__)
 # tests move it.
 _clock = time.monotonic
 
-EDGE_LOCK_FILE = ".makilab.lock"
-EDGE_LOCKED_MESSAGE = (
-    "Le dossier Qdrant {path} est déjà ouvert par un autre processus : la base "
-    "vectorielle embarquée n'a qu'un propriétaire. Arrêtez l'autre processus, ou "
-    "configurez QDRANT_URL pour partager un serveur Qdrant."
-)
-
 
 class EdgeVectorStore:
     """Qdrant Edge shards in ``path/<collection>/``; thread-safe; one owner process."""
@@ -66,32 +57,16 @@ class EdgeVectorStore:
         # folder's one writer, so each write below drops what it changes.
         self._vector_cache = PointVectorCache()
         self._closed = False
-        self._lock_fd: int | None = None
+        self._lock_fd: int | None = None  # the folder's lock (edge_engine.folder_lock)
         self._last_used = float("-inf")  # _clock() of the last search, read or write
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreUnavailable(EDGE_ERROR_MESSAGE.format(path=self.path, detail=exc)) from exc
-        self._acquire_folder_lock()
+        self._lock_fd = edge_engine.folder_lock(self.path)
 
     def __repr__(self) -> str:
         return f"<EdgeVectorStore {self.path}>"
-
-    def _acquire_folder_lock(self) -> None:
-        import fcntl
-
-        # Our own lock on top of the WAL's: it covers every collection of the folder,
-        # including those not opened yet, and it is released by the kernel if the
-        # process dies, so a crash never leaves a stale lock behind.
-        fd = os.open(self.path / EDGE_LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            os.close(fd)
-            raise StoreUnavailable(EDGE_LOCKED_MESSAGE.format(path=self.path)) from exc
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._lock_fd = fd
 
     def _collection_path(self, name: str) -> Path:
         if name not in COLLECTIONS and (not name.isidentifier() or name.startswith("_")):
@@ -179,24 +154,8 @@ class EdgeVectorStore:
             logger.info("Created Qdrant Edge collection %s (%d dims) in %s", name, dimension, path)
 
     def _ensure_indexes(self, shard: Any) -> None:
-        import qdrant_edge as qe
-
         try:
-            existing = set(shard.info().payload_schema)
-            for field_name in KEYWORD_FIELDS:
-                if field_name not in existing:
-                    shard.update(
-                        qe.UpdateOperation.create_field_index(
-                            field_name, qe.PayloadSchemaType.Keyword
-                        )
-                    )
-            for field_name in DATETIME_FIELDS:
-                if field_name not in existing:
-                    shard.update(
-                        qe.UpdateOperation.create_field_index(
-                            field_name, qe.PayloadSchemaType.Datetime
-                        )
-                    )
+            edge_engine.payload_indexes_ensure(shard)
         except Exception as exc:
             raise self._error(exc) from exc
 
@@ -408,22 +367,12 @@ class EdgeVectorStore:
             return self._dimensions[name], self._embedders[name]
 
     def optimize(self, *, min_unindexed: int = 0, quiet_s: float = 0.0) -> dict[str, int]:
-        """Build the search (HNSW) index of collections holding unindexed points.
-
-        Qdrant Edge never optimizes by itself: without this every search is an
-        exact scan, whose cost grows with the collection (×5 from 10k to 100k
-        points). Blocking, and the binding holds the GIL while it runs (the
-        benchmark's 100k points: 15 s with the int8 copy, 28 s without; 7,000
-        points added to them: 5.3 s without; a segment below Qdrant's indexing
-        threshold, ~6,500 vectors of 384
-        dimensions, is left to exact search): call it at start, after a reindex
-        or a bulk load, or when the store was neither searched, read nor written for
-        ``quiet_s`` seconds (the periodic maintenance), never on a request.
-        Only collections with at least ``min_unindexed`` points outside the
-        index are rebuilt, and those whose indexed segments lack the int8 copy
-        (built by an earlier version): those are rebuilt with it whatever the
-        minimum. Returns {collection: points that were outside the index, or all
-        its points when segments were rebuilt for the copy} for those it built.
+        """Build the search (HNSW) index of the collections with at least ``min_unindexed``
+        points outside it, or indexed segments without the int8 copy (edge_engine.
+        shard_optimize: blocking, for seconds at 100k points); {collection: points
+        built}. Not within ``quiet_s`` seconds of a search, read or write: call it at
+        start, after a reindex or a bulk load, or from the periodic upkeep, never on a
+        request.
         """
         optimized: dict[str, int] = {}
         with self._lock:
@@ -434,18 +383,13 @@ class EdgeVectorStore:
                 if shard is None:
                     continue
                 try:
-                    info = shard.info()
-                    outside = info.points_count - info.indexed_vectors_count
-                    without_copy = edge_engine.indexed_without_copy(self._collection_path(name))
-                    if outside < max(1, min_unindexed) and not without_copy:
-                        continue
-                    # False: nothing to build (a segment below the indexing threshold).
-                    # The engine also rebuilds the segments whose configuration changed.
-                    built = shard.optimize()
+                    built = edge_engine.shard_optimize(
+                        shard, self._collection_path(name), min_unindexed
+                    )
                 except Exception as exc:
                     raise self._error(exc) from exc
-                if built:
-                    optimized[name] = info.points_count if without_copy else outside
+                if built is not None:
+                    optimized[name] = built
         if optimized:
             logger.info("Qdrant Edge search index built: %s", optimized)
         return optimized
