@@ -106,8 +106,7 @@ def fact_candidates(
 
     from memory.models import IndexState
     from memory.selectors import facts_active
-    from memory.services.index_documents import fact_point_type
-    from memory.services.indexing import fact_text
+    from memory.services.index_documents import fact_point_type, fact_text
     from memory.stores.embedders import get_embedder
     from memory.stores.vectors import KNOWLEDGE, get_vector_store
 
@@ -164,7 +163,7 @@ _compared_lock = threading.Lock()
 
 def compared_vectors(embedder, facts: list[Fact]) -> list:
     """The embeddings of ``facts``' texts, those kept from an earlier call not computed again."""
-    from memory.services.indexing import fact_text
+    from memory.services.index_documents import fact_text
 
     texts = [fact_text(f) for f in facts]
     keys = [hashlib.blake2b(text.encode(), digest_size=16).hexdigest() for text in texts]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from memory.exceptions import StoreUnavailable
 from memory.models import Fact, Message, Summary
@@ -40,6 +41,8 @@ COLLECTION_KINDS = {
     "knowledge": (KIND_FACT, KIND_SUMMARY),
     "live": (KIND_MESSAGE,),
 }
+
+logger = logging.getLogger(__name__)
 
 
 def collections_for(choice: str) -> list[str]:
@@ -146,12 +149,18 @@ def search_index_maintain(*, quiet_s: float = SEARCH_INDEX_QUIET_S) -> dict[str,
     restore), once the burst of writes and searches is over.
 
     The keyword indexes are merged first when their segments piled up
-    (memory.stores.fts_upkeep.fts_merge; whatever state the vector store is in).
+    (memory.stores.fts_upkeep.fts_merge; whatever state the vector store is in). A
+    merge SQLite refuses (the database locked past the busy timeout, the disk full)
+    is left to the next upkeep: it never keeps the vectors' index from being built,
+    nor `serve` from starting.
     """
     from memory.stores.fts_upkeep import fts_merge
     from memory.stores.vectors import get_vector_store
 
-    fts_merge()
+    try:
+        fts_merge()
+    except DatabaseError as exc:
+        logger.warning("keyword indexes not merged (next upkeep): %s", exc)
     return get_vector_store().optimize(min_unindexed=SEARCH_INDEX_MIN_UNINDEXED, quiet_s=quiet_s)
 
 

@@ -83,3 +83,24 @@ def test_the_search_index_upkeep_merges_the_keyword_indexes(monkeypatch, vector_
     assert fts_segments("messages_fts") == 1
     assert fts_segments("facts_fts") == 1
     assert _answers() == answers
+
+
+def test_a_merge_sqlite_refuses_leaves_the_vectors_index_built(monkeypatch, vector_store, caplog):
+    """The database locked past the busy timeout (or the disk full) while merging: the
+    merge waits for the next upkeep, the vectors' index is still built, and `serve`,
+    which runs the upkeep at start, still starts."""
+    from django.db import OperationalError
+
+    from memory.services import maintenance
+
+    def locked(table: str) -> int:
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(fts_upkeep, "fts_segments", locked)
+    built: list[bool] = []
+    monkeypatch.setattr(
+        type(vector_store), "optimize", lambda self, **kw: built.append(True) or {"x": 1}
+    )
+    assert maintenance.search_index_maintain(quiet_s=0) == {"x": 1}
+    assert built == [True]
+    assert "keyword indexes not merged" in caplog.text
