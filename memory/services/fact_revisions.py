@@ -30,12 +30,12 @@ _IMPLIED_CHANGES = {
 }
 
 
-def _snapshot(fact: Fact) -> dict[str, object]:
+def fact_snapshot(fact: Fact) -> dict[str, object]:
     return {name: getattr(fact, name) for name in TRACKED_FIELDS}
 
 
 # The "before" of a fact that did not exist: a creation records every field it sets.
-_NOTHING = dict.fromkeys(TRACKED_FIELDS) | {"forgotten": False}
+NO_FACT = dict.fromkeys(TRACKED_FIELDS) | {"forgotten": False}
 
 
 def _jsonable(value: object) -> object:
@@ -52,7 +52,7 @@ def revision_record(
     note: str = "",
 ) -> FactRevision:
     """Record who changed what: ``changes`` holds every tracked field that differs from ``before``."""
-    after = _snapshot(fact)
+    after = fact_snapshot(fact)
     if before is None:
         changes = dict(_IMPLIED_CHANGES.get(reason, {}))
     else:

@@ -28,7 +28,7 @@ from memory.services.fact_ownership import (
     owned_after,
     owner_forgot,
 )
-from memory.services.fact_revisions import _NOTHING, _snapshot, revision_record
+from memory.services.fact_revisions import NO_FACT, fact_snapshot, revision_record
 from memory.services.forgetting_restated import fact_key_back, set_aside, stated_before_forget
 from memory.services.indexing import KIND_FACT, index_enqueue
 from memory.services.ttl import parse_ttl
@@ -183,7 +183,7 @@ def fact_store(
         fact.full_clean()
         fact.save()
         reason = RevisionReason.EXTRACTED if actor == Actor.AGENT else RevisionReason.CREATED
-        revision_record(fact=fact, actor=actor, reason=reason, old_value="", before=_NOTHING)
+        revision_record(fact=fact, actor=actor, reason=reason, old_value="", before=NO_FACT)
         index_enqueue(KIND_FACT, fact.id)
         return fact, True
     if actor == Actor.AGENT:
@@ -287,7 +287,7 @@ def fact_update(
             for name, value in quiet.items():
                 setattr(current, name, value)
         return current
-    before = _snapshot(current)
+    before = fact_snapshot(current)
     old_value = current.value
     for name, value in changes.items():
         setattr(current, name, value)
@@ -332,7 +332,7 @@ def fact_forget(*, fact: Fact, actor: str, note: str = "") -> Fact:
     current = Fact.all_objects.select_for_update().get(pk=fact.pk)
     if current.forgotten:
         return current
-    before = _snapshot(current)
+    before = fact_snapshot(current)
     current.forgotten = True
     current.forgotten_at = timezone.now()
     current.save(update_fields=["forgotten", "forgotten_at", "updated_at"])
@@ -361,7 +361,7 @@ def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
     expired = current.is_expired
     if not current.forgotten and not expired:
         return current
-    before = _snapshot(current)
+    before = fact_snapshot(current)
     current.forgotten = False
     current.forgotten_at = None
     if expired:

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from memory.exceptions import StoreUnavailable
-from memory.stores.vectors import EMBEDDER_KEY, INT8_OVERSAMPLING, INT8_QUANTILE, Filters
+from memory.stores.vectors import (
+    DATETIME_FIELDS,
+    EMBEDDER_KEY,
+    INT8_OVERSAMPLING,
+    INT8_QUANTILE,
+    KEYWORD_FIELDS,
+    Filters,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -185,8 +192,6 @@ def folder_lock(path: Path) -> int:
 def payload_indexes_ensure(shard: Any) -> None:
     """Index the payload fields filters read (keywords, dates), those a shard lacks."""
     import qdrant_edge as qe
-
-    from memory.stores.vectors import DATETIME_FIELDS, KEYWORD_FIELDS
 
     existing = set(shard.info().payload_schema)
     for field_name in KEYWORD_FIELDS:

@@ -34,7 +34,8 @@ FTS_MERGE_MIN_SEGMENTS = 8
 
 def fts_segments(table: str) -> int:
     """How many segments ``table``'s index has (each has rows in its ``_idx`` table)."""
-    assert table in KEYWORD_INDEXES
+    if table not in KEYWORD_INDEXES:  # the name goes into the SQL
+        raise ValueError(f"not a keyword index: {table!r}")
     return raw_fetchall(f"SELECT count(DISTINCT segid) FROM {table}_idx", [])[0][0]
 
 
