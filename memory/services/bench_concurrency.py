@@ -23,6 +23,10 @@ from collections.abc import Callable
 from memory.services.bench_data import bench_question
 from memory.services.benchmarks import Timing
 
+# Issue 15's target: at 4 callers, at least 0.7 of the bare embedder's ceiling.
+TARGET_CALLERS = 4
+TARGET_CEILING_SHARE = 0.7
+
 
 def concurrency_levels_parse(text: str) -> list[int]:
     """'1,2,4' -> [1, 2, 4], '' -> [] (no concurrency run); ValueError with a French
@@ -133,6 +137,13 @@ def concurrency_measure(*, levels: list[int], calls: int, out: Callable[[str], N
             f"  | bare embedder {bare.cpu_ms:6.1f} ms a call ({bare.cores:.2f} cores busy)"
             f"  | beside the embedding {pre_hook.cpu_ms - bare.cpu_ms:6.1f} ms a call"
         )
+    for level, pre_hook, _ in rows:
+        if level == TARGET_CALLERS:
+            ratio = f"{pre_hook.rate / ceiling:.2f}"  # as printed on the level's line
+            out(
+                f"target    {level} callers {ratio}x the ceiling, the target"
+                f" {TARGET_CEILING_SHARE:g}x: {'met' if float(ratio) >= TARGET_CEILING_SHARE else 'not met'}"
+            )
 
 
 class _Side:

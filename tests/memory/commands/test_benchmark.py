@@ -43,7 +43,12 @@ def test_benchmark_serve_indexing_feeds_a_real_serve_over_http_until_all_is_inde
     text = out.getvalue()
     assert re.search(r"floor\s+[\d.]+ rows/s \(embed \+ upsert, batches of 32, 40 texts\)", text)
     assert re.search(r"serve\s+[\d.]+ rows/s \(40 messages posted over HTTP", text)
-    assert re.search(r"ratio\s+[\d.]+ of the floor", text)
+    ratio = re.search(r"ratio\s+([\d.]+) of the floor", text)
+    verdict = re.search(
+        r"^target    ([\d.]+)x the floor, the target 0\.8x: (met|not met)$", text, re.M
+    )
+    assert ratio and verdict and verdict.group(1) == ratio.group(1)
+    assert verdict.group(2) == ("met" if float(ratio.group(1)) >= 0.8 else "not met")
     assert re.search(r"posts\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms .*\(n=40\)", text)
     assert list(Message.objects.values_list("content", flat=True)) == ["le vrai message"]
 
@@ -102,6 +107,15 @@ def test_benchmark_retrieval_prints_each_stage_and_its_ratio_to_the_floor_it_mea
         text,
         re.M,
     )
+    # The verdict, against the target for this size, from the ratio printed above.
+    printed = re.search(r"ratio\s+total / embedding: p50 [\d.]+x  p95 ([\d.]+)x", text)
+    verdict = re.search(
+        r"^target    total / embedding p95 ([\d.]+)x, the target at 60 memories 1\.3x: (met|not met)$",
+        text,
+        re.M,
+    )
+    assert verdict and verdict.group(1) == printed.group(1)
+    assert verdict.group(2) == ("met" if float(verdict.group(1)) <= 1.3 else "not met")
     kept = re.search(
         r"^keywords  OR budget \d+ rows, rank window \d+: top-16 kept ([\d.]+) of the unbounded",
         text,
@@ -128,12 +142,13 @@ def test_benchmark_retrieval_with_concurrency_prints_each_level_beside_the_ceili
     out = StringIO()
     call_command(
         "benchmark", "retrieval", "--memories", "40", "--queries", "2",
-        "--concurrency", "1,2", "--calls", "6", stdout=out,
+        "--concurrency", "1,4", "--calls", "6", stdout=out,
     )  # fmt: skip
     text = out.getvalue()
     ceiling = re.search(r"^concurrency: 6 calls per level; ceiling ([\d.]+) calls/s", text, re.M)
     assert ceiling and float(ceiling.group(1)) > 0
-    for level in (1, 2):
+    ratios = {}
+    for level in (1, 4):
         line = re.search(
             rf"^callers\s+{level}\s+pre-hook\s+([\d.]+) calls/s\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms"
             r"\s+\| bare embedder\s+([\d.]+) calls/s.*\| ratio to ceiling ([\d.]+)x$",
@@ -144,6 +159,7 @@ def test_benchmark_retrieval_with_concurrency_prints_each_level_beside_the_ceili
         rate, bare, ratio = (float(g) for g in line.groups())
         assert bare <= float(ceiling.group(1))
         assert ratio == pytest.approx(rate / float(ceiling.group(1)), abs=0.01)
+        ratios[level] = line.group(3)
         # Where the level's CPU goes: the pre-hook's per call, the bare embedder's, the rest.
         cpu = re.search(
             rf"^cpu\s+{level}\s+pre-hook\s+([\d.]+) ms a call \(([\d.]+) cores busy\)"
@@ -157,6 +173,12 @@ def test_benchmark_retrieval_with_concurrency_prints_each_level_beside_the_ceili
         assert pre > 0 and bare_cpu > 0
         assert 0 < pre_cores <= os.cpu_count() + 0.5 and 0 < bare_cores <= os.cpu_count() + 0.5
         assert beside == pytest.approx(pre - bare_cpu, abs=0.11)
+    # The verdict at 4 callers, from the ratio printed on its line.
+    verdict = re.search(
+        r"^target    4 callers ([\d.]+)x the ceiling, the target 0\.7x: (met|not met)$", text, re.M
+    )
+    assert verdict and verdict.group(1) == ratios[4]
+    assert verdict.group(2) == ("met" if float(ratios[4]) >= 0.7 else "not met")
 
 
 @pytest.mark.parametrize("levels", ["0", "1,x", ",", "1,99"])
@@ -205,3 +227,14 @@ def test_benchmark_retrieval_refuses_a_negative_count_in_french():
 
     with pytest.raises(CommandError, match="ne peuvent pas être négatifs"):
         call_command("benchmark", "retrieval", "--memories", "10", "--notes", "-1")
+
+
+@pytest.mark.parametrize(
+    ("memories", "target"),
+    [(60, 1.3), (10_000, 1.3), (31_623, 1.4), (100_000, 1.5), (1_000_000, 1.5)],
+)
+def test_the_pre_hooks_target_is_1_3x_at_10k_memories_and_1_5x_at_100k(memories, target):
+    """Issue 15's targets, on a log scale in between."""
+    from memory.services.benchmarks import target_p95_ratio
+
+    assert target_p95_ratio(memories) == pytest.approx(target, abs=0.001)
