@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import secrets
 from collections.abc import Collection
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -238,3 +239,15 @@ def env_rate(name: str, default: str | None) -> str | None:
             f"or None, not {raw!r}."
         )
     return raw.lower()
+
+
+def env_secret_key(data_dir: Path) -> str:
+    """SECRET_KEY from DJANGO_SECRET_KEY, else one generated once into ``data_dir``."""
+    key = env_secret("DJANGO_SECRET_KEY")
+    if key:
+        return key
+    key_file = data_dir / "secret_key"
+    if not key_file.exists():
+        key_file.touch(mode=0o600)
+        key_file.write_text(secrets.token_urlsafe(50), encoding="utf-8")
+    return key_file.read_text(encoding="utf-8").strip()

@@ -9,7 +9,6 @@ the file MAKILAB_ENV_FILE names) is read first; the real environment wins.
 
 from __future__ import annotations
 
-import secrets
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from makilab.env import (
     env_list,
     env_rate,
     env_secret,
+    env_secret_key,
     env_str,
     env_url,
 )
@@ -37,19 +37,7 @@ DATA_DIR = Path(env_str("MAKILAB_DATA_DIR") or BASE_DIR / "var").resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 
-def _secret_key() -> str:
-    """SECRET_KEY from the environment, else one generated once into the data dir."""
-    key = env_secret("DJANGO_SECRET_KEY")
-    if key:
-        return key
-    key_file = DATA_DIR / "secret_key"
-    if not key_file.exists():
-        key_file.touch(mode=0o600)
-        key_file.write_text(secrets.token_urlsafe(50), encoding="utf-8")
-    return key_file.read_text(encoding="utf-8").strip()
-
-
-SECRET_KEY = _secret_key()
+SECRET_KEY = env_secret_key(DATA_DIR)
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
