@@ -4,8 +4,9 @@ The embedded store (memory.stores.vectors_edge) opens one shard per collection
 folder: the engine's configuration for it (created and at every load), its
 search parameters and filters, its payload indexes and when to build its search
 index, the files read beside the engine's own (its dimension, the record of the
-embedder that filled it, whether its index predates the int8 copy), and the lock
-of the whole folder. The engine is imported inside functions only.
+embedder that filled it, whether its index predates the int8 copy), the lock
+of the whole folder, and the engine's errors told as ours. The engine is
+imported inside functions only.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import functools
 import json
 import logging
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from memory.stores.vectors import (
     INT8_QUANTILE,
     KEYWORD_FIELDS,
     Filters,
+    current_embedder,
 )
 
 logger = logging.getLogger(__name__)
@@ -52,6 +55,15 @@ EDGE_LOCKED_MESSAGE = (
     "vectorielle embarquée n'a qu'un propriétaire. Arrêtez l'autre processus, ou "
     "configurez QDRANT_URL pour partager un serveur Qdrant."
 )
+
+
+def engine_error(path: Path, exc: BaseException) -> StoreUnavailable:
+    """The engine's error ``exc`` told as the store's in ``path`` (a lock held elsewhere
+    named as such)."""
+    detail = str(exc)
+    if "WouldBlock" in detail or "lock" in detail.lower():
+        return StoreUnavailable(EDGE_LOCKED_MESSAGE.format(path=path))
+    return StoreUnavailable(EDGE_ERROR_MESSAGE.format(path=path, detail=detail))
 
 
 def folder_dimension(folder: Path) -> int | None:
@@ -95,6 +107,18 @@ def record_write(name: str, folder: Path, embedder: str) -> None:
         os.replace(partial, path)
     except OSError as exc:
         logger.warning("Qdrant Edge collection %s: record not written (%s)", name, exc)
+
+
+def record_adopted(name: str, folder: Path) -> str:
+    """The collection's record (record_read); a folder without one is recorded as filled
+    by the embedder in use (record_write)."""
+    recorded = record_read(name, folder)
+    if recorded is None:
+        # A folder from before the record: the embedder in use adopts it.
+        recorded = current_embedder()
+        record_write(name, folder, recorded)
+        logger.info("Qdrant Edge collection %s recorded as filled by %s", name, recorded)
+    return recorded
 
 
 def indexed_without_copy(shard_path: Path) -> bool:
@@ -170,6 +194,32 @@ def _edge_filter_built(key: tuple) -> Any:
     return qe.Filter(must=conditions)
 
 
+def shard_load(path: Path, folder: Path, dimension: int) -> Any:
+    """The shard in ``folder``, of ``dimension`` (folder_dimension); errors told as the
+    store's in ``path`` (engine_error)."""
+    import qdrant_edge as qe
+
+    try:
+        return qe.EdgeShard.load(str(folder), edge_config(dimension))
+    except Exception as exc:  # the binding raises bare Exception
+        raise engine_error(path, exc) from exc
+
+
+def shard_create(path: Path, folder: Path, dimension: int) -> Any:
+    """A new shard in ``folder``, which holds no collection (folder_dimension None);
+    errors told as the store's in ``path`` (engine_error)."""
+    import qdrant_edge as qe
+
+    if folder.exists():
+        # A folder without edge_config.json: a creation interrupted by a
+        # crash. Nothing in it is readable; start again.
+        shutil.rmtree(folder)
+    try:
+        return qe.EdgeShard.create(str(folder), edge_config(dimension))
+    except Exception as exc:
+        raise engine_error(path, exc) from exc
+
+
 def folder_lock(path: Path) -> int:
     """Lock the store's folder for this process; the lock file's descriptor (closing it
     releases the lock). Raises StoreUnavailable when another process holds it."""
@@ -187,6 +237,16 @@ def folder_lock(path: Path) -> int:
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     return fd
+
+
+def folder_open(path: Path) -> int:
+    """Create the store's folder if needed and lock it (folder_lock); the lock file's
+    descriptor."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreUnavailable(EDGE_ERROR_MESSAGE.format(path=path, detail=exc)) from exc
+    return folder_lock(path)
 
 
 def payload_indexes_ensure(shard: Any) -> None:

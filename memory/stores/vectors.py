@@ -111,6 +111,16 @@ def scored_hit(point: Any, *, with_vectors: bool, floats: bool = False) -> Vecto
     )
 
 
+def stored_hit(record: Any, *, with_vectors: bool, floats: bool = False) -> VectorHit:
+    """A point read by id from either engine (id, payload, vector) as a VectorHit of score 1."""
+    return VectorHit(
+        str(record.id),
+        1.0,
+        dict(record.payload or {}),
+        plain_vector(record.vector, floats=floats) if with_vectors else None,
+    )
+
+
 @functools.lru_cache(maxsize=32_768)
 def point_id(kind: str, row_id: int) -> str:
     """The Qdrant point id of a row: uuid5 of a fixed namespace and ``"kind:row_id"``.

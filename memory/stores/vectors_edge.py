@@ -20,7 +20,6 @@ from typing import Any
 
 from memory.exceptions import DimensionMismatch, StoreUnavailable
 from memory.stores import edge_engine
-from memory.stores.edge_engine import EDGE_ERROR_MESSAGE, EDGE_LOCKED_MESSAGE
 from memory.stores.vector_cache import PointVectorCache
 from memory.stores.vectors import (
     COLLECTIONS,
@@ -35,6 +34,7 @@ from memory.stores.vectors import (
     current_embedder,
     plain_vector,
     scored_hit,
+    stored_hit,
 )
 
 logger = logging.getLogger(__name__)
@@ -59,11 +59,7 @@ class EdgeVectorStore:
         self._closed = False
         self._lock_fd: int | None = None  # the folder's lock (edge_engine.folder_lock)
         self._last_used = float("-inf")  # _clock() of the last search, read or write
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreUnavailable(EDGE_ERROR_MESSAGE.format(path=self.path, detail=exc)) from exc
-        self._lock_fd = edge_engine.folder_lock(self.path)
+        self._lock_fd = edge_engine.folder_open(self.path)
 
     def __repr__(self) -> str:
         return f"<EdgeVectorStore {self.path}>"
@@ -72,12 +68,6 @@ class EdgeVectorStore:
         if name not in COLLECTIONS and (not name.isidentifier() or name.startswith("_")):
             raise ValueError(f"invalid collection name: {name!r}")
         return self.path / name
-
-    def _error(self, exc: BaseException) -> StoreUnavailable:
-        detail = str(exc)
-        if "WouldBlock" in detail or "lock" in detail.lower():
-            return StoreUnavailable(EDGE_LOCKED_MESSAGE.format(path=self.path))
-        return StoreUnavailable(EDGE_ERROR_MESSAGE.format(path=self.path, detail=detail))
 
     def _check_open(self) -> None:
         if self._closed:
@@ -98,23 +88,10 @@ class EdgeVectorStore:
         dimension = edge_engine.folder_dimension(self._collection_path(name))
         if dimension is None:
             return None
-        import qdrant_edge as qe
-
-        try:
-            shard = qe.EdgeShard.load(
-                str(self._collection_path(name)), edge_engine.edge_config(dimension)
-            )
-        except Exception as exc:  # the binding raises bare Exception
-            raise self._error(exc) from exc
+        shard = edge_engine.shard_load(self.path, self._collection_path(name), dimension)
         self._shards[name] = shard
         self._dimensions[name] = dimension
-        recorded = edge_engine.record_read(name, self._collection_path(name))
-        if recorded is None:
-            # A folder from before the record: the embedder in use adopts it.
-            recorded = current_embedder()
-            self._record_embedder(name, recorded)
-            logger.info("Qdrant Edge collection %s recorded as filled by %s", name, recorded)
-        self._embedders[name] = recorded
+        self._embedders[name] = edge_engine.record_adopted(name, self._collection_path(name))
         try:
             self._ensure_indexes(shard)  # a folder of an earlier version may lack some
         except StoreUnavailable as exc:  # filters then scan: no reason to refuse a delete
@@ -136,17 +113,8 @@ class EdgeVectorStore:
                     )
                 check_embedder(name, self._embedders.get(name), embedder)
                 return
-            import qdrant_edge as qe
-
             path = self._collection_path(name)
-            if path.exists():
-                # A folder without edge_config.json: a creation interrupted by a
-                # crash. Nothing in it is readable; start again.
-                shutil.rmtree(path)
-            try:
-                shard = qe.EdgeShard.create(str(path), edge_engine.edge_config(dimension))
-            except Exception as exc:
-                raise self._error(exc) from exc
+            shard = edge_engine.shard_create(self.path, path, dimension)
             self._shards[name] = shard
             self._dimensions[name] = dimension
             self._record_embedder(name, embedder or current_embedder())
@@ -157,7 +125,7 @@ class EdgeVectorStore:
         try:
             edge_engine.payload_indexes_ensure(shard)
         except Exception as exc:
-            raise self._error(exc) from exc
+            raise edge_engine.engine_error(self.path, exc) from exc
 
     def upsert(self, name: str, points: list[VectorPoint], *, embedder: str | None = None) -> None:
         """Write ``points``, made by ``embedder`` (default: the one in use)."""
@@ -180,7 +148,7 @@ class EdgeVectorStore:
                 # Synchronous: applied and written to the shard's WAL when it returns.
                 shard.update(operation)
             except Exception as exc:
-                raise self._error(exc) from exc
+                raise edge_engine.engine_error(self.path, exc) from exc
 
     def search(
         self,
@@ -225,7 +193,7 @@ class EdgeVectorStore:
             try:
                 points = shard.query(request)
             except Exception as exc:
-                raise self._error(exc) from exc
+                raise edge_engine.engine_error(self.path, exc) from exc
         return [scored_hit(p, with_vectors=with_vectors, floats=True) for p in points]
 
     def delete(self, name: str, ids: list[str]) -> None:
@@ -242,7 +210,7 @@ class EdgeVectorStore:
             try:
                 shard.update(qe.UpdateOperation.delete_points(list(ids)))
             except Exception as exc:
-                raise self._error(exc) from exc
+                raise edge_engine.engine_error(self.path, exc) from exc
 
     def retrieve(
         self, name: str, ids: list[str], *, with_vectors: bool = False, with_payload: bool = True
@@ -261,16 +229,8 @@ class EdgeVectorStore:
                     list(ids), with_payload=with_payload, with_vector=with_vectors
                 )
             except Exception as exc:
-                raise self._error(exc) from exc
-        return [
-            VectorHit(
-                str(r.id),
-                1.0,
-                dict(r.payload or {}),
-                plain_vector(r.vector, floats=True) if with_vectors else None,
-            )
-            for r in records
-        ]
+                raise edge_engine.engine_error(self.path, exc) from exc
+        return [stored_hit(r, with_vectors=with_vectors, floats=True) for r in records]
 
     def vectors(self, name: str, ids: list[str]) -> dict[str, Any]:
         """The stored vectors of those ``ids`` the collection holds (read-only float64
@@ -287,7 +247,7 @@ class EdgeVectorStore:
                 try:
                     records = shard.retrieve(missing, with_payload=False, with_vector=True)
                 except Exception as exc:
-                    raise self._error(exc) from exc
+                    raise edge_engine.engine_error(self.path, exc) from exc
                 for record in records:
                     vector = plain_vector(record.vector, floats=True)
                     if vector is not None:
@@ -305,7 +265,7 @@ class EdgeVectorStore:
             try:
                 return int(shard.count(qe.CountRequest(exact=True)))
             except Exception as exc:
-                raise self._error(exc) from exc
+                raise edge_engine.engine_error(self.path, exc) from exc
 
     def iter_ids(self, name: str) -> Iterator[str]:
         import qdrant_edge as qe
@@ -327,7 +287,7 @@ class EdgeVectorStore:
                         )
                     )
                 except Exception as exc:
-                    raise self._error(exc) from exc
+                    raise edge_engine.engine_error(self.path, exc) from exc
             for record in records:
                 yield str(record.id)
             if offset is None:
@@ -387,7 +347,7 @@ class EdgeVectorStore:
                         shard, self._collection_path(name), min_unindexed
                     )
                 except Exception as exc:
-                    raise self._error(exc) from exc
+                    raise edge_engine.engine_error(self.path, exc) from exc
                 if built is not None:
                     optimized[name] = built
         if optimized:
@@ -400,7 +360,7 @@ class EdgeVectorStore:
                 try:
                     shard.flush()
                 except Exception as exc:
-                    raise self._error(exc) from exc
+                    raise edge_engine.engine_error(self.path, exc) from exc
 
     def close(self) -> None:
         """Flush and close every shard, then release the folder. Idempotent."""

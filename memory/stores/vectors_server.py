@@ -16,6 +16,7 @@ from typing import Any
 from makilab.env import url_redacted
 from memory.exceptions import DimensionMismatch, EmbedderMismatch, StoreUnavailable
 from memory.stores import server_engine
+from memory.stores.server_engine import CollectionGone
 from memory.stores.vectors import (
     COLLECTIONS,
     DATETIME_FIELDS,
@@ -30,8 +31,8 @@ from memory.stores.vectors import (
     check_embedder,
     check_vectors,
     current_embedder,
-    plain_vector,
     scored_hit,
+    stored_hit,
 )
 
 logger = logging.getLogger(__name__)
@@ -40,17 +41,9 @@ logger = logging.getLogger(__name__)
 # collection for another model meanwhile (`reindex --recreate` beside serve).
 RECORD_REFRESH_S = 30.0
 
-SERVER_UNREACHABLE_MESSAGE = "Serveur Qdrant injoignable ({url}) : {detail}"
-SERVER_ERROR_MESSAGE = "Le serveur Qdrant ({url}) a répondu une erreur : {detail}"
-
 
 def _clock() -> float:
     return time.monotonic()
-
-
-class _CollectionGone(Exception):
-    """The server no longer has a collection this process knew: dropped elsewhere
-    (e.g. `reindex --recreate` run from another process)."""
 
 
 class ServerVectorStore:
@@ -91,46 +84,16 @@ class ServerVectorStore:
     @contextlib.contextmanager
     def _errors(self, name: str | None = None) -> Iterator[None]:
         """Map qdrant-client's errors to ours. With ``name``, a missing collection
-        raises ``_CollectionGone`` and its cached dimension is forgotten."""
+        raises ``CollectionGone`` and its cached dimension is forgotten."""
         if self._closed:
             raise StoreUnavailable(STORE_CLOSED_MESSAGE)
-        import httpx
-        from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
-
         try:
-            yield
-        except ResponseHandlingException as exc:
-            raise StoreUnavailable(
-                SERVER_UNREACHABLE_MESSAGE.format(
-                    url=self.url, detail=self._scrubbed(exc.source or exc)
-                )
-            ) from exc
-        except (httpx.TransportError, ConnectionError, TimeoutError) as exc:
-            raise StoreUnavailable(
-                SERVER_UNREACHABLE_MESSAGE.format(url=self.url, detail=self._scrubbed(exc))
-            ) from exc
-        except UnexpectedResponse as exc:
-            if name is not None and exc.status_code == 404:
-                self._dimensions.pop(name, None)
-                self._embedders.pop(name, None)
-                raise _CollectionGone(name) from exc
-            detail = self._scrubbed(f"HTTP {exc.status_code} {exc.content[:200]!r}")
-            raise StoreUnavailable(
-                SERVER_ERROR_MESSAGE.format(url=self.url, detail=detail)
-            ) from exc
-        except ValueError as exc:  # qdrant-client's local mode says it this way
-            if name is not None and "not found" in str(exc):
-                self._dimensions.pop(name, None)
-                self._embedders.pop(name, None)
-                raise _CollectionGone(name) from exc
+            with server_engine.client_errors(self.url, self._secrets, name):
+                yield
+        except CollectionGone:
+            self._dimensions.pop(name, None)
+            self._embedders.pop(name, None)
             raise
-
-    def _scrubbed(self, detail: object) -> str:
-        """An error's text without the URL's user info (an httpx error may quote the URL)."""
-        text = str(detail)
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
 
     def collection_dimension(self, name: str) -> int | None:
         with self._errors():
@@ -142,13 +105,13 @@ class ServerVectorStore:
         try:
             with self._errors(name):
                 info = self.client.get_collection(name)
-        except _CollectionGone:
+        except CollectionGone:
             return None
         recorded = (info.config.metadata or {}).get(EMBEDDER_KEY)
         if recorded is None:
             # A collection from before the record: the embedder in use adopts it.
             recorded = current_embedder()
-            with contextlib.suppress(_CollectionGone), self._errors(name):
+            with contextlib.suppress(CollectionGone), self._errors(name):
                 self.client.update_collection(name, metadata={EMBEDDER_KEY: recorded})
             logger.info("Qdrant collection %s recorded as filled by %s", name, recorded)
         self._embedders[name] = str(recorded)
@@ -261,7 +224,7 @@ class ServerVectorStore:
         try:
             with self._errors(name):
                 self.client.upsert(name, points=structs, wait=True)
-        except _CollectionGone:
+        except CollectionGone:
             self.ensure_collection(name, dimension, embedder=embedder)
             with self._errors():
                 self.client.upsert(name, points=structs, wait=True)
@@ -299,7 +262,7 @@ class ServerVectorStore:
                     with_vectors=with_vectors,
                     search_params=server_engine.search_params(),
                 )
-        except _CollectionGone:
+        except CollectionGone:
             return []
         return [scored_hit(p, with_vectors=with_vectors) for p in response.points]
 
@@ -308,7 +271,7 @@ class ServerVectorStore:
             return
         from qdrant_client import models
 
-        with contextlib.suppress(_CollectionGone), self._errors(name):
+        with contextlib.suppress(CollectionGone), self._errors(name):
             self.client.delete(
                 name, points_selector=models.PointIdsList(points=list(ids)), wait=True
             )
@@ -323,17 +286,9 @@ class ServerVectorStore:
                 records = self.client.retrieve(
                     name, ids=list(ids), with_payload=with_payload, with_vectors=with_vectors
                 )
-        except _CollectionGone:
+        except CollectionGone:
             return []
-        return [
-            VectorHit(
-                str(r.id),
-                1.0,
-                dict(r.payload or {}),
-                plain_vector(r.vector) if with_vectors else None,
-            )
-            for r in records
-        ]
+        return [stored_hit(r, with_vectors=with_vectors) for r in records]
 
     def vectors(self, name: str, ids: list[str]) -> dict[str, Any]:
         """The stored vectors of those ``ids`` the collection holds, as float64 arrays
@@ -352,7 +307,7 @@ class ServerVectorStore:
         try:
             with self._errors(name):
                 return int(self.client.count(name, exact=True).count)
-        except _CollectionGone:
+        except CollectionGone:
             return 0
 
     def iter_ids(self, name: str) -> Iterator[str]:
@@ -369,7 +324,7 @@ class ServerVectorStore:
                         with_payload=False,
                         with_vectors=False,
                     )
-            except _CollectionGone:
+            except CollectionGone:
                 return
             for record in records:
                 yield str(record.id)
@@ -391,14 +346,14 @@ class ServerVectorStore:
             if name in self._int8_checked:
                 continue
             try:
-                with self._errors(name):  # a collection that does not exist: _CollectionGone
+                with self._errors(name):  # a collection that does not exist: CollectionGone
                     info = self.client.get_collection(name)
                     if info.config.quantization_config is None:
                         self.client.update_collection(
                             name, quantization_config=server_engine.int8_copy()
                         )
                         logger.info("Qdrant collection %s: int8 copy asked", name)
-            except _CollectionGone:
+            except CollectionGone:
                 continue
             except StoreUnavailable as exc:
                 logger.warning("Qdrant upkeep postponed: %s", exc)
