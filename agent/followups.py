@@ -33,7 +33,7 @@ def exchange_followups_enqueue(
     exchange is already saved.
     """
     from agent.compaction import compaction_job_enqueue
-    from agent.extraction import extraction_job_enqueue
+    from agent.extraction_jobs import extraction_job_enqueue
 
     try:
         with transaction.atomic():

@@ -20,7 +20,7 @@ def extract_and_save_facts(
     tool_results: list[str] | None = None,
 ) -> str:
     """The exchange's extraction job, recorded once and run; what happened ("done", …)."""
-    from agent.extraction import extraction_job_enqueue
+    from agent.extraction_jobs import extraction_job_enqueue
     from memory.services.jobs import job_run
 
     job = extraction_job_enqueue(

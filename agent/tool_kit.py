@@ -1,5 +1,6 @@
 """What every memory__* tool is made of: its context, its outcome, its definition, and the
-schema pieces and wording the tool modules share (agent.tools, agent.tools_self)."""
+schema pieces and wording the tool modules share (agent.tools, agent.tools_memory,
+agent.tools_self)."""
 
 from __future__ import annotations
 

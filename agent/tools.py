@@ -9,13 +9,11 @@ with a French message, never as an exception out of the loop.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.utils.text import slugify
 
 from agent.tool_kit import (  # ToolContext, ToolOutcome and Tool: the names callers know
     DATE,
@@ -24,13 +22,20 @@ from agent.tool_kit import (  # ToolContext, ToolOutcome and Tool: the names cal
     Tool,
     ToolContext,
     ToolOutcome,
-    relative_time,
     schema,
 )
 from agent.tools_forget import forget_run
+from agent.tools_memory import (
+    delete_fact_run,
+    index_run,
+    recent_run,
+    search_run,
+    search_text_run,
+    store_fact_run,
+)
 from agent.tools_self import SELF_TOOLS
 from memory.exceptions import MemoryServiceError
-from memory.models import FactSource, MemoryType
+from memory.models import MemoryType
 
 logger = logging.getLogger(__name__)
 
@@ -46,138 +51,6 @@ MAX_FORGET_IDS = 2000
 UNKNOWN_TOOL_MESSAGE = "Outil inconnu : {name}."
 INVALID_INPUT_MESSAGE = "Entrée invalide pour {name} : {detail}"
 TOOL_FAILED_MESSAGE = "L'outil {name} a échoué : {detail}"
-
-
-# --- Shaping results -------------------------------------------------------------------
-
-
-def _hit(hit) -> dict:
-    return {
-        "id": hit.id,
-        "kind": hit.kind,
-        "score": round(float(hit.score), 3),
-        "type": hit.type,
-        "channel": hit.channel,
-        "when": relative_time(hit.date),
-        "date": hit.date.isoformat() if hit.date else None,
-        **({"key": hit.key} if hit.key else {}),
-        "text": hit.excerpt,
-    }
-
-
-def _fact(fact) -> dict:
-    return {
-        "key": fact.key,
-        "value": fact.value,
-        "type": fact.memory_type,
-        "importance": fact.importance,
-        "subjects": list(fact.subjects or []),
-        "channel": fact.channel,
-        "updated": relative_time(fact.updated_at),
-        "expires_at": fact.expires_at.isoformat() if fact.expires_at else None,
-    }
-
-
-# --- The tools -----------------------------------------------------------------------------
-
-
-def _filters(tool_input: dict):
-    """The search filters of a tool call (memory.services.search.search_filters_build)."""
-    from memory.services.search import search_filters_build
-
-    return search_filters_build(**{k: tool_input[k] for k in FILTER_PARAMS if k in tool_input})
-
-
-def _search(tool_input: dict, context: ToolContext) -> dict:
-    from memory.services.fact_access import facts_accessed
-    from memory.services.search import memory_search
-
-    hits = memory_search(
-        query=tool_input["query"],
-        mode="semantic",
-        limit=tool_input.get("limit", 5),
-        filters=_filters(tool_input),
-    )
-    # Never the message being answered: the LLM has it already.
-    hits = [h for h in hits if not (h.kind == "exchange" and int(h.id) in context.message_ids)]
-    facts_accessed(int(h.id) for h in hits if h.kind == "fact")
-    return {"query": tool_input["query"], "results": [_hit(h) for h in hits]}
-
-
-def _search_text(tool_input: dict, context: ToolContext) -> dict:
-    from memory.services.fact_access import facts_accessed
-    from memory.services.search import memory_search
-
-    hits = memory_search(
-        query=tool_input["query"],
-        mode="text",
-        limit=tool_input.get("limit", 10),
-        filters=_filters(tool_input),
-    )
-    hits = [h for h in hits if not (h.kind == "message" and int(h.id) in context.message_ids)]
-    facts_accessed(int(h.id) for h in hits if h.kind == "fact")
-    return {"query": tool_input["query"], "results": [_hit(h) for h in hits]}
-
-
-def index_key(text: str) -> str:
-    """A stable key for a manually indexed text: its first words and a short hash."""
-    digest = hashlib.sha1(text.encode()).hexdigest()[:8]
-    words = slugify(" ".join(text.split()[:6])).replace("-", "_")[:60].strip("_")
-    return f"note_{words}_{digest}" if words else f"note_{digest}"
-
-
-def _index(tool_input: dict, context: ToolContext) -> dict:
-    from memory.services.dedup import fact_remember
-
-    text = tool_input["text"].strip()
-    result = fact_remember(
-        key=index_key(text),
-        value=text,
-        memory_type=MemoryType.FACT,
-        source=FactSource.TOOL,
-        channel=context.channel,
-        source_message_id=context.message_ids[-1] if context.message_ids else None,
-        actor=context.actor,
-    )
-    return {"indexed": True, "action": result.action, "key": result.fact.key}
-
-
-def _store_fact(tool_input: dict, context: ToolContext) -> dict:
-    from memory.services.dedup import fact_remember
-
-    result = fact_remember(
-        key=tool_input["key"],
-        value=tool_input["value"],
-        memory_type=tool_input.get("type", MemoryType.FACT),
-        importance=tool_input.get("importance"),
-        subjects=tool_input.get("subjects") or [],
-        ttl=tool_input.get("ttl") or None,
-        source=FactSource.CONVERSATION,
-        channel=context.channel,
-        source_message_id=context.message_ids[-1] if context.message_ids else None,
-        actor=context.actor,
-    )
-    return {"action": result.action, "fact": _fact(result.fact)}
-
-
-def _delete_fact(tool_input: dict, context: ToolContext) -> dict:
-    from memory.exceptions import FactNotFound
-    from memory.selectors import FACT_NOT_FOUND_MESSAGE, fact_get
-    from memory.services.facts import fact_forget
-
-    fact = fact_get(key=tool_input["key"])
-    if fact.forgotten:  # to the agent, a forgotten key is a key never stored
-        raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=fact.key))
-    fact_forget(fact=fact, actor=context.actor, note=tool_input.get("reason", ""))
-    # Its words stay out of the answer: the next request carries this result.
-    return {"deleted": True, "key": fact.key}
-
-
-def _recent(tool_input: dict, context: ToolContext) -> dict:
-    from memory.selectors import facts_recent
-
-    facts = facts_recent(limit=tool_input.get("limit", 10))
-    return {"facts": [_fact(f) for f in facts]}
 
 
 # The optional filters of both searches; their input names are search_filters_build's.
@@ -221,7 +94,7 @@ TOOLS: dict[str, Tool] = {
                 },
                 ["query"],
             ),
-            run=_search,
+            run=search_run,
         ),
         Tool(
             name="memory__search_text",
@@ -237,7 +110,7 @@ TOOLS: dict[str, Tool] = {
                 },
                 ["query"],
             ),
-            run=_search_text,
+            run=search_text_run,
         ),
         Tool(
             name="memory__index",
@@ -249,7 +122,7 @@ TOOLS: dict[str, Tool] = {
                 {"text": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS}},
                 ["text"],
             ),
-            run=_index,
+            run=index_run,
         ),
         Tool(
             name="memory__forget",
@@ -322,7 +195,7 @@ TOOLS: dict[str, Tool] = {
                 },
                 ["key", "value"],
             ),
-            run=_store_fact,
+            run=store_fact_run,
         ),
         Tool(
             name="memory__delete_fact",
@@ -334,14 +207,14 @@ TOOLS: dict[str, Tool] = {
                 },
                 ["key"],
             ),
-            run=_delete_fact,
+            run=delete_fact_run,
             forgets=True,
         ),
         Tool(
             name="memory__recent",
             description="Les derniers faits retenus ou modifiés, les plus récents d'abord.",
             input_schema=schema({"limit": {**LIMIT, "default": 10}}, []),
-            run=_recent,
+            run=recent_run,
         ),
     )
 }

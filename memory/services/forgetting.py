@@ -254,8 +254,8 @@ def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
     rows_changed(KIND_MESSAGE, sorted({r or m for m, r in all_ids} | set(roots)))
     rows_changed(KIND_FACT, [f.id for f in facts])
     rows_changed(KIND_SUMMARY, summaries)
-    # The extractions that waited for this undo (agent.extraction) run now.
-    from agent.extraction import extraction_job_keys
+    # The extractions that waited for this undo (agent.extraction_jobs) run now.
+    from agent.extraction_jobs import extraction_job_keys
     from memory.services.jobs import jobs_send
 
     jobs_send(extraction_job_keys(m for m, _ in all_ids))

@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 # kind -> "module:function(payload: dict, *, checkpoint) -> dict"; imported when a job runs.
 HANDLERS = {
-    "extract": "agent.extraction:job_extract",
+    "extract": "agent.extraction_jobs:job_extract",
     "compact": "agent.compaction:job_compact",
     "points_remove": "memory.services.removal:job_points_remove",
     "digest": "agent.digest:job_digest",

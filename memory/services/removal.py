@@ -221,7 +221,7 @@ def _redact_logs(*, items: set[str], rule: PreviewRule) -> None:
 
 def _redact_jobs(*, items: set[str], terms: Iterable[str]) -> None:
     """A job's payload (shown by the admin) keeps nothing a forget took. An extraction's
-    tool results go (a run after a forget drops them: agent.extraction), and so do the
+    tool results go (a run after a forget drops them: agent.extraction_jobs), and so do the
     LLM's saved candidates when the exchange was taken, or stating a forgotten fact's
     key, or holding every word of the topic (a run stores none of them again). A digest's
     saved answer goes when its batch lost a message or one of its facts was taken: the

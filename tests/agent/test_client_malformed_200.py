@@ -12,7 +12,7 @@ import pytest
 
 from agent import client as llm_client
 from agent.client import LlmUnavailable, llm_call, llm_stream
-from agent.extraction import extraction_job_enqueue
+from agent.extraction_jobs import extraction_job_enqueue
 from agent.models import LlmUsage
 from memory.models import Fact, Job, JobState, Message
 from memory.services.jobs import job_run

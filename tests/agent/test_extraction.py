@@ -10,10 +10,10 @@ from agent.client import LlmUnavailable
 from agent.extraction import (
     MAX_FACTS,
     candidate_from,
-    exchange_facts_save,
     facts_parse,
     normalize_key,
 )
+from agent.extraction_jobs import exchange_facts_save
 from agent.models import LlmUsage
 from agent.tasks import extract_and_save_facts
 from memory.models import Fact, Job, JobState

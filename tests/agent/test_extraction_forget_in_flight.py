@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 import agent.client
-from agent.extraction import extraction_job_enqueue
+from agent.extraction_jobs import extraction_job_enqueue
 from agent.prompts import EXTRACTION_SYSTEM_PROMPT
 from memory.models import Actor, Fact, Message
 from memory.services.facts import fact_store
@@ -138,7 +138,7 @@ def test_a_fact_drawn_from_tool_results_forgotten_while_the_llm_read_them_is_not
     """An exchange whose tool results (a memory search) quoted an older exchange; the owner
     forgets that older exchange's topic while the extraction's LLM reads those results.
     The LLM states the forgotten content as a fact: it must not be written (a run after
-    the forget would not even have read the tool results, agent.extraction)."""
+    the forget would not even have read the tool results, agent.extraction_jobs)."""
     settings.ANTHROPIC_MAX_RETRIES = 0
     install(monkeypatch, HashEmbedder())
     old = message_save(

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-import agent.extraction as extraction
+import agent.extraction_jobs as extraction_jobs
 from agent.compaction import channel_compact
-from agent.extraction import exchange_facts_save
+from agent.extraction_jobs import exchange_facts_save
 from memory.models import Fact, Message
 from memory.services.facts import fact_forget, fact_store
 from memory.services.forgetting import forget_exchange_exclude, topic_forget
@@ -65,14 +65,14 @@ def test_an_exchange_forgotten_while_the_llm_reads_it_gives_no_fact(world, monke
         text_message(json.dumps(answer)),
         text_message(json.dumps({"ids": [f"message:{asked.id}"]})),  # the forget's judge
     )
-    real_extract = extraction.facts_extract
+    real_extract = extraction_jobs.facts_extract
 
     def extract_then_forget(**kwargs):
         found = real_extract(**kwargs)
         topic_forget(topic="le voyage à Zanzibar", actor="user")
         return found
 
-    monkeypatch.setattr(extraction, "facts_extract", extract_then_forget)
+    monkeypatch.setattr(extraction_jobs, "facts_extract", extract_then_forget)
     # Nothing stored; the job waits for the undo (which would give the exchange back).
     with pytest.raises(JobWait):
         exchange_facts_save(message_ids=[asked.id], reply_id=reply.id, channel="whatsapp")
@@ -131,7 +131,7 @@ def test_a_late_extraction_never_shows_the_llm_tool_results_quoting_what_was_for
     question, reply = exchange_save(
         "whatsapp", "Qu'est-ce que j'ai de prévu en août ?", "Tu pars en vacances avec Sophie."
     )
-    job = extraction.extraction_job_enqueue(
+    job = extraction_jobs.extraction_job_enqueue(
         message_ids=[question.id],
         reply_id=reply.id,
         channel="whatsapp",

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from agent.digest import digest_run_now
-from agent.extraction import extraction_job_enqueue
+from agent.extraction_jobs import extraction_job_enqueue
 from memory.exceptions import EmbeddingInvalid
 from memory.models import Actor, Fact, Job, JobState, Message
 from memory.services.channels import channel_settings_set

@@ -7,7 +7,8 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
-from agent.tools import TOOLS, ToolContext, index_key, tool_definitions, tool_run
+from agent.tools import TOOLS, ToolContext, tool_definitions, tool_run
+from agent.tools_memory import index_key
 from memory.models import Fact, FactSource, Message
 from memory.services.facts import fact_forget, fact_store
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, index_rows

@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from agent.extraction import extraction_job_enqueue
+from agent.extraction_jobs import extraction_job_enqueue
 from memory.models import Actor, ErasedMark, Fact, FactRevision, Message, Summary
 from memory.selectors import facts_active
 from memory.services.erasing import fact_erase, forgetting_erase

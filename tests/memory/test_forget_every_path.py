@@ -300,7 +300,7 @@ def _pending_extraction(
 ):
     """An exchange's extraction job not yet done: its payload quotes a memory search's hit
     (a tool result) and holds the LLM's saved answer (a crash after the checkpoint)."""
-    from agent.extraction import extraction_job_enqueue
+    from agent.extraction_jobs import extraction_job_enqueue
     from memory.models import Job
 
     question, reply = exchange_save(

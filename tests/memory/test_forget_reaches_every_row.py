@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agent.extraction import extraction_job_enqueue
+from agent.extraction_jobs import extraction_job_enqueue
 from memory.exceptions import StoreUnavailable
 from memory.models import Actor, Fact, Job, Message
 from memory.services.dedup import fact_remember

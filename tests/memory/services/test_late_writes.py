@@ -14,9 +14,9 @@ import pytest
 from django.utils import timezone
 
 import agent.client
-import agent.extraction as extraction
+import agent.extraction_jobs as extraction_jobs
 import memory.services.expiry as expiry
-from agent.extraction import exchange_facts_save, extraction_job_enqueue
+from agent.extraction_jobs import exchange_facts_save, extraction_job_enqueue
 from memory.models import Actor, Fact, FactKind, Job
 from memory.services.facts import fact_forget, fact_store, fact_update
 from memory.services.jobs import job_run, jobs_sweep
@@ -93,16 +93,16 @@ def test_an_extraction_job_run_again_after_the_owner_forgot_does_not_bring_the_f
     question, reply = _exchange()
     job = extraction_job_enqueue(message_ids=[question.id], reply_id=reply.id, channel="whatsapp")
     fake_anthropic.script(text_message(BROTHER))
-    store = extraction.fact_candidate_store
+    store = extraction_jobs.fact_candidate_store
 
     def store_then_die(*args, **kwargs):
         store(*args, **kwargs)
         raise _Killed()
 
-    monkeypatch.setattr(extraction, "fact_candidate_store", store_then_die)
+    monkeypatch.setattr(extraction_jobs, "fact_candidate_store", store_then_die)
     with pytest.raises(_Killed):
         job_run(job.id)
-    monkeypatch.setattr(extraction, "fact_candidate_store", store)
+    monkeypatch.setattr(extraction_jobs, "fact_candidate_store", store)
     fact = Fact.objects.get(key="brother_city")
     fact_forget(fact=fact, actor=Actor.USER)
     Job.objects.filter(pk=job.pk).update(lease_until=timezone.now() - timedelta(days=1))
