@@ -248,12 +248,15 @@ def _ratio(timing: Timing, floor: Timing, q: float) -> float:
 
 
 def context_benchmark(
-    *, memories: int, queries: int, threads: int, out: Callable[[str], None]
+    *, memories: int, queries: int, threads: int, out: Callable[[str], None], gap_ms: int = 0
 ) -> None:
     """POST /api/memory/context over HTTP, served by waitress as `serve` does, on a seeded memory.
 
     ``http`` is what an outside agent waits for (request, auth, retrieval, its
-    log row, JSON); ``retrieval`` is the pre-hook's own total inside it.
+    log row, JSON); ``retrieval`` is the pre-hook's own total inside it, ``embed``
+    its query embedding. ``gap_ms``: a pause before each request, as messages
+    arrive: an engine idle since the last one does not run as one kept busy
+    (local_engine.LOCAL_ENGINE_SPINCOUNT).
     """
     import http.client
     import json
@@ -307,7 +310,7 @@ def context_benchmark(
             raise RuntimeError(f"HTTP {response.status}: {body[:200]!r}")
         return json.loads(body)
 
-    http_ms, retrieval_ms, failures, injected = [], [], 0, 0
+    http_ms, retrieval_ms, embed_ms, failures, injected = [], [], [], 0, 0
     # The endpoint is measured, not the API rate limit (600 calls a minute by default).
     unthrottled = {
         **settings.REST_FRAMEWORK,
@@ -317,10 +320,13 @@ def context_benchmark(
         with override_settings(REST_FRAMEWORK=unthrottled):
             post("bonjour, on reprend ?", "whatsapp")  # first connection, not measured
             for i in range(queries):
+                time.sleep(gap_ms / 1000)
                 began = time.perf_counter()
                 body = post(bench_question(i), ("whatsapp", "mission_control")[i % 2])
                 http_ms.append((time.perf_counter() - began) * 1000)
                 retrieval_ms.append(body["timings_ms"]["total"])
+                if "embed" in body["timings_ms"]:
+                    embed_ms.append(body["timings_ms"]["embed"])
                 failures += bool(body["failed_sources"])
                 injected += bool(body["memories"])
     finally:
@@ -339,10 +345,12 @@ def context_benchmark(
     )
     out(
         f"{queries} POST /api/memory/context over HTTP (waitress, {threads} threads), "
-        f"{injected} injected something, {failures} with a failed source"
+        f"{gap_ms} ms apart, {injected} injected something, {failures} with a failed source"
     )
     out(Timing("http", http_ms).line())
     out(Timing("retrieval", retrieval_ms).line())
+    if embed_ms:  # none when every question was stopped before its embedding
+        out(Timing("embed", embed_ms).line())
 
 
 def import_benchmark(*, n: int, out: Callable[[str], None]) -> None:

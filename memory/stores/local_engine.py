@@ -24,11 +24,19 @@ logger = logging.getLogger(__name__)
 
 # How long the engine's OpenMP workers spin at a barrier before sleeping (libgomp's
 # GOMP_SPINCOUNT, read when the engine loads; a value set in the environment wins).
-# Its default (300,000) kept the worker spinning on a core well after each call,
-# taking it from the Qdrant searches and the fusion that follow the query
-# embedding (bare search p95 4.5 ms instead of 1.2); 100 made the calls themselves
-# sleep at their own barriers (a query 20 ms instead of 13). 1,000 keeps both.
-LOCAL_ENGINE_SPINCOUNT = 1000
+# 100 made the calls sleep at their own barriers (a query 20 ms instead of 13), and
+# 1,000 did well only on queries embedded back to back. A message comes after a
+# pause, and then the partner thread, asleep on an idle core, wakes later than a
+# short spin at the first barrier; the team then sleeps and wakes at each of its
+# ~140 barriers (140 context switches a query instead of 11). A bare query 100 ms
+# after the last one, p50 / p95: 41.7 / 52.4 ms at 1,000 spins, 22.1 / 60.8 at
+# 10,000, 20.0 / 32.6 at 30,000, 19.3 / 28.2 at 100,000 (0.5 s apart: 41.2, 23.7,
+# 18.3 ms p50); `benchmark context`, requests 100 ms apart, the query embedding
+# 36-39 / 50-51 ms at 1,000 and 19.9 / 35.1 at 100,000. The cost is the worker's
+# spin after each call, taken from the searches that follow: back to back, the
+# pre-hook's rest p50 6.28-6.45 ms at 1,000, 6.89 at 100,000 (libgomp's default,
+# 300,000, made a bare search's p95 4.5 ms instead of 1.2).
+LOCAL_ENGINE_SPINCOUNT = 100_000
 
 
 _local_model: Any = None

@@ -49,6 +49,12 @@ class Command(FrenchCommand):
         context.add_argument("--memories", type=int, default=10_000)
         context.add_argument("--queries", type=int, default=300)
         context.add_argument("--threads", type=int, default=4, help="waitress threads.")
+        context.add_argument(
+            "--gap-ms",
+            type=int,
+            default=100,
+            help="Pause before each request: messages arrive apart, not back to back.",
+        )
         importing = sub.add_parser("import", help="memory_import rate (lines/s, rows/s).")
         importing.add_argument("--n", type=int, default=2000, help="Exchanges (facts: n/2).")
         history = sub.add_parser(
@@ -94,6 +100,8 @@ class Command(FrenchCommand):
                 raise CommandError("--calls doit être au moins 1.")
             if options["notes"] < 0 or options["live"] < 0:
                 raise CommandError("--notes et --live ne peuvent pas être négatifs.")
+        if options["which"] == "context" and options["gap_ms"] < 0:
+            raise CommandError("--gap-ms ne peut pas être négatif.")
         with throwaway_memory():
             if options["which"] == "indexing":
                 from memory.services.benchmarks import indexing_benchmark
@@ -126,6 +134,7 @@ class Command(FrenchCommand):
                     memories=options["memories"],
                     queries=options["queries"],
                     threads=options["threads"],
+                    gap_ms=options["gap_ms"],
                     out=out,
                 )
             else:

@@ -23,15 +23,19 @@ def test_it_prints_the_data_size_and_the_http_percentiles_leaving_the_memory_unt
     Message.objects.create(channel="whatsapp", role="user", content="le vrai message")
     out = StringIO()
 
-    call_command("benchmark", "context", "--memories", "40", "--queries", "6", stdout=out)
+    call_command(
+        "benchmark", "context", "--memories", "40", "--queries", "6", "--gap-ms", "20", stdout=out
+    )
 
     text = out.getvalue()
     assert "seeded 40 memories" in text
     assert re.search(r"data: \d+ messages, \d+ facts, \d+ summaries; Qdrant points .*SQLite", text)
-    assert "6 POST /api/memory/context over HTTP (waitress, 4 threads)" in text
+    assert "6 POST /api/memory/context over HTTP (waitress, 4 threads), 20 ms apart" in text
     assert re.search(r"\d+ injected something, \d+ with a failed source", text)
     assert re.search(r"http\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms.*\(n=6\)", text)
     assert re.search(r"retrieval\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms.*\(n=6\)", text)
+    # The query embedding inside it: what a pause before a message costs shows there.
+    assert re.search(r"embed\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms.*\(n=6\)", text)
     # The owner's database is back, untouched: no seeded row, no logged retrieval.
     assert list(Message.objects.values_list("content", flat=True)) == ["le vrai message"]
     assert not MemoryRetrieval.objects.exists()
@@ -40,3 +44,8 @@ def test_it_prints_the_data_size_and_the_http_percentiles_leaving_the_memory_unt
 def test_a_size_below_one_is_refused_in_french():
     with pytest.raises(CommandError, match="doivent être au moins 1"):
         call_command("benchmark", "context", "--queries", "0", stdout=StringIO())
+
+
+def test_a_negative_pause_is_refused_in_french():
+    with pytest.raises(CommandError, match="--gap-ms ne peut pas être négatif"):
+        call_command("benchmark", "context", "--gap-ms", "-1", stdout=StringIO())
