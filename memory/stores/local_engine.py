@@ -33,9 +33,10 @@ logger = logging.getLogger(__name__)
 # 10,000, 20.0 / 32.6 at 30,000, 19.3 / 28.2 at 100,000 (0.5 s apart: 41.2, 23.7,
 # 18.3 ms p50); `benchmark context`, requests 100 ms apart, the query embedding
 # 36-39 / 50-51 ms at 1,000 and 19.9 / 35.1 at 100,000. The cost is the worker's
-# spin after each call, taken from the searches that follow: back to back, the
-# pre-hook's rest p50 6.28-6.45 ms at 1,000, 6.89 at 100,000 (libgomp's default,
-# 300,000, made a bare search's p95 4.5 ms instead of 1.2).
+# spin after each call (the process's CPU in the 50 ms after a query p50 3.0 ms
+# against 0.5), taken from the searches that follow: back to back, the pre-hook's
+# rest p50 6.28-6.45 ms at 1,000, 6.89 at 100,000 (libgomp's default, 300,000,
+# made a bare search's p95 4.5 ms instead of 1.2).
 LOCAL_ENGINE_SPINCOUNT = 100_000
 
 
