@@ -56,32 +56,29 @@ def _filters(tool_input: dict):
 
 
 def search_run(tool_input: dict, context: ToolContext) -> dict:
-    from memory.services.fact_access import facts_accessed
-    from memory.services.search import memory_search
-
-    hits = memory_search(
-        query=tool_input["query"],
-        mode="semantic",
-        limit=tool_input.get("limit", 5),
-        filters=_filters(tool_input),
-    )
-    # Never the message being answered: the LLM has it already.
-    hits = [h for h in hits if not (h.kind == "exchange" and int(h.id) in context.message_ids)]
-    facts_accessed(int(h.id) for h in hits if h.kind == "fact")
-    return {"query": tool_input["query"], "results": [_hit(h) for h in hits]}
+    return _search(tool_input, context, mode="semantic", limit=5, own_kind="exchange")
 
 
 def search_text_run(tool_input: dict, context: ToolContext) -> dict:
+    return _search(tool_input, context, mode="text", limit=10, own_kind="message")
+
+
+def _search(
+    tool_input: dict, context: ToolContext, *, mode: str, limit: int, own_kind: str
+) -> dict:
+    """memory_search in ``mode`` (``limit`` unless the call gives one), without the
+    messages being answered (hits of ``own_kind``: the LLM has them already); the
+    facts returned count an access."""
     from memory.services.fact_access import facts_accessed
     from memory.services.search import memory_search
 
     hits = memory_search(
         query=tool_input["query"],
-        mode="text",
-        limit=tool_input.get("limit", 10),
+        mode=mode,
+        limit=tool_input.get("limit", limit),
         filters=_filters(tool_input),
     )
-    hits = [h for h in hits if not (h.kind == "message" and int(h.id) in context.message_ids)]
+    hits = [h for h in hits if not (h.kind == own_kind and int(h.id) in context.message_ids)]
     facts_accessed(int(h.id) for h in hits if h.kind == "fact")
     return {"query": tool_input["query"], "results": [_hit(h) for h in hits]}
 

@@ -180,10 +180,10 @@ def serve_indexing_benchmark(*, n: int, out: Callable[[str], None]) -> dict[str,
             f"in {posted_s:.1f} s, all indexed after {total_s:.1f} s)"
         )
         out(f"ratio     {rate / floor:8.2f} of the floor")
-        ratio = f"{rate / floor:.2f}"  # as printed above
+        ratio = round(rate / floor, 2)  # as printed above
         out(
-            f"target    {ratio}x the floor, the target {TARGET_FLOOR_SHARE:g}x: "
-            f"{'met' if float(ratio) >= TARGET_FLOOR_SHARE else 'not met'}"
+            f"target    {ratio:.2f}x the floor, the target {TARGET_FLOOR_SHARE:g}x: "
+            f"{'met' if ratio >= TARGET_FLOOR_SHARE else 'not met'}"
         )
         out(posts.line() + "  (one POST, while the worker indexes)")
         return {"floor": floor, "serve": rate, "ratio": rate / floor}

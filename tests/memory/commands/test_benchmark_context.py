@@ -1,6 +1,7 @@
 """`manage.py benchmark context`: POST /api/memory/context over HTTP on a throw-away memory."""
 
 import re
+import time
 from io import StringIO
 
 import pytest
@@ -13,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_it_prints_the_data_size_and_the_http_percentiles_leaving_the_memory_untouched(
-    local_embedder, settings
+    local_embedder, settings, monkeypatch
 ):
     # A rate limit below the number of calls: the benchmark measures the endpoint, not it.
     settings.REST_FRAMEWORK = {
@@ -22,6 +23,15 @@ def test_it_prints_the_data_size_and_the_http_percentiles_leaving_the_memory_unt
     }
     Message.objects.create(channel="whatsapp", role="user", content="le vrai message")
     out = StringIO()
+    # The pause is taken before each measured request, not only printed.
+    paused = []
+    real_sleep = time.sleep
+
+    def sleep(seconds):
+        paused.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)
 
     call_command(
         "benchmark", "context", "--memories", "40", "--queries", "6", "--gap-ms", "20", stdout=out
@@ -31,6 +41,7 @@ def test_it_prints_the_data_size_and_the_http_percentiles_leaving_the_memory_unt
     assert "seeded 40 memories" in text
     assert re.search(r"data: \d+ messages, \d+ facts, \d+ summaries; Qdrant points .*SQLite", text)
     assert "6 POST /api/memory/context over HTTP (waitress, 4 threads), 20 ms apart" in text
+    assert paused.count(0.02) == 6
     assert re.search(r"\d+ injected something, \d+ with a failed source", text)
     assert re.search(r"http\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms.*\(n=6\)", text)
     assert re.search(r"retrieval\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms.*\(n=6\)", text)
