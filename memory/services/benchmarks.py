@@ -7,7 +7,6 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from memory.services.bench_data import (
     TOPICS,
@@ -30,6 +29,10 @@ class Timing:
             return 0.0
         index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
         return ordered[index]
+
+    def ratio(self, floor: Timing, q: float) -> float:
+        """This timing's ``q`` percentile over the ``floor``'s."""
+        return self.percentile(q) / max(floor.percentile(q), 1e-9)
 
     def line(self) -> str:
         return (
@@ -224,8 +227,8 @@ def retrieval_measure(*, queries: int, memories: int, out: Callable[[str], None]
     out(floor.line() + "  (embedding + search, floor)")
     for name, base in (("embedding", embedding), ("embed+search", floor)):
         out(
-            f"ratio     total / {name}: p50 {_ratio(total, base, 50):.2f}x  "
-            f"p95 {_ratio(total, base, 95):.2f}x"
+            f"ratio     total / {name}: p50 {total.ratio(base, 50):.2f}x  "
+            f"p95 {total.ratio(base, 95):.2f}x"
         )
     # Where the gap to the target is: what the pre-hook adds to its own embedding.
     rest_timing = Timing("rest", rest)
@@ -236,121 +239,11 @@ def retrieval_measure(*, queries: int, memories: int, out: Callable[[str], None]
         f"budget    {target:g}x the embedding's p95 leaves about {budget:.2f} ms"
         f" for the rest (its p95: {rest_timing.percentile(95):.2f} ms)"
     )
-    ratio = round(_ratio(total, embedding, 95), 2)  # as printed above
+    ratio = round(total.ratio(embedding, 95), 2)  # as printed above
     out(
         f"target    total / embedding p95 {ratio:.2f}x, the target at {memories} memories"
         f" {target:g}x: {'met' if ratio <= target else 'not met'}"
     )
-
-
-def _ratio(timing: Timing, floor: Timing, q: float) -> float:
-    return timing.percentile(q) / max(floor.percentile(q), 1e-9)
-
-
-def context_benchmark(
-    *, memories: int, queries: int, threads: int, out: Callable[[str], None], gap_ms: int = 0
-) -> None:
-    """POST /api/memory/context over HTTP, served by waitress as `serve` does, on a seeded memory.
-
-    ``http`` is what an outside agent waits for (request, auth, retrieval, its
-    log row, JSON); ``retrieval`` is the pre-hook's own total inside it, ``embed``
-    its query embedding. ``gap_ms``: a pause before each request, as messages
-    arrive: an engine idle since the last one does not run as one kept busy
-    (local_engine.LOCAL_ENGINE_SPINCOUNT).
-    """
-    import http.client
-    import json
-    import threading
-
-    from django.conf import settings
-    from django.contrib.auth import get_user_model
-    from django.db import connection
-    from django.test.utils import override_settings
-    from rest_framework.authtoken.models import Token
-    from waitress import create_server
-
-    from makilab.wsgi import application
-    from memory.selectors import memory_stats_get
-    from memory.services.retrieval import retrieval_warm
-    from memory.stores.vectors import get_vector_store
-
-    start = time.perf_counter()
-    retrieval_seed(memories)
-    get_vector_store().optimize()  # as serve does at start
-    out(f"seeded {memories} memories in {time.perf_counter() - start:.1f} s")
-    token = Token.objects.create(user=get_user_model().objects.create_user(username="benchmark"))
-    retrieval_warm()  # as serve does before its first request
-    server = create_server(
-        application, host="127.0.0.1", port=0, threads=threads, ident="makilab-benchmark"
-    )
-    stop = threading.Event()
-
-    def serve() -> None:
-        # waitress's own run() loops until the process ends: poll until told to stop.
-        while not stop.is_set():
-            server.asyncore.loop(
-                timeout=0.05, map=server._map, use_poll=server.adj.asyncore_use_poll, count=1
-            )
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    client = http.client.HTTPConnection("127.0.0.1", server.effective_port, timeout=30)
-    headers = {"Authorization": f"Token {token.key}", "Content-Type": "application/json"}
-
-    def post(message: str, channel: str) -> dict:
-        client.request(
-            "POST",
-            "/api/memory/context",
-            json.dumps({"message": message, "channel": channel}),
-            headers,
-        )
-        response = client.getresponse()
-        body = response.read()
-        if response.status != 200:
-            raise RuntimeError(f"HTTP {response.status}: {body[:200]!r}")
-        return json.loads(body)
-
-    http_ms, retrieval_ms, embed_ms, failures, injected = [], [], [], 0, 0
-    # The endpoint is measured, not the API rate limit (600 calls a minute by default).
-    unthrottled = {
-        **settings.REST_FRAMEWORK,
-        "DEFAULT_THROTTLE_RATES": dict.fromkeys(settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]),
-    }
-    try:
-        with override_settings(REST_FRAMEWORK=unthrottled):
-            post("bonjour, on reprend ?", "whatsapp")  # first connection, not measured
-            for i in range(queries):
-                time.sleep(gap_ms / 1000)
-                began = time.perf_counter()
-                body = post(bench_question(i), ("whatsapp", "mission_control")[i % 2])
-                http_ms.append((time.perf_counter() - began) * 1000)
-                retrieval_ms.append(body["timings_ms"]["total"])
-                if "embed" in body["timings_ms"]:
-                    embed_ms.append(body["timings_ms"]["embed"])
-                failures += bool(body["failed_sources"])
-                injected += bool(body["memories"])
-    finally:
-        client.close()
-        stop.set()
-        thread.join(timeout=5)
-        server.task_dispatcher.shutdown()
-        server.close()
-    stats = memory_stats_get()
-    points = stats["vectors"]["collections"]
-    database = Path(connection.settings_dict["NAME"])
-    size_mb = sum(f.stat().st_size for f in database.parent.glob(database.name + "*")) / 1e6
-    out(
-        f"data: {stats['messages']['total']} messages, {stats['facts']['total']} facts, "
-        f"{stats['summaries']['total']} summaries; Qdrant points {points}; SQLite {size_mb:.1f} MB"
-    )
-    out(
-        f"{queries} POST /api/memory/context over HTTP (waitress, {threads} threads), "
-        f"{gap_ms} ms apart, {injected} injected something, {failures} with a failed source"
-    )
-    out(Timing("http", http_ms).line())
-    out(Timing("retrieval", retrieval_ms).line())
-    if embed_ms:  # none when every question was stopped before its embedding
-        out(Timing("embed", embed_ms).line())
 
 
 def import_benchmark(*, n: int, out: Callable[[str], None]) -> None:

@@ -124,7 +124,7 @@ class Command(FrenchCommand):
                     )
                 history_benchmark(**{name: options[name] for name in sizes}, out=out)
             elif options["which"] == "context":
-                from memory.services.benchmarks import context_benchmark
+                from memory.services.bench_context import context_benchmark
 
                 if min(options["memories"], options["queries"], options["threads"]) < 1:
                     raise CommandError(
