@@ -347,12 +347,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("MAKILAB_CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
 }
 if CELERY_BROKER_URL.startswith("memory://"):
-    # kombu's in-memory transport has no events: a worker that finds its queue
-    # empty (or its one prefetched slot taken, as after every late ack) sleeps
-    # `polling_interval` (1 s by default) before looking again, so `serve`'s
-    # worker ran exactly one task per second per thread. 10 ms keeps an idle
-    # worker cheap and a busy one busy.
-    CELERY_BROKER_TRANSPORT_OPTIONS["polling_interval"] = 0.01
+    # kombu's in-memory transport polls; makilab.broker's waits for a put, an ack or a
+    # reject instead (a polling worker woke `serve` a hundred times a second).
+    CELERY_BROKER_TRANSPORT = "makilab.broker:Transport"
 CELERY_TASK_DEFAULT_QUEUE = env_str("MAKILAB_CELERY_QUEUE", "makilab")
 # Threads run by the in-process worker of `manage.py serve` (embedded default).
 MAKILAB_WORKER_THREADS = env_int("MAKILAB_WORKER_THREADS", 2, minimum=1)

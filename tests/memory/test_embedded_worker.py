@@ -1,11 +1,14 @@
-"""The embedded worker of `serve` (in-process broker) takes tasks back to back.
+"""The embedded worker of `serve` (in-process broker) takes tasks back to back, and sleeps when idle.
 
 kombu's in-memory transport polls: each time the worker found no message it
 could take (its queue empty, or its prefetch slot still held by a late-acked
-task) it slept its polling interval, 1 s by default, so the worker ran one
-task per second per thread whatever the CPU. The test runs twenty tasks
-through `serve`'s worker class and the project's Celery configuration, in a
-fresh process, and records the sleeps the transport asks for.
+task) it slept its polling interval. At 1 s, kombu's default, the worker ran one
+task per second per thread whatever the CPU; at 10 ms it woke `serve` a hundred
+times a second, idle or not. The project's transport (makilab.broker) waits for a
+put, an ack or a reject.
+
+The tests run tasks through `serve`'s worker class and the project's Celery
+configuration, in a fresh process, and record the transport's sleeps and waits.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ SCRIPT = (
 import json, time
 from celery import Celery
 from kombu.transport.virtual import base as virtual_base
+import makilab.broker as broker
 from makilab.runtime import EmbeddedWorker
 
 app = Celery("embedded-worker-test")
@@ -34,12 +38,31 @@ done = []
 def noop(i):
     done.append(i)
 
-sleeps = []
+# Every sleep kombu's polling would take, and every wait of the project's transport:
+# whether it ended on a change (True) or at the worker's timeout (False), and how many
+# tasks were done when it began.
+sleeps, waits = [], []
 real_sleep = virtual_base.sleep
 def recorded_sleep(seconds):
     sleeps.append(seconds)
     real_sleep(seconds)
 virtual_base.sleep = recorded_sleep
+
+class RecordedCondition:
+    def __init__(self, condition):
+        self.condition = condition
+    def __enter__(self):
+        return self.condition.__enter__()
+    def __exit__(self, *exc):
+        return self.condition.__exit__(*exc)
+    def notify_all(self):
+        self.condition.notify_all()
+    def wait(self, timeout=None):
+        began_with = len(done)
+        changed = self.condition.wait(timeout)
+        waits.append({"changed": changed, "done_before": began_with})
+        return changed
+broker._changed = RecordedCondition(broker._changed)
 
 worker = EmbeddedWorker(app, concurrency=2)
 worker.start()
@@ -48,16 +71,31 @@ for i in range(20):
 deadline = time.monotonic() + 120  # a bound on a hang, not a speed assertion
 while len(done) < 20 and time.monotonic() < deadline:
     time.sleep(0.02)
+busy_waits = list(waits)
+# Idle: the queue empty, nothing acked. A polling worker wakes a hundred times here.
+time.sleep(1.0)
+idle_waits = waits[len(busy_waits):]
 worker.stop()
-print(json.dumps({"done": sorted(done), "sleeps": sleeps, "broker": app.conf.broker_url}))
+print(json.dumps({
+    "done": sorted(done), "sleeps": sleeps, "busy_waits": busy_waits,
+    "idle_waits": idle_waits, "broker": app.conf.broker_url,
+    "transport": app.conf.broker_transport,
+}))
 """
 )
 
 
-def test_the_embedded_worker_never_sleeps_a_second_between_tasks(tmp_path):
+def test_the_embedded_worker_takes_tasks_back_to_back_and_never_polls(tmp_path):
     result = json.loads(_python(SCRIPT, _env(tmp_path)).strip().splitlines()[-1])
     assert result["broker"].startswith("memory://")
+    assert result["transport"] == "makilab.broker:Transport"
     assert result["done"] == list(range(20))
-    sleeps = result["sleeps"]
-    assert sleeps, "the in-memory transport polled without sleeping: the probe is broken"
-    assert max(sleeps) <= 0.05, f"the worker slept {max(sleeps)} s between tasks"
+    # It never sleeps to look again: it waits for a change.
+    assert result["sleeps"] == []
+    # While tasks were queued, every wait ended on a put or an ack, never at the worker's
+    # timeout: a slot freed by a late ack wakes it at once.
+    busy = [w for w in result["busy_waits"] if w["done_before"] < 20]
+    assert busy, "the worker never waited: the probe is broken"
+    assert all(w["changed"] for w in busy), busy
+    # Idle, it sleeps through: at most its loop's own 2 s timeout ends a wait.
+    assert len(result["idle_waits"]) <= 1, result["idle_waits"]
