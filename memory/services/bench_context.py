@@ -93,10 +93,14 @@ def context_benchmark(
     http_ms, retrieval_ms, embed_ms, floor_ms, rest_ms = [], [], [], [], []
     failures = injected = 0
 
-    def floor(question: str) -> None:
-        query_cache.clear()  # neither side is answered from the other's embedding
+    def settle() -> None:
+        """Before either side: the last log row written, then the pause."""
         retrieval_logs_wait()
         time.sleep(gap_ms / 1000)
+
+    def floor(question: str) -> None:
+        query_cache.clear()  # neither side is answered from the other's embedding
+        settle()
         began = time.perf_counter()
         embedder.embed_query(question)
         floor_ms.append((time.perf_counter() - began) * 1000)
@@ -114,8 +118,7 @@ def context_benchmark(
                 question = bench_question(i)
                 if i % 2:
                     floor(question)
-                retrieval_logs_wait()
-                time.sleep(gap_ms / 1000)
+                settle()
                 began = time.perf_counter()
                 body = post(question, ("whatsapp", "mission_control")[i % 2])
                 http_ms.append((time.perf_counter() - began) * 1000)
@@ -145,16 +148,16 @@ def context_benchmark(
         f"{queries} POST /api/memory/context over HTTP (waitress, {threads} threads), "
         f"{gap_ms} ms apart, {injected} injected something, {failures} with a failed source"
     )
-    http_timing = Timing("http", http_ms)
+    http_timing, retrieval_timing = Timing("http", http_ms), Timing("retrieval", retrieval_ms)
     out(http_timing.line())
-    out(Timing("retrieval", retrieval_ms).line())
+    out(retrieval_timing.line())
     if embed_ms:  # none when every question was stopped before its embedding
         out(Timing("embed", embed_ms).line())
         out(Timing("rest", rest_ms).line() + "  (http minus the call's own query embedding)")
     embedding = Timing("embedding", floor_ms)
     out(embedding.line() + f"  (bare query embedding {gap_ms} ms after the last, floor)")
-    for name, timing in (("http", http_timing), ("retrieval", Timing("", retrieval_ms))):
+    for timing in (http_timing, retrieval_timing):
         out(
-            f"ratio     {name} / embedding: p50 {timing.ratio(embedding, 50):.2f}x  "
+            f"ratio     {timing.name} / embedding: p50 {timing.ratio(embedding, 50):.2f}x  "
             f"p95 {timing.ratio(embedding, 95):.2f}x"
         )
