@@ -1,0 +1,52 @@
+"""The agent's API token in one command: a plain (non-staff) account, created if missing."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.management.base import CommandError
+from django.db import transaction
+
+from memory.management.french import FrenchCommand
+
+BAD_NAME = (
+    "Nom de compte invalide : « {name} » (1 à 150 caractères : lettres, chiffres et @ . + - _)."
+)
+STAFF_REFUSED = (
+    "« {name} » est un compte administrateur : son jeton serait celui du propriétaire "
+    "(toutes les opérations). Donnez à l'agent un compte ordinaire, par exemple « gateway »."
+)
+
+
+class Command(FrenchCommand):
+    help = (
+        "Print the API token of the agent's account (the agent's scope: chat, context, "
+        "messages, search, facts, forget, MCP), creating the plain, non-staff account "
+        "and its token when missing. Idempotent: a second run prints the same token."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("username", help="The agent's account, e.g. gateway.")
+
+    def handle(self, *args, username: str, **options):
+        from rest_framework.authtoken.models import Token
+
+        user_model = get_user_model()
+        name = username.strip()
+        field = user_model._meta.get_field(user_model.USERNAME_FIELD)
+        try:
+            if name != username:
+                raise ValidationError("surrounding spaces")
+            field.run_validators(name)
+            field.clean(name, None)
+        except ValidationError as exc:
+            raise CommandError(BAD_NAME.format(name=username)) from exc
+        with transaction.atomic():
+            user = user_model.objects.filter(**{user_model.USERNAME_FIELD: name}).first()
+            if user is None:
+                user = user_model.objects.create_user(name)  # no password: a token only
+                self.stderr.write(f"Compte « {name} » créé (sans mot de passe).")
+            elif user.is_staff or user.is_superuser:
+                raise CommandError(STAFF_REFUSED.format(name=name))
+            token, _ = Token.objects.get_or_create(user=user)
+        self.stdout.write(token.key)
