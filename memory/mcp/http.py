@@ -24,10 +24,12 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
+from memory.mcp.transport_errors import french_answer
+
 MCP_PATH = "/mcp"
 TOKEN_REQUIRED_MESSAGE = (
     "Jeton d'API requis : en-tête « Authorization: Bearer <jeton> » (ou « Token <jeton> »). "
-    "Créez-le avec `python manage.py drf_create_token <utilisateur>`."
+    "Créez-le avec `python manage.py agent_token <utilisateur>`."
 )
 POST_ONLY_MESSAGE = "Ce serveur MCP est sans état : envoyez chaque message JSON-RPC en POST."
 # Response headers the WSGI server sets itself.
@@ -142,7 +144,11 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
 
     # JSON mode: one short body per POST, read whole before answering.
     body = b"".join(_wsgi_bridge()(environ, start_response))
-    response = HttpResponse(body, status=int(started["status"].split()[0]))
+    status = int(started["status"].split()[0])
+    french = french_answer(status, body, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    if french is not None:
+        return HttpResponse(french, status=status, content_type="application/json")
+    response = HttpResponse(body, status=status)
     for name, value in started["headers"]:
         if name.lower() not in _HOP_HEADERS:
             response[name] = value

@@ -1,0 +1,66 @@
+"""What the SDK's MCP transport refuses, said in French in JSON-RPC's shape (memory.mcp.http).
+
+The transport answers a body that is not JSON, not a JSON-RPC message, a wrong
+Accept or Content-Type header and a body too large before any of our code runs,
+in English (pydantic's validation report and a link to its documentation among
+them), two of them as plain text. An unknown method is answered in English too.
+``french_answer`` rewrites those answers: same status, same JSON-RPC error code
+and id, a French message. An answer to a request the transport could read (it
+carries the request's id) comes from our server (tool errors, invalid params,
+unknown resources: memory.mcp.server), French already, and is left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+
+NOT_JSON_MESSAGE = "Corps JSON invalide : le message JSON-RPC n'a pas pu être lu."
+NOT_JSON_RPC_MESSAGE = (
+    "Message JSON-RPC invalide : un objet est attendu, avec « jsonrpc » (« 2.0 »), "
+    "« method » et, pour une requête, « id »."
+)
+NOT_ACCEPTABLE_MESSAGE = (
+    "Format de réponse refusé : l'en-tête Accept doit accepter application/json "
+    "(et text/event-stream)."
+)
+BAD_CONTENT_TYPE_MESSAGE = "Type de contenu invalide : envoyez « Content-Type: application/json »."
+TOO_LARGE_MESSAGE = "Corps de requête trop volumineux : {limit} octets au plus."
+UNKNOWN_METHOD_MESSAGE = "Méthode JSON-RPC inconnue : « {method} »."
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+
+
+def french_answer(status: int, body: bytes, *, limit: int) -> bytes | None:
+    """The French body for the transport's answer, or None to keep it as it is.
+
+    ``limit``: the largest body accepted (what a 413 says)."""
+    if status == 413:
+        return _error(None, INVALID_REQUEST, TOO_LARGE_MESSAGE.format(limit=limit))
+    try:
+        answer = json.loads(body) if body else None
+    except ValueError:
+        answer = None
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if not isinstance(error, dict):
+        if status == 400 and body.strip().startswith(b"Invalid Content-Type"):
+            return _error(None, INVALID_REQUEST, BAD_CONTENT_TYPE_MESSAGE)
+        return None
+    code, request_id = error.get("code"), answer.get("id")
+    if code == METHOD_NOT_FOUND:
+        return _error(request_id, code, UNKNOWN_METHOD_MESSAGE.format(method=error.get("data", "")))
+    if request_id is not None:  # the server's own answer: French already (memory.mcp.server)
+        return None
+    if code == PARSE_ERROR:
+        return _error(request_id, code, NOT_JSON_MESSAGE)
+    if status == 406:
+        return _error(request_id, code, NOT_ACCEPTABLE_MESSAGE)
+    if code in (INVALID_REQUEST, INVALID_PARAMS):
+        return _error(request_id, code, NOT_JSON_RPC_MESSAGE)
+    return None
+
+
+def _error(request_id, code: int, message: str) -> bytes:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}},
+        ensure_ascii=False,
+    ).encode()
