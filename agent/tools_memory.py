@@ -108,6 +108,7 @@ def index_run(tool_input: dict, context: ToolContext) -> dict:
 
 def store_fact_run(tool_input: dict, context: ToolContext) -> dict:
     from memory.services.dedup import fact_remember
+    from memory.services.fact_ownership import OWNER_KEPT_MESSAGE, owner_kept
 
     result = fact_remember(
         key=tool_input["key"],
@@ -121,7 +122,11 @@ def store_fact_run(tool_input: dict, context: ToolContext) -> dict:
         source_message_id=context.message_ids[-1] if context.message_ids else None,
         actor=context.actor,
     )
-    return {"action": result.action, "fact": _fact(result.fact)}
+    answer = {"action": result.action, "fact": _fact(result.fact)}
+    if owner_kept(result.fact, tool_input["value"]):
+        message = OWNER_KEPT_MESSAGE.format(key=result.fact.key, value=result.fact.value)
+        answer.update(owner_kept=True, message=message)
+    return answer
 
 
 def delete_fact_run(tool_input: dict, context: ToolContext) -> dict:

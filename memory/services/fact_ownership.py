@@ -37,6 +37,18 @@ OWNED_WHEN_STATED = ("expires_at",)
 UPDATABLE_FIELDS = {*OWNED_FIELDS, "ttl", "key", "source_message_id"}
 
 
+# What an agent's tool says when its value met one the owner set (owner_kept).
+OWNER_KEPT_MESSAGE = (
+    "Valeur fixée par le propriétaire, conservée : {key} = « {value} ». "
+    "La vôtre n'a pas été enregistrée."
+)
+
+
+def owner_kept(fact: Fact, stated_value: str) -> bool:
+    """Whether an agent's write stating ``stated_value`` left the owner's different value."""
+    return "value" in (fact.owner_fields or []) and stated_value.strip() != fact.value
+
+
 def normalize_subjects(subjects: Iterable[str] | None) -> list[str]:
     """Flat lower-case tags, without blanks or repeats, order kept."""
     seen: dict[str, None] = {}
