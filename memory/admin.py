@@ -1,12 +1,12 @@
 """The Django admin of the memory: facts with history, the settings rows.
 
 The read-only logs are memory.admin_logs, imported here: Django's autodiscovery
-imports this module only, and that import registers them.
+imports this module only, and that import registers them. The forms, which check what
+each save_model's service would refuse, are memory.admin_forms.
 """
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import admin, messages
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponseRedirect
@@ -14,9 +14,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from memory.admin_logs import ReadOnlyAdminMixin
+from memory.admin_forms import (
+    AgentItemAdminForm,
+    ChannelSettingsAdminForm,
+    FactAdminForm,
+    MemorySettingsAdminForm,
+)
+from memory.admin_logs import ReadOnlyAdminMixin, SelectedRowsGuard
 from memory.models import (
-    FACT_ASIDE_KEY_PATTERN,
     Actor,
     AgentItem,
     ChannelSettings,
@@ -25,21 +30,15 @@ from memory.models import (
     MemorySettings,
     Message,
     RevisionReason,
-    validate_fact_key_shape,
 )
 from memory.services.erasing import fact_erase
-from memory.services.fact_ownership import STATED_FIELDS
 from memory.services.facts import (
     fact_forget,
     fact_restore,
     fact_store,
     fact_update,
 )
-from memory.services.settings import (
-    EDITABLE_FIELDS,
-    memory_settings_changes_clean,
-    memory_settings_update,
-)
+from memory.services.settings import memory_settings_update
 
 
 class ExpiredFilter(admin.SimpleListFilter):
@@ -69,47 +68,8 @@ class FactRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
         return True
 
 
-KEY_TAKEN_MESSAGE = (
-    "La clé « {key} » est déjà prise par une autre mémoire (un fait pris par un oubli "
-    "encore annulable, ou un élément de l'agent) : choisissez-en une autre."
-)
-
-
-class FactAdminForm(forms.ModelForm):
-    """The owner's fact: its key must be free among every row, the ones the list hides too
-    (the model's own check reads Fact.objects, which hides them: the insert failed, a 500)."""
-
-    class Meta:
-        model = Fact
-        fields = ("key", *STATED_FIELDS)  # what an owner's write may state
-
-    def clean_key(self):
-        key = self.cleaned_data["key"]
-        if Fact.all_objects.filter(key=key).exclude(pk=self.instance.pk).exists():
-            raise forms.ValidationError(KEY_TAKEN_MESSAGE.format(key=key))
-        if self._keeps_aside_key():
-            validate_fact_key_shape(key)
-        return key
-
-    def _get_validation_exclusions(self):
-        exclude = super()._get_validation_exclusions()
-        if self._keeps_aside_key():
-            # A fact restored beside the owner's newer one keeps the key a forget set it
-            # aside under, a key no writer may choose: kept as is, only its shape is
-            # checked (clean_key), as fact_update does.
-            exclude.add("key")
-        return exclude
-
-    def _keeps_aside_key(self) -> bool:
-        return (
-            self.instance.pk is not None
-            and "key" not in self.changed_data
-            and FACT_ASIDE_KEY_PATTERN.search(self.instance.key or "") is not None
-        )
-
-
 @admin.register(Fact)
-class FactAdmin(admin.ModelAdmin):
+class FactAdmin(SelectedRowsGuard, admin.ModelAdmin):
     form = FactAdminForm
     list_display = (
         "key",
@@ -237,7 +197,7 @@ class FactAdmin(admin.ModelAdmin):
 class AgentItemAdmin(FactAdmin):
     """The agent's memories about itself and its goals (Fact rows of kind self / goal)."""
 
-    form = forms.ModelForm  # its own fields (kind, category); keys are derived from the text
+    form = AgentItemAdminForm  # its own fields (kind, category); keys are derived from the text
 
     list_display = ("value", "kind", "category", "importance", "forgotten", "updated_at")
     list_display_links = ("value",)
@@ -263,44 +223,6 @@ class AgentItemAdmin(FactAdmin):
         if changed:
             stored = Fact.all_objects.get(pk=obj.pk)
             fact_update(fact=stored, actor=Actor.ADMIN, reason=RevisionReason.EDITED, **changed)
-
-
-class MemorySettingsAdminForm(forms.ModelForm):
-    """The settings row as the admin edits it, under the rule every settings write follows.
-
-    Each field carries the value the page opened with (a hidden initial-* input), so
-    changed_data is what the owner changed on this page, not what differs from the row
-    now: a knob moved meanwhile on /memory or through the API is not put back. Those
-    changes go through memory_settings_changes_clean, the notes' rules of every writer
-    ("Profil" -> "Profil.md", "#makilab" -> "makilab"), its refusals shown by their field.
-    """
-
-    class Meta:
-        model = MemorySettings
-        fields = EDITABLE_FIELDS
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        for field in self.fields.values():
-            field.show_hidden_initial = True
-
-    def clean(self):
-        cleaned = super().clean()
-        try:
-            cleaned.update(memory_settings_changes_clean(changes=self.settings_changes()))
-        except forms.ValidationError as exc:
-            if not hasattr(exc, "error_dict"):
-                self.add_error(None, exc)
-                return cleaned
-            for name, errors in exc.message_dict.items():
-                self.add_error(name if name in self.fields else None, errors)
-        return cleaned
-
-    def settings_changes(self) -> dict[str, object]:
-        """The fields the owner changed on this page, with their cleaned values."""
-        return {
-            name: self.cleaned_data[name] for name in self.changed_data if name in self.cleaned_data
-        }
 
 
 @admin.register(MemorySettings)
@@ -330,9 +252,10 @@ class MemorySettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(ChannelSettings)
-class ChannelSettingsAdmin(admin.ModelAdmin):
+class ChannelSettingsAdmin(SelectedRowsGuard, admin.ModelAdmin):
     """Which channels are observed rooms (saved through the service, as the API and /memory)."""
 
+    form = ChannelSettingsAdminForm
     list_display = ("channel", "observed", "updated_at")
     list_filter = ("observed",)
     search_fields = ("channel",)

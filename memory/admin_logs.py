@@ -3,12 +3,14 @@ digests) and the forgets, visible and never edited by hand.
 
 ReadOnlyAdminMixin is here for every read-only admin (the fact history in
 memory.admin, the LLM usage in agent.admin); DateHierarchyGuard for the logs
-browsed by date.
+browsed by date; SelectedRowsGuard for every admin with actions.
 """
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext
 
 from memory.exceptions import MemoryServiceError
 from memory.models import Actor, Digest, Forgetting, Job, MemoryRetrieval, Message, Summary
@@ -42,6 +44,30 @@ class DateHierarchyGuard:
             if raw is not None and not (raw.isascii() and raw.isdigit() and len(raw) <= 4):
                 raise IncorrectLookupParameters(f"{part}: {raw[:20]!r}")
         return super().get_changelist_instance(request)
+
+
+# Django's own words when an action is posted without rows (French from its catalogue).
+NO_ROWS_SELECTED = (
+    "Items must be selected in order to perform actions on them. No items have been changed."
+)
+
+
+class SelectedRowsGuard:
+    """An action posted with a selected value that is no row id (``_selected_action=abc``,
+    only a hand-made request sends one) is refused as an action on no rows: Django's
+    filter on it raised ValueError, a 500."""
+
+    def response_action(self, request, queryset):
+        from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+
+        pk = self.model._meta.pk
+        try:
+            for value in request.POST.getlist(ACTION_CHECKBOX_NAME):
+                pk.run_validators(pk.to_python(value))
+        except ValidationError:
+            self.message_user(request, gettext(NO_ROWS_SELECTED), messages.WARNING)
+            return None  # the changelist redirects to itself, as for an empty selection
+        return super().response_action(request, queryset)
 
 
 @admin.register(Message)
@@ -80,7 +106,7 @@ class MemoryRetrievalAdmin(DateHierarchyGuard, ReadOnlyAdminMixin, admin.ModelAd
 
 
 @admin.register(Forgetting)
-class ForgettingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class ForgettingAdmin(SelectedRowsGuard, ReadOnlyAdminMixin, admin.ModelAdmin):
     """The forgets: read-only; "restore" undoes one within its retention window."""
 
     list_display = ("created_at", "topic", "state", "actor", "selection", "purge_after")

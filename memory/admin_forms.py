@@ -1,0 +1,148 @@
+"""The Django admin's forms: each checks what the service behind its save_model would
+refuse, with the same rule and French message, so a refusal shows on the form (raised
+from save_model, it was a 500)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from memory.exceptions import MemoryServiceError
+from memory.models import (
+    FACT_ASIDE_KEY_PATTERN,
+    AgentItem,
+    ChannelSettings,
+    Fact,
+    MemorySettings,
+    validate_fact_key_shape,
+)
+from memory.services.fact_ownership import STATED_FIELDS
+from memory.services.messages import channel_validate
+from memory.services.search import DATE_RANGE_MESSAGE, date_in_range
+from memory.services.self_memory_validate import agent_item_validate
+from memory.services.settings import EDITABLE_FIELDS, memory_settings_changes_clean
+
+
+def errors_show(form: forms.Form, exc: ValidationError) -> None:
+    """A service's refusal shown on ``form``: each message by its field when the form has
+    it, else above the form."""
+    if not hasattr(exc, "error_dict"):
+        form.add_error(None, exc)
+        return
+    for name, errors in exc.message_dict.items():
+        form.add_error(name if name in form.fields else None, errors)
+
+
+KEY_TAKEN_MESSAGE = (
+    "La clé « {key} » est déjà prise par une autre mémoire (un fait pris par un oubli "
+    "encore annulable, ou un élément de l'agent) : choisissez-en une autre."
+)
+
+
+class FactAdminForm(forms.ModelForm):
+    """The owner's fact: its key must be free among every row, the ones the list hides too
+    (the model's own check reads Fact.objects, which hides them: the insert failed, a 500)."""
+
+    class Meta:
+        model = Fact
+        fields = ("key", *STATED_FIELDS)  # what an owner's write may state
+
+    def clean_expires_at(self):
+        """The years every other writer accepts (the API, the import): a moment past them
+        overflowed on its way to UTC (a 500) or made every later export unimportable."""
+        expires_at = self.cleaned_data.get("expires_at")
+        if expires_at is not None and not date_in_range(expires_at):
+            raise ValidationError(DATE_RANGE_MESSAGE)
+        return expires_at
+
+    def clean_key(self):
+        key = self.cleaned_data["key"]
+        if Fact.all_objects.filter(key=key).exclude(pk=self.instance.pk).exists():
+            raise ValidationError(KEY_TAKEN_MESSAGE.format(key=key))
+        if self._keeps_aside_key():
+            validate_fact_key_shape(key)
+        return key
+
+    def _get_validation_exclusions(self):
+        exclude = super()._get_validation_exclusions()
+        if self._keeps_aside_key():
+            # A fact restored beside the owner's newer one keeps the key a forget set it
+            # aside under, a key no writer may choose: kept as is, only its shape is
+            # checked (clean_key), as fact_update does.
+            exclude.add("key")
+        return exclude
+
+    def _keeps_aside_key(self) -> bool:
+        return (
+            self.instance.pk is not None
+            and "key" not in self.changed_data
+            and FACT_ASIDE_KEY_PATTERN.search(self.instance.key or "") is not None
+        )
+
+
+class MemorySettingsAdminForm(forms.ModelForm):
+    """The settings row as the admin edits it, under the rule every settings write follows.
+
+    Each field carries the value the page opened with (a hidden initial-* input), so
+    changed_data is what the owner changed on this page, not what differs from the row
+    now: a knob moved meanwhile on /memory or through the API is not put back. Those
+    changes go through memory_settings_changes_clean, the notes' rules of every writer
+    ("Profil" -> "Profil.md", "#makilab" -> "makilab"), its refusals shown by their field.
+    """
+
+    class Meta:
+        model = MemorySettings
+        fields = EDITABLE_FIELDS
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.show_hidden_initial = True
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            cleaned.update(memory_settings_changes_clean(changes=self.settings_changes()))
+        except ValidationError as exc:
+            errors_show(self, exc)
+        return cleaned
+
+    def settings_changes(self) -> dict[str, object]:
+        """The fields the owner changed on this page, with their cleaned values."""
+        return {
+            name: self.cleaned_data[name] for name in self.changed_data if name in self.cleaned_data
+        }
+
+
+class ChannelSettingsAdminForm(forms.ModelForm):
+    """A channel's name under the rule of every writer (channel_validate), checked before
+    channel_settings_set would refuse it."""
+
+    class Meta:
+        model = ChannelSettings
+        fields = ("channel", "observed")
+
+    def clean_channel(self):
+        try:
+            return channel_validate(self.cleaned_data["channel"])
+        except ValidationError as exc:
+            raise ValidationError(exc.messages) from None
+
+
+class AgentItemAdminForm(forms.ModelForm):
+    """The agent's item under the rule agent_item_store applies (kind, category, text)."""
+
+    class Meta:
+        model = AgentItem
+        fields = ("kind", "category", "value", "importance")  # the admin gives its own list
+
+    def clean(self):
+        cleaned = super().clean()
+        kind = cleaned.get("kind", self.instance.kind)
+        if kind is None or "value" not in cleaned or "category" not in cleaned:
+            return cleaned  # a field already refused
+        try:
+            agent_item_validate(kind=kind, category=cleaned["category"], content=cleaned["value"])
+        except MemoryServiceError as exc:
+            self.add_error(None, str(exc))
+        return cleaned
