@@ -95,6 +95,44 @@ def env_choice(
     raise ImproperlyConfigured(f"{name} must be one of {', '.join(sorted(choices))}, not {raw!r}.")
 
 
+def env_time_zone(name: str, default: str) -> str:
+    """An IANA time zone name ("Europe/Paris"): Django's own error names no variable."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return default
+    try:
+        ZoneInfo(raw)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ImproperlyConfigured(
+            f"{name} must be a time zone such as Europe/Paris or UTC, not {raw!r}."
+        ) from None
+    return raw
+
+
+def env_language_code(name: str, default: str) -> str:
+    """A language code Django has translations for ("fr", "en-us"), as gettext looks it up
+    at start-up: Django's own error ("No translation files found") names no variable."""
+    import gettext
+
+    import django
+    from django.utils.translation import to_locale
+
+    raw = os.environ.get(name, "").strip()
+    if raw == "":
+        return default
+    locale_dir = Path(django.__file__).parent / "conf" / "locale"
+    known = re.fullmatch(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]+)*", raw) and gettext.find(
+        "django", str(locale_dir), [to_locale(raw)]
+    )
+    if not known:
+        raise ImproperlyConfigured(
+            f"{name} must be a language Django is translated into, such as fr or en, not {raw!r}."
+        )
+    return raw
+
+
 def url_redacted(url: str) -> str:
     """``url`` with its user info (``user:password@``) shown as ``***@``: what messages,
     logs and pages may show of a URL that can carry a password."""

@@ -20,11 +20,13 @@ from makilab.env import (
     env_float,
     env_hours,
     env_int,
+    env_language_code,
     env_list,
     env_rate,
     env_secret,
     env_secret_key,
     env_str,
+    env_time_zone,
     env_url,
 )
 
@@ -88,6 +90,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # A French 400 for a form body or query string that is not text (makilab/request_encoding.py).
+    "makilab.request_encoding.RequestEncodingCheck",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -171,7 +175,8 @@ AUTHENTICATION_BACKENDS = [
 # MAKILAB_LOGIN_COOLOFF_MINUTES pass without a new failure. Counted per
 # username (the service has one owner account and a guesser can change
 # addresses) and also per address (one address trying many usernames).
-# The owner can unlock early: `manage.py axes_reset_username <name>`.
+# The owner can unlock early: `manage.py axes_reset_username <name>` for a name,
+# `axes_reset_ip <address>` for an address, `axes_reset` for everything (the 429 page says so).
 AXES_FAILURE_LIMIT = env_int("MAKILAB_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("MAKILAB_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
@@ -183,12 +188,12 @@ LOGIN_REDIRECT_URL = "/memory/"
 LOGOUT_REDIRECT_URL = "login"
 
 # --- Internationalisation ---------------------------------------------------
-LANGUAGE_CODE = env_str("MAKILAB_LANGUAGE_CODE", "fr")
+LANGUAGE_CODE = env_language_code("MAKILAB_LANGUAGE_CODE", "fr")
 # One language, whatever the browser asks for: the owner's texts are written in
 # French, and Django, the admin and DRF would otherwise answer an
 # "Accept-Language: en" request half in English (hence no LocaleMiddleware).
 LANGUAGES = [(LANGUAGE_CODE, LANGUAGE_CODE)]
-TIME_ZONE = env_str("MAKILAB_TIME_ZONE", "Europe/Paris")
+TIME_ZONE = env_time_zone("MAKILAB_TIME_ZONE", "Europe/Paris")
 USE_I18N = True
 USE_TZ = True
 

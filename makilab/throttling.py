@@ -15,8 +15,11 @@ from django.shortcuts import render
 from rest_framework import throttling
 from rest_framework.settings import api_settings
 
+# The lock counts per username or per address (settings.AXES_LOCKOUT_PARAMETERS): wrong
+# passwords for another name from this address lock every account here too.
 LOGIN_LOCKED_MESSAGE = (
-    "Trop de tentatives de connexion : ce compte est bloqué. Réessayez dans {minutes} minutes."
+    "Trop de tentatives de connexion échouées depuis cette adresse ou pour ce compte : "
+    "connexion bloquée. Réessayez dans {minutes} minutes."
 )
 LOCKED_OUT_TEMPLATE = "registration/locked_out.html"
 
@@ -44,4 +47,7 @@ def login_locked_out(request: HttpRequest, response=None, credentials=None) -> H
     """django-axes' lockout answer: the French page, 429 (AXES_LOCKOUT_CALLABLE)."""
     minutes = max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
     message = LOGIN_LOCKED_MESSAGE.format(minutes=minutes)
-    return render(request, LOCKED_OUT_TEMPLATE, {"message": message}, status=429)
+    # The address django-axes counted (its own resolution, proxies included).
+    address = getattr(request, "axes_ip_address", None) or request.META.get("REMOTE_ADDR", "")
+    context = {"message": message, "address": address}
+    return render(request, LOCKED_OUT_TEMPLATE, context, status=429)

@@ -34,6 +34,11 @@
     var status = event.detail.xhr ? event.detail.xhr.status : 0;
     if (status === 403) {
       flash("Action refusée (403) : la session a peut-être expiré. Rechargez la page.");
+    } else if (status === 400 && event.detail.xhr.responseText.length < 500) {
+      // A short French fragment (makilab/request_encoding.py): say its text.
+      // DOMParser runs no script nor handler of what it parses.
+      var parsed = new DOMParser().parseFromString(event.detail.xhr.responseText, "text/html");
+      flash(parsed.body.textContent.trim() || "Requête invalide (400).");
     } else if (status === 404) {
       flash("Introuvable (404) : l'élément a peut-être été supprimé. Rechargez la page.");
     } else {

@@ -1,0 +1,85 @@
+"""A form body or a query string that is not text in its charset is a French 400.
+
+Django decodes the percent-decoded bytes of a form body (application/x-www-form-
+urlencoded) and of the query string with replacement characters: "key=%ff%fe"
+reaches a view as "��" and would be stored as such. This middleware refuses
+them before any view runs, in the request's charset (utf-8 unless the
+Content-Type names another): the API and /mcp get the API's JSON shape
+({"message", "extra"}, as memory/api/parsers.py words its own encoding
+error), an htmx request a short fragment, a page templates/400.html.
+Multipart bodies (file uploads) are left to Django.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import unquote_to_bytes
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+from django.utils.html import format_html
+
+FORM_BAD_ENCODING_MESSAGE = "Formulaire invalide : le texte n'est pas en {encoding}."
+QUERY_BAD_ENCODING_MESSAGE = "Adresse invalide : ses paramètres ne sont pas en {encoding}."
+FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
+API_PREFIXES = ("/api/", "/mcp")
+
+
+def urlencoded_is_text(raw: bytes, encoding: str) -> bool:
+    """Whether the percent-decoded ``raw`` ("a=%C3%A9&b=c") decodes in ``encoding``.
+
+    "&", "=" and "+" are ASCII, so decoding the whole string tells the same as
+    decoding each name and value apart.
+    """
+    try:
+        unquote_to_bytes(raw.replace(b"+", b" ")).decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return False
+    return True
+
+
+class RequestEncodingCheck:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        message = self.problem(request)
+        if message is None:
+            return self.get_response(request)
+        return self.refusal(request, message)
+
+    @staticmethod
+    def problem(request: HttpRequest) -> str | None:
+        """The French message for what is not text in the request, or None."""
+        encoding = request.encoding or settings.DEFAULT_CHARSET
+        query = request.META.get("QUERY_STRING", "")
+        try:
+            query_bytes = query.encode("iso-8859-1")  # WSGI's str of the raw bytes
+        except UnicodeEncodeError:
+            query_bytes = query.encode("utf-8", "surrogateescape")
+        if query_bytes and not urlencoded_is_text(query_bytes, encoding):
+            return QUERY_BAD_ENCODING_MESSAGE.format(encoding=encoding)
+        if request.content_type != FORM_CONTENT_TYPE:
+            return None
+        try:
+            body = request.body
+        except RequestDataTooBig:
+            return None  # Django (pages) or the API's parser answers the size
+        if body and not urlencoded_is_text(body, encoding):
+            return FORM_BAD_ENCODING_MESSAGE.format(encoding=encoding)
+        return None
+
+    @staticmethod
+    def refusal(request: HttpRequest, message: str) -> HttpResponse:
+        if request.path.startswith(API_PREFIXES):
+            return JsonResponse(
+                {"message": message, "extra": {}},
+                status=400,
+                json_dumps_params={"ensure_ascii": False},
+            )
+        if request.headers.get("HX-Request") == "true":
+            return HttpResponse(format_html('<p class="error">{}</p>', message), status=400)
+        # Without the request's context, as 500.html and 503.html.
+        return HttpResponse(render_to_string("400.html", {"message": message}), status=400)

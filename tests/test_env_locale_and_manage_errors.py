@@ -1,0 +1,96 @@
+"""A bad time zone or language stops start-up with an error naming its variable, and
+manage.py says a configuration error in one line, without a traceback.
+
+Django's own errors name no variable ("Incorrect timezone setting", "No translation
+files found for default language"), and a bad variable made manage.py print a
+traceback starting with a misleading KeyError for the command's name.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from makilab.env import env_language_code, env_time_zone
+
+ROOT = Path(__file__).resolve().parent.parent
+PREFIXES = ("DJANGO_", "MAKILAB_", "QDRANT_", "VOYAGE_", "CELERY_", "ANTHROPIC_")
+
+
+def _manage(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(PREFIXES)}
+    empty = tmp_path / "empty.env"
+    empty.touch()
+    environ |= {
+        "DJANGO_SETTINGS_MODULE": "makilab.settings",
+        "MAKILAB_DATA_DIR": str(tmp_path),
+        "MAKILAB_ENV_FILE": str(empty),
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environ | env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("MAKILAB_TIME_ZONE", "Mars/Olympus"), ("MAKILAB_LANGUAGE_CODE", "xx")],
+)
+def test_manage_refuses_a_bad_time_zone_or_language_naming_the_variable(tmp_path, name, value):
+    result = _manage(tmp_path, "check", **{name: value})
+    assert result.returncode != 0
+    assert f"ImproperlyConfigured: {name} must be" in result.stderr
+    assert repr(value) in result.stderr
+
+
+def test_a_bad_variable_is_one_clear_line_on_stderr_without_a_keyerror(tmp_path):
+    result = _manage(tmp_path, "memory_stats", DJANGO_DEBUG="maybe")
+    assert result.returncode != 0
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        "ImproperlyConfigured: DJANGO_DEBUG must be true or false (or 1/0), not 'maybe'."
+    ]
+    assert "KeyError" not in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("value", ["Europe/Paris", "UTC", "America/Argentina/Buenos_Aires"])
+def test_a_real_time_zone_is_accepted(monkeypatch, value):
+    monkeypatch.setenv("TZ_VAR", value)
+    assert env_time_zone("TZ_VAR", "Europe/Paris") == value
+
+
+@pytest.mark.parametrize("value", ["Mars/Olympus", "../etc/passwd", "Europe/", "Paris"])
+def test_an_unknown_time_zone_is_refused(monkeypatch, value):
+    monkeypatch.setenv("TZ_VAR", value)
+    with pytest.raises(ImproperlyConfigured, match="TZ_VAR must be a time zone"):
+        env_time_zone("TZ_VAR", "Europe/Paris")
+
+
+@pytest.mark.parametrize("value", ["fr", "en", "en-us", "pt-br", "de"])
+def test_a_language_django_is_translated_into_is_accepted(monkeypatch, value):
+    monkeypatch.setenv("LANG_VAR", value)
+    assert env_language_code("LANG_VAR", "fr") == value
+
+
+@pytest.mark.parametrize("value", ["xx", "français", "fr_FR.UTF-8", "../fr"])
+def test_an_unknown_language_is_refused(monkeypatch, value):
+    monkeypatch.setenv("LANG_VAR", value)
+    with pytest.raises(ImproperlyConfigured, match="LANG_VAR must be a language"):
+        env_language_code("LANG_VAR", "fr")
+
+
+def test_both_default_to_the_french_of_paris(monkeypatch):
+    monkeypatch.delenv("TZ_VAR", raising=False)
+    monkeypatch.delenv("LANG_VAR", raising=False)
+    assert env_time_zone("TZ_VAR", "Europe/Paris") == "Europe/Paris"
+    assert env_language_code("LANG_VAR", "fr") == "fr"
