@@ -3,6 +3,9 @@
 Every error body has a human "message" and, for field errors, "extra" with a
 message per field. Nothing reaches the client as a 500 with a traceback; a database
 held by another process is a 503 to retry (makilab.database_busy).
+
+``page_not_found`` is the site's handler404: an address under /api/ that matches no
+route answers the same JSON shape; every other address keeps the HTML 404 page.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from __future__ import annotations
 import math
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -22,6 +26,8 @@ from memory.exceptions import MemoryServiceError, StoreUnavailable
 VALIDATION_MESSAGE = "Données invalides."
 THROTTLED_MESSAGE = "Trop de requêtes : réessayez dans {wait} secondes."
 THROTTLED_LATER_MESSAGE = "Trop de requêtes : réessayez plus tard."
+API_NOT_FOUND_MESSAGE = "Aucune route de l'API à cette adresse."
+API_PREFIX = "/api/"
 
 
 def _as_drf(exc: Exception) -> Exception:
@@ -84,3 +90,14 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         )
         response.data = {"message": str(detail), "extra": {}}
     return response
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404: the API's JSON error under /api/, Django's HTML page elsewhere."""
+    if request.path_info.startswith(API_PREFIX):
+        return JsonResponse(
+            {"message": API_NOT_FOUND_MESSAGE, "extra": {}},
+            status=status.HTTP_404_NOT_FOUND,
+            json_dumps_params={"ensure_ascii": False},
+        )
+    return defaults.page_not_found(request, exception)

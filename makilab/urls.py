@@ -5,6 +5,8 @@ twice: under ``/api/v1/`` in the ``v1`` namespace (``reverse("v1:memory-api:fact
 and, as aliases kept for existing clients, at the unversioned ``/api/memory/`` and
 ``/api/agent/`` (``reverse("memory-api:facts")``, unchanged). The schema describes the
 v1 paths only (makilab.schema.v1_endpoints_only).
+
+An address under /api/ that matches no route is the API's JSON 404 (handler404).
 """
 
 from django.contrib import admin
@@ -16,6 +18,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from dashboard.auth import staff_required
 from dashboard.forms import StaffAuthenticationForm
 from memory.mcp.http import mcp_endpoint
+
+handler404 = "makilab.exception_handlers.page_not_found"
 
 API_V1 = [
     path("memory/", include("memory.api.urls")),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memory.api.fields import FrenchFloatField
+from memory.api.fields import FrenchFloatField, StrictCharField, StrictRegexField
+from memory.api.serializers import StrictInputSerializer
 from memory.models import MessageSource
 
 MAX_MESSAGE_CHARS = 20_000
@@ -14,29 +15,29 @@ CHANNEL_MESSAGE = (
 )
 
 
-class ChatInputSerializer(serializers.Serializer):
-    channel = serializers.RegexField(
+class ChatInputSerializer(StrictInputSerializer):
+    channel = StrictRegexField(
         CHANNEL_REGEX,
         max_length=64,
         error_messages={"invalid": CHANNEL_MESSAGE},
         help_text="Le canal de la conversation, ex. mission_control ou whatsapp.",
     )
-    message = serializers.CharField(max_length=MAX_MESSAGE_CHARS, trim_whitespace=True)
+    message = StrictCharField(max_length=MAX_MESSAGE_CHARS, trim_whitespace=True)
     source = serializers.ChoiceField(
         choices=MessageSource.choices,
         default=MessageSource.USER,
         help_text="user (défaut), system (pas d'auto-retrieval ni d'extraction) ou tool.",
     )
-    author = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
+    author = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
 
 
 class RetrievedMemorySerializer(serializers.Serializer):
-    id = serializers.CharField()
-    kind = serializers.CharField(required=False)
-    text = serializers.CharField(required=False)
-    type = serializers.CharField(required=False, allow_blank=True)
-    channel = serializers.CharField(required=False, allow_blank=True)
-    relative_time = serializers.CharField(required=False, allow_blank=True)
+    id = StrictCharField()
+    kind = StrictCharField(required=False)
+    text = StrictCharField(required=False)
+    type = StrictCharField(required=False, allow_blank=True)
+    channel = StrictCharField(required=False, allow_blank=True)
+    relative_time = StrictCharField(required=False, allow_blank=True)
     score = FrenchFloatField(required=False, allow_null=True)
 
 
@@ -48,7 +49,7 @@ class RetrievalSummarySerializer(serializers.Serializer):
 
 class UsageSerializer(serializers.Serializer):
     calls = serializers.IntegerField()
-    model = serializers.CharField(allow_blank=True)
+    model = StrictCharField(allow_blank=True)
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
     retrieval_tokens = serializers.IntegerField(
@@ -58,17 +59,17 @@ class UsageSerializer(serializers.Serializer):
 
 
 class ToolCallSerializer(serializers.Serializer):
-    name = serializers.CharField()
+    name = StrictCharField()
     input = serializers.DictField()
     is_error = serializers.BooleanField()
 
 
 class ChatOutputSerializer(serializers.Serializer):
-    reply = serializers.CharField(
+    reply = StrictCharField(
         allow_blank=True,
         help_text="Vide quand le canal est un salon observé : l'agent n'y répond pas.",
     )
-    channel = serializers.CharField()
+    channel = StrictCharField()
     message_ids = serializers.ListField(
         child=serializers.IntegerField(),
         help_text="Les messages de l'utilisateur auxquels répond cette réponse (plusieurs s'ils "

@@ -42,6 +42,7 @@ def _llm_error_response(exc: LlmError) -> Response:
 
 
 class ChatApi(MemoryApi):
+    name = "Parler à l'agent"
     throttle_scope = "chat"  # every call is an LLM call: REST_FRAMEWORK's "chat" rate
 
     @extend_schema(
@@ -108,6 +109,7 @@ def _event_data(name: str, payload: object) -> object:
 
 
 class ChatStreamApi(MemoryApi):
+    name = "Parler à l'agent en flux"
     throttle_scope = "chat"
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 

@@ -7,7 +7,8 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.serializers import UnknownFieldsRefused
+from memory.api.fields import StrictCharField
+from memory.api.serializers import StrictInputSerializer, UnknownFieldsRefused
 from memory.api.views import ERRORS, PAGE_NOT_FOUND, MemoryApi, MemoryPagination
 from memory.models import ChannelSettings, Digest
 from memory.services.channels import channel_settings_get, channel_settings_set
@@ -51,9 +52,7 @@ class DigestSerializer(serializers.ModelSerializer):
 
 
 class DigestStatusSerializer(serializers.Serializer):
-    observed = serializers.ListField(
-        child=serializers.CharField(), help_text="Les salons observés."
-    )
+    observed = serializers.ListField(child=StrictCharField(), help_text="Les salons observés.")
     live_count = serializers.IntegerField(
         help_text="Messages des salons observés pas encore digérés (la mémoire live)."
     )
@@ -74,6 +73,7 @@ def _status_data() -> dict:
 
 
 class ChannelListApi(MemoryApi):
+    name = "Canaux"
     pagination_class = MemoryPagination
 
     @extend_schema(
@@ -88,6 +88,7 @@ class ChannelListApi(MemoryApi):
 
 
 class ChannelDetailApi(MemoryApi):
+    name = "Canal"
     owner_methods = frozenset({"put"})
 
     @extend_schema(
@@ -120,6 +121,7 @@ class ChannelDetailApi(MemoryApi):
 
 
 class DigestApi(MemoryApi):
+    name = "Digest des salons observés"
     owner_methods = frozenset({"post"})
 
     @extend_schema(
@@ -145,6 +147,8 @@ class DigestApi(MemoryApi):
         },
     )
     def post(self, request: Request) -> Response:
+        # No options, but the body is read: malformed JSON or a stray field is a 400.
+        StrictInputSerializer(data=request.data).is_valid(raise_exception=True)
         digest_request()
         return Response(
             DigestStatusSerializer(_status_data()).data, status=status.HTTP_202_ACCEPTED

@@ -7,6 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memory.api.fields import StrictCharField
 from memory.api.messages import (
     CONTENT_MAX_CHARS,
     IdempotencyConflict,
@@ -26,13 +27,13 @@ class ContextInputSerializer(PreviewInputSerializer):
     """An incoming message on a channel; ``record`` also stores it."""
 
     # As long as /messages takes it (retrieval reads its first 4,000 characters).
-    message = serializers.CharField(max_length=CONTENT_MAX_CHARS, trim_whitespace=True)
-    channel = serializers.CharField(max_length=64, help_text="Le canal où le message arrive.")
+    message = StrictCharField(max_length=CONTENT_MAX_CHARS, trim_whitespace=True)
+    channel = StrictCharField(max_length=64, help_text="Le canal où le message arrive.")
     record = serializers.BooleanField(
         default=False,
         help_text="true : enregistre aussi le message (comme POST /api/memory/messages).",
     )
-    author = serializers.CharField(max_length=128, required=False, default="", allow_blank=True)
+    author = StrictCharField(max_length=128, required=False, default="", allow_blank=True)
     idempotency_key = idempotency_key_field()
 
     def validate(self, attrs: dict) -> dict:
@@ -52,6 +53,8 @@ class ContextOutputSerializer(PreviewOutputSerializer):
 
 
 class MemoryContextApi(MemoryApi):
+    name = "Contexte d'un message"
+
     @extend_schema(
         operation_id="memory_context",
         summary="Contexte mémoire d'un message (pré-hook)",

@@ -9,6 +9,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers
 from rest_framework.request import Request
 
+from memory.api.fields import StrictCharField
 from memory.api.permissions import IsOwner
 from memory.api.serializers import StrictInputSerializer
 from memory.api.views import ERRORS, MemoryApi
@@ -19,7 +20,7 @@ FILENAME = "makilab-memoire-{stamp}.jsonl"
 
 
 class ExportQuerySerializer(StrictInputSerializer):
-    since = serializers.CharField(required=False, max_length=40)
+    since = StrictCharField(required=False, max_length=40)
 
     def validate_since(self, value: str):
         try:
@@ -29,6 +30,7 @@ class ExportQuerySerializer(StrictInputSerializer):
 
 
 class MemoryExportApi(MemoryApi):
+    name = "Export de la mémoire"
     permission_classes = [IsOwner]
 
     @extend_schema(

@@ -6,6 +6,10 @@ Every float of the API's serializers is a ``FrenchFloatField``: declared ones
 directly, the ones a ModelSerializer builds from a model ``FloatField`` through
 ``ApiModelSerializer``'s field mapping. It also refuses a boolean: DRF's FloatField
 read JSON ``true`` as 1.0 (its IntegerField already refuses one).
+
+Every text field of the API is a ``StrictCharField``: DRF's CharField turns a JSON
+number into its text (``{"topic": 5}`` forgot the topic "5"); this one refuses any value
+that is not a string. Form values are strings, so form-encoded bodies still pass.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from django.db import models
 from rest_framework import serializers
 
 FLOAT_OVERFLOW_MESSAGE = "Ce nombre est trop grand."
+STRING_REQUIRED_MESSAGE = "Une chaîne de caractères est attendue."
 
 
 class FrenchFloatField(serializers.FloatField):
@@ -27,10 +32,33 @@ class FrenchFloatField(serializers.FloatField):
         return super().to_internal_value(data)
 
 
+class _StringOnly:
+    """The rule of every text field: a value that is not a string is refused, before the
+    field's own checks (its "invalid" message may be one of its own, e.g. a regex's)."""
+
+    default_error_messages = {"not_a_string": STRING_REQUIRED_MESSAGE}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(_StringOnly, serializers.CharField):
+    """DRF's CharField that refuses a number, a boolean or any JSON value not a string."""
+
+
+class StrictRegexField(_StringOnly, serializers.RegexField):
+    """DRF's RegexField that refuses any JSON value not a string."""
+
+
 class ApiModelSerializer(serializers.ModelSerializer):
-    """A ModelSerializer whose fields built from a model FloatField are FrenchFloatField."""
+    """A ModelSerializer whose fields built from a model FloatField are FrenchFloatField,
+    and from a model CharField or TextField StrictCharField."""
 
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
         models.FloatField: FrenchFloatField,
+        models.CharField: StrictCharField,
+        models.TextField: StrictCharField,
     }

@@ -7,6 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memory.api.fields import StrictCharField, StrictRegexField
 from memory.api.serializers import StrictInputSerializer
 from memory.api.views import (
     ERRORS,
@@ -35,12 +36,12 @@ FORGETTING_NOT_FOUND = {
 
 
 class ForgetInputSerializer(StrictInputSerializer):
-    topic = serializers.CharField(max_length=TOPIC_MAX_CHARS, help_text="Le sujet à oublier.")
+    topic = StrictCharField(max_length=TOPIC_MAX_CHARS, help_text="Le sujet à oublier.")
     dry_run = serializers.BooleanField(
         default=False, help_text="true : montrer ce qui serait oublié, sans rien changer."
     )
     ids = serializers.ListField(
-        child=serializers.RegexField(r"^(message|fact|summary|revision):\d+$", max_length=40),
+        child=StrictRegexField(r"^(message|fact|summary|revision):\d+$", max_length=40),
         required=False,
         max_length=2000,
         help_text="Les ids de l'aperçu confirmé (``ids`` du dry run) : rien d'autre n'est pris.",
@@ -58,11 +59,11 @@ class ForgetCountsSerializer(serializers.Serializer):
 
 
 class ForgetPlanSerializer(serializers.Serializer):
-    topic = serializers.CharField()
-    selection = serializers.CharField(help_text="words (tous les mots du sujet) ou llm.")
+    topic = StrictCharField()
+    selection = StrictCharField(help_text="words (tous les mots du sujet) ou llm.")
     counts = ForgetCountsSerializer()
     ids = serializers.ListField(
-        child=serializers.CharField(), help_text="À renvoyer pour confirmer exactement cet aperçu."
+        child=StrictCharField(), help_text="À renvoyer pour confirmer exactement cet aperçu."
     )
     exchanges = serializers.ListField(child=serializers.DictField())
     facts = serializers.ListField(child=serializers.DictField())
@@ -100,6 +101,8 @@ def _on_forgetting(request: Request, forgetting_id: int, service, actor: str) ->
 
 
 class ForgetApi(MemoryApi):
+    name = "Oubli d'un sujet"
+
     @extend_schema(
         operation_id="memory_forget",
         summary="Oublier un sujet",
@@ -130,6 +133,7 @@ class ForgetApi(MemoryApi):
 
 
 class ForgettingListApi(MemoryApi):
+    name = "Oublis"
     owner_methods = frozenset({"get"})
     pagination_class = MemoryPagination
 
@@ -144,6 +148,7 @@ class ForgettingListApi(MemoryApi):
 
 
 class ForgettingRestoreApi(MemoryApi):
+    name = "Annulation d'un oubli"
     owner_methods = frozenset({"post"})
 
     @extend_schema(
@@ -158,6 +163,7 @@ class ForgettingRestoreApi(MemoryApi):
 
 
 class FactEraseApi(MemoryApi):
+    name = "Effacement d'un fait"
     owner_methods = frozenset({"post"})
 
     @extend_schema(
@@ -179,6 +185,7 @@ class FactEraseApi(MemoryApi):
 
 
 class ForgettingEraseApi(MemoryApi):
+    name = "Effacement d'un oubli"
     owner_methods = frozenset({"post"})
 
     @extend_schema(

@@ -19,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memory.api.fields import StrictCharField
 from memory.api.parsers import LimitedJSONParser
 from memory.api.serializers import StrictInputSerializer
 from memory.services.maintenance_runs import (
@@ -61,7 +62,7 @@ class NoOptions(StrictInputSerializer):
 
 class SeedSelfOptions(StrictInputSerializer):
     # The file's text as the command read it (serve may not see the command's files).
-    text = serializers.CharField(trim_whitespace=False)
+    text = StrictCharField(trim_whitespace=False)
 
 
 OPTIONS = {
@@ -83,6 +84,8 @@ class LocalMaintenanceApi(APIView):
 
 @extend_schema(exclude=True)
 class MaintenanceStartApi(LocalMaintenanceApi):
+    name = "Lancement d'une maintenance"
+
     def post(self, request: Request, operation: str) -> Response:
         if operation not in OPTIONS:
             raise NotFound(UNKNOWN_OPERATION_MESSAGE.format(operation=operation))
@@ -97,6 +100,8 @@ class MaintenanceStartApi(LocalMaintenanceApi):
 
 @extend_schema(exclude=True)
 class MaintenanceRunApi(LocalMaintenanceApi):
+    name = "Suivi d'une maintenance"
+
     def get(self, request: Request, run_id: str) -> Response:
         run = maintenance_get(run_id)
         if run is None:

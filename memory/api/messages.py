@@ -14,6 +14,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memory.api.fields import StrictCharField
 from memory.api.serializers import DateTimeInRangeField, StrictInputSerializer
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 from memory.models import MessageRole, MessageSource
@@ -44,7 +45,7 @@ class IdempotencyConflict(APIException):
 
 
 def idempotency_key_field():
-    return serializers.CharField(
+    return StrictCharField(
         max_length=IDEMPOTENCY_KEY_MAX,
         required=False,
         default="",
@@ -56,15 +57,15 @@ def idempotency_key_field():
 class MessageInputSerializer(StrictInputSerializer):
     """One message. ``role`` and ``source`` may be given alone: the other follows."""
 
-    channel = serializers.CharField(max_length=64, help_text="Le canal, ex. whatsapp.")
-    content = serializers.CharField(max_length=CONTENT_MAX_CHARS, trim_whitespace=False)
+    channel = StrictCharField(max_length=64, help_text="Le canal, ex. whatsapp.")
+    content = StrictCharField(max_length=CONTENT_MAX_CHARS, trim_whitespace=False)
     role = serializers.ChoiceField(choices=MessageRole.choices, required=False)
     source = serializers.ChoiceField(
         choices=MessageSource.choices,
         required=False,
         help_text="user, system ou tool (le résultat d'un outil, lu par l'extraction des faits).",
     )
-    author = serializers.CharField(max_length=128, required=False, default="", allow_blank=True)
+    author = StrictCharField(max_length=128, required=False, default="", allow_blank=True)
     timestamp = DateTimeInRangeField(
         required=False, default=None, help_text="Date d'origine (imports); absente : maintenant."
     )
@@ -181,6 +182,8 @@ def messages_input(data) -> tuple[list[MessageDraft], str]:
 
 
 class MessagesRecordApi(MemoryApi):
+    name = "Messages"
+
     @extend_schema(
         operation_id="messages_record",
         summary="Enregistrer des messages",

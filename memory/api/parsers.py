@@ -8,6 +8,8 @@ json.loads recurses once per nesting level: 2 KB of "[" raise RecursionError,
 which DRF does not catch (a 500), and a body just under the interpreter's limit
 would recurse again in every serializer that walks it. No request of this API
 nests deeper than a few levels, so anything past MAX_JSON_DEPTH is a 400.
+An object that names a key twice is a 400 too: json.loads would keep the last value
+without a word, and which one the client meant is not known.
 Every parse error is said in French (DRF's own "JSON parse error - ..." quotes
 the English text of the json module).
 """
@@ -30,6 +32,7 @@ JSON_TOO_DEEP_MESSAGE = "Corps JSON trop imbriqué : {limit} niveaux au plus."
 JSON_INVALID_AT_MESSAGE = "Corps JSON invalide (ligne {line}, colonne {column})."
 JSON_INVALID_MESSAGE = "Corps JSON invalide : {reason}."
 JSON_NOT_A_NUMBER_REASON = "NaN et Infinity ne sont pas du JSON"
+JSON_DUPLICATE_KEY_REASON = "le champ « {key} » est donné deux fois"
 JSON_BAD_ENCODING_REASON = "le texte n'est pas en {encoding}"
 JSON_UNKNOWN_CHARSET_MESSAGE = (
     "Corps JSON illisible : jeu de caractères « {charset} » non pris en charge."
@@ -85,6 +88,24 @@ def json_depth_exceeds(data: object, limit: int) -> bool:
     return False
 
 
+class DuplicateKey(Exception):
+    """Raised by ``_object_without_duplicates`` (not a ValueError: NaN's handler catches those)."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    """json.loads' object_pairs_hook: the object, unless a key appears twice in it."""
+    data = {}
+    for key, value in pairs:
+        if key in data:
+            raise DuplicateKey(key)
+        data[key] = value
+    return data
+
+
 class LimitedJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         body = _read_capped(stream, parser_context)
@@ -92,9 +113,16 @@ class LimitedJSONParser(JSONParser):
         too_deep = ParseError(JSON_TOO_DEEP_MESSAGE.format(limit=MAX_JSON_DEPTH))
         try:
             text = body.decode(encoding)
-            data = json.loads(text, parse_constant=strict_constant if self.strict else None)
+            data = json.loads(
+                text,
+                parse_constant=strict_constant if self.strict else None,
+                object_pairs_hook=_object_without_duplicates,
+            )
         except RecursionError:
             raise too_deep from None
+        except DuplicateKey as exc:
+            reason = JSON_DUPLICATE_KEY_REASON.format(key=exc.key)
+            raise ParseError(JSON_INVALID_MESSAGE.format(reason=reason)) from None
         except json.JSONDecodeError as exc:
             raise ParseError(
                 JSON_INVALID_AT_MESSAGE.format(line=exc.lineno, column=exc.colno)

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.fields import FrenchFloatField
+from memory.api.fields import FrenchFloatField, StrictCharField
 from memory.api.serializers import StrictInputSerializer
 from memory.api.views import ERRORS, MemoryApi
 from memory.services.messages import BAD_CHANNEL, channel_validate
@@ -17,8 +17,8 @@ MESSAGE_MAX_CHARS = 4000
 
 
 class PreviewInputSerializer(StrictInputSerializer):
-    message = serializers.CharField(max_length=MESSAGE_MAX_CHARS, trim_whitespace=True)
-    channel = serializers.CharField(max_length=64, default="mission_control")
+    message = StrictCharField(max_length=MESSAGE_MAX_CHARS, trim_whitespace=True)
+    channel = StrictCharField(max_length=64, default="mission_control")
 
     def validate_channel(self, value: str) -> str:
         try:
@@ -28,21 +28,21 @@ class PreviewInputSerializer(StrictInputSerializer):
 
 
 class PreviewMemorySerializer(serializers.Serializer):
-    id = serializers.CharField()
-    kind = serializers.CharField()
-    text = serializers.CharField()
-    type = serializers.CharField(allow_blank=True)
-    channel = serializers.CharField(allow_blank=True)
-    timestamp = serializers.CharField()
-    relative_time = serializers.CharField()
+    id = StrictCharField()
+    kind = StrictCharField()
+    text = StrictCharField()
+    type = StrictCharField(allow_blank=True)
+    channel = StrictCharField(allow_blank=True)
+    timestamp = StrictCharField()
+    relative_time = StrictCharField()
     sources = serializers.DictField()
     score = FrenchFloatField(allow_null=True, required=False)
 
 
 class PreviewNoteSerializer(serializers.Serializer):
-    path = serializers.CharField()
-    source = serializers.CharField()
-    text = serializers.CharField()
+    path = StrictCharField()
+    source = StrictCharField()
+    text = StrictCharField()
 
 
 class PreviewOutputSerializer(serializers.Serializer):
@@ -50,13 +50,15 @@ class PreviewOutputSerializer(serializers.Serializer):
     core = PreviewMemorySerializer(many=True)
     memories = PreviewMemorySerializer(many=True)
     notes = PreviewNoteSerializer(many=True)
-    prompt_block = serializers.CharField(allow_blank=True)
+    prompt_block = StrictCharField(allow_blank=True)
     tokens_added = serializers.IntegerField()
     timings_ms = serializers.DictField(child=FrenchFloatField())
-    failed_sources = serializers.DictField(child=serializers.CharField())
+    failed_sources = serializers.DictField(child=StrictCharField())
 
 
 class MemoryPreviewApi(MemoryApi):
+    name = "Aperçu de l'auto-retrieval"
+
     @extend_schema(
         operation_id="memory_preview",
         summary="Aperçu de l'auto-retrieval",

@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from memory.api.fact_kinds import fact_kind_check
-from memory.api.fields import ApiModelSerializer, FrenchFloatField
+from memory.api.fields import ApiModelSerializer, FrenchFloatField, StrictCharField
 from memory.exceptions import InvalidTTL
 from memory.models import (
     FACT_VALUE_MAX_CHARS,
@@ -143,7 +143,7 @@ class FactOutputSerializer(ApiModelSerializer):
 
 
 class _FactFieldsSerializer(StrictInputSerializer):
-    value = serializers.CharField(max_length=VALUE_MAX_CHARS)
+    value = StrictCharField(max_length=VALUE_MAX_CHARS)
     # Absent fields are not stated: a new fact gets the defaults, a restated one keeps its own.
     memory_type = serializers.ChoiceField(
         choices=MemoryType.choices,
@@ -158,12 +158,12 @@ class _FactFieldsSerializer(StrictInputSerializer):
         help_text="0 à 1; absent: l'importance par défaut du type.",
     )
     subjects = serializers.ListField(
-        child=serializers.CharField(max_length=SUBJECT_MAX_CHARS),
+        child=StrictCharField(max_length=SUBJECT_MAX_CHARS),
         max_length=SUBJECTS_MAX,
         required=False,
     )
-    channel = serializers.CharField(max_length=_CHANNEL_MAX, required=False, allow_blank=True)
-    ttl = serializers.CharField(
+    channel = StrictCharField(max_length=_CHANNEL_MAX, required=False, allow_blank=True)
+    ttl = StrictCharField(
         max_length=TTL_MAX_CHARS,
         required=False,
         allow_blank=True,
@@ -184,7 +184,7 @@ class FactInputSerializer(_FactFieldsSerializer):
     goals (``category`` and ``value`` only; its key is derived, dedup applies).
     """
 
-    key = serializers.CharField(
+    key = StrictCharField(
         max_length=_KEY_MAX, required=False, help_text="Obligatoire pour kind=owner (défaut)."
     )
     source = serializers.ChoiceField(choices=FactSource.choices, required=False)
@@ -236,7 +236,7 @@ class FactRevisionSerializer(serializers.ModelSerializer):
 
 
 class FactListQuerySerializer(serializers.Serializer):
-    search = serializers.CharField(max_length=QUERY_MAX_CHARS, required=False, default="")
+    search = StrictCharField(max_length=QUERY_MAX_CHARS, required=False, default="")
     kind = serializers.ChoiceField(
         choices=FactKind.choices,
         required=False,
@@ -258,7 +258,7 @@ class FactRecentQuerySerializer(serializers.Serializer):
 
 
 class SearchQuerySerializer(serializers.Serializer):
-    q = serializers.CharField(max_length=QUERY_MAX_CHARS, help_text="Le texte cherché.")
+    q = StrictCharField(max_length=QUERY_MAX_CHARS, help_text="Le texte cherché.")
     mode = serializers.ChoiceField(choices=SEARCH_MODES, default="semantic")
     limit = serializers.IntegerField(
         min_value=1,
@@ -266,7 +266,7 @@ class SearchQuerySerializer(serializers.Serializer):
         help_text=f"Nombre de résultats; au-delà de {MAX_LIMIT}, ramené à {MAX_LIMIT}.",
     )
 
-    channel = serializers.CharField(
+    channel = StrictCharField(
         max_length=64, required=False, default="", help_text="Seulement ce canal."
     )
     memory_type = serializers.ChoiceField(
@@ -276,7 +276,7 @@ class SearchQuerySerializer(serializers.Serializer):
         default="",
         help_text="Seulement les faits de ce type.",
     )
-    subjects = serializers.CharField(
+    subjects = StrictCharField(
         max_length=500,
         required=False,
         default="",
@@ -319,22 +319,22 @@ class SearchQuerySerializer(serializers.Serializer):
 
 
 class SearchHitSerializer(serializers.Serializer):
-    id = serializers.CharField()
+    id = StrictCharField()
     kind = serializers.ChoiceField(choices=["message", "exchange", "fact", "summary"])
     score = FrenchFloatField()
-    channel = serializers.CharField()
+    channel = StrictCharField()
     date = serializers.DateTimeField(allow_null=True)
-    excerpt = serializers.CharField(help_text="200 caractères au plus.")
-    type = serializers.CharField(help_text="Rôle du message, type du fait, « summary ».")
-    source = serializers.CharField(
+    excerpt = StrictCharField(help_text="200 caractères au plus.")
+    type = StrictCharField(help_text="Rôle du message, type du fait, « summary ».")
+    source = StrictCharField(
         help_text="Où il a été trouvé : conversations, knowledge, messages_fts, facts."
     )
-    key = serializers.CharField(help_text="La clé, pour un fait.")
+    key = StrictCharField(help_text="La clé, pour un fait.")
 
 
 class SearchResultSerializer(serializers.Serializer):
-    query = serializers.CharField()
-    mode = serializers.CharField()
+    query = StrictCharField()
+    mode = StrictCharField()
     count = serializers.IntegerField()
     results = SearchHitSerializer(many=True)
 
@@ -346,7 +346,7 @@ class MemorySettingsSerializer(UnknownFieldsRefused, ApiModelSerializer):
     """GET and PATCH /settings; ranges are the model's validators."""
 
     obsidian_context_notes = serializers.ListField(
-        child=serializers.CharField(max_length=NOTE_PATH_MAX_CHARS),
+        child=StrictCharField(max_length=NOTE_PATH_MAX_CHARS),
         max_length=CONTEXT_NOTES_MAX,
         required=False,
     )
@@ -379,4 +379,4 @@ class MemoryRetrievalSerializer(ApiModelSerializer):
 
 
 class RetrievalListQuerySerializer(serializers.Serializer):
-    channel = serializers.CharField(max_length=_CHANNEL_MAX, required=False, default="")
+    channel = StrictCharField(max_length=_CHANNEL_MAX, required=False, default="")

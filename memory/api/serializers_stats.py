@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from memory.api.fields import StrictCharField
+
 
 class IndexCountsSerializer(serializers.DictField):
     """Rows per indexing state: {"pending": n, "indexed": n, "failed": n, ...}."""
@@ -49,7 +51,7 @@ class CollectionCountsSerializer(serializers.Serializer):
 
 class VectorStatsSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["ok", "unavailable", "skipped"])
-    error = serializers.CharField(allow_blank=True)
+    error = StrictCharField(allow_blank=True)
     collections = CollectionCountsSerializer(help_text="null quand Qdrant est injoignable.")
 
 

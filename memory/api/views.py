@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memory.api.fields import StrictCharField
 from memory.api.parsers import (
     BODY_TOO_LARGE_MESSAGE,
     LimitedFormParser,
@@ -62,7 +63,7 @@ MAX_PAGE_SIZE = 200
 
 
 class ErrorSerializer(serializers.Serializer):
-    message = serializers.CharField()
+    message = StrictCharField()
     extra = serializers.DictField(help_text='{"fields": {champ: [messages]}} pour un 400.')
 
 
@@ -104,6 +105,8 @@ class MemoryPagination(PageNumberPagination):
 
 
 class MemoryApi(APIView):
+    # Each view sets ``name``: OPTIONS and the browsable API show it in French, where DRF
+    # would derive "Fact List Create Api" from the class name (rest_framework get_view_name).
     authentication_classes = [TokenAuthentication, SessionAuthentication]
     permission_classes = [IsStaffOrToken]
     parser_classes = [LimitedJSONParser, LimitedFormParser]
@@ -152,6 +155,7 @@ def fact_or_404(key: str, *, forgotten_hidden: bool = False) -> Fact:
 
 
 class FactListCreateApi(MemoryApi):
+    name = "Faits"
     pagination_class = MemoryPagination
 
     @extend_schema(
@@ -209,6 +213,8 @@ class FactListCreateApi(MemoryApi):
 
 
 class FactDetailApi(MemoryApi):
+    name = "Fait"
+
     @extend_schema(
         operation_id="facts_get",
         summary="Lire un fait",
@@ -263,6 +269,7 @@ class FactDetailApi(MemoryApi):
 
 
 class FactRestoreApi(MemoryApi):
+    name = "Retour d'un fait oublié"
     owner_methods = frozenset({"post"})
 
     @extend_schema(
@@ -279,6 +286,7 @@ class FactRestoreApi(MemoryApi):
 
 
 class FactRevisionListApi(MemoryApi):
+    name = "Historique d'un fait"
     pagination_class = MemoryPagination
 
     @extend_schema(
@@ -294,6 +302,8 @@ class FactRevisionListApi(MemoryApi):
 
 
 class FactRecentApi(MemoryApi):
+    name = "Faits récents"
+
     @extend_schema(
         operation_id="facts_recent",
         summary="Faits récents",
@@ -312,6 +322,8 @@ class FactRecentApi(MemoryApi):
 
 
 class MemorySearchApi(MemoryApi):
+    name = "Recherche"
+
     @extend_schema(
         operation_id="memory_search",
         summary="Chercher dans la mémoire",
@@ -342,6 +354,7 @@ class MemorySearchApi(MemoryApi):
 
 
 class MemorySettingsApi(MemoryApi):
+    name = "Réglages de la mémoire"
     owner_methods = frozenset({"patch"})
 
     @extend_schema(
@@ -367,6 +380,8 @@ class MemorySettingsApi(MemoryApi):
 
 
 class MemoryStatsApi(MemoryApi):
+    name = "Statistiques de la mémoire"
+
     @extend_schema(
         operation_id="memory_stats",
         summary="Statistiques de la mémoire",
@@ -382,6 +397,7 @@ class MemoryStatsApi(MemoryApi):
 
 
 class RetrievalListApi(MemoryApi):
+    name = "Journal de l'auto-retrieval"
     pagination_class = MemoryPagination
 
     @extend_schema(

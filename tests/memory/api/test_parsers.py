@@ -10,8 +10,6 @@ import json
 import re
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
-from rest_framework.views import APIView
 
 from memory.api.parsers import (
     JSON_INVALID_AT_MESSAGE,
@@ -22,6 +20,7 @@ from memory.api.parsers import (
 )
 from memory.models import Fact
 from memory.services.facts import fact_store
+from tests.memory.api.routes import api_routes
 
 pytestmark = pytest.mark.django_db
 
@@ -40,21 +39,9 @@ EXAMPLES = {
 def _json_write_routes() -> list[tuple[str, str]]:
     """(method, url) for each DRF view of the URLconf that takes a body."""
     found: list[tuple[str, str]] = []
-
-    def walk(patterns, prefix: str) -> None:
-        for pattern in patterns:
-            route = prefix + str(pattern.pattern)
-            if isinstance(pattern, URLResolver):
-                walk(pattern.url_patterns, route)
-                continue
-            assert isinstance(pattern, URLPattern)
-            view_class = getattr(pattern.callback, "cls", None)
-            if not (isinstance(view_class, type) and issubclass(view_class, APIView)):
-                continue
-            url = "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: EXAMPLES[m.group(1)], route)
-            found.extend((m, url) for m in WRITE_METHODS if hasattr(view_class, m))
-
-    walk(get_resolver().url_patterns, "")
+    for route, view_class in api_routes():
+        url = "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: EXAMPLES[m.group(1)], route)
+        found.extend((m, url) for m in WRITE_METHODS if hasattr(view_class, m))
     return found
 
 
