@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.pagination import PageNumberPagination
@@ -120,6 +120,16 @@ class MemoryApi(APIView):
         if self.request.method.lower() in self.owner_methods:
             return [IsOwner()]
         return super().get_permissions()
+
+    def initial(self, request, *args, **kwargs):
+        try:
+            super().initial(request, *args, **kwargs)
+        except (exceptions.NotAuthenticated, exceptions.AuthenticationFailed):
+            # DRF refuses a caller before it counts anything: without this a token guesser
+            # was never throttled. Refused, it is counted as anonymous (per address,
+            # MAKILAB_API_ANON_RATE) and past the rate answered 429 instead of 401.
+            self.check_throttles(request)
+            raise
 
     def handle_exception(self, exc: Exception) -> Response:
         # Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE with an HTML 400 page;
