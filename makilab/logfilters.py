@@ -44,3 +44,15 @@ class QuietIdleSweeps(logging.Filter):
         if record.name == RECEIVED_LOGGER:
             return False  # its success line (if it did something) says more
         return not did_nothing(str(context.get("return_value", "")))
+
+
+class ClientErrorAsWarning(logging.Filter):
+    """On django.security.DisallowedHost: a Host header the site does not serve is the
+    client's error (answered with a French 400), logged as one warning line, where Django
+    logs an ERROR with the exception's traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.exc_info = record.exc_text = None
+        return True

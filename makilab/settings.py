@@ -384,12 +384,17 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     # The periodic sweeps of an idle service are not logged (makilab.logfilters).
-    "filters": {"quiet_idle_sweeps": {"()": "makilab.logfilters.QuietIdleSweeps"}},
+    "filters": {
+        "quiet_idle_sweeps": {"()": "makilab.logfilters.QuietIdleSweeps"},
+        "client_error_as_warning": {"()": "makilab.logfilters.ClientErrorAsWarning"},
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "celery.worker.strategy": {"filters": ["quiet_idle_sweeps"]},
         "celery.app.trace": {"filters": ["quiet_idle_sweeps"]},
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        # A bad Host header is the client's error: a warning line, no traceback.
+        "django.security.DisallowedHost": {"filters": ["client_error_as_warning"]},
         # Lockouts are warnings; its start-up banner and per-attempt notes are not news.
         "axes": {"level": "WARNING"},
     },
