@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth.forms import AuthenticationForm
+from django.core.validators import ProhibitNullCharactersValidator
 
 from memory.exceptions import InvalidTTL
 from memory.models import Fact, MemorySettings, MemoryType, validate_fact_key, validate_fact_value
@@ -55,12 +56,22 @@ class SubjectsField(forms.CharField):
         return value
 
 
+class FactValueField(forms.CharField):
+    """A fact's value checked by its one rule (validate_fact_value), which refuses a NUL
+    character itself: Django's own check, which every CharField adds, said it twice."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.validators = [
+            *(v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)),
+            validate_fact_value,
+        ]
+
+
 class _FactFieldsForm(forms.Form):
     # No max_length: its maxlength attribute would let the browser cut a pasted text
     # silently; the model's rule refuses it with a message instead.
-    value = forms.CharField(
-        label="Valeur", validators=[validate_fact_value], widget=forms.Textarea(attrs={"rows": 2})
-    )
+    value = FactValueField(label="Valeur", widget=forms.Textarea(attrs={"rows": 2}))
     memory_type = forms.ChoiceField(
         label="Type", choices=MemoryType.choices, initial=MemoryType.FACT
     )
