@@ -142,3 +142,8 @@ class DigestState(models.TextChoices):
     DONE = "done", "Terminé"
     WAITING = "waiting", "En attente (pas de LLM)"
     FAILED = "failed", "Échec"
+
+
+class DigestTrigger(models.TextChoices):
+    SCHEDULE = "schedule", "Programmée"  # a fixed hour, or the catch-up at start
+    MANUAL = "manual", "Forcée"

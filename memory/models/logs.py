@@ -7,7 +7,7 @@ from decimal import Decimal
 from django.db import models
 from django.utils import timezone
 
-from memory.models.choices import DigestState, JobKind, JobState
+from memory.models.choices import DigestState, DigestTrigger, JobKind, JobState
 
 
 class MemoryRetrieval(models.Model):
@@ -29,7 +29,7 @@ class MemoryRetrieval(models.Model):
 
     class Meta:
         db_table = "memory_retrievals"
-        verbose_name = "injection de mémoire"
+        verbose_name = "relevé d'injection"
         verbose_name_plural = "journal de l'auto-retrieval"
         ordering = ["-created_at", "-id"]
         # A channel's last retrievals (what the LLM still sees) without sorting its whole log.
@@ -124,8 +124,12 @@ class Digest(models.Model):
     state = models.CharField(
         "état", max_length=8, choices=DigestState.choices, default=DigestState.RUNNING
     )
-    # "schedule" (a fixed hour or the catch-up at start) or "manual" (forced).
-    trigger = models.CharField("déclenchement", max_length=16, default="schedule")
+    trigger = models.CharField(
+        "déclenchement",
+        max_length=16,
+        choices=DigestTrigger.choices,
+        default=DigestTrigger.SCHEDULE,
+    )
     messages_digested = models.PositiveIntegerField("messages digérés", default=0)
     facts_stored = models.PositiveIntegerField("faits enregistrés", default=0)
     cost_usd = models.DecimalField(

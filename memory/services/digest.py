@@ -27,14 +27,14 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from memory.models import Digest, DigestState, Job, JobKind, JobState, Message
+from memory.models import Digest, DigestState, DigestTrigger, Job, JobKind, JobState, Message
 from memory.services.indexing import KIND_MESSAGE, rows_changed
 
 DIGEST_JOB = JobKind.DIGEST
 # Messages read by one LLM call; each batch is stored and marked in its own transaction.
 DIGEST_BATCH = 40
-TRIGGER_SCHEDULE = "schedule"
-TRIGGER_MANUAL = "manual"
+TRIGGER_SCHEDULE = DigestTrigger.SCHEDULE
+TRIGGER_MANUAL = DigestTrigger.MANUAL
 NO_LLM_NOTE = (
     "Aucun LLM n'est configuré (ANTHROPIC_API_KEY absente) : le digest attend, "
     "rien n'a été retiré de la mémoire live."
