@@ -242,7 +242,10 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Makilab Memory API",
-    "DESCRIPTION": "Facts, search, auto-retrieval settings and logs of Makilab's memory.",
+    "DESCRIPTION": (
+        "Les faits, la recherche, les réglages et le journal de l'auto-retrieval "
+        "de la mémoire de Makilab."
+    ),
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["memory.api.permissions.IsStaffOrToken"],
