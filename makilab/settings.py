@@ -212,9 +212,11 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # The token first: a caller without credentials is answered 401 with the header that
+    # says how to authenticate (the session's class would make it a 403), as memory.api does.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Size- and depth-capped, French errors (memory/api/parsers.py): every JSON endpoint.
