@@ -118,12 +118,14 @@ def env_language_code(name: str, default: str) -> str:
 
     import django
     from django.utils.translation import to_locale
+    from django.utils.translation.trans_real import language_code_re
 
     raw = os.environ.get(name, "").strip()
     if raw == "":
         return default
     locale_dir = Path(django.__file__).parent / "conf" / "locale"
-    known = re.fullmatch(r"[A-Za-z]{2,3}([-_][A-Za-z0-9]+)*", raw) and gettext.find(
+    # Django's own shape of a language code (its check translation.E001), then its files.
+    known = language_code_re.match(raw) and gettext.find(
         "django", str(locale_dir), [to_locale(raw)]
     )
     if not known:

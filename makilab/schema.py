@@ -5,9 +5,12 @@ from __future__ import annotations
 from drf_spectacular import openapi
 from rest_framework import serializers
 
+from memory.api.fields import StrictCharField
+
 API_V1_PREFIX = "/api/v1/"
-# Plain text fields only: choices, dates, numbers... have their own schema.
-PLAIN_CHAR_FIELDS = (serializers.CharField,)
+# Plain text fields only (the API's are StrictCharField): choices, dates, numbers, regexes...
+# have their own schema.
+PLAIN_CHAR_FIELDS = (serializers.CharField, StrictCharField)
 NOT_BLANK_NO_NUL_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"
 
 

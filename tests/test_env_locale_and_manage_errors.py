@@ -63,6 +63,14 @@ def test_a_bad_variable_is_one_clear_line_on_stderr_without_a_keyerror(tmp_path)
     assert "KeyError" not in result.stderr and "Traceback" not in result.stderr
 
 
+def test_manage_still_takes_its_settings_module_from_the_command_line(tmp_path):
+    """Loading the settings early (for the one-line error) must not bind them before
+    Django reads --settings: a command would then run on the real data's settings."""
+    result = _manage(tmp_path, "diffsettings", "--settings=tests.settings")
+    assert result.returncode == 0, result.stderr
+    assert "SETTINGS_MODULE = 'tests.settings'" in result.stdout
+
+
 @pytest.mark.parametrize("value", ["Europe/Paris", "UTC", "America/Argentina/Buenos_Aires"])
 def test_a_real_time_zone_is_accepted(monkeypatch, value):
     monkeypatch.setenv("TZ_VAR", value)
@@ -82,7 +90,7 @@ def test_a_language_django_is_translated_into_is_accepted(monkeypatch, value):
     assert env_language_code("LANG_VAR", "fr") == value
 
 
-@pytest.mark.parametrize("value", ["xx", "français", "fr_FR.UTF-8", "../fr"])
+@pytest.mark.parametrize("value", ["xx", "français", "fr_FR.UTF-8", "../fr", "en_US", "pt_BR"])
 def test_an_unknown_language_is_refused(monkeypatch, value):
     monkeypatch.setenv("LANG_VAR", value)
     with pytest.raises(ImproperlyConfigured, match="LANG_VAR must be a language"):

@@ -5,25 +5,20 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.urls import URLPattern, URLResolver, get_resolver
+
+from makilab.schema import NOT_BLANK_NO_NUL_PATTERN
+from tests.memory.api.routes import api_routes
 
 pytestmark = pytest.mark.django_db
 
 
-def api_routes(prefix: str = "api/v1/memory/") -> set[str]:
+def openapi_routes(prefix: str = "api/v1/memory/") -> set[str]:
     """Every route under ``prefix`` in the URLconf, in OpenAPI form (/facts/{key})."""
-    routes: set[str] = set()
-
-    def walk(patterns, base: str) -> None:
-        for pattern in patterns:
-            route = base + str(pattern.pattern)
-            if isinstance(pattern, URLResolver):
-                walk(pattern.url_patterns, route)
-            elif isinstance(pattern, URLPattern) and route.startswith(prefix):
-                routes.add("/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route))
-
-    walk(get_resolver().url_patterns, "")
-    return routes
+    return {
+        "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
+        for route, _view in api_routes()
+        if route.startswith(prefix)
+    }
 
 
 def test_every_memory_route_is_in_the_schema(agent_api):
@@ -31,7 +26,7 @@ def test_every_memory_route_is_in_the_schema(agent_api):
     assert response.status_code == 200
     schema = response.json()
     # serve's maintenance channel is for its own commands (local secret), not an API.
-    routes = {r for r in api_routes() if not r.startswith("/api/v1/memory/maintenance/")}
+    routes = {r for r in openapi_routes() if not r.startswith("/api/v1/memory/maintenance/")}
     assert len(routes) >= 8
     assert routes <= set(schema["paths"])
     facts = schema["paths"]["/api/v1/memory/facts/{key}"]
@@ -66,3 +61,18 @@ def test_the_schema_describes_the_v1_paths_and_the_unversioned_ones_are_aliases(
     alias = agent_api.get("/api/memory/facts")
     assert stable.status_code == alias.status_code == 200
     assert stable.json() == alias.json()
+
+
+@pytest.mark.parametrize(
+    ("component", "field"),
+    [
+        ("FactInput", "value"),
+        ("FactInput", "key"),
+        ("ForgetInput", "topic"),
+        ("ChatInput", "message"),
+    ],
+)
+def test_a_request_text_field_is_described_not_blank_and_without_nul(agent_api, component, field):
+    schema = agent_api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    described = schema["components"]["schemas"][component]["properties"][field]
+    assert (described["minLength"], described["pattern"]) == (1, NOT_BLANK_NO_NUL_PATTERN)
