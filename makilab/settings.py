@@ -229,6 +229,9 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "makilab.exception_handlers.api_exception_handler",
     # Rates are read on every request (makilab/throttling.py); None: no limit.
     # The counts live in the process's cache: per process with several workers.
+    # The address a throttle counts: the peer's, or behind the reverse proxy the one it adds
+    # to X-Forwarded-For (DRF's default took the client's own header, which a caller sets).
+    "NUM_PROXIES": 1 if MAKILAB_BEHIND_PROXY else 0,
     "DEFAULT_THROTTLE_CLASSES": [
         "makilab.throttling.UserRateThrottle",
         "makilab.throttling.AnonRateThrottle",

@@ -9,6 +9,8 @@ suite; tests/test_throttling.py turns it on).
 
 from __future__ import annotations
 
+import math
+
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -41,6 +43,18 @@ class AnonRateThrottle(_SettingsRate, throttling.AnonRateThrottle):
 
 class ScopedRateThrottle(_SettingsRate, throttling.ScopedRateThrottle):
     """The views that name a ``throttle_scope`` (the chat: every call costs an LLM call)."""
+
+
+def refused_caller_wait(request) -> int | None:
+    """Count a caller refused for its credentials (no token, a wrong one) as anonymous, per
+    address (MAKILAB_API_ANON_RATE): the seconds it must wait once past the rate, else None.
+
+    DRF refuses authentication before it counts anything, so without this a token guesser
+    was never throttled; the API (memory.api.views.MemoryApi) and /mcp both call it."""
+    throttle = AnonRateThrottle()
+    if throttle.allow_request(request, None):
+        return None
+    return max(1, math.ceil(throttle.wait() or 1))
 
 
 def login_locked_out(request: HttpRequest, response=None, credentials=None) -> HttpResponse:

@@ -49,3 +49,26 @@ def test_a_valid_token_from_the_same_address_is_still_served(anon_rate, django_u
     agent = django_user_model.objects.create_user(username="agent", password=None)
     key = Token.objects.create(user=agent).key
     assert Client(HTTP_AUTHORIZATION=f"Token {key}").get("/api/v1/memory/stats").status_code == 200
+
+
+def test_a_forwarded_for_header_does_not_give_a_guesser_new_addresses(anon_rate):
+    """Without a proxy in front, X-Forwarded-For is the client's own words: DRF took it
+    as the address, and a guesser changing it was never throttled."""
+    statuses = [
+        Client(HTTP_AUTHORIZATION="Token " + "0" * 40, HTTP_X_FORWARDED_FOR=f"10.0.0.{i}")
+        .get("/api/v1/memory/stats")
+        .status_code
+        for i in range(5)
+    ]
+    assert statuses == [401, 401, 401, 429, 429]
+
+
+def test_refused_callers_of_the_mcp_endpoint_are_throttled_too(anon_rate):
+    client = Client(HTTP_AUTHORIZATION="Bearer " + "0" * 40)
+    statuses = [
+        client.post("/mcp", "{}", content_type="application/json").status_code for _ in range(4)
+    ]
+    assert statuses == [401, 401, 401, 429]
+    refused = client.post("/mcp", "{}", content_type="application/json")
+    wait = int(refused["Retry-After"])
+    assert refused.json() == {"message": THROTTLED_MESSAGE.format(wait=wait), "extra": {}}

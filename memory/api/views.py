@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from makilab.throttling import refused_caller_wait
 from memory.api.fields import StrictCharField
 from memory.api.parsers import (
     BODY_TOO_LARGE_MESSAGE,
@@ -141,10 +142,10 @@ class MemoryApi(APIView):
         try:
             super().initial(request, *args, **kwargs)
         except (exceptions.NotAuthenticated, exceptions.AuthenticationFailed):
-            # DRF refuses a caller before it counts anything: without this a token guesser
-            # was never throttled. Refused, it is counted as anonymous (per address,
-            # MAKILAB_API_ANON_RATE) and past the rate answered 429 instead of 401.
-            self.check_throttles(request)
+            # Refused, the caller is counted as anonymous; past the rate it gets 429, not 401.
+            wait = refused_caller_wait(request)
+            if wait is not None:
+                raise exceptions.Throttled(wait) from None
             raise
 
     def handle_exception(self, exc: Exception) -> Response:

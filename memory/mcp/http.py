@@ -24,6 +24,8 @@ from django.views.decorators.csrf import csrf_exempt
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
+from makilab.exception_handlers import THROTTLED_MESSAGE
+from makilab.throttling import refused_caller_wait
 from memory.mcp.transport_errors import french_answer
 
 MCP_PATH = "/mcp"
@@ -128,6 +130,11 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     """Authenticate, then hand the request to the MCP transport and return its answer."""
     ok, reason = _authenticated(request)
     if not ok:
+        wait = refused_caller_wait(request)  # counted as the API counts a refused caller
+        if wait is not None:
+            response = _error(THROTTLED_MESSAGE.format(wait=wait), status=429)
+            response["Retry-After"] = str(wait)
+            return response
         response = _error(reason, status=401)
         response["WWW-Authenticate"] = 'Bearer realm="makilab"'
         return response
