@@ -249,8 +249,10 @@ def digest_run(
 
 def job_digest(payload: dict, *, checkpoint: Callable[..., None]) -> dict:
     """The durable job of a digest (memory.services.jobs): waits without an LLM."""
+    from memory.models import DigestTrigger
+
     return digest_run(
-        trigger=payload.get("trigger", "schedule"),
+        trigger=payload.get("trigger", DigestTrigger.SCHEDULE),
         checkpoint=checkpoint,
         saved=payload.get("digest_batch"),
     )

@@ -108,7 +108,7 @@ def index_run(tool_input: dict, context: ToolContext) -> dict:
 
 def store_fact_run(tool_input: dict, context: ToolContext) -> dict:
     from memory.services.dedup import fact_remember
-    from memory.services.fact_ownership import OWNER_KEPT_MESSAGE, owner_kept
+    from memory.services.fact_ownership import owner_kept_answer
 
     result = fact_remember(
         key=tool_input["key"],
@@ -123,10 +123,7 @@ def store_fact_run(tool_input: dict, context: ToolContext) -> dict:
         actor=context.actor,
     )
     answer = {"action": result.action, "fact": _fact(result.fact)}
-    if owner_kept(result.fact, tool_input["value"]):
-        message = OWNER_KEPT_MESSAGE.format(key=result.fact.key, value=result.fact.value)
-        answer.update(owner_kept=True, message=message)
-    return answer
+    return {**answer, **owner_kept_answer(result.fact, tool_input["value"])}
 
 
 def delete_fact_run(tool_input: dict, context: ToolContext) -> dict:

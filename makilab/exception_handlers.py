@@ -27,7 +27,9 @@ VALIDATION_MESSAGE = "Données invalides."
 THROTTLED_MESSAGE = "Trop de requêtes : réessayez dans {wait} secondes."
 THROTTLED_LATER_MESSAGE = "Trop de requêtes : réessayez plus tard."
 API_NOT_FOUND_MESSAGE = "Aucune route de l'API à cette adresse."
-API_PREFIX = "/api/"
+# Where machines call: the API and the MCP server answer errors as JSON, pages as HTML.
+API_PREFIXES = ("/api/", "/mcp/")
+MCP_PATH = "/mcp"
 
 
 def _as_drf(exc: Exception) -> Exception:
@@ -92,12 +94,21 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     return response
 
 
+def is_api_request(request: HttpRequest) -> bool:
+    """Whether ``request`` is for the API or the MCP server (its path inside the site)."""
+    path = request.path_info
+    return path == MCP_PATH or path.startswith(API_PREFIXES)
+
+
+def api_error(message: str, *, status: int) -> JsonResponse:
+    """The API's error body, {"message", "extra"}, for an answer given outside DRF."""
+    return JsonResponse(
+        {"message": message, "extra": {}}, status=status, json_dumps_params={"ensure_ascii": False}
+    )
+
+
 def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """handler404: the API's JSON error under /api/, Django's HTML page elsewhere."""
-    if request.path_info.startswith(API_PREFIX):
-        return JsonResponse(
-            {"message": API_NOT_FOUND_MESSAGE, "extra": {}},
-            status=status.HTTP_404_NOT_FOUND,
-            json_dumps_params={"ensure_ascii": False},
-        )
+    """handler404: the API's JSON error for the API and MCP, Django's HTML page elsewhere."""
+    if is_api_request(request):
+        return api_error(API_NOT_FOUND_MESSAGE, status=status.HTTP_404_NOT_FOUND)
     return defaults.page_not_found(request, exception)

@@ -17,14 +17,15 @@ from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.utils.html import format_html
+
+from makilab.exception_handlers import api_error, is_api_request
 
 FORM_BAD_ENCODING_MESSAGE = "Formulaire invalide : le texte n'est pas en {encoding}."
 QUERY_BAD_ENCODING_MESSAGE = "Adresse invalide : ses paramètres ne sont pas en {encoding}."
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
-API_PREFIXES = ("/api/", "/mcp")
 
 
 def urlencoded_is_text(raw: bytes, encoding: str) -> bool:
@@ -73,12 +74,8 @@ class RequestEncodingCheck:
 
     @staticmethod
     def refusal(request: HttpRequest, message: str) -> HttpResponse:
-        if request.path.startswith(API_PREFIXES):
-            return JsonResponse(
-                {"message": message, "extra": {}},
-                status=400,
-                json_dumps_params={"ensure_ascii": False},
-            )
+        if is_api_request(request):
+            return api_error(message, status=400)
         if request.headers.get("HX-Request") == "true":
             return HttpResponse(format_html('<p class="error">{}</p>', message), status=400)
         # Without the request's context, as 500.html and 503.html.

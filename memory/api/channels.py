@@ -8,8 +8,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory.api.fields import StrictCharField
+from memory.api.pagination import MemoryPagination
 from memory.api.serializers import StrictInputSerializer, UnknownFieldsRefused
-from memory.api.views import ERRORS, PAGE_NOT_FOUND, MemoryApi, MemoryPagination
+from memory.api.views import ERRORS, PAGE_NOT_FOUND, MemoryApi
 from memory.models import ChannelSettings, Digest
 from memory.services.channels import channel_settings_get, channel_settings_set
 from memory.services.digest import digest_request, digest_status_get

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory.api.fields import StrictCharField, StrictRegexField
+from memory.api.pagination import MemoryPagination
 from memory.api.serializers import StrictInputSerializer
 from memory.api.views import (
     ERRORS,
@@ -16,7 +17,6 @@ from memory.api.views import (
     PAGE_NOT_FOUND,
     ErrorSerializer,
     MemoryApi,
-    MemoryPagination,
     fact_or_404,
 )
 from memory.models import Actor, Forgetting

@@ -13,13 +13,13 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import exceptions, serializers, status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from makilab.throttling import refused_caller_wait
 from memory.api.fields import StrictCharField
+from memory.api.pagination import MemoryPagination
 from memory.api.parsers import (
     BODY_TOO_LARGE_MESSAGE,
     LimitedFormParser,
@@ -59,8 +59,6 @@ from memory.services.settings import memory_settings_update
 
 EMPTY_PATCH_MESSAGE = "Aucun champ à modifier."
 FORGOTTEN_LIST_MESSAGE = "Seul le propriétaire peut voir les faits oubliés."
-PAGE_SIZE = 50
-MAX_PAGE_SIZE = 200
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -90,37 +88,6 @@ PAGE_NOT_FOUND = {
 }
 
 
-PAGE_SIZE_MESSAGE = "Un nombre entier d'au moins 1 est attendu."
-
-
-class MemoryPagination(PageNumberPagination):
-    page_size = PAGE_SIZE
-    page_size_query_param = "page_size"
-    max_page_size = MAX_PAGE_SIZE
-
-    def get_page_size(self, request):
-        """DRF's size, capped at the maximum; a size that is no whole number of at least 1
-        is a 400 (DRF served the default page without a word)."""
-        raw = request.query_params.get(self.page_size_query_param)
-        if raw is not None:
-            try:
-                valid = int(raw) >= 1
-            except ValueError:
-                valid = False
-            if not valid:
-                raise ValidationError({self.page_size_query_param: [PAGE_SIZE_MESSAGE]})
-        return super().get_page_size(request)
-
-    def get_schema_operation_parameters(self, view):
-        """DRF's page parameters with their bounds (page 0 is a 404, sizes are capped)."""
-        parameters = super().get_schema_operation_parameters(view)
-        for parameter in parameters:
-            parameter["schema"]["minimum"] = 1
-            if parameter["name"] == self.page_size_query_param:
-                parameter["schema"]["maximum"] = self.max_page_size
-        return parameters
-
-
 class MemoryApi(APIView):
     # Each view sets ``name``: OPTIONS and the browsable API show it in French, where DRF
     # would derive "Fact List Create Api" from the class name (rest_framework get_view_name).
@@ -131,7 +98,7 @@ class MemoryApi(APIView):
     owner_methods: frozenset[str] = frozenset()
     # Set on the views whose list is paged (self.paginate): the schema then documents
     # the paged object ({count, next, previous, results}) and the page parameters.
-    pagination_class: type[PageNumberPagination] | None = None
+    pagination_class: type[MemoryPagination] | None = None
 
     def get_permissions(self):
         if self.request.method.lower() in self.owner_methods:

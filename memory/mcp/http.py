@@ -19,16 +19,15 @@ import asyncio
 import threading
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
-from makilab.exception_handlers import THROTTLED_MESSAGE
+from makilab.exception_handlers import MCP_PATH, THROTTLED_MESSAGE, api_error
 from makilab.throttling import refused_caller_wait
 from memory.mcp.transport_errors import french_answer
 
-MCP_PATH = "/mcp"
 TOKEN_REQUIRED_MESSAGE = (
     "Jeton d'API requis : en-tête « Authorization: Bearer <jeton> » (ou « Token <jeton> »). "
     "Créez-le avec `python manage.py agent_token <utilisateur>`."
@@ -118,13 +117,6 @@ def _wsgi_bridge():
     return _bridge
 
 
-def _error(message: str, *, status: int) -> JsonResponse:
-    """The API's error shape: {"message", "extra"}."""
-    return JsonResponse(
-        {"message": message, "extra": {}}, status=status, json_dumps_params={"ensure_ascii": False}
-    )
-
-
 @csrf_exempt
 def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     """Authenticate, then hand the request to the MCP transport and return its answer."""
@@ -132,14 +124,14 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     if not ok:
         wait = refused_caller_wait(request)  # counted as the API counts a refused caller
         if wait is not None:
-            response = _error(THROTTLED_MESSAGE.format(wait=wait), status=429)
+            response = api_error(THROTTLED_MESSAGE.format(wait=wait), status=429)
             response["Retry-After"] = str(wait)
             return response
-        response = _error(reason, status=401)
+        response = api_error(reason, status=401)
         response["WWW-Authenticate"] = 'Bearer realm="makilab"'
         return response
     if request.method != "POST":
-        response = _error(POST_ONLY_MESSAGE, status=405)
+        response = api_error(POST_ONLY_MESSAGE, status=405)
         response["Allow"] = "POST"
         return response
 

@@ -209,7 +209,7 @@ def remember(
     body = _validated(
         FactInputSerializer, {k: v for k, v in data.items() if v is not None}, "remember"
     )
-    from memory.services.fact_ownership import OWNER_KEPT_MESSAGE, owner_kept
+    from memory.services.fact_ownership import owner_kept_answer
 
     result = fact_remember(**body.validated_data, source=FactSource.TOOL, actor=Actor.AGENT)
     result.fact.refresh_from_db()  # its indexing state now (inline tasks index on commit)
@@ -218,10 +218,7 @@ def remember(
         "message": REMEMBER_MESSAGES[result.action].format(key=result.fact.key),
         "fact": _fact(result.fact),
     }
-    if owner_kept(result.fact, body.validated_data["value"]):
-        message = OWNER_KEPT_MESSAGE.format(key=result.fact.key, value=result.fact.value)
-        answer.update(owner_kept=True, message=message)
-    return answer
+    return {**answer, **owner_kept_answer(result.fact, body.validated_data["value"])}
 
 
 # --- forget ----------------------------------------------------------------------------

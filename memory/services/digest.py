@@ -33,8 +33,6 @@ from memory.services.indexing import KIND_MESSAGE, rows_changed
 DIGEST_JOB = JobKind.DIGEST
 # Messages read by one LLM call; each batch is stored and marked in its own transaction.
 DIGEST_BATCH = 40
-TRIGGER_SCHEDULE = DigestTrigger.SCHEDULE
-TRIGGER_MANUAL = DigestTrigger.MANUAL
 NO_LLM_NOTE = (
     "Aucun LLM n'est configuré (ANTHROPIC_API_KEY absente) : le digest attend, "
     "rien n'a été retiré de la mémoire live."
@@ -103,7 +101,7 @@ def digest_schedule_check(*, now: datetime | None = None) -> Job | None:
     return job_enqueue(
         kind=DIGEST_JOB,
         key=f"digest:{slot.isoformat()}",
-        payload={"trigger": TRIGGER_SCHEDULE},
+        payload={"trigger": DigestTrigger.SCHEDULE},
     )
 
 
@@ -123,7 +121,7 @@ def digest_request(*, send: bool = True) -> Job:
         return job_enqueue(
             kind=DIGEST_JOB,
             key=f"digest:manual:{uuid.uuid4().hex}",
-            payload={"trigger": TRIGGER_MANUAL},
+            payload={"trigger": DigestTrigger.MANUAL},
             send=send,
         )
     if job.state == JobState.QUEUED:

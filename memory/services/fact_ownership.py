@@ -44,9 +44,15 @@ OWNER_KEPT_MESSAGE = (
 )
 
 
-def owner_kept(fact: Fact, stated_value: str) -> bool:
-    """Whether an agent's write stating ``stated_value`` left the owner's different value."""
-    return "value" in (fact.owner_fields or []) and stated_value.strip() != fact.value
+def owner_kept_answer(fact: Fact, stated_value: str) -> dict[str, object]:
+    """What an agent's tool adds to its answer when its write stating ``stated_value`` left
+    the owner's different value ({"owner_kept": True, "message": …}); else nothing."""
+    if "value" not in (fact.owner_fields or []) or stated_value.strip() == fact.value:
+        return {}
+    return {
+        "owner_kept": True,
+        "message": OWNER_KEPT_MESSAGE.format(key=fact.key, value=fact.value),
+    }
 
 
 def normalize_subjects(subjects: Iterable[str] | None) -> list[str]:

@@ -12,6 +12,10 @@ from memory.management.french import FrenchCommand
 BAD_NAME = (
     "Nom de compte invalide : « {name} » (1 à 150 caractères : lettres, chiffres et @ . + - _)."
 )
+INACTIVE_REFUSED = (
+    "« {name} » est un compte désactivé : l'API refuserait son jeton. Réactivez-le dans "
+    "l'administration, ou choisissez un autre nom."
+)
 STAFF_REFUSED = (
     "« {name} » est un compte administrateur : son jeton serait celui du propriétaire "
     "(toutes les opérations). Donnez à l'agent un compte ordinaire, par exemple « gateway »."
@@ -37,8 +41,7 @@ class Command(FrenchCommand):
         try:
             if name != username:
                 raise ValidationError("surrounding spaces")
-            field.run_validators(name)
-            field.clean(name, None)
+            field.clean(name, None)  # the field's own checks and validators
         except ValidationError as exc:
             raise CommandError(BAD_NAME.format(name=username)) from exc
         with transaction.atomic():
@@ -48,5 +51,7 @@ class Command(FrenchCommand):
                 self.stderr.write(f"Compte « {name} » créé (sans mot de passe).")
             elif user.is_staff or user.is_superuser:
                 raise CommandError(STAFF_REFUSED.format(name=name))
+            elif not user.is_active:
+                raise CommandError(INACTIVE_REFUSED.format(name=name))
             token, _ = Token.objects.get_or_create(user=user)
         self.stdout.write(token.key)

@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 
 from makilab.exception_handlers import VALIDATION_MESSAGE
+from memory.api.pagination import MAX_PAGE_SIZE
 from memory.api.serializers import UNKNOWN_FIELD_MESSAGE
-from memory.api.views import MAX_PAGE_SIZE
 from memory.models import Actor, Fact, FactRevision, RevisionReason
 from memory.services.facts import fact_forget, fact_store
 

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.django_db
         "/api/v1/nothing-here",
         "/api/memory/nothing-here",
         "/api/",
+        "/mcp/nothing-here",
     ],
 )
 def test_an_unknown_api_path_is_a_json_404_in_the_apis_shape(agent_api, path):

@@ -55,3 +55,10 @@ def test_it_refuses_a_name_django_would_not_accept_in_french(name):
     with pytest.raises(CommandError, match="Nom de compte invalide"):
         _run(name)
     assert not get_user_model().objects.exists()
+
+
+def test_it_refuses_an_inactive_account_whose_token_the_api_would_refuse():
+    get_user_model().objects.create_user("gateway", is_active=False)
+    with pytest.raises(CommandError, match="désactivé"):
+        _run("gateway")
+    assert not Token.objects.filter(user__username="gateway").exists()
