@@ -166,6 +166,33 @@ class MemoryMCPServer(MCPServer):
         super().__init__(*args, **kwargs)
         self.middleware.append(_french_request_params)
 
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio loop, with a line that is no JSON-RPC message answered by the
+        protocol's error (null id, French) instead of dropped without a word."""
+        import anyio
+        from mcp.server.stdio import stdio_server
+        from mcp.shared.message import SessionMessage
+
+        from memory.mcp.transport_errors import stdio_refusal
+
+        async with stdio_server() as (read_stream, write_stream):
+            messages, received = anyio.create_memory_object_stream(0)
+
+            async def answer_bad_lines() -> None:
+                async with messages, read_stream:
+                    async for item in read_stream:
+                        if isinstance(item, Exception):
+                            await write_stream.send(SessionMessage(stdio_refusal(item)))
+                        else:
+                            await messages.send(item)
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(answer_bad_lines)
+                await self._lowlevel_server.run(
+                    received, write_stream, self._lowlevel_server.create_initialization_options()
+                )
+                tasks.cancel_scope.cancel()
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         tool = self._tool_manager.get_tool(name)
         if tool is None:

@@ -3,7 +3,8 @@
 The transport answers a body that is not JSON, not a JSON-RPC message, a wrong
 Accept or Content-Type header and a body too large before any of our code runs,
 in English (pydantic's validation report and a link to its documentation among
-them), two of them as plain text. An unknown method is answered in English too.
+them), two of them as plain text. An unknown method is answered in English too. Over
+stdio a line that is no message got no answer at all (``stdio_refusal``).
 ``french_answer`` rewrites those answers: same status, same JSON-RPC error code
 and id, a French message. An answer to a request the transport could read (it
 carries the request's id) comes from our server (tool errors, invalid params,
@@ -13,6 +14,7 @@ unknown resources: memory.mcp.server), French already, and is left as it is.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 NOT_JSON_MESSAGE = "Corps JSON invalide : le message JSON-RPC n'a pas pu être lu."
 NOT_JSON_RPC_MESSAGE = (
@@ -64,3 +66,16 @@ def _error(request_id, code: int, message: str) -> bytes:
         {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}},
         ensure_ascii=False,
     ).encode()
+
+
+def stdio_refusal(exc: Exception) -> Any:
+    """The JSON-RPC error (null id) for a stdio line the SDK could not read as a message:
+    its reader hands the exception to the server, which answered nothing."""
+    from mcp.types import ErrorData, JSONRPCError
+
+    errors = exc.errors() if hasattr(exc, "errors") else []
+    if errors and errors[0].get("type") == "json_invalid":
+        error = ErrorData(code=PARSE_ERROR, message=NOT_JSON_MESSAGE)
+    else:
+        error = ErrorData(code=INVALID_REQUEST, message=NOT_JSON_RPC_MESSAGE)
+    return JSONRPCError(jsonrpc="2.0", id=None, error=error)

@@ -1,0 +1,67 @@
+"""`manage.py mcp` over stdio answers a line that is not a JSON-RPC message with JSON-RPC's
+parse error (a null id, a French message) and keeps serving; the SDK dropped the line
+without a word, and a client waited for an answer that never came."""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+import sys
+
+import pytest
+
+from memory.mcp.transport_errors import NOT_JSON_MESSAGE, NOT_JSON_RPC_MESSAGE
+from tests.memory.test_workers import ROOT, _env
+
+pytestmark = pytest.mark.slow
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+
+
+def _answer(process: subprocess.Popen, timeout: float = 120) -> dict:
+    ready, _, _ = select.select([process.stdout], [], [], timeout)
+    assert ready, "no answer on stdout"
+    return json.loads(process.stdout.readline())
+
+
+def _send(process: subprocess.Popen, line: str) -> None:
+    process.stdin.write(line + "\n")
+    process.stdin.flush()
+
+
+def test_a_bad_line_gets_a_french_parse_error_and_the_server_goes_on(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "mcp"],
+        cwd=ROOT,
+        env=_env(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        _send(process, "garbage{")
+        assert _answer(process) == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": NOT_JSON_MESSAGE},
+        }
+        _send(process, "[1, 2]")
+        refused = _answer(process)
+        assert (refused["id"], refused["error"]["message"]) == (None, NOT_JSON_RPC_MESSAGE)
+        _send(process, json.dumps(INITIALIZE))
+        answer = _answer(process)
+        assert answer["id"] == 1 and "serverInfo" in answer["result"], answer
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
