@@ -21,12 +21,12 @@ from dashboard.forms import NotePathForm, NotesToggleForm, NoteTagForm
 from dashboard.sections import (
     UNPROCESSABLE,
     HtmxHttpRequest,
-    form_errors_add,
     fragment,
     section,
     section_url,
 )
 from memory.exceptions import MemoryServiceError, StoreUnavailable
+from memory.form_errors import form_errors_add
 from memory.selectors import memory_settings_get
 from memory.services.settings import memory_settings_update
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -25,17 +24,6 @@ class HtmxHttpRequest(HttpRequest):
 
 def section_url(section: str) -> str:
     return reverse("dashboard:memory") + f"#{section}"
-
-
-def form_errors_add(form, exc: Exception, *, field: str | None = None) -> None:
-    """A service's refusal shown on the form: on the field it names, else on ``field``."""
-    if isinstance(exc, ValidationError) and hasattr(exc, "error_dict"):
-        for name, messages in exc.message_dict.items():
-            form.add_error(name if name in form.fields else field, messages)
-    elif isinstance(exc, ValidationError):
-        form.add_error(field, exc.messages)
-    else:
-        form.add_error(field, str(exc))
 
 
 def section(

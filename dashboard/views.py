@@ -37,13 +37,13 @@ from dashboard.rooms import rooms_context
 from dashboard.sections import (
     UNPROCESSABLE,
     HtmxHttpRequest,
-    form_errors_add,
     fragment,
     section,
     section_url,
 )
 from dashboard.selectors import costs_summary_get
 from memory.exceptions import FactNotFound, MemoryServiceError, StoreUnavailable
+from memory.form_errors import form_errors_add
 from memory.models import Actor, Fact
 from memory.selectors import fact_get, fact_list
 from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update

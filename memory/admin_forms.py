@@ -8,6 +8,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from memory.exceptions import MemoryServiceError
+from memory.form_errors import form_errors_add
 from memory.models import (
     FACT_ASIDE_KEY_PATTERN,
     AgentItem,
@@ -21,17 +22,6 @@ from memory.services.messages import channel_validate
 from memory.services.search import DATE_RANGE_MESSAGE, date_in_range
 from memory.services.self_memory_validate import agent_item_validate
 from memory.services.settings import EDITABLE_FIELDS, memory_settings_changes_clean
-
-
-def errors_show(form: forms.Form, exc: ValidationError) -> None:
-    """A service's refusal shown on ``form``: each message by its field when the form has
-    it, else above the form."""
-    if not hasattr(exc, "error_dict"):
-        form.add_error(None, exc)
-        return
-    for name, errors in exc.message_dict.items():
-        form.add_error(name if name in form.fields else None, errors)
-
 
 KEY_TAKEN_MESSAGE = (
     "La clé « {key} » est déjà prise par une autre mémoire (un fait pris par un oubli "
@@ -104,7 +94,7 @@ class MemorySettingsAdminForm(forms.ModelForm):
         try:
             cleaned.update(memory_settings_changes_clean(changes=self.settings_changes()))
         except ValidationError as exc:
-            errors_show(self, exc)
+            form_errors_add(self, exc)
         return cleaned
 
     def settings_changes(self) -> dict[str, object]:

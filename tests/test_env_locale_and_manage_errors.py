@@ -8,37 +8,11 @@ traceback starting with a misleading KeyError for the command's name.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from makilab.env import env_language_code, env_time_zone
-
-ROOT = Path(__file__).resolve().parent.parent
-PREFIXES = ("DJANGO_", "MAKILAB_", "QDRANT_", "VOYAGE_", "CELERY_", "ANTHROPIC_")
-
-
-def _manage(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(PREFIXES)}
-    empty = tmp_path / "empty.env"
-    empty.touch()
-    environ |= {
-        "DJANGO_SETTINGS_MODULE": "makilab.settings",
-        "MAKILAB_DATA_DIR": str(tmp_path),
-        "MAKILAB_ENV_FILE": str(empty),
-    }
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=environ | env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.test_env_refuses_bad_values import manage_run
 
 
 @pytest.mark.parametrize(
@@ -46,14 +20,14 @@ def _manage(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProce
     [("MAKILAB_TIME_ZONE", "Mars/Olympus"), ("MAKILAB_LANGUAGE_CODE", "xx")],
 )
 def test_manage_refuses_a_bad_time_zone_or_language_naming_the_variable(tmp_path, name, value):
-    result = _manage(tmp_path, "check", **{name: value})
+    result = manage_run(tmp_path, "check", **{name: value})
     assert result.returncode != 0
     assert f"ImproperlyConfigured: {name} must be" in result.stderr
     assert repr(value) in result.stderr
 
 
 def test_a_bad_variable_is_one_clear_line_on_stderr_without_a_keyerror(tmp_path):
-    result = _manage(tmp_path, "memory_stats", DJANGO_DEBUG="maybe")
+    result = manage_run(tmp_path, "memory_stats", DJANGO_DEBUG="maybe")
     assert result.returncode != 0
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -66,7 +40,7 @@ def test_a_bad_variable_is_one_clear_line_on_stderr_without_a_keyerror(tmp_path)
 def test_manage_still_takes_its_settings_module_from_the_command_line(tmp_path):
     """Loading the settings early (for the one-line error) must not bind them before
     Django reads --settings: a command would then run on the real data's settings."""
-    result = _manage(tmp_path, "diffsettings", "--settings=tests.settings")
+    result = manage_run(tmp_path, "diffsettings", "--settings=tests.settings")
     assert result.returncode == 0, result.stderr
     assert "SETTINGS_MODULE = 'tests.settings'" in result.stdout
 

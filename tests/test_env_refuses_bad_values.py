@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PREFIXES = ("DJANGO_", "MAKILAB_", "QDRANT_", "VOYAGE_", "CELERY_", "ANTHROPIC_")
 
 
-def _manage_check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+def manage_run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """``manage.py *args`` in a fresh data dir, with none of the project's variables set
+    but ``env`` (an empty .env file: the developer's own is not read)."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(PREFIXES)}
     empty = tmp_path / "empty.env"
     empty.touch()
@@ -25,15 +27,18 @@ def _manage_check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
         "MAKILAB_DATA_DIR": str(tmp_path),
         "MAKILAB_ENV_FILE": str(empty),
     }
-    environ |= env
     return subprocess.run(
-        [sys.executable, "manage.py", "check"],
+        [sys.executable, "manage.py", *args],
         cwd=ROOT,
-        env=environ,
+        env=environ | env,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def _manage_check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    return manage_run(tmp_path, "check", **env)
 
 
 @pytest.mark.parametrize(

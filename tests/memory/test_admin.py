@@ -17,6 +17,7 @@ from memory.models import (
     Summary,
 )
 from memory.services.facts import fact_forget, fact_store
+from tests.memory.admin_forms import fact_admin_form
 
 pytestmark = pytest.mark.django_db
 
@@ -80,19 +81,7 @@ def test_editing_a_fact_in_the_admin_records_a_revision_by_admin(staff_client, r
     url = reverse("admin:memory_fact_change", args=[fact.pk])
     response = staff_client.post(
         url,
-        {
-            "key": fact.key,
-            "value": "Mickaël",
-            "memory_type": "identity",
-            "importance": "1.0",
-            "subjects": "[]",
-            "source": "manual",
-            "channel": "",
-            "expires_at_0": "",
-            "expires_at_1": "",
-            "revisions-TOTAL_FORMS": "0",
-            "revisions-INITIAL_FORMS": "0",
-        },
+        fact_admin_form(key=fact.key, value="Mickaël", memory_type="identity", importance="1.0"),
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     fact.refresh_from_db()
@@ -316,23 +305,15 @@ def test_django_s_own_admin_messages_are_french(staff_client, rows):
 
 
 def _fact_form(fact, **over):
-    data = {
+    stored = {
         "key": fact.key,
         "value": fact.value,
         "memory_type": fact.memory_type,
         "importance": str(fact.importance),
-        "subjects": "[]",
         "source": fact.source,
         "channel": fact.channel,
-        "expires_at_0": "",
-        "expires_at_1": "",
-        "revisions-TOTAL_FORMS": "0",
-        "revisions-INITIAL_FORMS": "0",
-        "revisions-MIN_NUM_FORMS": "0",
-        "revisions-MAX_NUM_FORMS": "1000",
-        "_save": "Enregistrer",
     }
-    return {**data, **over}
+    return fact_admin_form(**{**stored, **over})
 
 
 @pytest.mark.parametrize("holder", ["topic_forgotten", "agent_item"])

@@ -14,30 +14,11 @@ from memory.services.facts import fact_store
 from memory.services.forgetting import topic_forget
 from memory.services.messages import BAD_CHANNEL
 from memory.services.search import DATE_RANGE_MESSAGE
+from tests.memory.admin_forms import fact_admin_form
 
 pytestmark = pytest.mark.django_db
 
 NO_ROW_SELECTED = "Des éléments doivent être sélectionnés"
-
-
-def _fact_form(**over) -> dict[str, str]:
-    data = {
-        "key": "adm1",
-        "value": "v",
-        "memory_type": "fact",
-        "importance": "0.5",
-        "subjects": "[]",
-        "source": "manual",
-        "channel": "",
-        "expires_at_0": "",
-        "expires_at_1": "",
-        "revisions-TOTAL_FORMS": "0",
-        "revisions-INITIAL_FORMS": "0",
-        "revisions-MIN_NUM_FORMS": "0",
-        "revisions-MAX_NUM_FORMS": "1000",
-        "_save": "Enregistrer",
-    }
-    return {**data, **over}
 
 
 @pytest.fixture
@@ -62,7 +43,7 @@ def _shown(response) -> str:
 )
 def test_an_expiry_outside_the_accepted_years_is_refused_on_the_add_form(admin_client, day, hour):
     response = admin_client.post(
-        reverse("admin:memory_fact_add"), _fact_form(expires_at_0=day, expires_at_1=hour)
+        reverse("admin:memory_fact_add"), fact_admin_form(expires_at_0=day, expires_at_1=hour)
     )
     assert response.status_code == 200
     assert DATE_RANGE_MESSAGE in _shown(response)
@@ -73,7 +54,7 @@ def test_an_expiry_outside_the_accepted_years_is_refused_on_the_change_form(admi
     fact, _ = fact_store(key="adm1", value="v")
     response = admin_client.post(
         reverse("admin:memory_fact_change", args=[fact.pk]),
-        _fact_form(expires_at_0="01/01/0001", expires_at_1="00:30"),
+        fact_admin_form(expires_at_0="01/01/0001", expires_at_1="00:30"),
     )
     assert response.status_code == 200
     assert DATE_RANGE_MESSAGE in _shown(response)
@@ -85,7 +66,7 @@ def test_an_expiry_at_the_edges_of_the_accepted_years_is_saved(admin_client):
     for key, day in (("adm_low", "01/01/1000"), ("adm_high", "31/12/9998")):
         response = admin_client.post(
             reverse("admin:memory_fact_add"),
-            _fact_form(key=key, expires_at_0=day, expires_at_1="12:00"),
+            fact_admin_form(key=key, expires_at_0=day, expires_at_1="12:00"),
         )
         assert response.status_code == 302, _shown(response)
         assert Fact.objects.get(key=key).expires_at is not None

@@ -36,12 +36,9 @@ class Command(FrenchCommand):
         from rest_framework.authtoken.models import Token
 
         user_model = get_user_model()
-        name = username.strip()
         field = user_model._meta.get_field(user_model.USERNAME_FIELD)
-        try:
-            if name != username:
-                raise ValidationError("surrounding spaces")
-            field.clean(name, None)  # the field's own checks and validators
+        try:  # the field's own checks and validators (no blank, no space, its length)
+            name = field.clean(username, None)
         except ValidationError as exc:
             raise CommandError(BAD_NAME.format(name=username)) from exc
         with transaction.atomic():

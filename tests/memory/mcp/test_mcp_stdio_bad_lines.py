@@ -12,20 +12,10 @@ import sys
 import pytest
 
 from memory.mcp.transport_errors import NOT_JSON_MESSAGE, NOT_JSON_RPC_MESSAGE
+from tests.memory.mcp.test_mcp_http import INITIALIZE
 from tests.memory.test_workers import ROOT, _env
 
 pytestmark = pytest.mark.slow
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"},
-    },
-}
 
 
 def _answer(process: subprocess.Popen, timeout: float = 120) -> dict:

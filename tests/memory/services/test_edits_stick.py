@@ -13,6 +13,7 @@ from memory.services.expiry import expired_purge
 from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
 from memory.services.indexing import KIND_FACT, index_row
 from tests.fakes.anthropic import text_message
+from tests.memory.admin_forms import fact_admin_form
 
 pytestmark = pytest.mark.django_db
 
@@ -288,20 +289,7 @@ def test_the_key_rule_lives_in_the_model(key):
 
 
 def test_the_admin_and_the_api_refuse_a_slash_key_in_french(staff_client, agent_api):
-    response = staff_client.post(
-        "/admin/memory/fact/add/",
-        {
-            "key": "a/b",
-            "value": "v",
-            "memory_type": "fact",
-            "importance": "0.5",
-            "subjects": "[]",
-            "source": "manual",
-            "channel": "",
-            "revisions-TOTAL_FORMS": "0",
-            "revisions-INITIAL_FORMS": "0",
-        },
-    )
+    response = staff_client.post("/admin/memory/fact/add/", fact_admin_form(key="a/b"))
     assert response.status_code == 200 and "ne peut pas contenir" in response.content.decode()
     response = agent_api.post("/api/memory/facts", {"key": "a/b", "value": "v"}, format="json")
     assert response.status_code == 400 and "ne peut pas contenir" in response.content.decode()
