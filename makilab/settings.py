@@ -67,7 +67,8 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if MAKILAB_BEHIND_
 
 # --- Applications -----------------------------------------------------------
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin on our site: every ModelAdmin guarded (makilab/admin_site.py).
+    "makilab.apps.MakilabAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

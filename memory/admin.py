@@ -20,7 +20,7 @@ from memory.admin_forms import (
     FactAdminForm,
     MemorySettingsAdminForm,
 )
-from memory.admin_logs import ReadOnlyAdminMixin, SelectedRowsGuard
+from memory.admin_logs import ReadOnlyAdminMixin
 from memory.models import (
     Actor,
     AgentItem,
@@ -69,7 +69,7 @@ class FactRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 
 @admin.register(Fact)
-class FactAdmin(SelectedRowsGuard, admin.ModelAdmin):
+class FactAdmin(admin.ModelAdmin):
     form = FactAdminForm
     list_display = (
         "key",
@@ -252,7 +252,7 @@ class MemorySettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(ChannelSettings)
-class ChannelSettingsAdmin(SelectedRowsGuard, admin.ModelAdmin):
+class ChannelSettingsAdmin(admin.ModelAdmin):
     """Which channels are observed rooms (saved through the service, as the API and /memory)."""
 
     form = ChannelSettingsAdminForm
@@ -268,8 +268,3 @@ class ChannelSettingsAdmin(SelectedRowsGuard, admin.ModelAdmin):
 
         saved = channel_settings_set(channel=obj.channel, observed=obj.observed)
         obj.pk, obj.updated_at = saved.pk, saved.updated_at
-
-
-admin.site.site_header = "Makilab — mémoire"
-admin.site.site_title = "Makilab"
-admin.site.index_title = "Administration de la mémoire"

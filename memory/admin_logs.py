@@ -2,15 +2,14 @@
 digests) and the forgets, visible and never edited by hand.
 
 ReadOnlyAdminMixin is here for every read-only admin (the fact history in
-memory.admin, the LLM usage in agent.admin); DateHierarchyGuard for the logs
-browsed by date; SelectedRowsGuard for every admin with actions.
+memory.admin, the LLM usage in agent.admin). The guards against hand-made requests
+(a date drill-down or an action selection that is no number) are the admin site's,
+given to every admin it registers: makilab.admin_site.
 """
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
-from django.utils.translation import gettext
 
 from memory.exceptions import MemoryServiceError
 from memory.models import Actor, Digest, Forgetting, Job, MemoryRetrieval, Message, Summary
@@ -31,47 +30,8 @@ class ReadOnlyAdminMixin:
         return False
 
 
-class DateHierarchyGuard:
-    """A date drill-down whose year, month or day is no calendar number (``?created_at__year=
-    99999999999999999999``) is refused as Django refuses any wrong lookup (``?e=1``): its
-    own parsing lets an OverflowError through, a 500."""
-
-    def get_changelist_instance(self, request):
-        from django.contrib.admin.options import IncorrectLookupParameters
-
-        for part in ("year", "month", "day"):
-            raw = request.GET.get(f"{self.date_hierarchy}__{part}")
-            if raw is not None and not (raw.isascii() and raw.isdigit() and len(raw) <= 4):
-                raise IncorrectLookupParameters(f"{part}: {raw[:20]!r}")
-        return super().get_changelist_instance(request)
-
-
-# Django's own words when an action is posted without rows (French from its catalogue).
-NO_ROWS_SELECTED = (
-    "Items must be selected in order to perform actions on them. No items have been changed."
-)
-
-
-class SelectedRowsGuard:
-    """An action posted with a selected value that is no row id (``_selected_action=abc``,
-    only a hand-made request sends one) is refused as an action on no rows: Django's
-    filter on it raised ValueError, a 500."""
-
-    def response_action(self, request, queryset):
-        from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
-
-        pk = self.model._meta.pk
-        try:
-            for value in request.POST.getlist(ACTION_CHECKBOX_NAME):
-                pk.run_validators(pk.to_python(value))
-        except ValidationError:
-            self.message_user(request, gettext(NO_ROWS_SELECTED), messages.WARNING)
-            return None  # the changelist redirects to itself, as for an empty selection
-        return super().response_action(request, queryset)
-
-
 @admin.register(Message)
-class MessageAdmin(DateHierarchyGuard, ReadOnlyAdminMixin, admin.ModelAdmin):
+class MessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "created_at",
         "channel",
@@ -98,7 +58,7 @@ class SummaryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(MemoryRetrieval)
-class MemoryRetrievalAdmin(DateHierarchyGuard, ReadOnlyAdminMixin, admin.ModelAdmin):
+class MemoryRetrievalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "channel", "message_preview", "tokens_added", "total_ms")
     list_filter = ("channel",)
     search_fields = ("message_preview",)
@@ -106,7 +66,7 @@ class MemoryRetrievalAdmin(DateHierarchyGuard, ReadOnlyAdminMixin, admin.ModelAd
 
 
 @admin.register(Forgetting)
-class ForgettingAdmin(SelectedRowsGuard, ReadOnlyAdminMixin, admin.ModelAdmin):
+class ForgettingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """The forgets: read-only; "restore" undoes one within its retention window."""
 
     list_display = ("created_at", "topic", "state", "actor", "selection", "purge_after")

@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from memory.models import Fact, MemorySettings, Message, Summary
 from memory.services.fact_ownership import STATED_FIELDS
+from memory.services.search import date_clamp
 from memory.services.settings import EDITABLE_FIELDS
 
 FORMAT_NAME = "makilab-memory"
@@ -76,7 +77,9 @@ CHUNK = 500
 
 
 def _value(value: object) -> object:
-    return value.isoformat() if isinstance(value, datetime) else value
+    # Every date within the years memory_import reads (DATE_YEARS): a file this writes,
+    # the import takes. Stored moments are in UTC, where a few can lie past them.
+    return date_clamp(value).isoformat() if isinstance(value, datetime) else value
 
 
 def _fields(row, names: tuple[str, ...]) -> dict[str, object]:

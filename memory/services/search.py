@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import UTC, date, datetime, time
 from typing import Literal
 
 from django.core.exceptions import ValidationError
@@ -146,6 +146,21 @@ def _moment(value: str | date | None, field: str) -> datetime | None:
 def date_in_range(value: datetime) -> bool:
     """Whether ``value`` is a moment the memory accepts (``DATE_YEARS``)."""
     return DATE_YEARS[0] <= value.year <= DATE_YEARS[1]
+
+
+# The first and last moments of DATE_YEARS in UTC, the time zone the memory stores.
+DATE_EDGES = (
+    datetime(DATE_YEARS[0], 1, 1, tzinfo=UTC),
+    datetime(DATE_YEARS[1], 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+)
+
+
+def date_clamp(value: datetime) -> datetime:
+    """A stored moment (aware) as one date_in_range accepts in UTC: itself, or the nearest
+    edge of DATE_YEARS. Stored past them: a year-9999 expiry the admin saved before it
+    checked the years (it means "never"), or a moment a writer gave in range in its own
+    offset (1000-01-01T00:00+05:00) that UTC puts a few hours out of it."""
+    return min(max(value, DATE_EDGES[0]), DATE_EDGES[1])
 
 
 def memory_search(
