@@ -228,6 +228,8 @@ REST_FRAMEWORK = {
     # drf-spectacular's, plus what CharField refuses (NUL, blank): makilab/schema.py.
     "DEFAULT_SCHEMA_CLASS": "makilab.schema.AutoSchema",
     "EXCEPTION_HANDLER": "makilab.exception_handlers.api_exception_handler",
+    # OPTIONS shows a view's French ``description`` or nothing, never its English docstring.
+    "VIEW_DESCRIPTION_FUNCTION": "makilab.view_descriptions.view_description",
     # Rates are read on every request (makilab/throttling.py); None: no limit.
     # The counts live in the process's cache: per process with several workers.
     # The address a throttle counts: the peer's, or behind the reverse proxy the one it adds

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Iterator
 
 from django.http import StreamingHttpResponse
+from django.utils.log import log_response
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -20,7 +21,7 @@ from agent.api.serializers import (
     chat_result_data,
     retrieval_data,
 )
-from agent.exceptions import LlmError, LlmUnavailable
+from agent.exceptions import LlmError, LlmNotConfigured, LlmUnavailable
 from agent.loop import handle_message, handle_message_events
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 
@@ -29,16 +30,29 @@ logger = logging.getLogger(__name__)
 STREAM_FAILED_MESSAGE = "Erreur interne pendant la réponse : le message reste enregistré."
 
 
-def _llm_error_response(exc: LlmError) -> Response:
+def _llm_error_response(exc: LlmError, request: Request) -> Response:
     """503 when the LLM is unavailable (no key included), 502 when it refused the request."""
     code = (
         status.HTTP_503_SERVICE_UNAVAILABLE
         if isinstance(exc, LlmUnavailable)
         else status.HTTP_502_BAD_GATEWAY
     )
-    return Response(
+    response = Response(
         {"message": str(exc), "extra": {"message_ids": list(exc.message_ids)}}, status=code
     )
+    if isinstance(exc, LlmNotConfigured):
+        # No key is a configuration state, not a failure: one warning line, where Django
+        # logs every 5xx as an ERROR (it skips a response logged already), as a bad Host
+        # is one (makilab.logfilters.ClientErrorAsWarning). Anthropic down stays an ERROR.
+        log_response(
+            "%s: %s",
+            response.reason_phrase,
+            request.path,
+            response=response,
+            request=request._request,
+            level="warning",
+        )
+    return response
 
 
 class ChatApi(MemoryApi):
@@ -77,7 +91,7 @@ class ChatApi(MemoryApi):
                 author=data.get("author") or request.user.get_username(),
             )
         except LlmError as exc:
-            return _llm_error_response(exc)
+            return _llm_error_response(exc, request)
         return Response(ChatOutputSerializer(chat_result_data(result)).data)
 
 
@@ -144,7 +158,7 @@ class ChatStreamApi(MemoryApi):
         try:
             first = next(events)  # the message is saved here, before any byte is sent
         except LlmError as exc:
-            return _llm_error_response(exc)
+            return _llm_error_response(exc, request)
 
         def stream() -> Iterator[bytes]:
             yield sse_event(*first)

@@ -32,6 +32,7 @@ from memory.models import (
     validate_fact_key,
 )
 from memory.selectors import FACTS_RECENT_MAX
+from memory.services.fact_ownership import owner_kept_answer
 from memory.services.search import DATE_RANGE_MESSAGE, MAX_LIMIT, SEARCH_MODES, date_in_range
 from memory.services.settings import EDITABLE_FIELDS, model_field_range
 from memory.services.ttl import parse_ttl
@@ -140,6 +141,29 @@ class FactOutputSerializer(ApiModelSerializer):
             "category",
         )
         read_only_fields = fields
+
+
+class FactWrittenSerializer(FactOutputSerializer):
+    """The fact a write left, saying when the value it stated (context ``stated_value``)
+    met one the owner set and was not applied, as the agent's tools do (owner_kept_answer)."""
+
+    # Filled by to_representation. Not read-only: drf-spectacular marks those required.
+    owner_kept = serializers.BooleanField(
+        required=False,
+        help_text="Présent (true) seulement quand la valeur donnée n'a pas été enregistrée : "
+        "le propriétaire a fixé la sienne, qui reste (``value``).",
+    )
+    message = StrictCharField(
+        required=False, help_text="Avec ``owner_kept`` : la valeur gardée, en français."
+    )
+
+    class Meta(FactOutputSerializer.Meta):
+        fields = (*FactOutputSerializer.Meta.fields, "owner_kept", "message")
+
+    def to_representation(self, instance: Fact) -> dict:
+        data = FactOutputSerializer(instance, context=self.context).data
+        stated = self.context.get("stated_value")
+        return {**data, **(owner_kept_answer(instance, stated) if stated is not None else {})}
 
 
 class _FactFieldsSerializer(StrictInputSerializer):

@@ -6,6 +6,7 @@ from memory.api import (
     channels,
     context,
     export,
+    facts,
     forgetting,
     maintenance,
     messages,
@@ -16,13 +17,13 @@ from memory.api import (
 app_name = "memory-api"
 
 urlpatterns = [
-    path("facts", views.FactListCreateApi.as_view(), name="facts"),
+    path("facts", facts.FactListCreateApi.as_view(), name="facts"),
     # <path:key> would swallow "/restore": keys cannot contain "/" (FactInputSerializer).
-    path("facts/<str:key>/restore", views.FactRestoreApi.as_view(), name="fact-restore"),
+    path("facts/<str:key>/restore", facts.FactRestoreApi.as_view(), name="fact-restore"),
     path("facts/<str:key>/erase", forgetting.FactEraseApi.as_view(), name="fact-erase"),
-    path("facts/<str:key>/revisions", views.FactRevisionListApi.as_view(), name="fact-revisions"),
-    path("facts/<str:key>", views.FactDetailApi.as_view(), name="fact"),
-    path("recent-facts", views.FactRecentApi.as_view(), name="recent-facts"),
+    path("facts/<str:key>/revisions", facts.FactRevisionListApi.as_view(), name="fact-revisions"),
+    path("facts/<str:key>", facts.FactDetailApi.as_view(), name="fact"),
+    path("recent-facts", facts.FactRecentApi.as_view(), name="recent-facts"),
     path("search", views.MemorySearchApi.as_view(), name="search"),
     path("settings", views.MemorySettingsApi.as_view(), name="settings"),
     path("stats", views.MemoryStatsApi.as_view(), name="stats"),

@@ -1,5 +1,8 @@
 """The memory API: one class per resource, each method validate → service/selector → shape.
 
+Here: the base view (MemoryApi), the answers the views share, and the search, settings,
+stats and retrieval-log views; the facts' views are in memory.api.facts.
+
 Authentication: the agent sends ``Authorization: Token <key>`` (DRF authtoken);
 the dashboard uses its session, with the CSRF token on unsafe methods. Token
 comes first so an anonymous client is told 401 with ``WWW-Authenticate: Token``.
@@ -10,9 +13,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers, status
+from rest_framework import exceptions, serializers
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,12 +31,6 @@ from memory.api.parsers import (
 )
 from memory.api.permissions import IsOwner, IsStaffOrToken, is_owner
 from memory.api.serializers import (
-    FactInputSerializer,
-    FactListQuerySerializer,
-    FactOutputSerializer,
-    FactPatchSerializer,
-    FactRecentQuerySerializer,
-    FactRevisionSerializer,
     MemoryRetrievalSerializer,
     MemorySettingsSerializer,
     RetrievalListQuerySerializer,
@@ -42,23 +39,16 @@ from memory.api.serializers import (
 )
 from memory.api.serializers_stats import MemoryStatsSerializer
 from memory.exceptions import FactNotFound
-from memory.models import Actor, Fact, FactKind
+from memory.models import Actor, Fact
 from memory.selectors import (
     FACT_NOT_FOUND_MESSAGE,
     fact_get,
-    fact_list,
-    facts_recent,
     memory_settings_get,
     memory_stats_get,
     retrieval_list,
 )
-from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
 from memory.services.search import memory_search
-from memory.services.self_memory import agent_item_store
 from memory.services.settings import memory_settings_update
-
-EMPTY_PATCH_MESSAGE = "Aucun champ à modifier."
-FORGOTTEN_LIST_MESSAGE = "Seul le propriétaire peut voir les faits oubliés."
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -91,6 +81,7 @@ PAGE_NOT_FOUND = {
 class MemoryApi(APIView):
     # Each view sets ``name``: OPTIONS and the browsable API show it in French, where DRF
     # would derive "Fact List Create Api" from the class name (rest_framework get_view_name).
+    # Their description is a French ``description`` or nothing (makilab.view_descriptions).
     authentication_classes = [TokenAuthentication, SessionAuthentication]
     permission_classes = [IsStaffOrToken]
     parser_classes = [LimitedJSONParser, LimitedFormParser]
@@ -146,173 +137,6 @@ def fact_or_404(key: str, *, forgotten_hidden: bool = False) -> Fact:
     if forgotten_hidden and fact.forgotten:
         raise NotFound(FACT_NOT_FOUND_MESSAGE.format(key=key))
     return fact
-
-
-class FactListCreateApi(MemoryApi):
-    name = "Faits"
-    pagination_class = MemoryPagination
-
-    @extend_schema(
-        operation_id="facts_list",
-        summary="Lister les faits",
-        description=(
-            "Les faits actifs (ni oubliés ni expirés) par défaut, paginés. ``kind=self`` ou "
-            "``kind=goal`` : les souvenirs de l'agent sur lui-même ou ses objectifs (jamais "
-            "mêlés aux faits du propriétaire)."
-        ),
-        parameters=[FactListQuerySerializer],
-        responses={200: FactOutputSerializer(many=True), **ERRORS, **PAGE_NOT_FOUND},
-    )
-    def get(self, request: Request) -> Response:
-        query = FactListQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        if query.validated_data["include_forgotten"] and self.actor(request) == Actor.AGENT:
-            raise PermissionDenied(FORGOTTEN_LIST_MESSAGE)
-        return self.paginate(request, fact_list(**query.validated_data), FactOutputSerializer)
-
-    @extend_schema(
-        operation_id="facts_store",
-        summary="Ajouter un fait",
-        description=(
-            "Crée le fait ``key``; si la clé existe, met à jour sa valeur (l'ancienne est "
-            "gardée dans l'historique) et fait revenir un fait oublié (le jeton de l'agent ne fait "
-            "pas revenir un fait que le propriétaire a oublié : il crée un nouveau fait). "
-            "201 si créé, 200 sinon. "
-            "Avec ``kind`` self ou goal (et ``category``, ``value`` seulement) : un souvenir de "
-            "l'agent sur lui-même ou un objectif, dédoublonné (une chose déjà connue n'est pas "
-            "enregistrée deux fois : 200) ; sa clé est dérivée du texte."
-        ),
-        request=FactInputSerializer,
-        responses={201: FactOutputSerializer, 200: FactOutputSerializer, **ERRORS},
-    )
-    def post(self, request: Request) -> Response:
-        body = FactInputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = dict(body.validated_data)
-        kind = data.pop("kind", FactKind.OWNER)
-        if kind == FactKind.OWNER:
-            fact, created = fact_store(**data, actor=self.actor(request))
-        else:
-            result = agent_item_store(
-                kind=kind,
-                category=data["category"],
-                content=data["value"],
-                actor=self.actor(request),
-            )
-            fact, created = result.item, result.action == "added"
-        return Response(
-            FactOutputSerializer(fact).data,
-            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
-        )
-
-
-class FactDetailApi(MemoryApi):
-    name = "Fait"
-
-    @extend_schema(
-        operation_id="facts_get",
-        summary="Lire un fait",
-        description="Le fait, même expiré (voir ``is_expired``) ; même oublié (``forgotten``) pour le "
-        "propriétaire seulement : le jeton de l'agent reçoit 404.",
-        parameters=[KEY_PARAMETER],
-        responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
-    )
-    def get(self, request: Request, key: str) -> Response:
-        fact = fact_or_404(key, forgotten_hidden=self.actor(request) == Actor.AGENT)
-        return Response(FactOutputSerializer(fact).data)
-
-    @extend_schema(
-        operation_id="facts_update",
-        summary="Modifier un fait",
-        description=(
-            "Change les champs donnés seulement. ``ttl`` vide ou null retire l'expiration. "
-            "Un fait oublié qui est modifié revient. L'ancienne valeur reste dans l'historique."
-        ),
-        parameters=[KEY_PARAMETER],
-        request=FactPatchSerializer,
-        responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
-    )
-    def patch(self, request: Request, key: str) -> Response:
-        actor = self.actor(request)
-        # An edit revives a forgotten fact: that undo is the owner's, as …/restore. To the
-        # agent's token a forgotten key is a key never stored.
-        fact = fact_or_404(key, forgotten_hidden=actor == Actor.AGENT)
-        body = FactPatchSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        if not body.validated_data:
-            raise ValidationError({"non_field_errors": [EMPTY_PATCH_MESSAGE]})
-        fact = fact_update(fact=fact, actor=actor, **body.validated_data)
-        return Response(FactOutputSerializer(fact).data)
-
-    @extend_schema(
-        operation_id="facts_forget",
-        summary="Oublier un fait",
-        description=(
-            "Suppression douce (« oubli ») : le fait n'est plus utilisé ni montré, mais il reste "
-            "en base avec son historique et peut être restauré par "
-            "POST /api/memory/facts/{key}/restore. Idempotent pour le propriétaire ; pour le "
-            "jeton de l'agent, un fait oublié est introuvable (404), comme une clé jamais vue."
-        ),
-        parameters=[KEY_PARAMETER],
-        responses={204: None, **ERRORS, **NOT_FOUND},
-    )
-    def delete(self, request: Request, key: str) -> Response:
-        actor = self.actor(request)
-        fact_forget(fact=fact_or_404(key, forgotten_hidden=actor == Actor.AGENT), actor=actor)
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class FactRestoreApi(MemoryApi):
-    name = "Retour d'un fait oublié"
-    owner_methods = frozenset({"post"})
-
-    @extend_schema(
-        operation_id="facts_restore",
-        summary="Restaurer un fait oublié",
-        description="Annule un oubli (DELETE). Sans effet sur un fait qui n'est pas oublié.",
-        parameters=[KEY_PARAMETER],
-        request=None,
-        responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
-    )
-    def post(self, request: Request, key: str) -> Response:
-        fact = fact_restore(fact=fact_or_404(key), actor=self.actor(request))
-        return Response(FactOutputSerializer(fact).data)
-
-
-class FactRevisionListApi(MemoryApi):
-    name = "Historique d'un fait"
-    pagination_class = MemoryPagination
-
-    @extend_schema(
-        operation_id="facts_history",
-        summary="Historique d'un fait",
-        description="Chaque changement du fait, le plus récent d'abord : qui, pourquoi, avant/après.",
-        parameters=[KEY_PARAMETER],
-        responses={200: FactRevisionSerializer(many=True), **ERRORS, **PAGE_NOT_FOUND},
-    )
-    def get(self, request: Request, key: str) -> Response:
-        fact = fact_or_404(key, forgotten_hidden=self.actor(request) == Actor.AGENT)
-        return self.paginate(request, fact.revisions.all(), FactRevisionSerializer)
-
-
-class FactRecentApi(MemoryApi):
-    name = "Faits récents"
-
-    @extend_schema(
-        operation_id="facts_recent",
-        summary="Faits récents",
-        description=(
-            "Les faits actifs retenus ou modifiés le plus récemment, les plus récents d'abord : "
-            "ceux que l'outil memory__recent de notre agent et l'outil MCP recent lisent."
-        ),
-        parameters=[FactRecentQuerySerializer],
-        responses={200: FactOutputSerializer(many=True), **ERRORS},
-    )
-    def get(self, request: Request) -> Response:
-        query = FactRecentQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        facts = facts_recent(limit=query.validated_data["limit"])
-        return Response(FactOutputSerializer(facts, many=True).data)
 
 
 class MemorySearchApi(MemoryApi):

@@ -23,3 +23,8 @@ def api_routes() -> list[tuple[str, type[APIView]]]:
 
     walk(get_resolver().url_patterns, "")
     return found
+
+
+def api_view_classes(prefix: str) -> set[type[APIView]]:
+    """The DRF view classes routed under ``prefix`` ("api/v1/": the memory and agent APIs)."""
+    return {view_class for route, view_class in api_routes() if route.startswith(prefix)}

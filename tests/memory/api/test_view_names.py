@@ -4,16 +4,10 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.views import APIView
 
-from tests.memory.api.routes import api_routes
+from tests.memory.api.routes import api_view_classes
 
 pytestmark = pytest.mark.django_db
-
-
-def _api_view_classes() -> set[type[APIView]]:
-    """The DRF views routed under api/v1/ (the memory and agent APIs)."""
-    return {view_class for route, view_class in api_routes() if route.startswith("api/v1/")}
 
 
 def test_options_names_the_facts_view_in_french(agent_api):
@@ -23,7 +17,9 @@ def test_options_names_the_facts_view_in_french(agent_api):
     assert response.json()["name"] == "Faits"
 
 
-@pytest.mark.parametrize("view_class", sorted(_api_view_classes(), key=lambda c: c.__name__))
+@pytest.mark.parametrize(
+    "view_class", sorted(api_view_classes("api/v1/"), key=lambda c: c.__name__)
+)
 def test_every_api_view_has_a_name_of_its_own(view_class):
     name = view_class().get_view_name()
 
@@ -31,6 +27,6 @@ def test_every_api_view_has_a_name_of_its_own(view_class):
 
 
 def test_two_views_never_share_a_name():
-    names = [view_class().get_view_name() for view_class in _api_view_classes()]
+    names = [view_class().get_view_name() for view_class in api_view_classes("api/v1/")]
 
     assert len(names) == len(set(names)) >= 20

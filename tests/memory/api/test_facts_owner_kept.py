@@ -1,0 +1,97 @@
+"""The agent's token writing a value the owner set is told the owner's value stays.
+
+The owner's value always won, but the API answered the agent's PATCH or POST 200 with
+the fact as if its write had gone through: an agent reading only the status would tell
+the owner its value was noted. The API answers as the MCP ``remember`` tool and our
+agent's ``memory__store_fact`` do (memory.services.fact_ownership.owner_kept_answer).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import Actor, Fact
+from memory.services.fact_ownership import OWNER_KEPT_MESSAGE
+from memory.services.facts import fact_store
+
+pytestmark = pytest.mark.django_db
+
+FACTS = "/api/v1/memory/facts"
+OWNERS_JOB = "Ingénieur logiciel chez Makilab"
+
+
+@pytest.fixture
+def owners_job():
+    fact, _ = fact_store(key="user_job", value=OWNERS_JOB, actor=Actor.USER)
+    return fact
+
+
+def _assert_owner_kept(response) -> None:
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["owner_kept"] is True
+    assert body["message"] == OWNER_KEPT_MESSAGE.format(key="user_job", value=OWNERS_JOB)
+    assert body["value"] == OWNERS_JOB
+    assert Fact.objects.get(key="user_job").value == OWNERS_JOB
+
+
+def test_the_agents_patch_of_the_owners_value_says_it_was_not_applied(agent_api, owners_job):
+    response = agent_api.patch(
+        f"{FACTS}/user_job", {"value": "Stagiaire chez Makilab"}, format="json"
+    )
+
+    _assert_owner_kept(response)
+
+
+def test_the_agents_post_restating_the_owners_key_says_it_was_not_applied(agent_api, owners_job):
+    response = agent_api.post(
+        FACTS, {"key": "user_job", "value": "Stagiaire chez Makilab"}, format="json"
+    )
+
+    _assert_owner_kept(response)
+
+
+def test_the_agent_restating_the_owners_own_value_is_no_conflict(agent_api, owners_job):
+    response = agent_api.patch(f"{FACTS}/user_job", {"value": OWNERS_JOB}, format="json")
+
+    assert response.status_code == 200
+    assert "owner_kept" not in response.json()
+
+
+def test_a_patch_without_a_value_is_no_conflict(agent_api, owners_job):
+    response = agent_api.patch(f"{FACTS}/user_job", {"subjects": ["travail"]}, format="json")
+
+    assert response.status_code == 200
+    assert "owner_kept" not in response.json()
+    assert response.json()["subjects"] == ["travail"]
+
+
+def test_the_owner_changing_their_own_value_is_no_conflict(owner_api, owners_job):
+    response = owner_api.patch(
+        f"{FACTS}/user_job", {"value": "Architecte chez Makilab"}, format="json"
+    )
+
+    assert response.status_code == 200
+    assert "owner_kept" not in response.json()
+    assert Fact.objects.get(key="user_job").value == "Architecte chez Makilab"
+
+
+def test_a_value_the_owner_never_set_is_applied_as_before(agent_api):
+    fact_store(key="user_city", value="Lyon", actor=Actor.AGENT)
+    response = agent_api.patch(f"{FACTS}/user_city", {"value": "Bordeaux"}, format="json")
+
+    assert response.status_code == 200
+    assert "owner_kept" not in response.json()
+    assert Fact.objects.get(key="user_city").value == "Bordeaux"
+
+
+def test_the_schema_documents_the_owner_kept_answer(owner_api):
+    schema = owner_api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    facts = schema["paths"]["/api/v1/memory/facts"]["post"]["responses"]["200"]
+    fact = schema["paths"]["/api/v1/memory/facts/{key}"]["patch"]["responses"]["200"]
+
+    for response in (facts, fact):
+        ref = response["content"]["application/json"]["schema"]["$ref"]
+        component = schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]
+        assert {"owner_kept", "message"} <= set(component["properties"])
+        assert not {"owner_kept", "message"} & set(component.get("required", []))
