@@ -10,12 +10,19 @@ read JSON ``true`` as 1.0 (its IntegerField already refuses one).
 Every text field of the API is a ``StrictCharField``: DRF's CharField turns a JSON
 number into its text (``{"topic": 5}`` forgot the topic "5"); this one refuses any value
 that is not a string. Form values are strings, so form-encoded bodies still pass.
+
+Every date the API reads is a ``DateTimeInRangeField``: within the years the memory
+keeps, refused in French where DRF's move to the time zone would overflow.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import models
 from rest_framework import serializers
+
+from memory.services.search import DATE_RANGE_MESSAGE, date_in_range
 
 FLOAT_OVERFLOW_MESSAGE = "Ce nombre est trop grand."
 STRING_REQUIRED_MESSAGE = "Une chaîne de caractères est attendue."
@@ -62,3 +69,26 @@ class ApiModelSerializer(serializers.ModelSerializer):
         models.CharField: StrictCharField,
         models.TextField: StrictCharField,
     }
+
+
+class DateTimeInRangeField(serializers.DateTimeField):
+    """A date the memory accepts (memory.services.search.DATE_YEARS): a French 400 for one
+    at the calendar's ends, where DRF's move to the time zone would overflow (a 500)."""
+
+    default_error_messages = {"range": DATE_RANGE_MESSAGE}
+
+    def to_internal_value(self, value):
+        parsed = self._parsed(value)
+        if parsed is not None and not date_in_range(parsed):
+            self.fail("range")
+        return super().to_internal_value(value)
+
+    def _parsed(self, value):
+        from django.utils.dateparse import parse_date, parse_datetime
+
+        if not isinstance(value, str):
+            return value if isinstance(value, datetime) else None
+        try:
+            return parse_datetime(value.strip()) or parse_date(value.strip())
+        except ValueError:
+            return None

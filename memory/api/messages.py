@@ -14,8 +14,8 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.fields import StrictCharField
-from memory.api.serializers import DateTimeInRangeField, StrictInputSerializer
+from memory.api.fields import DateTimeInRangeField, StrictCharField
+from memory.api.serializers import StrictInputSerializer
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 from memory.models import MessageRole, MessageSource
 from memory.services.messages import (

@@ -8,13 +8,16 @@ values.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from memory.api.fact_kinds import fact_kind_check
-from memory.api.fields import ApiModelSerializer, FrenchFloatField, StrictCharField
+from memory.api.fields import (
+    ApiModelSerializer,
+    DateTimeInRangeField,
+    FrenchFloatField,
+    StrictCharField,
+)
 from memory.exceptions import InvalidTTL
 from memory.models import (
     FACT_VALUE_MAX_CHARS,
@@ -33,35 +36,12 @@ from memory.models import (
 )
 from memory.selectors import FACTS_RECENT_MAX
 from memory.services.fact_ownership import owner_kept_answer
-from memory.services.search import DATE_RANGE_MESSAGE, MAX_LIMIT, SEARCH_MODES, date_in_range
+from memory.services.search import MAX_LIMIT, SEARCH_MODES
 from memory.services.settings import EDITABLE_FIELDS, model_field_range
 from memory.services.ttl import parse_ttl
 
 # Caps on what one request may carry (the body size itself is capped by the parsers).
 VALUE_MAX_CHARS = FACT_VALUE_MAX_CHARS
-
-
-class DateTimeInRangeField(serializers.DateTimeField):
-    """A date the memory accepts (memory.services.search.DATE_YEARS): a French 400 for one
-    at the calendar's ends, where DRF's move to the time zone would overflow (a 500)."""
-
-    default_error_messages = {"range": DATE_RANGE_MESSAGE}
-
-    def to_internal_value(self, value):
-        parsed = self._parsed(value)
-        if parsed is not None and not date_in_range(parsed):
-            self.fail("range")
-        return super().to_internal_value(value)
-
-    def _parsed(self, value):
-        from django.utils.dateparse import parse_date, parse_datetime
-
-        if not isinstance(value, str):
-            return value if isinstance(value, datetime) else None
-        try:
-            return parse_datetime(value.strip()) or parse_date(value.strip())
-        except ValueError:
-            return None
 
 
 TTL_MAX_CHARS = 20
