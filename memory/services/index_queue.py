@@ -187,26 +187,50 @@ def _due_read(kind: str) -> CompiledRead:
 _DUE_READS = {kind: _due_read(kind) for kind in KINDS}
 
 
-def pending_sweep(*, now: datetime | None = None, limit: int = SWEEP_BATCH) -> dict[str, int]:
-    """Re-send pending rows that are due, not queued recently and not leased."""
+def pending_sweep(*, now: datetime | None = None, limit: int | None = None) -> dict[str, int]:
+    """Re-send pending rows that are due, not queued recently and not leased.
+
+    At most ``limit`` rows a kind (SWEEP_BATCH). A sweep that found that many sends the
+    next sweep itself, behind the batches it sent: a backlog (an import made beside
+    `serve`, whose tasks cannot reach its in-process queue; a restart after a crash)
+    is indexed at the worker's pace, where it went at one sweep a minute (512 rows).
+    Every row read is marked queued, replies with their roots, so the next sweep reads
+    other rows and the chain ends once the backlog is sent.
+    """
     now = now or timezone.now()
+    limit = SWEEP_BATCH if limit is None else limit
     counts: dict[str, int] = {}
+    full = False
     for kind in KINDS:
         model = model_for(kind)
         due = _due(now) & (
             Q(index_queued_at__isnull=True) | Q(index_queued_at__lte=now - QUEUE_GRACE)
         )
         rows = model.all_objects.filter(due).order_by("id")
-        ids = list(rows.values_list("id", flat=True)[:limit])
+        read = list(rows.values_list("id", flat=True)[:limit])
+        full = full or len(read) == limit
+        ids = read
         if kind == KIND_MESSAGE:
             # Rows that never get a point (left pending by older code): settled here.
-            roots, skipped, _ = exchange_roots(ids)
+            roots, skipped, _ = exchange_roots(read)
             messages_skip(skipped)
             ids = sorted(roots)
-        model.all_objects.filter(pk__in=ids).update(index_queued_at=now)
+        model.all_objects.filter(pk__in={*read, *ids}).update(index_queued_at=now)
         _send(kind, ids)
         counts[kind] = len(ids)
+    if full:
+        _sweep_send()
     return counts
+
+
+def _sweep_send() -> None:
+    """Send the next sweep; a broker that is down leaves the rest to the periodic one."""
+    from memory import tasks
+
+    try:
+        tasks.pending_sweep_task.delay()
+    except Exception as exc:
+        logger.warning("could not enqueue the next sweep (%s); left for the periodic one", exc)
 
 
 def restart_recover() -> int:
