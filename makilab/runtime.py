@@ -21,8 +21,26 @@ logger = logging.getLogger(__name__)
 FIRST_RUN_DELAY_S = 2.0
 
 
+def tasks_reach_a_worker() -> bool:
+    """Whether a task this process sends will run: on a broker other processes read, inline
+    (eager), or on serve's worker in this process. Not from a command run beside serve on
+    the in-process broker (memory://): its queue is its own, and dies with it."""
+    from django.conf import settings
+
+    from makilab.celery import app
+
+    return (
+        not settings.CELERY_BROKER_URL.startswith("memory://")
+        or bool(app.conf.task_always_eager)
+        or EmbeddedWorker.running
+    )
+
+
 class EmbeddedWorker:
     """A Celery worker (threads pool) running in a background thread of this process."""
+
+    # Whether one runs in this process (tasks_reach_a_worker).
+    running = False
 
     def __init__(self, app: Celery, *, concurrency: int = 2) -> None:
         self.app = app
@@ -45,8 +63,10 @@ class EmbeddedWorker:
             target=self._worker.start, name="celery-worker", daemon=True
         )
         self._thread.start()
+        EmbeddedWorker.running = True
 
     def stop(self, timeout: float = 10.0) -> None:
+        EmbeddedWorker.running = False
         if self._worker is not None:
             self._worker.stop()
         if self._thread is not None:

@@ -67,11 +67,13 @@ def exchange_roots(message_ids: Iterable[int]) -> tuple[set[int], set[int], set[
     return roots, skipped, set(rows)
 
 
-def rows_changed(kind: str, row_ids: Iterable[int]) -> None:
+def rows_changed(kind: str, row_ids: Iterable[int], *, send: bool = True) -> None:
     """Record that these rows' points must change, and index them after commit.
 
     Call inside the transaction that made the change. For messages, any message
-    of an exchange may be given: its root is bumped.
+    of an exchange may be given: its root is bumped. ``send`` False: no task is
+    sent and the rows are not marked queued, left to the next sweep (a command
+    whose tasks reach no worker: makilab.runtime.tasks_reach_a_worker).
     """
     ids = list(row_ids)
     if kind == KIND_MESSAGE:
@@ -87,12 +89,13 @@ def rows_changed(kind: str, row_ids: Iterable[int]) -> None:
         "index_attempts": 0,
         "index_error": "",
         "index_retry_at": None,
-        "index_queued_at": now,
+        "index_queued_at": now if send else None,
     }
     model_for(kind).all_objects.filter(pk__in=ids).update(**fields)
     if kind == KIND_MESSAGE:
         exchange_replies(ids).update(**{k: v for k, v in fields.items() if k != "version"})
-    transaction.on_commit(lambda: _send(kind, ids))
+    if send:
+        transaction.on_commit(lambda: _send(kind, ids))
 
 
 def messages_skip(message_ids: set[int]) -> int:

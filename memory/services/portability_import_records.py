@@ -368,9 +368,14 @@ class Importer:
         self.report.count(self.report.created, "revision", len(revisions))
 
     def finish(self) -> None:
-        """Write what waits, then leave the new rows pending for the indexer (a task on commit)."""
+        """Write what waits, then leave the new rows pending for the indexer: a task on
+        commit, or serve's next sweep when this process's tasks reach no worker (the
+        command beside serve on the in-process broker, whose queue dies with it)."""
+        from makilab.runtime import tasks_reach_a_worker
+
         self._flush_messages()
         self._flush_facts()
+        send = tasks_reach_a_worker()
         for kind, ids in self.new.items():
             for start in range(0, len(ids), BATCH):
-                rows_changed(kind, ids[start : start + BATCH])
+                rows_changed(kind, ids[start : start + BATCH], send=send)
