@@ -32,6 +32,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from memory.error_reasons import os_error_reason, sqlite_error_reason
 from memory.exceptions import MemoryServiceError
 from memory.services.backup_forgets import forgets_read
 from memory.services.erased_marks import marks_read
@@ -44,9 +45,14 @@ MANIFEST_FILE = "backup.json"
 MEMORY_TABLES = ("core_memory", "messages", "memory_summary")
 
 BACKUP_EXISTS = "Le dossier {dir} contient déjà une sauvegarde : choisissez un autre dossier."
-BACKUP_DIRECTORY = "Impossible de créer le dossier de sauvegarde {dir} : {detail}"
+BACKUP_NOT_A_FOLDER = (
+    "{dir} est un fichier, pas un dossier : la sauvegarde s'écrit dans un dossier nouveau ou vide."
+)
+BACKUP_UNREACHABLE = "Impossible d'accéder au dossier de sauvegarde {dir} : {detail}."
+BACKUP_DIRECTORY = "Impossible de créer le dossier de sauvegarde {dir} : {detail}."
 BACKUP_WRITE = "Impossible d'écrire la sauvegarde dans {dir} : {detail}"
 NOT_A_BACKUP = "Pas de sauvegarde Makilab dans {dir} (fichier {file} absent ou illisible)."
+BACKUP_UNREADABLE = "La sauvegarde {file} est illisible : {error}."
 BAD_BACKUP = "La sauvegarde {file} est abîmée : {error}."
 EMPTY_DATABASE = "le fichier est vide"
 COUNTS_DIFFER = "{found} lignes dans {table}, {manifest} en annonce {expected}"
@@ -120,20 +126,25 @@ def memory_backup(*, directory: Path) -> BackupReport:
     started = time.perf_counter()
     directory = Path(directory)
     target = directory / DATABASE_FILE
-    if target.exists() or (directory / MANIFEST_FILE).exists():
-        raise MemoryServiceError(BACKUP_EXISTS.format(dir=directory))
+    _backup_folder_make(directory)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # a file there, or under it; no permission
-        raise MemoryServiceError(BACKUP_DIRECTORY.format(dir=directory, detail=exc)) from exc
+        # Created here first: the system's refusal (a folder it cannot write in, a read-only
+        # mount) has a reason to say; SQLite's would be "unable to open database file".
+        target.touch(exist_ok=False)
+    except FileExistsError:  # another backup, started since the check: leave it be
+        raise MemoryServiceError(BACKUP_EXISTS.format(dir=directory)) from None
+    except OSError as exc:
+        detail = os_error_reason(exc)
+        raise MemoryServiceError(BACKUP_WRITE.format(dir=directory, detail=detail)) from exc
     try:
         counts = _backup_write(directory, target)
     except MemoryServiceError:  # the copy failed its integrity check
         _backup_remove(directory)
         raise
-    except (sqlite3.Error, OSError) as exc:  # a folder it cannot write in, a full disk
+    except (sqlite3.Error, OSError) as exc:  # a full disk
         _backup_remove(directory)
-        raise MemoryServiceError(BACKUP_WRITE.format(dir=directory, detail=exc)) from exc
+        detail = os_error_reason(exc) if isinstance(exc, OSError) else sqlite_error_reason(exc)
+        raise MemoryServiceError(BACKUP_WRITE.format(dir=directory, detail=detail)) from exc
     return BackupReport(
         directory=directory,
         database=target,
@@ -141,6 +152,24 @@ def memory_backup(*, directory: Path) -> BackupReport:
         counts=counts,
         seconds=time.perf_counter() - started,
     )
+
+
+def _backup_folder_make(directory: Path) -> None:
+    """The backup's folder, made if missing; refused when it is a file, holds a backup, or
+    the system will not let it be read or made (a folder on the way closed, a file)."""
+    try:
+        if (directory / DATABASE_FILE).exists() or (directory / MANIFEST_FILE).exists():
+            raise MemoryServiceError(BACKUP_EXISTS.format(dir=directory))
+        if directory.exists() and not directory.is_dir():
+            raise MemoryServiceError(BACKUP_NOT_A_FOLDER.format(dir=directory))
+    except OSError as exc:
+        detail = os_error_reason(exc)
+        raise MemoryServiceError(BACKUP_UNREACHABLE.format(dir=directory, detail=detail)) from exc
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file on the way; no permission
+        detail = os_error_reason(exc)
+        raise MemoryServiceError(BACKUP_DIRECTORY.format(dir=directory, detail=detail)) from exc
 
 
 def _backup_write(directory: Path, target: Path) -> dict[str, int]:
@@ -193,18 +222,26 @@ def backup_read(directory: Path) -> dict:
     if not isinstance(expected, dict):
         raise MemoryServiceError(NOT_A_BACKUP.format(dir=directory, file=MANIFEST_FILE))
     database = directory / str(manifest.get("database") or DATABASE_FILE)
-    if not database.is_file():
-        raise MemoryServiceError(NOT_A_BACKUP.format(dir=directory, file=database.name))
-    if database.stat().st_size == 0:  # SQLite reads it as a sound, empty database
-        raise MemoryServiceError(BAD_BACKUP.format(file=database, error=EMPTY_DATABASE))
-    db = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
     try:
-        _check(db, database)
-        counts = _counts(db)
+        if not database.is_file():
+            raise MemoryServiceError(NOT_A_BACKUP.format(dir=directory, file=database.name))
+        with database.open("rb") as handle:  # SQLite would say "unable to open database file"
+            empty = not handle.read(1)
+    except OSError as exc:
+        detail = os_error_reason(exc)
+        raise MemoryServiceError(BACKUP_UNREADABLE.format(file=database, error=detail)) from None
+    if empty:  # SQLite reads it as a sound, empty database
+        raise MemoryServiceError(BAD_BACKUP.format(file=database, error=EMPTY_DATABASE))
+    try:
+        db = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+        try:
+            _check(db, database)
+            counts = _counts(db)
+        finally:
+            db.close()
     except sqlite3.DatabaseError as exc:
-        raise MemoryServiceError(BAD_BACKUP.format(file=database, error=exc)) from None
-    finally:
-        db.close()
+        error = sqlite_error_reason(exc)
+        raise MemoryServiceError(BAD_BACKUP.format(file=database, error=error)) from None
     # The manifest's counts were taken from the copy itself: any difference is damage.
     differ = [
         COUNTS_DIFFER.format(
@@ -229,7 +266,7 @@ def _database_error(path: Path) -> str | None:
     try:
         _counts(db)
     except sqlite3.DatabaseError as exc:  # "file is not a database", a damaged page
-        return str(exc)
+        return sqlite_error_reason(exc)
     finally:
         db.close()
     return None

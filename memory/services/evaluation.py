@@ -25,6 +25,7 @@ from pathlib import Path
 
 from django.test.utils import override_settings
 
+from memory.error_reasons import os_error_reason
 from memory.exceptions import MemoryServiceError
 from memory.models import (
     Fact,
@@ -58,22 +59,36 @@ class ModeScore:
 
 
 DATASET_UNREADABLE = "Jeu d'évaluation illisible ({path}) : {detail}"
+DATASET_NOT_UTF8 = "le fichier n'est pas en UTF-8"
+DATASET_BAD_JSON = "JSON invalide ({reason})"
 DATASET_SHAPE = "un objet JSON avec les listes « memories » et « questions » est attendu"
 
 
 def dataset_load(path: Path = DATASET_PATH) -> dict:
-    """The dataset, or MemoryServiceError (French) when it is not one."""
+    """The dataset, or MemoryServiceError (French) when it is not one.
+
+    Read as an export's line is (LineDecoder: a nesting too deep, a field written twice
+    refused in French), a leading byte-order mark dropped.
+    """
+    from memory.services.portability_validate import LineDecoder, line_refusal
+
+    def unreadable(detail: str) -> MemoryServiceError:
+        return MemoryServiceError(DATASET_UNREADABLE.format(path=path, detail=detail))
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise MemoryServiceError(DATASET_UNREADABLE.format(path=path, detail=exc)) from exc
+        data = json.loads(Path(path).read_text(encoding="utf-8-sig"), cls=LineDecoder)
+    except OSError as exc:
+        raise unreadable(os_error_reason(exc)) from None
+    except UnicodeDecodeError:  # a ValueError too
+        raise unreadable(DATASET_NOT_UTF8) from None
+    except ValueError as exc:
+        raise unreadable(DATASET_BAD_JSON.format(reason=line_refusal(exc, line=True))) from None
     if not (
         isinstance(data, dict)
         and isinstance(data.get("memories"), list)
         and isinstance(data.get("questions"), list)
     ):
-        raise MemoryServiceError(DATASET_UNREADABLE.format(path=path, detail=DATASET_SHAPE))
+        raise unreadable(DATASET_SHAPE)
     return data
 
 

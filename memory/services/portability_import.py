@@ -39,6 +39,7 @@ from memory.services.portability_validate import (
     ImportLineError,
     LineDecoder,
     header_check,
+    line_refusal,
 )
 
 __all__ = [
@@ -49,6 +50,9 @@ __all__ = [
 
 
 NOT_UTF8 = "le texte n'est pas en UTF-8."
+# A byte-order mark, as some Windows editors write one at the start of a UTF-8 file, means
+# nothing: the file imports as without it.
+BOM = "\ufeff"
 
 
 def memory_import_lines(lines: Iterable[str | bytes], *, dry_run: bool = False) -> ImportReport:
@@ -67,12 +71,14 @@ def memory_import_lines(lines: Iterable[str | bytes], *, dry_run: bool = False) 
                     raw = raw.decode("utf-8")
                 except UnicodeDecodeError:
                     raise ImportLineError(number, NOT_UTF8) from None
+            if number == 1:
+                raw = raw.removeprefix(BOM)
             if not raw.strip():
                 continue
             try:
                 record = json.loads(raw, cls=LineDecoder)
             except ValueError as exc:
-                raise ImportLineError(number, BAD_JSON.format(error=exc)) from None
+                raise ImportLineError(number, BAD_JSON.format(error=line_refusal(exc))) from None
             if not header_seen:
                 header_check(number, record)
                 header_seen = True

@@ -18,6 +18,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from memory.error_reasons import json_error_reason, json_int
 from memory.exceptions import MemoryServiceError
 from memory.models import MemorySettings
 from memory.services.portability import (
@@ -137,12 +138,15 @@ class LineDecoder(json.JSONDecoder):
     would be the memory's?), NaN and Infinity (SQLite refuses them), a float
     too big (1e400 reads as inf), a lone UTF-16 surrogate (``\\ud800``: no
     UTF-8 text holds it) and a nesting deeper than the parser's recursion.
+    Every refusal but invalid JSON (a JSONDecodeError: ``json_error_reason``)
+    says why in French; int()'s refusal of a number too long included.
     """
 
     def __init__(self, **kwargs):
         kwargs.setdefault("object_pairs_hook", _object_without_duplicates)
         kwargs.setdefault("parse_constant", _not_a_number)
         kwargs.setdefault("parse_float", _finite_float)
+        kwargs.setdefault("parse_int", json_int)
         super().__init__(**kwargs)
 
     def decode(self, s, *args, **kwargs):
@@ -156,6 +160,14 @@ class LineDecoder(json.JSONDecoder):
         except UnicodeEncodeError:
             raise ValueError(LONE_SURROGATE) from None
         return value
+
+
+def line_refusal(exc: ValueError, *, line: bool = False) -> str:
+    """Why ``LineDecoder`` refused a text, in French (BAD_JSON's reason); ``line``: name
+    the line of a text of several lines too."""
+    if isinstance(exc, json.JSONDecodeError):  # the json module's text is English
+        return json_error_reason(exc, line=line)
+    return str(exc)  # LineDecoder's own refusals
 
 
 def _object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:

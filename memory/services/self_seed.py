@@ -52,16 +52,14 @@ def _decode(text: str, where: str) -> object:
     Besides invalid JSON, LineDecoder refuses a field written twice, NaN, a lone
     surrogate and a nesting too deep for the parser (a RecursionError otherwise).
     """
-    from memory.services.portability_validate import LineDecoder
+    from memory.services.portability_validate import LineDecoder, line_refusal
 
     try:
         return json.loads(text, cls=LineDecoder)
-    except json.JSONDecodeError as exc:
-        if where == "fichier":  # a JSON list: the parser knows the line
-            where = f"ligne {exc.lineno}"
-        detail = exc.msg
     except ValueError as exc:
-        detail = str(exc)
+        if where == "fichier" and isinstance(exc, json.JSONDecodeError):
+            where = f"ligne {exc.lineno}"  # a JSON list: the parser knows the line
+        detail = line_refusal(exc)
     raise MemoryServiceError(
         LINE_ERROR.format(where=where, detail=BAD_JSON.format(detail=detail))
     ) from None
@@ -117,9 +115,12 @@ def seed_items_parse(text: str) -> list[SeedItem]:
 
 
 def seed_file_read(path: Path) -> str:
-    """The text of a seed file, or MemoryServiceError (French) when it is not UTF-8."""
+    """The text of a seed file, or MemoryServiceError (French) when it is not UTF-8.
+
+    A leading byte-order mark (some Windows editors write one) is dropped: it means nothing.
+    """
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise MemoryServiceError(NOT_UTF8) from None
 

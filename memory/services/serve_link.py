@@ -27,6 +27,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from memory.error_reasons import json_error_reason, os_error_reason
 from memory.exceptions import MemoryServiceError
 from memory.services.maintenance_runs import Outcome, Progress, operation_run
 
@@ -50,6 +51,8 @@ SERVE_FILE_UNREADABLE_MESSAGE = (
 SERVE_UNREACHABLE_MESSAGE = (
     "Le service qui détient la base vectorielle ({url}) ne répond pas : {detail}"
 )
+SERVE_NOT_JSON = "sa réponse n'est pas du JSON ({reason})"
+SERVE_NOT_TEXT = "ce n'est pas du texte"
 DETACHED_MESSAGE = (
     "Interrompu : l'opération continue dans le service (elle est sans risque à relancer)."
 )
@@ -136,7 +139,7 @@ def serve_running() -> bool:
         return False
     except OSError as exc:  # another account's serve.json (mode 0600)
         raise ServeLinkError(
-            SERVE_FILE_UNREADABLE_MESSAGE.format(path=path, detail=exc.strerror)
+            SERVE_FILE_UNREADABLE_MESSAGE.format(path=path, detail=os_error_reason(exc))
         ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -207,7 +210,19 @@ def _call(info: dict, method: str, path: str, body: dict | None = None) -> dict:
             SERVE_REFUSED_MESSAGE.format(status=error.code, detail=_refusal_detail(error))
         ) from None
     except (OSError, ValueError) as exc:
-        raise ServeLinkError(SERVE_UNREACHABLE_MESSAGE.format(url=url, detail=exc)) from None
+        detail = _unreachable_detail(exc)
+        raise ServeLinkError(SERVE_UNREACHABLE_MESSAGE.format(url=url, detail=detail)) from None
+
+
+def _unreachable_detail(exc: OSError | ValueError) -> str:
+    """Why serve's answer did not come, in French (urllib's and json's texts are English)."""
+    if isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, OSError):
+        exc = exc.reason  # the socket's refusal, wrapped
+    if isinstance(exc, json.JSONDecodeError):
+        return SERVE_NOT_JSON.format(reason=json_error_reason(exc))
+    if isinstance(exc, ValueError):  # a body that is not text
+        return SERVE_NOT_JSON.format(reason=SERVE_NOT_TEXT)
+    return os_error_reason(exc)
 
 
 def maintenance_remote(

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from memory.error_reasons import os_error_reason
 from memory.exceptions import NoteNotFound, StoreUnavailable, UnsafeNotePath
 from memory.stores.notes import (
     MAX_NOTE_BYTES,
@@ -48,28 +49,7 @@ MARKER_RACY_NS = 2_000_000_000
 NoteStamp = tuple[int, int]
 STAMP_MISSING: NoteStamp = (-1, -1)
 
-# Why a file cannot be read, in the owner's words (the system's strerror is English).
-OS_ERROR_REASONS = {
-    errno.EACCES: "accès refusé",
-    errno.EPERM: "opération non permise",
-    errno.ENAMETOOLONG: "nom de fichier trop long",
-    errno.ELOOP: "boucle de liens symboliques",
-    errno.EISDIR: "c'est un dossier",
-    errno.EIO: "erreur de lecture du disque",
-    errno.EMFILE: "trop de fichiers ouverts",
-    errno.ENFILE: "trop de fichiers ouverts",
-    errno.ENOMEM: "mémoire insuffisante",
-    errno.EBUSY: "fichier occupé",
-    errno.EAGAIN: "fichier momentanément indisponible",
-    errno.ENXIO: "périphérique absent",
-    errno.ENODEV: "périphérique absent",
-    errno.EOVERFLOW: "fichier trop grand",
-    errno.ESTALE: "fichier réseau périmé",
-    errno.ETIMEDOUT: "délai dépassé",
-    errno.EINVAL: "nom ou fichier invalide",
-}
 REASON_NOT_A_FILE = "ce n'est pas un fichier"
-REASON_OS_ERROR = "erreur système n° {errno}"
 
 
 def _now_ns() -> int:
@@ -81,11 +61,6 @@ class _Listing(NamedTuple):
     listed_at: int  # _now_ns() then
     folders: tuple[str, ...]  # the sub-folders to walk, in order
     names: int  # a hash of the other names in it
-
-
-def os_error_reason(exc: OSError) -> str:
-    """Why the system refused, in French (its own text is English)."""
-    return OS_ERROR_REASONS.get(exc.errno) or REASON_OS_ERROR.format(errno=exc.errno or "?")
 
 
 def _stamp(info: os.stat_result, now: int) -> NoteStamp | None:

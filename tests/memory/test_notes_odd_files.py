@@ -12,17 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from memory.error_reasons import OS_ERROR_REASONS, os_error_reason
 from memory.exceptions import MemoryServiceError, NoteNotFound, UnsafeNotePath
 from memory.models import MemorySettings
 from memory.services.notes import context_notes_get, notes_cache_clear
 from memory.stores import notes_vault
 from memory.stores.notes import MSG_PATH_NAME_TOO_LONG, note_path_normalize
-from memory.stores.notes_vault import (
-    OS_ERROR_REASONS,
-    REASON_NOT_A_FILE,
-    VaultFolderProvider,
-    os_error_reason,
-)
+from memory.stores.notes_vault import REASON_NOT_A_FILE, VaultFolderProvider
 from tests.dashboard.conftest import HTMX, vault
 
 pytestmark = pytest.mark.django_db

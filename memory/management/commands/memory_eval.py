@@ -7,6 +7,7 @@ from pathlib import Path
 from django.core.management.base import CommandError
 
 from memory.management.french import FrenchCommand
+from memory.management.paths import file_check
 
 
 class Command(FrenchCommand):
@@ -35,8 +36,7 @@ class Command(FrenchCommand):
         )
 
         path = dataset or DATASET_PATH
-        if not path.exists():
-            raise CommandError(f"Jeu d'évaluation introuvable : {path}")
+        file_check(path, missing="Jeu d'évaluation introuvable : {path}")
         modes = MODES if mode == "all" else (mode,)
         try:
             dataset_load(path)  # a French error before any work

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from memory.error_reasons import os_error_reason
 from memory.management.french import FrenchCommand
+from memory.management.paths import IS_A_FOLDER, folder_check, path_stat
 from memory.services.portability import parse_since
 
 TYPE_LABELS = {
@@ -33,15 +36,15 @@ class Command(FrenchCommand):
             since_at = parse_since(since) if since else None
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        if not file.parent.is_dir():
-            raise CommandError(f"Dossier introuvable : {file.parent}")
-        if file.is_dir():
-            raise CommandError(f"C'est un dossier, pas un fichier : {file}")
+        folder_check(file.parent)
+        info = path_stat(file)
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise CommandError(IS_A_FOLDER.format(path=file))
         try:
             counts = memory_export(path=file, since=since_at)
         except OSError as exc:
             # The earlier export, if any, is untouched (memory_export writes aside first).
-            reason = exc.strerror or exc
+            reason = os_error_reason(exc)
             raise CommandError(f"Impossible d'écrire l'export dans {file} : {reason}") from None
         parts = ", ".join(f"{counts.get(t, 0)} {label}" for t, label in TYPE_LABELS.items())
         self.stdout.write(f"Export écrit dans {file} : {parts}, réglages.")

@@ -8,6 +8,7 @@ from django.core.management.base import CommandError
 
 from memory.exceptions import MemoryServiceError
 from memory.management.french import FrenchCommand
+from memory.management.paths import file_check, file_unreadable
 
 LABELS = {"message": "messages", "summary": "résumés", "fact": "faits", "revision": "révisions"}
 
@@ -29,12 +30,13 @@ class Command(FrenchCommand):
     def handle(self, *args, file: Path, dry_run: bool, **options):
         from memory.services.portability_import import memory_import
 
-        if not file.is_file():
-            raise CommandError(f"Fichier introuvable : {file}")
+        file_check(file)
         try:
             report = memory_import(path=file, dry_run=dry_run)
         except MemoryServiceError as exc:
             raise CommandError(f"Rien n'a été importé. {exc}") from exc
+        except OSError as exc:  # the file only: the import reads nothing else from disk
+            raise file_unreadable(file, exc) from None
         for conflict in report.conflicts:
             self.stdout.write(f"conflit : {conflict}")
         if report.settings_changed:

@@ -8,6 +8,7 @@ from django.core.management.base import CommandError
 
 from memory.exceptions import MemoryServiceError
 from memory.management.french import FrenchCommand
+from memory.management.paths import file_check, file_unreadable
 
 
 class Command(FrenchCommand):
@@ -25,10 +26,14 @@ class Command(FrenchCommand):
         from memory.services.self_seed import seed_file_read, seed_items_parse
         from memory.services.serve_link import ServeLinkError, maintenance_dispatch
 
-        if not file.is_file():
-            raise CommandError(f"Fichier introuvable : {file}")
+        file_check(file)
         try:
             text = seed_file_read(file)
+        except OSError as exc:
+            raise file_unreadable(file, exc) from None
+        except MemoryServiceError as exc:
+            raise CommandError(f"Rien n'a été chargé. {exc}") from exc
+        try:
             seed_items_parse(text)  # a bad line is said here, before serve is asked
             # The similarity check needs the vector store: beside serve, serve runs the seed.
             outcome = maintenance_dispatch("seed-self", {"text": text})

@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from memory.error_reasons import os_error_reason
 from memory.exceptions import StoreUnavailable
 from memory.management.french import FrenchCommand
 
@@ -58,7 +59,7 @@ def bind_error_message(host: str, port: int, exc: Exception) -> str:
         return BIND_ERROR_MESSAGE.format(host=host, port=port, detail=BAD_ADDRESS_DETAIL)
     if exc.errno == errno.EADDRINUSE:
         return PORT_IN_USE_MESSAGE.format(host=host, port=port)
-    return BIND_ERROR_MESSAGE.format(host=host, port=port, detail=exc.strerror or exc)
+    return BIND_ERROR_MESSAGE.format(host=host, port=port, detail=os_error_reason(exc))
 
 
 def serve_url(host: str, port: int) -> str:

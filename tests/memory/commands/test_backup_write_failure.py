@@ -28,11 +28,13 @@ def test_a_backup_that_fails_halfway_leaves_nothing_and_the_next_attempt_goes_th
     counts = backup._counts
 
     def disk_full(db):
-        raise sqlite3.OperationalError("database or disk is full")
+        full = sqlite3.OperationalError("database or disk is full")
+        full.sqlite_errorcode, full.sqlite_errorname = sqlite3.SQLITE_FULL, "SQLITE_FULL"
+        raise full
 
     monkeypatch.setattr(backup, "_counts", disk_full)
     with pytest.raises(
-        CommandError, match=r"Impossible d'écrire la sauvegarde dans .* : database or disk is full"
+        CommandError, match=r"Impossible d'écrire la sauvegarde dans .* : disque plein$"
     ):
         call_command("memory_backup", str(tmp_path), stdout=StringIO())
     assert sorted(p.name for p in tmp_path.iterdir()) == []

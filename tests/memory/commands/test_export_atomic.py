@@ -50,9 +50,7 @@ def test_an_export_stopped_by_a_full_disk_keeps_the_previous_export(tmp_path, mo
     with pytest.raises(CommandError) as refused:
         call_command("memory_export", str(target), stdout=StringIO())
 
-    assert str(refused.value) == (
-        f"Impossible d'écrire l'export dans {target} : No space left on device"
-    )
+    assert str(refused.value) == f"Impossible d'écrire l'export dans {target} : disque plein"
     assert target.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["memoire.jsonl"]
 

@@ -8,7 +8,11 @@ import subprocess
 
 import pytest
 
-from memory.management.commands.serve import PORT_IN_USE_MESSAGE
+from memory.management.commands.serve import (
+    BIND_ERROR_MESSAGE,
+    PORT_IN_USE_MESSAGE,
+    bind_error_message,
+)
 from memory.services.serve_link import RUNTIME_FILE
 from tests.memory.mcp.test_mcp_beside_serve import _wait_up
 from tests.memory.test_workers import MIGRATE, _env, _free_port, _python, _start_serve
@@ -73,3 +77,13 @@ def test_a_busy_port_is_one_french_line_not_a_traceback(tmp_path):
     assert lines[-1] == "CommandError: " + PORT_IN_USE_MESSAGE.format(host="127.0.0.1", port=port)
     # The data folder is free for the next try.
     assert (tmp_path / RUNTIME_FILE).read_text() == ""
+
+
+def test_an_address_not_on_this_machine_is_said_in_french():
+    """The system's "Cannot assign requested address" is English."""
+    with socket.socket() as sock, pytest.raises(OSError) as refused:
+        sock.bind(("192.0.2.1", 0))  # TEST-NET-1: never this machine's
+
+    assert bind_error_message("192.0.2.1", 8000, refused.value) == BIND_ERROR_MESSAGE.format(
+        host="192.0.2.1", port=8000, detail="adresse absente de cette machine"
+    )

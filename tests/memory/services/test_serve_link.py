@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import socket
 import stat
 
 import pytest
@@ -131,15 +133,16 @@ def test_serve_publishes_a_url_the_commands_reach_on_loopback(host, published, r
 
 @pytest.fixture
 def refusing_server():
-    """A local HTTP server answering every request 400 with the body it is given."""
+    """A local HTTP server answering every request 400 (or the status it is given) with the
+    body it is given."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    answer = {"body": b"", "type": "text/html"}
+    answer = {"body": b"", "type": "text/html", "status": 400}
 
     class Refuse(BaseHTTPRequestHandler):
         def do_GET(self):
-            self.send_response(400)
+            self.send_response(answer["status"])
             self.send_header("Content-Type", answer["type"])
             self.send_header("Content-Length", str(len(answer["body"])))
             self.end_headers()
@@ -179,3 +182,41 @@ def test_a_refusal_is_said_in_french_whatever_its_body(refusing_server, body, co
     with pytest.raises(serve_link.ServeLinkError) as refused:
         serve_link._call(info, "GET", "/api/memory/maintenance/runs/r1")
     assert str(refused.value) == serve_link.SERVE_REFUSED_MESSAGE.format(status=400, detail=detail)
+
+
+def test_an_answer_that_is_not_json_is_said_in_french(refusing_server):
+    """A 200 that is not serve's JSON (another program on the port): the json module's
+    English ("Expecting value: line 1 column 1 (char 0)") is not shown."""
+    answer, info = refusing_server
+    answer.update(body=b"<h1>Bonjour</h1>", status=200)
+    with pytest.raises(serve_link.ServeLinkError) as unheard:
+        serve_link._call(info, "GET", "/api/memory/maintenance/runs/r1")
+    url = info["url"].rstrip("/") + "/api/memory/maintenance/runs/r1"
+    detail = serve_link.SERVE_NOT_JSON.format(reason="colonne 1 : valeur attendue")
+    assert str(unheard.value) == serve_link.SERVE_UNREACHABLE_MESSAGE.format(url=url, detail=detail)
+
+
+def test_a_serve_gone_is_said_in_french():
+    """Nothing listens any more: urllib's "<urlopen error [Errno 111] Connection refused>"
+    is not shown."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    info = {"url": f"http://127.0.0.1:{port}/", "secret": "s"}
+    with pytest.raises(serve_link.ServeLinkError) as unheard:
+        serve_link._call(info, "GET", "/x")
+    url = f"http://127.0.0.1:{port}/x"
+    message = serve_link.SERVE_UNREACHABLE_MESSAGE.format(url=url, detail="connexion refusée")
+    assert str(unheard.value) == message
+
+
+def test_a_serve_file_the_account_cannot_read_is_said_in_french(data_dir, monkeypatch):
+    def refused(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(serve_link.os, "open", refused)
+    with pytest.raises(serve_link.ServeLinkError) as unreadable:
+        serve_running()
+    assert str(unreadable.value) == serve_link.SERVE_FILE_UNREADABLE_MESSAGE.format(
+        path=runtime_path(), detail="accès refusé"
+    )
