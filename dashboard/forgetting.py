@@ -137,5 +137,7 @@ def fact_erase_view(request: HttpRequest, key: str) -> HttpResponse:
     if not getattr(request, "htmx", False):
         return redirect(reverse("dashboard:memory") + "#faits")
     return HttpResponse(
-        format_html('<p class="notice" role="status">Fait « {} » effacé définitivement.</p>', key)
+        format_html(
+            '<p class="notice" role="status">Fait « <bdi>{}</bdi> » effacé définitivement.</p>', key
+        )
     )

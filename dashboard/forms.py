@@ -22,7 +22,18 @@ PREVIEW_MAX_CHARS = 2_000
 NOTE_PATH_MAX_CHARS = 500
 TTL_HELP = "Ex. « 30m », « 1h », « 7d », « 2w »."
 
-_IMPORTANCE_MIN, _IMPORTANCE_MAX = model_field_range(Fact, "importance")
+
+def _importance_field(**kwargs) -> forms.FloatField:
+    """A fact's importance under the model's own range validators (their messages say the
+    limit as the owner reads it, « 1 », where the form field's own said « 1.0 »), the range
+    shown on the input."""
+    low, high = model_field_range(Fact, "importance")
+    return forms.FloatField(
+        label="Importance",
+        validators=Fact._meta.get_field("importance").validators,
+        widget=forms.NumberInput(attrs={"step": "0.1", "min": low, "max": high}),
+        **kwargs,
+    )
 
 
 class StaffAuthenticationForm(AuthenticationForm):
@@ -93,14 +104,7 @@ class FactAddForm(_FactFieldsForm):
         max_length=Fact._meta.get_field("key").max_length,
         widget=forms.TextInput(attrs={"placeholder": "user_name"}),
     )
-    importance = forms.FloatField(
-        label="Importance",
-        required=False,
-        min_value=_IMPORTANCE_MIN,
-        max_value=_IMPORTANCE_MAX,
-        widget=forms.NumberInput(attrs={"step": "0.1"}),
-        help_text="Vide : celle du type.",
-    )
+    importance = _importance_field(required=False, help_text="Vide : celle du type.")
     field_order = ("key", "value", "memory_type", "importance", "subjects", "ttl")
 
     def clean_key(self) -> str:
@@ -116,12 +120,7 @@ class FactAddForm(_FactFieldsForm):
 
 
 class FactEditForm(_FactFieldsForm):
-    importance = forms.FloatField(
-        label="Importance",
-        min_value=_IMPORTANCE_MIN,
-        max_value=_IMPORTANCE_MAX,
-        widget=forms.NumberInput(attrs={"step": "0.1"}),
-    )
+    importance = _importance_field()
     no_expiry = forms.BooleanField(label="Sans expiration", required=False)
     field_order = ("value", "memory_type", "importance", "subjects", "ttl", "no_expiry")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Manager
 from django.utils import timezone
@@ -22,6 +21,8 @@ from memory.models.choices import (
 from memory.models.conversation import Message
 from memory.models.rules import (
     CATEGORY_INVALID_MESSAGE,
+    LocalizedMaxValueValidator,
+    LocalizedMinValueValidator,
     _validate_subjects,
     validate_fact_key,
     validate_fact_key_shape,
@@ -55,7 +56,7 @@ class Fact(Indexable):
     )
     importance = models.FloatField(
         default=DEFAULT_IMPORTANCE[MemoryType.FACT],
-        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        validators=[LocalizedMinValueValidator(0.0), LocalizedMaxValueValidator(1.0)],
         db_index=True,  # the retrieval's T1 source reads the important facts on every message
     )
     subjects = models.JSONField("sujets", default=list, blank=True, validators=[_validate_subjects])

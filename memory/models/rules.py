@@ -1,11 +1,15 @@
-"""The one rule of each fact field several writers check: key, value, subjects, category."""
+"""The one rule of each fact field several writers check: key, value, subjects, category;
+and the range validators of every bounded number (a fact's importance, the settings)."""
 
 from __future__ import annotations
 
 import re
 
+from django.core import validators
 from django.core.exceptions import ValidationError
 from django.core.validators import ProhibitNullCharactersValidator
+from django.utils.deconstruct import deconstructible
+from django.utils.formats import number_format
 
 FACT_KEY_MESSAGE = (
     "La clé d'un fait ne peut pas contenir « / », « \\ » ni de retour à la ligne, "
@@ -85,3 +89,35 @@ def _validate_subjects(value: object) -> None:
         raise ValidationError(f"Un sujet a au plus {SUBJECT_MAX_CHARS} caractères.")
     if any("\x00" in s for s in value):
         raise ValidationError(ProhibitNullCharactersValidator.message)
+
+
+def number_said(value: float) -> str:
+    """A number as the owner reads it, in the active language: « 0,8 » in French, and a
+    whole number without decimals (« 1 », not « 1,0 »)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return number_format(value)
+
+
+class _LimitSaid:
+    """Django's range check, its limit said as the owner reads numbers: Django formats it
+    with str() (« inférieure ou égale à 0.8 »). The /memory forms and the admin show
+    these messages; the API keeps DRF's own (it maps these validators to its min_value
+    and max_value, which say the limit as JSON writes it)."""
+
+    def __call__(self, value) -> None:
+        cleaned = self.clean(value)
+        limit = self.limit_value() if callable(self.limit_value) else self.limit_value
+        if self.compare(cleaned, limit):
+            params = {"limit_value": number_said(limit), "show_value": cleaned, "value": value}
+            raise ValidationError(self.message, code=self.code, params=params)
+
+
+@deconstructible(path="memory.models.LocalizedMinValueValidator")
+class LocalizedMinValueValidator(_LimitSaid, validators.MinValueValidator):
+    pass
+
+
+@deconstructible(path="memory.models.LocalizedMaxValueValidator")
+class LocalizedMaxValueValidator(_LimitSaid, validators.MaxValueValidator):
+    pass

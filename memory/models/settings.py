@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from memory.exceptions import UnsafeNotePath
+from memory.models.rules import LocalizedMaxValueValidator, LocalizedMinValueValidator
 from memory.stores.compiled import CompiledRead
 from memory.stores.notes import note_path_normalize
 
@@ -45,10 +45,12 @@ class MemorySettings(models.Model):
     max_results = models.PositiveSmallIntegerField(
         "nombre maximum de souvenirs",
         default=4,
-        validators=[MinValueValidator(1), MaxValueValidator(10)],
+        validators=[LocalizedMinValueValidator(1), LocalizedMaxValueValidator(10)],
     )
     min_score = models.FloatField(
-        "score minimum", default=0.5, validators=[MinValueValidator(0.3), MaxValueValidator(0.8)]
+        "score minimum",
+        default=0.5,
+        validators=[LocalizedMinValueValidator(0.3), LocalizedMaxValueValidator(0.8)],
     )
     obsidian_context_enabled = models.BooleanField("notes Obsidian en contexte", default=True)
     obsidian_context_notes = models.JSONField(
@@ -58,37 +60,37 @@ class MemorySettings(models.Model):
     recent_window_hours = models.PositiveSmallIntegerField(
         "fenêtre récente (heures)",
         default=6,
-        validators=[MinValueValidator(1), MaxValueValidator(168)],
+        validators=[LocalizedMinValueValidator(1), LocalizedMaxValueValidator(168)],
     )
     search_min_score = models.FloatField(
         "score minimum des recherches",
         default=0.3,
-        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        validators=[LocalizedMinValueValidator(0.0), LocalizedMaxValueValidator(1.0)],
     )
     block_max_tokens = models.PositiveIntegerField(
         "tokens maximum du bloc mémoire",
         default=1000,
-        validators=[MinValueValidator(100), MaxValueValidator(8000)],
+        validators=[LocalizedMinValueValidator(100), LocalizedMaxValueValidator(8000)],
     )
     forget_retention_days = models.PositiveSmallIntegerField(
         "jours pendant lesquels un oubli est annulable",
         default=7,
-        validators=[MinValueValidator(0), MaxValueValidator(90)],
+        validators=[LocalizedMinValueValidator(0), LocalizedMaxValueValidator(90)],
     )
     history_length = models.PositiveSmallIntegerField(
         "longueur de l'historique",
         default=20,
-        validators=[MinValueValidator(1), MaxValueValidator(200)],
+        validators=[LocalizedMinValueValidator(1), LocalizedMaxValueValidator(200)],
     )
     reinjection_turns = models.PositiveSmallIntegerField(
         "tours pendant lesquels un souvenir retrouvé reste dans le prompt",
         default=3,
-        validators=[MinValueValidator(0), MaxValueValidator(50)],
+        validators=[LocalizedMinValueValidator(0), LocalizedMaxValueValidator(50)],
     )
     live_max_results = models.PositiveSmallIntegerField(
         "extraits maximum des salons observés",
         default=10,
-        validators=[MinValueValidator(0), MaxValueValidator(20)],
+        validators=[LocalizedMinValueValidator(0), LocalizedMaxValueValidator(20)],
     )
     updated_at = models.DateTimeField("modifié le", auto_now=True)
 

@@ -147,8 +147,15 @@ def plan_of(topic: str, chosen: Selection) -> ForgetPlan:
     plan.forgotten = {f"fact:{f.id}" for f in chosen.facts if f.forgotten} | {
         f"revision:{line.id}" for line in chosen.revisions if line.fact.forgotten
     }
+    # Each fact says whose memory it is (FactKind): an agent's self item or goal is shown
+    # by its kind and text, its key being an internal slug.
     plan.facts = [
-        {"id": f.id, "key": f.key, "value": FORGOTTEN_VALUE if f.forgotten else f.value}
+        {
+            "id": f.id,
+            "key": f.key,
+            "kind": f.kind,
+            "value": FORGOTTEN_VALUE if f.forgotten else f.value,
+        }
         for f in chosen.facts
     ]
     plan.summaries = [
@@ -159,6 +166,7 @@ def plan_of(topic: str, chosen: Selection) -> ForgetPlan:
         {
             "id": line.id,
             "key": line.fact.key,
+            "kind": line.fact.kind,
             "date": line.created_at.isoformat(),
             "excerpt": FORGOTTEN_VALUE
             if line.fact.forgotten

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
-from memory.models import Fact, Forgetting, MemorySettings, Message
+from memory.models import Fact, Forgetting, MemoryRetrieval, MemorySettings, Message
 from memory.services.messages import message_save
 from memory.services.settings import memory_settings_update
 
@@ -85,6 +85,20 @@ def browser_page(monkeypatch):
         assert errors == [], errors
 
 
+def log_in(page, live_server, django_user_model) -> None:
+    """Create the owner's staff account and log in through the French login page."""
+    from playwright.sync_api import expect
+
+    django_user_model.objects.create_user(username="proprietaire", password=PASSWORD, is_staff=True)
+    page.goto(f"{live_server.url}/memory/")
+    expect(page.locator("h1")).to_have_text("Connexion")
+    shot(page, "00-login")
+    page.get_by_label("Nom d'utilisateur").fill("proprietaire")
+    page.get_by_label("Mot de passe").fill(PASSWORD)
+    page.get_by_role("button", name="Se connecter").click()
+    expect(page).to_have_url(f"{live_server.url}/memory/")
+
+
 def shot(page, name: str, selector: str | None = None) -> None:
     path = ARTIFACTS / f"{name}.png"
     if selector:
@@ -101,7 +115,6 @@ def test_the_owner_uses_the_memory_page_in_a_real_browser(
     from memory.services.indexing import index_rows
 
     page = browser_page
-    django_user_model.objects.create_user(username="proprietaire", password=PASSWORD, is_staff=True)
     external: list[str] = []
     page.on(
         "request",
@@ -112,14 +125,7 @@ def test_the_owner_uses_the_memory_page_in_a_real_browser(
         ),
     )
 
-    # Log in through the French login page.
-    page.goto(f"{live_server.url}/memory/")
-    expect(page.locator("h1")).to_have_text("Connexion")
-    shot(page, "00-login")
-    page.get_by_label("Nom d'utilisateur").fill("proprietaire")
-    page.get_by_label("Mot de passe").fill(PASSWORD)
-    page.get_by_role("button", name="Se connecter").click()
-    expect(page).to_have_url(f"{live_server.url}/memory/")
+    log_in(page, live_server, django_user_model)
     expect(page.locator("#faits h2")).to_contain_text("Faits")
     assert page.evaluate("typeof htmx") == "object", "htmx must load from our static files"
 
@@ -265,3 +271,80 @@ def test_the_owner_uses_the_memory_page_in_a_real_browser(
     expect(page.locator("h1")).to_have_text("Coûts LLM")
     shot(page, "10-page-couts")
     assert external == [], f"the page reached outside the server: {external}"
+
+
+RLO = "\u202e"
+# Each text node holding a right-to-left override, with its parent and that parent's
+# computed unicode-bidi (what the bidi algorithm isolates).
+RLO_TEXTS_BIDI = """() => {
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const found = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!node.data.includes("\\u202e")) continue;
+    const parent = node.parentElement;
+    found.push([`${parent.tagName.toLowerCase()}.${parent.className}`, node.data.trim(),
+                getComputedStyle(parent).unicodeBidi]);
+  }
+  return found;
+}"""
+# Whether ``word``, in the first text node under ``selector`` holding it, is drawn left to
+# right: its first letter left of its last one (an override spilling over reverses it).
+DRAWN_LEFT_TO_RIGHT = """([selector, word]) => {
+  const walker = document.createTreeWalker(document.querySelector(selector), NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const at = node.data.indexOf(word);
+    if (at < 0) continue;
+    const box = (i) => { const r = document.createRange(); r.setStart(node, i);
+                         r.setEnd(node, i + 1); return r.getBoundingClientRect(); };
+    return box(at).left < box(at + word.length - 1).left;
+  }
+  return null;
+}"""
+ISOLATING = {"isolate", "plaintext", "isolate-override"}
+
+
+def test_stored_text_is_bidi_isolated_in_a_real_browser(
+    browser_page, live_server, django_user_model, settings
+):
+    """A right-to-left override in what the owner or the agent wrote reverses that text
+    only: the words the page writes after it still read left to right."""
+    from playwright.sync_api import expect
+
+    from memory.models import FactKind
+    from memory.services.facts import fact_store
+    from memory.services.self_memory import agent_item_store
+
+    settings.ANTHROPIC_API_KEY = ""
+    fact_store(
+        key=f"cle{RLO}inversee", value=f"Lisbonne {RLO}valeur", subjects=[f"sujet{RLO}", "autre"]
+    )
+    agent_item_store(kind=FactKind.SELF, category="context", content=f"Lisbonne {RLO}moi")
+    message_save(channel="whatsapp", role="user", content=f"Lisbonne {RLO}message")
+    MemoryRetrieval.objects.create(channel=f"canal{RLO}", message_preview=f"{RLO}question")
+    page = browser_page
+    log_in(page, live_server, django_user_model)
+
+    search = page.locator("#search-section")
+    search.get_by_label("Recherche").fill(f"Lisbonne {RLO}")
+    search.get_by_label("Texte").check()
+    search.get_by_role("button", name="Chercher").click()
+    expect(page.locator("#search-results")).to_contain_text("(texte)")
+    forget = page.locator("#forget-section")
+    forget.get_by_label("Sujet à oublier").fill(f"Lisbonne {RLO}")
+    forget.get_by_role("button", name="Voir ce qui serait oublié").click()
+    expect(page.locator("#forget-section .forget-plan")).to_contain_text("prendrait")
+    shot(page, "11-texte-bidirectionnel", "#oubli")
+
+    reversed_words = [
+        word
+        for selector, word in (
+            ("#search-results > p.muted", "texte"),
+            ("#forget-section .forget-plan > p", "prendrait"),
+            ("#retrieval-log header", "tokens"),
+        )
+        if not page.evaluate(DRAWN_LEFT_TO_RIGHT, [selector, word])
+    ]
+    assert reversed_words == [], "the page's own words drawn reversed"
+    texts = page.evaluate(RLO_TEXTS_BIDI)
+    assert len(texts) >= 10, texts
+    assert [t for t in texts if t[2] not in ISOLATING] == [], texts

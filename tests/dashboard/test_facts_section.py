@@ -50,7 +50,7 @@ def test_the_filter_box_filters_by_key_or_value(staff_client):
     assert 'data-key="food"' in html
     assert 'data-key="sport"' not in html
     html = staff_client.get(FACTS, {"filter": "zzz"}, **HTMX).content.decode()
-    assert "Aucun fait ne correspond à « zzz »." in html
+    assert "Aucun fait ne correspond à « <bdi>zzz</bdi> »." in html
 
 
 def test_forgotten_facts_show_only_when_asked_and_expired_ones_are_marked(staff_client):
@@ -221,8 +221,8 @@ def test_history_is_shown_on_demand(staff_client):
     fact_store(key="ville", value="Lyon")
     fact_store(key="ville", value="Paris")
     html = staff_client.get(f"{FACTS}ville/history/", **HTMX).content.decode()
-    assert "Historique de « ville »" in html
-    assert "<del>Lyon</del> → <ins>Paris</ins>" in html
+    assert "Historique de « <bdi>ville</bdi> »" in html
+    assert "<del><bdi>Lyon</bdi></del> → <ins><bdi>Paris</bdi></ins>" in html
     assert "Créé" in html and "Modifié" in html
 
 

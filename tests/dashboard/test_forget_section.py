@@ -120,3 +120,64 @@ def test_the_confirmation_takes_only_the_items_the_preview_showed(staff_client, 
         **HTMX,
     )
     assert Message.objects.count() == 2
+
+
+@pytest.fixture
+def agent_items_about_the_wedding(settings):
+    """The agent's self item and goal about the topic (their keys are internal slugs)."""
+    from memory.models import FactKind
+    from memory.services.self_memory import agent_item_store
+
+    settings.ANTHROPIC_API_KEY = ""
+    knows = agent_item_store(
+        kind=FactKind.SELF, category="context", content="Je connais le mariage de Marie à Lisbonne"
+    ).item
+    goal = agent_item_store(
+        kind=FactKind.GOAL,
+        category="understanding",
+        content="Comprendre le mariage de Marie à Lisbonne",
+    ).item
+    return knows, goal
+
+
+@pytest.mark.parametrize("headers", [HTMX, {}], ids=["htmx-preview", "full-page-preview"])
+def test_the_preview_names_the_agents_items_by_their_kind_and_text_not_their_key(
+    staff_client, memory, agent_items_about_the_wedding, headers
+):
+    from memory.services.facts import fact_store
+
+    knows, goal = agent_items_about_the_wedding
+    fact_store(key="mariage_marie", value="Marie se marie à Lisbonne le 14 juin")
+    html = staff_client.post(
+        "/memory/forget/preview/", {"topic": "mariage Marie Lisbonne"}, **headers
+    ).content.decode()
+    plan = html[html.index('class="plan"') : html.index("Confirmer l'oubli")]
+
+    assert knows.key.startswith("self_") and knows.key not in plan
+    assert goal.key not in plan
+    assert '<span class="badge">Moi (l&#x27;agent)</span>' in plan
+    assert '<span class="badge">Objectif de l&#x27;agent</span>' in plan
+    assert "Je connais le mariage de Marie à Lisbonne" in plan
+    assert "Comprendre le mariage de Marie à Lisbonne" in plan
+    # The owner's own fact keeps its badge and its key.
+    assert '<span class="badge">fait</span> <code>mariage_marie</code>' in plan
+    assert plan.count('<span class="badge">fait</span>') == 1
+
+
+def test_an_old_value_of_the_agents_item_is_named_by_its_kind_not_its_key(
+    staff_client, memory, agent_items_about_the_wedding
+):
+    from memory.models import Actor
+    from memory.services.facts import fact_update
+
+    knows, _ = agent_items_about_the_wedding
+    fact_update(fact=knows, actor=Actor.USER, value="Je connais Marie")
+    html = staff_client.post(
+        "/memory/forget/preview/", {"topic": "mariage Marie Lisbonne"}, **HTMX
+    ).content.decode()
+    plan = html[html.index('class="plan"') : html.index("Confirmer l'oubli")]
+
+    line = next(li for li in plan.split("<li>") if "historique" in li)
+    assert knows.key not in line
+    assert '<span class="badge">Moi (l&#x27;agent)</span>' in line
+    assert "mariage de Marie à Lisbonne" in line

@@ -86,7 +86,7 @@ def test_a_search_url_reloaded_shows_the_page_with_its_results(staff_client):
     html = staff_client.get("/memory/search/", {"q": "vélo", "mode": "text"}).content.decode()
     assert "<html" in html
     assert "Un vélo de course rouge" in html
-    assert "1 résultat pour « vélo » (texte)" in html
+    assert "1 résultat pour « <bdi>vélo</bdi> » (texte)" in html
 
 
 def test_an_expired_session_on_an_htmx_request_redirects_the_whole_page(client):

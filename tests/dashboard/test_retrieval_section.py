@@ -70,8 +70,8 @@ def test_unchecking_the_toggle_disables_auto_retrieval(staff_client):
     ("data", "message"),
     [
         ({"max_results": "11", "min_score": "0.5"}, "inférieure ou égale à 10"),
-        ({"max_results": "4", "min_score": "0.9"}, "inférieure ou égale à 0.8"),
-        ({"max_results": "4", "min_score": "0.1"}, "supérieure ou égale à 0.3"),
+        ({"max_results": "4", "min_score": "0.9"}, "inférieure ou égale à 0,8"),
+        ({"max_results": "4", "min_score": "0.1"}, "supérieure ou égale à 0,3"),
         ({"max_results": "beaucoup", "min_score": "0.5"}, "nombre entier"),
         (
             {"max_results": "4", "min_score": "0.5", "live_max_results": "21"},

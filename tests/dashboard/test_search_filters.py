@@ -55,7 +55,7 @@ def test_the_form_has_the_filters_with_french_labels(staff_client):
 def test_the_filters_narrow_the_results(staff_client, bikes, params, shown, hidden):
     html = _search(staff_client, **params)
 
-    assert "1 résultat pour « vélo » (texte), filtrés." in html
+    assert "1 résultat pour « <bdi>vélo</bdi> » (texte), filtrés." in html
     assert shown in html and hidden not in html
     # The chosen filters stay in the form.
     for value in params.values():
@@ -87,7 +87,7 @@ def test_a_date_range_that_ends_before_it_starts_is_refused_in_french(staff_clie
 def test_nothing_found_with_filters_says_so(staff_client, bikes):
     html = _search(staff_client, channel="signal")
 
-    assert "Aucun résultat pour « vélo » avec ces filtres." in html
+    assert "Aucun résultat pour « <bdi>vélo</bdi> » avec ces filtres." in html
 
 
 @pytest.mark.parametrize("since", ["2026-13-45", "2026-02-30"])

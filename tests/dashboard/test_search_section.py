@@ -25,7 +25,7 @@ def closed_port() -> int:
 def test_text_mode_shows_score_kind_channel_date_and_excerpt(staff_client):
     Message.objects.create(channel="whatsapp", role="user", content="Séance de kiné jeudi")
     html = staff_client.get(SEARCH, {"q": "kine", "mode": "text"}, **HTMX).content.decode()
-    assert "1 résultat pour « kine » (texte)" in html
+    assert "1 résultat pour « <bdi>kine</bdi> » (texte)" in html
     assert 'class="score"' in html
     assert ">Message<" in html
     assert "whatsapp" in html
@@ -49,7 +49,7 @@ def test_semantic_mode_finds_an_indexed_fact(staff_client, vector_store, local_e
 
 def test_no_result_is_said_plainly(staff_client):
     html = staff_client.get(SEARCH, {"q": "introuvable", "mode": "text"}, **HTMX).content.decode()
-    assert "Aucun résultat pour « introuvable »." in html
+    assert "Aucun résultat pour « <bdi>introuvable</bdi> »." in html
 
 
 def test_semantic_unavailable_shows_a_message_and_a_text_search_link(staff_client, settings):

@@ -76,7 +76,12 @@ def test_the_owners_dry_run_lists_a_forgotten_fact_and_its_old_values_by_key_onl
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["facts"] == [
-        {"id": forgotten_about_topic.id, "key": "dette_lisbonne", "value": FORGOTTEN_VALUE}
+        {
+            "id": forgotten_about_topic.id,
+            "key": "dette_lisbonne",
+            "kind": "owner",
+            "value": FORGOTTEN_VALUE,
+        }
     ]
     # Its creation and its edit both held the topic's words.
     assert {(h["key"], h["excerpt"]) for h in body["history"]} == {

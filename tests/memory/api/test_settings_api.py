@@ -91,3 +91,14 @@ def test_the_ranges_match_the_model_validators():
     fields = MemorySettingsSerializer().fields
     assert (fields["max_results"].min_value, fields["max_results"].max_value) == (1, 10)
     assert (fields["min_score"].min_value, fields["min_score"].max_value) == (0.3, 0.8)
+
+
+def test_the_api_says_a_limit_with_the_decimal_point_of_its_json_numbers(owner_api):
+    """Agents and scripts read the API: its range messages keep DRF's « 0.8 », written as
+    the JSON writes the number (the pages and the admin say « 0,8 »:
+    tests/memory/test_range_messages.py)."""
+    response = owner_api.patch(SETTINGS, {"min_score": 0.81}, format="json")
+    assert response.status_code == 400
+    assert response.json()["extra"]["fields"]["min_score"] == [
+        "Assurez-vous que cette valeur est inférieure ou égale à 0.8."
+    ]
