@@ -53,10 +53,10 @@ def summary_index_task(self, summary_id: int) -> dict:
 
 
 @shared_task(name="memory.pending_sweep", acks_late=True)
-def pending_sweep_task() -> dict:
+def pending_sweep_task(chained: bool = False) -> dict:
     from memory.services.indexing import pending_sweep
 
-    return pending_sweep()
+    return pending_sweep(chained=chained)
 
 
 @shared_task(name="memory.expired_purge", acks_late=True)

@@ -26,6 +26,8 @@ logger = logging.getLogger(__name__)
 # A row whose task was sent less than this ago is left to that task by the sweep.
 QUEUE_GRACE = timedelta(minutes=2)
 SWEEP_BATCH = 500
+# A link of a chain of sweeps finding the workers a full sweep behind looks again this later.
+SWEEP_WAIT_S = 2.0
 # Rows embedded together by one indexing task (the local embedder's sweet spot).
 INDEX_BATCH = 32
 
@@ -190,19 +192,29 @@ def _due_read(kind: str) -> CompiledRead:
 _DUE_READS = {kind: _due_read(kind) for kind in KINDS}
 
 
-def pending_sweep(*, now: datetime | None = None, limit: int | None = None) -> dict[str, int]:
+def pending_sweep(
+    *, now: datetime | None = None, limit: int | None = None, chained: bool = False
+) -> dict[str, int]:
     """Re-send pending rows that are due, not queued recently and not leased.
 
     At most ``limit`` rows a kind (SWEEP_BATCH). A sweep that found that many sends the
-    next sweep itself, behind the batches it sent: a backlog (an import made beside
-    `serve`, whose tasks cannot reach its in-process queue; a restart after a crash)
-    is indexed at the worker's pace, where it went at one sweep a minute (512 rows).
-    Every row read is marked queued, replies with their roots, so the next sweep reads
-    other rows and the chain ends once the backlog is sent.
+    next sweep itself (``chained``), behind the batches it sent: a backlog (an import,
+    a restart after a crash) is indexed at the worker's pace, where it went at one
+    sweep a minute (512 rows). Every row read is marked queued, replies with their
+    roots, so the next sweep reads other rows and the chain ends once the backlog is
+    sent. While the workers still have a full sweep's rows to do (several workers took
+    the next link at once, or the periodic sweep started a second chain), a sweep sends
+    nothing more: the queue never holds much more than two sweeps' rows, whose marks
+    would otherwise expire in it (QUEUE_GRACE) and be sent again. A link then looks
+    again SWEEP_WAIT_S later.
     """
     now = now or timezone.now()
     limit = SWEEP_BATCH if limit is None else limit
-    counts: dict[str, int] = {}
+    counts: dict[str, int] = dict.fromkeys(KINDS, 0)
+    if queued_ahead(now) >= limit:
+        if chained:
+            _sweep_send(countdown=SWEEP_WAIT_S)
+        return counts
     full = False
     for kind in KINDS:
         model = model_for(kind)
@@ -226,12 +238,29 @@ def pending_sweep(*, now: datetime | None = None, limit: int | None = None) -> d
     return counts
 
 
-def _sweep_send() -> None:
-    """Send the next sweep; a broker that is down leaves the rest to the periodic one."""
+def queued_ahead(now: datetime) -> int:
+    """Pending rows whose task was sent within QUEUE_GRACE and has not run (or runs now):
+    what the workers still have to do. A row backing off after a failure is not."""
+    waiting = (
+        Q(index_state=IndexState.PENDING)
+        & Q(index_queued_at__gt=now - QUEUE_GRACE)
+        & (Q(index_retry_at__isnull=True) | Q(index_retry_at__lte=now))
+    )
+    return sum(model_for(kind).all_objects.filter(waiting).count() for kind in KINDS)
+
+
+def _sweep_send(*, countdown: float = 0) -> None:
+    """Send the next sweep of a chain (after ``countdown`` seconds); a broker that is down
+    leaves the rest to the periodic one."""
     from memory import tasks
 
+    options: dict = {"kwargs": {"chained": True}}
+    if countdown:
+        if tasks.pending_sweep_task.app.conf.task_always_eager:
+            return  # tasks run inline: nothing is ahead but rows that cannot move now
+        options["countdown"] = countdown
     try:
-        tasks.pending_sweep_task.delay()
+        tasks.pending_sweep_task.apply_async(**options)
     except Exception as exc:
         logger.warning("could not enqueue the next sweep (%s); left for the periodic one", exc)
 

@@ -13,6 +13,7 @@ import json
 import logging
 
 import pytest
+from django.db.models import Q
 
 from memory.models import IndexState, Message
 from memory.services import index_queue
@@ -59,7 +60,7 @@ def test_a_sweep_that_found_less_than_its_batch_sends_no_other(monkeypatch, eage
 
     sent = []
     monkeypatch.setattr(tasks.index_batch_task, "delay", lambda *args: None)
-    monkeypatch.setattr(tasks.pending_sweep_task, "delay", lambda: sent.append("sweep"))
+    monkeypatch.setattr(tasks.pending_sweep_task, "apply_async", lambda **kw: sent.append(kw))
     _backlog(2)  # 4 rows, under the batch
 
     index_queue.pending_sweep()
@@ -67,28 +68,65 @@ def test_a_sweep_that_found_less_than_its_batch_sends_no_other(monkeypatch, eage
     assert sent == []
 
 
-@pytest.mark.django_db
-def test_rows_a_sweep_sent_are_not_read_again_by_the_next(monkeypatch, eager_tasks):
-    """Replies are read with their roots: each is marked queued, so a chain of sweeps reads
-    new rows every time and ends, whatever the tasks sent did (here: nothing)."""
-    monkeypatch.setattr(index_queue, "SWEEP_BATCH", SWEEP_LIMIT)
+def _worker_fake(monkeypatch, *, indexes: bool) -> tuple[list[list[int]], list[dict]]:
+    """The tasks a sweep sends, recorded; ``indexes``: each batch is indexed at once (its
+    roots and their replies), as a worker that keeps up would."""
     from memory import tasks
 
-    sweeps = []
-    monkeypatch.setattr(tasks.index_batch_task, "delay", lambda *args: None)
-    monkeypatch.setattr(tasks.pending_sweep_task, "delay", lambda: sweeps.append(1))
-    _backlog(3 * SWEEP_LIMIT)  # 6 batches of rows
+    batches: list[list[int]] = []
+    sweeps: list[dict] = []
 
-    while True:
-        before = len(sweeps)
-        index_queue.pending_sweep()
-        if len(sweeps) == before:
-            break
-        assert len(sweeps) <= 10, "the chain of sweeps does not end"
+    def index(kind, ids):
+        batches.append(list(ids))
+        if indexes:
+            Message.objects.filter(Q(pk__in=ids) | Q(reply_to_id__in=ids)).update(
+                index_state=IndexState.INDEXED
+            )
 
-    assert len(sweeps) == 6
-    pending = Message.objects.filter(index_state=IndexState.PENDING)
-    assert not pending.filter(index_queued_at__isnull=True).exists()
+    monkeypatch.setattr(tasks.index_batch_task, "delay", index)
+    monkeypatch.setattr(
+        tasks.pending_sweep_task, "apply_async", lambda **options: sweeps.append(options)
+    )
+    return batches, sweeps
+
+
+@pytest.mark.django_db
+def test_a_chain_sends_each_row_once_and_ends(monkeypatch):
+    monkeypatch.setattr(index_queue, "SWEEP_BATCH", SWEEP_LIMIT)
+    batches, sweeps = _worker_fake(monkeypatch, indexes=True)
+    _backlog(3 * SWEEP_LIMIT)  # 36 rows: 6 sweeps of 6
+
+    index_queue.pending_sweep()
+    while sweeps and len(sweeps) <= 10:
+        link = sweeps.pop()
+        assert link["kwargs"] == {"chained": True} and not link.get("countdown")
+        index_queue.pending_sweep(chained=True)
+
+    assert not sweeps, "the chain of sweeps does not end"
+    sent = [i for batch in batches for i in batch]
+    assert sorted(sent) == sorted(
+        Message.objects.filter(reply_to__isnull=True).values_list("id", flat=True)
+    )
+    assert not Message.objects.filter(index_state=IndexState.PENDING).exists()
+
+
+@pytest.mark.django_db
+def test_a_sweep_while_the_worker_is_behind_sends_nothing_more(monkeypatch):
+    """The worker has a full sweep's rows still to do (several workers took the next link at
+    once, or a second chain started): the queue does not grow; the link looks again later."""
+    monkeypatch.setattr(index_queue, "SWEEP_BATCH", SWEEP_LIMIT)
+    batches, sweeps = _worker_fake(monkeypatch, indexes=False)
+    _backlog(3 * SWEEP_LIMIT)
+    index_queue.pending_sweep()
+    queued = Message.objects.filter(index_queued_at__isnull=False).count()
+    sweeps.clear()
+
+    assert index_queue.pending_sweep(chained=True) == {"message": 0, "fact": 0, "summary": 0}
+    assert Message.objects.filter(index_queued_at__isnull=False).count() == queued
+    assert [link["countdown"] for link in sweeps] == [index_queue.SWEEP_WAIT_S]
+    sweeps.clear()
+    index_queue.pending_sweep()  # the periodic one: it neither reads nor starts a chain
+    assert (len(batches), sweeps) == (1, [])
 
 
 @pytest.mark.django_db
@@ -96,11 +134,11 @@ def test_a_broker_down_leaves_the_rest_to_the_beat(monkeypatch, eager_tasks, cap
     monkeypatch.setattr(index_queue, "SWEEP_BATCH", SWEEP_LIMIT)
     from memory import tasks
 
-    def down(*args):
+    def down(*args, **kwargs):
         raise ConnectionError("broker down")
 
     monkeypatch.setattr(tasks.index_batch_task, "delay", down)
-    monkeypatch.setattr(tasks.pending_sweep_task, "delay", down)
+    monkeypatch.setattr(tasks.pending_sweep_task, "apply_async", down)
     _backlog(2 * SWEEP_LIMIT)
 
     with caplog.at_level(logging.WARNING, logger="memory.services.index_queue"):
