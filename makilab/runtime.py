@@ -21,19 +21,21 @@ logger = logging.getLogger(__name__)
 FIRST_RUN_DELAY_S = 2.0
 
 
+def broker_in_process() -> bool:
+    """Whether Celery's broker is the in-process one (memory://): a queue of this process
+    alone, read only by a worker running in it (serve's)."""
+    from django.conf import settings
+
+    return settings.CELERY_BROKER_URL.startswith("memory://")
+
+
 def tasks_reach_a_worker() -> bool:
     """Whether a task this process sends will run: on a broker other processes read, inline
     (eager), or on serve's worker in this process. Not from a command run beside serve on
     the in-process broker (memory://): its queue is its own, and dies with it."""
-    from django.conf import settings
-
     from makilab.celery import app
 
-    return (
-        not settings.CELERY_BROKER_URL.startswith("memory://")
-        or bool(app.conf.task_always_eager)
-        or EmbeddedWorker.running
-    )
+    return not broker_in_process() or bool(app.conf.task_always_eager) or EmbeddedWorker.running
 
 
 class EmbeddedWorker:

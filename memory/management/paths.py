@@ -37,11 +37,17 @@ def path_stat(path: Path) -> os.stat_result | None:
         ) from None
 
 
-def file_check(path: Path, *, missing: str = FILE_MISSING) -> None:
-    """A CommandError unless ``path`` is a regular file (``missing``: the words for none)."""
+def not_a_folder_check(path: Path) -> os.stat_result | None:
+    """A CommandError when ``path`` is a folder; else what is there (None: nothing)."""
     info = path_stat(path)
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise CommandError(IS_A_FOLDER.format(path=path))
+    return info
+
+
+def file_check(path: Path, *, missing: str = FILE_MISSING) -> None:
+    """A CommandError unless ``path`` is a regular file (``missing``: the words for none)."""
+    info = not_a_folder_check(path)
     if info is None or not stat.S_ISREG(info.st_mode):
         raise CommandError(missing.format(path=path))
 

@@ -33,11 +33,12 @@ class Command(FrenchCommand):
 
     def handle(self, *args, **options):
         from makilab.celery import app as celery_app
+        from makilab.runtime import broker_in_process
         from memory.mcp.server import build_server
 
         if not options["no_migrate"]:
             call_command("migrate", interactive=False, verbosity=0, stdout=sys.stderr)
-        if settings.CELERY_BROKER_URL.startswith("memory://"):
+        if broker_in_process():
             celery_app.conf.task_always_eager = True
             celery_app.conf.task_eager_propagates = False
         server = build_server(release_vector_store=not settings.QDRANT_URL)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 
 from django.core.management.base import CommandError
 
 from memory.error_reasons import os_error_reason
 from memory.management.french import FrenchCommand
-from memory.management.paths import IS_A_FOLDER, folder_check, path_stat
+from memory.management.paths import folder_check, not_a_folder_check
 from memory.services.portability import parse_since
 
 TYPE_LABELS = {
@@ -37,9 +36,7 @@ class Command(FrenchCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         folder_check(file.parent)
-        info = path_stat(file)
-        if info is not None and stat.S_ISDIR(info.st_mode):
-            raise CommandError(IS_A_FOLDER.format(path=file))
+        not_a_folder_check(file)
         try:
             counts = memory_export(path=file, since=since_at)
         except OSError as exc:

@@ -153,7 +153,7 @@ class Command(FrenchCommand):
         from waitress import create_server
 
         from makilab.celery import app as celery_app
-        from makilab.runtime import EmbeddedWorker, Scheduler
+        from makilab.runtime import EmbeddedWorker, Scheduler, broker_in_process
         from makilab.wsgi import application
         from memory.services.notes import notes_source_prepare
 
@@ -167,7 +167,7 @@ class Command(FrenchCommand):
                 "Aucun compte administrateur : créez-en un avec `python manage.py createsuperuser`."
             )
         self.stdout.write(f"Notes Obsidian lues depuis {notes_source_prepare()}.")
-        embedded = settings.CELERY_BROKER_URL.startswith("memory://")
+        embedded = broker_in_process()
         run_worker = options["worker"] == "yes" or (options["worker"] == "auto" and embedded)
         if not run_worker and not settings.QDRANT_URL:
             self.stderr.write(SHARED_FOLDER_WARNING)

@@ -52,6 +52,18 @@ def test_a_command_beside_serve_reaches_no_worker(settings):
     assert not tasks_reach_a_worker()
 
 
+def test_tasks_reach_a_worker_inline_or_in_serve(settings, eager_tasks, monkeypatch):
+    from makilab.runtime import EmbeddedWorker, tasks_reach_a_worker
+
+    settings.CELERY_BROKER_URL = "memory://localhost/"
+    assert tasks_reach_a_worker()  # eager: every task runs inline
+    eager_tasks.conf.task_always_eager = False
+    monkeypatch.setattr(EmbeddedWorker, "running", True)
+    assert tasks_reach_a_worker()  # serve's own worker reads this queue
+    monkeypatch.setattr(EmbeddedWorker, "running", False)
+    assert not tasks_reach_a_worker()
+
+
 def test_an_import_whose_tasks_reach_no_worker_is_taken_by_the_next_sweep(
     tmp_path, settings, monkeypatch, django_capture_on_commit_callbacks
 ):
