@@ -11,3 +11,11 @@ class MemoryConfig(AppConfig):
         from memory.db.sqlite_memstatus import sqlite_memstatus_off
 
         sqlite_memstatus_off()
+
+        # A Celery worker in this process shares the cores between its indexing threads.
+        from celery.signals import worker_init, worker_shutdown
+
+        from memory.stores.local_engine import worker_shares_cores, worker_stopped
+
+        worker_init.connect(worker_shares_cores, weak=False, dispatch_uid="memory-engine-share")
+        worker_shutdown.connect(worker_stopped, weak=False, dispatch_uid="memory-engine-free")

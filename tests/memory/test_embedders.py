@@ -673,6 +673,41 @@ def test_a_call_alone_in_the_engine_gets_one_thread_while_other_pre_hooks_are_in
     assert slots.expected == 0 and slots.active == 0
 
 
+def test_a_worker_in_the_process_gives_each_indexing_batch_its_share_of_the_cores(monkeypatch):
+    """A Celery worker of 2 threads (serve's own) built in this process: an indexing batch
+    alone in the engine gets one thread, not a team of every core that stalled beside the
+    other worker thread's batch and a burst's requests; a query alone still gets every
+    core. Once the worker stops, a batch (``reindex``) gets every core again. Before: the
+    team of two for the batch."""
+    from celery.signals import worker_shutdown
+
+    from makilab.celery import app
+
+    slots = local_engine._EngineSlots(cores=2)
+    monkeypatch.setattr(local_engine, "_engine_slots", slots)
+    teams: list[int] = []
+    monkeypatch.setattr(local_engine, "_omp_threads", teams.append)
+    monkeypatch.setattr(local_engine, "_local_model", _RendezvousModel(parties=1))
+    local = LocalEmbedder()
+
+    local.embed_documents(["avant le worker"])
+    worker = app.WorkController(  # sends worker_init, as serve's EmbeddedWorker does
+        hostname="test-share@%h",
+        pool_cls="threads",
+        concurrency=2,
+        without_heartbeat=True,
+        without_mingle=True,
+        without_gossip=True,
+    )
+    local.embed_documents(["pendant le worker"])
+    local.embed_query("une question pendant le worker")
+    worker_shutdown.send(sender=worker)
+    local.embed_documents(["après le worker"])
+
+    assert teams == [2, 1, 2, 2]
+    assert slots.indexing_threads == 1
+
+
 def test_a_query_gets_every_core_only_alone_in_the_engine_with_no_other_pre_hook(monkeypatch):
     """What the pre-hook asks before its SQL (retrieval.pipeline): the team ``enter`` would
     give a query now."""
