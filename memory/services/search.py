@@ -222,7 +222,7 @@ def _hybrid_search(query: str, limit: int) -> list[SearchHit]:
     scores: dict[str, float] = {}
     try:
         _, ranked = memory_rank(
-            message=query, channel="", mode="hybrid", limit=limit, scores=scores
+            message=query, channel="", mode="hybrid", limit=limit, scores=scores, gate=False
         )
     except (StoreUnavailable, DimensionMismatch) as exc:
         raise StoreUnavailable(SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=exc)) from exc

@@ -147,6 +147,7 @@ def memory_rank(
     now: datetime | None = None,
     memory_settings: MemorySettings | None = None,
     scores: dict[str, float] | None = None,
+    gate: bool = True,
 ) -> tuple[list[str], list[str]]:
     """(always-injected identity facts, memory ids ranked) for a message by one mode.
 
@@ -156,6 +157,9 @@ def memory_rank(
     on the conversation so far (history, past injections). Sources run one
     after the other here: this is for measuring quality (and the hybrid mode
     of search). ``scores``, when given, receives each ranked id's fused score.
+    ``gate``: hybrid ranks nothing for small talk or a message the relevance gate
+    finds off-topic, as the pre-hook injects nothing then; a search the owner
+    typed (``gate=False``) is ranked whatever it is.
     """
     from memory.services.relevance import gate_passes, is_small_talk
 
@@ -164,7 +168,7 @@ def memory_rank(
     text = message[:4000]
     ranked: dict[str, list[tuple[str, float]]] = {}
     core: list[Fact] = []
-    if mode == "hybrid" and is_small_talk(text):
+    if mode == "hybrid" and gate and is_small_talk(text):
         return [], []
     if mode in ("semantic", "hybrid"):
         min_score = memory_settings.min_score if mode == "hybrid" else None
@@ -172,11 +176,15 @@ def memory_rank(
         ranked[SOURCE_SEMANTIC] = semantic_ids(semantic["hits"])
     if mode in ("text", "hybrid"):
         ranked[SOURCE_KEYWORDS] = keyword_search(text, limit=limit)
-    if mode == "hybrid" and not gate_passes(
-        margin=semantic["margin"],
-        gate_margin=semantic["embedder"].gate_margin,
-        semantic_ids=[i for i, _ in ranked[SOURCE_SEMANTIC]],
-        keyword_ids=[i for i, _ in ranked[SOURCE_KEYWORDS]],
+    if (
+        mode == "hybrid"
+        and gate
+        and not gate_passes(
+            margin=semantic["margin"],
+            gate_margin=semantic["embedder"].gate_margin,
+            semantic_ids=[i for i, _ in ranked[SOURCE_SEMANTIC]],
+            keyword_ids=[i for i, _ in ranked[SOURCE_KEYWORDS]],
+        )
     ):
         return [], []
     if mode == "hybrid":

@@ -202,6 +202,25 @@ def test_hybrid_search_ranks_like_the_auto_retrieval(agent_api, indexed_memory):
     assert {hit["source"] for hit in body["results"]} == {"hybrid"}
 
 
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("voyage", "voyage au Japon"),  # the summary's own word
+        ("vacances en Asie", "voyage au Japon"),
+        ("ce que j'aime manger", "lentilles au curry"),
+    ],
+)
+def test_hybrid_search_finds_what_the_pre_hook_would_not_inject(
+    agent_api, indexed_memory, query, found
+):
+    """The owner typed a search: the relevance gate, which keeps the pre-hook from
+    injecting memories on a message it finds off-topic, does not empty it. Before:
+    "voyage" found the summary in semantic mode and nothing at all in hybrid."""
+    response = agent_api.get(SEARCH, {"q": query, "mode": "hybrid"})
+    assert response.status_code == 200, response.content
+    assert any(found in hit["excerpt"] for hit in response.json()["results"])
+
+
 @pytest.mark.parametrize("mode", ["semantic", "text", "hybrid"])
 def test_every_mode_takes_the_filters(agent_api, indexed_memory, mode):
     response = agent_api.get(SEARCH, {"q": "épaule", "mode": mode, "memory_type": "event"})
