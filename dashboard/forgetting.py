@@ -28,6 +28,7 @@ from memory.services.forgetting import (
     topic_forget,
     topic_forget_preview,
 )
+from memory.services.forgetting_plan import facts_total_text
 
 PARTIAL = "dashboard/memory/_forget.html"
 RECENT_MAX = 10
@@ -94,7 +95,7 @@ def forget_confirm(request: HttpRequest) -> HttpResponse:
     else:
         c = result.counts
         message = (
-            f"Oublié : {c['exchanges']} échange(s), {c['facts']} fait(s), "
+            f"Oublié : {c['exchanges']} échange(s), {facts_total_text(c['facts'])}, "
             f"{c['summaries']} résumé(s). Annulable jusqu'au "
             f"{result.purge_after:%d/%m/%Y}."
         )

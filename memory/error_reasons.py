@@ -77,6 +77,9 @@ JSON_ERROR_REASONS = (
     ("Unexpected UTF-8 BOM", "marque d'ordre des octets (BOM) inattendue"),
 )
 REASON_JSON_ERROR = "syntaxe invalide"
+# Said from where the error is, more exactly than the json module's message.
+REASON_JSON_TRUNCATED = "texte incomplet"
+REASON_JSON_TRAILING_COMMA = "virgule en trop avant « {closer} »"
 JSON_AT_COLUMN = "colonne {column} : {reason}"
 JSON_AT_LINE = "ligne {line}, colonne {column} : {reason}"
 # int() refuses more digits than this (CVE-2020-10735), with an English ValueError.
@@ -105,15 +108,29 @@ def os_error_reason(exc: OSError) -> str:
     return OS_ERROR_REASONS.get(code) or REASON_OS_ERROR.format(errno=code or "?")
 
 
-def json_error_reason(exc: json.JSONDecodeError, *, line: bool = False) -> str:
-    """Where and why a JSON text is invalid, in French: "colonne 12 : « , » attendu"
-    (``line``: "ligne 3, colonne 12 : …", for a text of several lines)."""
-    reason = next(
+def json_error_what(exc: json.JSONDecodeError) -> str:
+    """Why a JSON text is invalid, in French (never the json module's English): a text
+    that stops short, a comma before a closing bracket, or the module's own reason."""
+    if exc.msg.startswith("Expecting") and not exc.doc[exc.pos :].strip():
+        return REASON_JSON_TRUNCATED
+    closer = exc.doc[exc.pos : exc.pos + 1]
+    if (
+        closer in ("}", "]")
+        and exc.doc[: exc.pos].rstrip().endswith(",")
+        and exc.msg.startswith(("Expecting value", "Expecting property name", "Illegal trailing"))
+    ):
+        return REASON_JSON_TRAILING_COMMA.format(closer=closer)
+    return next(
         (french for english, french in JSON_ERROR_REASONS if exc.msg.startswith(english)),
         REASON_JSON_ERROR,
     )
+
+
+def json_error_reason(exc: json.JSONDecodeError, *, line: bool = False) -> str:
+    """Where and why a JSON text is invalid, in French: "colonne 12 : « , » attendu"
+    (``line``: "ligne 3, colonne 12 : …", for a text of several lines)."""
     where = JSON_AT_LINE if line else JSON_AT_COLUMN
-    return where.format(line=exc.lineno, column=exc.colno, reason=reason)
+    return where.format(line=exc.lineno, column=exc.colno, reason=json_error_what(exc))
 
 
 def json_int(text: str) -> int:

@@ -79,3 +79,21 @@ def _keywords_process_stopped():
     process = sys.modules.get("memory.services.keywords_process")
     if process is not None:
         process.keywords_process_stop()
+
+
+@pytest.fixture
+def agent_items_about_the_wedding(settings):
+    """The agent's self item and goal about the topic (their keys are internal slugs)."""
+    from memory.models import FactKind
+    from memory.services.self_memory import agent_item_store
+
+    settings.ANTHROPIC_API_KEY = ""
+    knows = agent_item_store(
+        kind=FactKind.SELF, category="context", content="Je connais le mariage de Marie à Lisbonne"
+    ).item
+    goal = agent_item_store(
+        kind=FactKind.GOAL,
+        category="understanding",
+        content="Comprendre le mariage de Marie à Lisbonne",
+    ).item
+    return knows, goal

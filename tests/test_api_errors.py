@@ -21,6 +21,7 @@ from rest_framework.authtoken.models import Token
 from makilab.exception_handlers import VALIDATION_MESSAGE
 from memory.api.fields import FLOAT_OVERFLOW_MESSAGE, FrenchFloatField
 from memory.api.parsers import JSON_INVALID_AT_MESSAGE
+from memory.error_reasons import REASON_JSON_TRUNCATED
 from memory.services.facts import fact_store
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +65,7 @@ def test_drf_error_messages_are_french(token, accept_language):
         (
             agent.post("/api/memory/facts", "{", content_type="application/json"),
             400,
-            JSON_INVALID_AT_MESSAGE.format(line=1, column=2),
+            JSON_INVALID_AT_MESSAGE.format(reason=REASON_JSON_TRUNCATED, line=1, column=2),
         ),
     ]
     for response, status, message in cases:

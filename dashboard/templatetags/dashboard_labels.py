@@ -5,6 +5,8 @@ from __future__ import annotations
 from django import template
 
 from memory.models import FactKind, MemoryType, MessageRole
+from memory.models.choices import fact_kind_label
+from memory.services.forgetting_plan import facts_total_text
 
 register = template.Library()
 
@@ -28,12 +30,19 @@ def label(code: object) -> object:
     return LABELS.get(str(code), code) if code not in (None, "") else code
 
 
-# Whose memory a Fact row is (FactKind), as a list of memories names it: the owner's is a
-# "fait"; the agent's self items and goals are named as the model names them.
-FACT_KIND_LABELS: dict[str, str] = {**dict(FactKind.choices), FactKind.OWNER: "fait"}
+@register.filter
+def fact_kind(kind: object) -> str:
+    """The French name of a Fact row's kind (memory.models.choices.FACT_KIND_LABELS)."""
+    return fact_kind_label(kind)
 
 
 @register.filter
-def fact_kind(kind: object) -> str:
-    """The French name of a Fact row's kind; a row without one is the owner's fact."""
-    return FACT_KIND_LABELS.get(str(kind), FACT_KIND_LABELS[FactKind.OWNER])
+def is_owner_fact(kind: object) -> bool:
+    """Whether a Fact row's kind is the owner's (FactKind.OWNER); a row without one is."""
+    return kind in (None, "") or str(kind) == FactKind.OWNER
+
+
+@register.filter
+def facts_count(count: object) -> str:
+    """A forget's count of Fact rows, in French: the owner's facts and the agent's items."""
+    return facts_total_text(int(count or 0))

@@ -12,20 +12,27 @@ number into its text (``{"topic": 5}`` forgot the topic "5"); this one refuses a
 that is not a string. Form values are strings, so form-encoded bodies still pass.
 
 Every date the API reads is a ``DateTimeInRangeField``: within the years the memory
-keeps, refused in French where DRF's move to the time zone would overflow.
+keeps (memory.services.search.DATE_YEARS) once moved to UTC, the time zone the memory
+stores. Checked in the value's own offset, 1000-01-01T00:30+05:00 passed and was stored
+in the year 999; at the calendar's ends the move itself overflows: refused in French too.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, date, datetime, time
 
 from django.db import models
+from django.utils import timezone
 from rest_framework import serializers
 
-from memory.services.search import DATE_RANGE_MESSAGE, date_in_range
+from memory.services.search import DATE_YEARS, date_in_range
 
 FLOAT_OVERFLOW_MESSAGE = "Ce nombre est trop grand."
 STRING_REQUIRED_MESSAGE = "Une chaîne de caractères est attendue."
+DATE_RANGE_UTC_MESSAGE = (
+    f"Date hors de l'intervalle accepté : de l'an {DATE_YEARS[0]} à l'an {DATE_YEARS[1]} "
+    "en temps universel (UTC)."
+)
 
 
 class FrenchFloatField(serializers.FloatField):
@@ -71,15 +78,35 @@ class ApiModelSerializer(serializers.ModelSerializer):
     }
 
 
-class DateTimeInRangeField(serializers.DateTimeField):
-    """A date the memory accepts (memory.services.search.DATE_YEARS): a French 400 for one
-    at the calendar's ends, where DRF's move to the time zone would overflow (a 500)."""
+def moment_in_utc(value: date) -> datetime | None:
+    """``value`` in UTC, None past the calendar. A date is its midnight and a naive moment
+    is in the current time zone, as DRF's DateTimeField reads them."""
+    if not isinstance(value, datetime):
+        value = datetime.combine(value, time.min)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        return None
 
-    default_error_messages = {"range": DATE_RANGE_MESSAGE}
+
+def moment_in_range(value: date) -> bool:
+    """Whether ``value`` is within the memory's years (date_in_range) in UTC."""
+    moment = moment_in_utc(value)
+    return moment is not None and date_in_range(moment)
+
+
+class DateTimeInRangeField(serializers.DateTimeField):
+    """A date the memory accepts (``moment_in_range``): a French 400 for one whose UTC
+    moment is out of the memory's years or past the calendar (DRF's move to the time
+    zone would overflow: a 500)."""
+
+    default_error_messages = {"range": DATE_RANGE_UTC_MESSAGE}
 
     def to_internal_value(self, value):
         parsed = self._parsed(value)
-        if parsed is not None and not date_in_range(parsed):
+        if parsed is not None and not moment_in_range(parsed):
             self.fail("range")
         return super().to_internal_value(value)
 

@@ -10,8 +10,9 @@ would recurse again in every serializer that walks it. No request of this API
 nests deeper than a few levels, so anything past MAX_JSON_DEPTH is a 400.
 An object that names a key twice is a 400 too: json.loads would keep the last value
 without a word, and which one the client meant is not known.
-Every parse error is said in French (DRF's own "JSON parse error - ..." quotes
-the English text of the json module).
+Every parse error is said in French, with what is wrong and where (line, column):
+DRF's own "JSON parse error - ..." quotes the English text of the json module, which
+never reaches the client (``memory.error_reasons.json_error_what`` says it in French).
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import FormParser, JSONParser
 from rest_framework.utils.json import strict_constant
 
+from memory.error_reasons import json_error_what
+
 BODY_TOO_LARGE_MESSAGE = "Requête trop volumineuse : {limit} octets au plus."
 MAX_JSON_DEPTH = 32
 JSON_TOO_DEEP_MESSAGE = "Corps JSON trop imbriqué : {limit} niveaux au plus."
-JSON_INVALID_AT_MESSAGE = "Corps JSON invalide (ligne {line}, colonne {column})."
+JSON_INVALID_AT_MESSAGE = "Corps JSON invalide : {reason} (ligne {line}, colonne {column})."
 JSON_INVALID_MESSAGE = "Corps JSON invalide : {reason}."
 JSON_NOT_A_NUMBER_REASON = "NaN et Infinity ne sont pas du JSON"
 JSON_DUPLICATE_KEY_REASON = "le champ « {key} » est donné deux fois"
@@ -106,6 +109,15 @@ def _object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:
     return data
 
 
+def _position(text: str) -> tuple[int, int]:
+    """The line and column (from 1) just past ``text``, counted as json counts them."""
+    return text.count("\n") + 1, len(text) - text.rfind("\n")
+
+
+def _invalid_at(reason: str, line: int, column: int) -> str:
+    return JSON_INVALID_AT_MESSAGE.format(reason=reason, line=line, column=column)
+
+
 class LimitedJSONParser(JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         body = _read_capped(stream, parser_context)
@@ -124,12 +136,11 @@ class LimitedJSONParser(JSONParser):
             reason = JSON_DUPLICATE_KEY_REASON.format(key=exc.key)
             raise ParseError(JSON_INVALID_MESSAGE.format(reason=reason)) from None
         except json.JSONDecodeError as exc:
-            raise ParseError(
-                JSON_INVALID_AT_MESSAGE.format(line=exc.lineno, column=exc.colno)
-            ) from None
-        except UnicodeDecodeError:
+            raise ParseError(_invalid_at(json_error_what(exc), exc.lineno, exc.colno)) from None
+        except UnicodeDecodeError as exc:
             reason = JSON_BAD_ENCODING_REASON.format(encoding=encoding)
-            raise ParseError(JSON_INVALID_MESSAGE.format(reason=reason)) from None
+            line, column = _position(body[: exc.start].decode(encoding, errors="replace"))
+            raise ParseError(_invalid_at(reason, line, column)) from None
         except ValueError:  # strict_constant: NaN, Infinity, -Infinity
             raise ParseError(JSON_INVALID_MESSAGE.format(reason=JSON_NOT_A_NUMBER_REASON)) from None
         if json_depth_exceeds(data, MAX_JSON_DEPTH):

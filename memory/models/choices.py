@@ -37,6 +37,17 @@ class FactKind(models.TextChoices):
     GOAL = "goal", "Objectif de l'agent"
 
 
+# The French name of a Fact row by its kind, as a list of memories names it (the dashboard,
+# the forget's dry run): the owner's is a "fait"; the agent's self items and goals are named
+# as the model names them. A plain map: the choices' labels stay as migrated.
+FACT_KIND_LABELS: dict[str, str] = {**dict(FactKind.choices), FactKind.OWNER: "fait"}
+
+
+def fact_kind_label(kind: object) -> str:
+    """The French name of a Fact row's kind; a row without one is the owner's fact."""
+    return FACT_KIND_LABELS.get(str(kind), FACT_KIND_LABELS[FactKind.OWNER])
+
+
 class SelfCategory(models.TextChoices):
     CONTEXT = "context", "Contexte"
     CAPABILITY = "capability", "Capacité"

@@ -8,11 +8,18 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from memory.models import FactRevision
+from memory.models import FactKind, FactRevision
+from memory.models.choices import fact_kind_label
 from memory.services.forgetting_select import EXCERPT_CHARS, Selection, topic_terms
 from memory.services.search_hits import excerpt
 
 FORGOTTEN_VALUE = "(déjà oublié)"
+AGENT_ITEMS = "élément(s) de l'agent"
+
+
+def facts_total_text(count: int) -> str:
+    """A count of Fact rows that holds both kinds (a result's, a forget's record)."""
+    return f"{count} fait(s) ou {AGENT_ITEMS}"
 
 
 @dataclass
@@ -85,12 +92,25 @@ class ForgetPlan:
             return f"Rien à oublier sur « {plan.topic} »."
         lines = [f"Oublier « {plan.topic} » prendrait :"]
         lines.extend(f"- [{e['channel']}] {e['excerpt']}" for e in plan.exchanges[:10])
-        lines.extend(f"- fait {f['key']} : {f['value'][:EXCERPT_CHARS]}" for f in plan.facts[:20])
+        lines.extend(f"- {_item_name(f)} : {f['value'][:EXCERPT_CHARS]}" for f in plan.facts[:20])
         lines.extend(f"- résumé [{s['channel']}] {s['excerpt']}" for s in plan.summaries[:5])
         lines.extend(
-            f"- ancienne valeur du fait {h['key']} : {h['excerpt']}" for h in plan.history[:10]
+            f"- {_item_name(h)}, ancienne valeur : {h['excerpt']}" for h in plan.history[:10]
         )
         return "\n".join(lines)
+
+    def counts_text(self) -> str:
+        """What it takes, counted in French: the owner's facts and the agent's items apart."""
+        text = (
+            f"{len(self.exchanges)} échange(s), {_facts_text(self.facts)} "
+            f"et {len(self.summaries)} résumé(s)"
+        )
+        if self.history:
+            text += (
+                f" et {len(self.history)} ancienne(s) valeur(s) {_of_whom(self.history)} "
+                "qui restent"
+            )
+        return text
 
 
 @dataclass
@@ -121,7 +141,7 @@ class ForgetResult:
         c = self.counts
         days = max(0, round((self.purge_after - timezone.now()) / timedelta(days=1)))
         return (
-            f"C'est oublié : {c['exchanges']} échange(s), {c['facts']} fait(s) et "
+            f"C'est oublié : {c['exchanges']} échange(s), {facts_total_text(c['facts'])} et "
             f"{c['summaries']} résumé(s) ne sont plus dans la mémoire. Le propriétaire peut "
             f"annuler cet oubli (n° {self.forgetting_id}) depuis la page Mémoire pendant "
             f"{days} jour(s) ; ensuite il est définitif. Ne répète pas ce qui a été oublié."
@@ -175,6 +195,38 @@ def plan_of(topic: str, chosen: Selection) -> ForgetPlan:
         for line in chosen.revisions
     ]
     return plan
+
+
+def _is_owner(entry: dict) -> bool:
+    return entry["kind"] == FactKind.OWNER
+
+
+def _item_name(entry: dict) -> str:
+    """A fact or a history line named by its kind: the owner's fact with its key, the
+    agent's self item or goal by its kind alone (its key is an internal slug)."""
+    name = fact_kind_label(entry["kind"])
+    return f"{name} {entry['key']}" if _is_owner(entry) else name
+
+
+def _facts_text(facts: list[dict]) -> str:
+    """A plan's facts counted by whose they are (no agent's item: its facts alone)."""
+    agent = sum(not _is_owner(f) for f in facts)
+    owner = len(facts) - agent
+    if not agent:
+        return f"{owner} fait(s)"
+    if not owner:
+        return f"{agent} {AGENT_ITEMS}"
+    return f"{owner} fait(s), {agent} {AGENT_ITEMS}"
+
+
+def _of_whom(lines: list[dict]) -> str:
+    """Whose old values history lines are: the owner's facts, the agent's items, or both."""
+    agent = sum(not _is_owner(h) for h in lines)
+    if not agent:
+        return "de faits"
+    if agent == len(lines):
+        return "d'éléments de l'agent"
+    return "de faits et d'éléments de l'agent"
 
 
 def _line_text(line: FactRevision, terms: list[str]) -> str:

@@ -122,24 +122,6 @@ def test_the_confirmation_takes_only_the_items_the_preview_showed(staff_client, 
     assert Message.objects.count() == 2
 
 
-@pytest.fixture
-def agent_items_about_the_wedding(settings):
-    """The agent's self item and goal about the topic (their keys are internal slugs)."""
-    from memory.models import FactKind
-    from memory.services.self_memory import agent_item_store
-
-    settings.ANTHROPIC_API_KEY = ""
-    knows = agent_item_store(
-        kind=FactKind.SELF, category="context", content="Je connais le mariage de Marie à Lisbonne"
-    ).item
-    goal = agent_item_store(
-        kind=FactKind.GOAL,
-        category="understanding",
-        content="Comprendre le mariage de Marie à Lisbonne",
-    ).item
-    return knows, goal
-
-
 @pytest.mark.parametrize("headers", [HTMX, {}], ids=["htmx-preview", "full-page-preview"])
 def test_the_preview_names_the_agents_items_by_their_kind_and_text_not_their_key(
     staff_client, memory, agent_items_about_the_wedding, headers
@@ -181,3 +163,54 @@ def test_an_old_value_of_the_agents_item_is_named_by_its_kind_not_its_key(
     assert knows.key not in line
     assert '<span class="badge">Moi (l&#x27;agent)</span>' in line
     assert "mariage de Marie à Lisbonne" in line
+
+
+def test_the_preview_counts_the_owners_facts_and_the_agents_items_apart(
+    staff_client, memory, agent_items_about_the_wedding
+):
+    from memory.services.facts import fact_store
+
+    fact_store(key="mariage_marie", value="Marie se marie à Lisbonne le 14 juin")
+    html = staff_client.post(
+        "/memory/forget/preview/", {"topic": "mariage Marie Lisbonne"}, **HTMX
+    ).content.decode()
+
+    assert "1 fait(s), 2 élément(s) de l&#x27;agent et 0 résumé(s)" in html
+
+
+def test_an_old_value_of_the_agents_item_is_counted_as_such(
+    staff_client, memory, agent_items_about_the_wedding
+):
+    from memory.models import Actor
+    from memory.services.facts import fact_update
+
+    knows, _ = agent_items_about_the_wedding
+    fact_update(fact=knows, actor=Actor.USER, value="Je connais Marie")
+    html = staff_client.post(
+        "/memory/forget/preview/", {"topic": "mariage Marie Lisbonne"}, **HTMX
+    ).content.decode()
+
+    # Its lines (stored, then changed) both said the topic; the goal itself is taken.
+    assert "2 ancienne(s) valeur(s) d&#x27;éléments de l&#x27;agent qui restent" in html
+    assert "valeur(s) de faits" not in html
+
+
+def test_a_forget_of_agents_items_is_not_worded_as_facts_only(
+    staff_client, memory, agent_items_about_the_wedding
+):
+    response = staff_client.post(
+        "/memory/forget/confirm/", {"topic": "mariage Marie Lisbonne"}, **HTMX
+    )
+    html = response.content.decode()
+    message = html[html.index("Oublié :") : html.index("Annulable")]
+    assert "2 fait(s) ou élément(s) de l&#x27;agent" in message
+    recent = html[html.index("Oublis récents") :]
+    assert "2 fait(s) ou élément(s) de l&#x27;agent" in recent
+
+
+def test_the_template_tells_the_owners_facts_by_the_model_value_not_a_literal():
+    """A literal "owner" would silently show every fact as an agent's item once renamed."""
+    from django.template.loader import get_template
+
+    source = get_template("dashboard/memory/_forget.html").template.source
+    assert '"owner"' not in source and "'owner'" not in source

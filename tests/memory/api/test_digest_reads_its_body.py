@@ -17,7 +17,8 @@ def test_a_malformed_json_body_is_a_french_400_and_no_digest_is_asked(owner_api)
     response = owner_api.generic("POST", URL, "{x", content_type="application/json")
 
     assert response.status_code == 400
-    message = JSON_INVALID_AT_MESSAGE.format(line=1, column=2)
+    reason = "nom de champ entre guillemets attendu"
+    message = JSON_INVALID_AT_MESSAGE.format(reason=reason, line=1, column=2)
     assert response.json() == {"message": message, "extra": {}}
     assert owner_api.get(URL).json()["pending"] is False
 

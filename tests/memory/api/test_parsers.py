@@ -100,7 +100,9 @@ def test_malformed_json_names_the_line_and_column_in_french(agent_api):
         "POST", "/api/memory/facts", '{"key": "a",\n "value": }', content_type="application/json"
     )
     assert response.status_code == 400
-    assert response.json()["message"] == JSON_INVALID_AT_MESSAGE.format(line=2, column=11)
+    assert response.json()["message"] == JSON_INVALID_AT_MESSAGE.format(
+        reason="valeur attendue", line=2, column=11
+    )
 
 
 @pytest.mark.parametrize(

@@ -257,3 +257,51 @@ def test_a_confirmation_never_takes_more_than_its_preview_showed(world, fake_ant
     result = topic_forget(topic="le mariage de Marie à Lisbonne", only=plan.item_ids())
     assert result.counts["exchanges"] == 1 and result.counts["facts"] == 0
     assert Fact.objects.filter(pk=dog_fact.id).exists()
+
+
+@pytest.fixture
+def agent_items(world, agent_items_about_the_wedding):
+    return agent_items_about_the_wedding
+
+
+def test_the_dry_run_names_the_agents_items_by_their_kind_not_as_facts(agent_items):
+    knows, goal = agent_items
+    text = topic_forget_preview(topic="le mariage de Marie à Lisbonne").as_text()
+
+    assert "- fait mariage_marie : Mariage de Marie à Lisbonne le 14 juin" in text
+    assert "- Moi (l'agent) : Je connais le mariage de Marie à Lisbonne" in text
+    assert "- Objectif de l'agent : Comprendre le mariage de Marie à Lisbonne" in text
+    assert knows.key not in text and goal.key not in text
+    assert text.count("- fait ") == 1
+
+
+def test_an_old_value_in_the_dry_run_is_named_by_its_items_kind(agent_items):
+    from memory.models import Actor
+    from memory.services.facts import fact_update
+
+    knows, _ = agent_items
+    fact_update(fact=knows, actor=Actor.USER, value="Je connais Marie")
+    fact_update(fact=Fact.objects.get(key="notre_mariage"), actor=Actor.USER, value="Tarbes")
+    FactRevision.objects.filter(fact__key="notre_mariage").update(
+        old_value="Le mariage de Marie à Lisbonne, puis le nôtre"
+    )
+    text = topic_forget_preview(topic="le mariage de Marie à Lisbonne").as_text()
+
+    assert "- Moi (l'agent), ancienne valeur : Je connais le mariage de Marie" in text
+    assert "- fait notre_mariage, ancienne valeur : Le mariage de Marie" in text
+    assert knows.key not in text and "du fait" not in text
+
+
+def test_the_answer_for_the_llm_says_its_fact_count_holds_the_agents_items(agent_items):
+    """Its counts hold the owner's facts and the agent's items together: it says so."""
+    text = topic_forget(topic="le mariage de Marie à Lisbonne").as_text()
+
+    assert "3 fait(s) ou élément(s) de l'agent" in text
+    for word in ("Marie", "Lisbonne", "mariage", "Comprendre", "connais"):
+        assert word.lower() not in text.lower()
+
+
+def test_the_preview_counts_the_owners_facts_and_the_agents_items_apart(agent_items):
+    plan = topic_forget_preview(topic="le mariage de Marie à Lisbonne")
+
+    assert plan.counts_text() == ("2 échange(s), 1 fait(s), 2 élément(s) de l'agent et 1 résumé(s)")
