@@ -40,11 +40,35 @@ def validate_fact_key_shape(value: str) -> None:
         raise ValidationError(FACT_KEY_MESSAGE, code="invalid_key")
 
 
+FACT_KEY_INVISIBLE_MESSAGE = (
+    "La clé d'un fait ne peut pas contenir de caractère invisible ou de contrôle "
+    "(ici {code}) : elle ressemblerait à une autre clé sans en être une."
+)
+# Unicode categories of characters a key must not hold: format characters (zero-width
+# space and joiners, the byte-order mark, bidirectional controls), controls, line and
+# paragraph separators, private-use and unpaired surrogates.
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Zl", "Zp", "Co", "Cs"})
+
+
+def invisible_in(value: str) -> str | None:
+    """The first character of ``value`` nobody sees, as U+XXXX; None when there is none."""
+    import unicodedata
+
+    for char in value:
+        if unicodedata.category(char) in _INVISIBLE_CATEGORIES:
+            return f"U+{ord(char):04X}"
+    return None
+
+
 def validate_fact_key(value: str) -> None:
     """The one key rule of a writer (model, admin, forms, API, tools, MCP, import): the
-    shape above, and not the end of a key a forget sets a fact aside under (a fact that
-    already holds one keeps it: fact_update, the admin and the import check its shape)."""
+    shape above, no character nobody sees (a key holding a zero-width space looked exactly
+    like another on the pages and in the prompt), and not the end of a key a forget sets a
+    fact aside under (a fact that already holds one keeps it: fact_update, the admin and
+    the import check its shape)."""
     validate_fact_key_shape(value)
+    if (code := invisible_in(value)) is not None:
+        raise ValidationError(FACT_KEY_INVISIBLE_MESSAGE.format(code=code), code="invisible_key")
     if FACT_ASIDE_KEY_PATTERN.search(value):
         raise ValidationError(FACT_KEY_RESERVED_MESSAGE.format(key=value), code="reserved_key")
 

@@ -143,6 +143,8 @@ def fact_store(
         ttl=ttl,
     )
     existing = Fact.all_objects.select_for_update().filter(key=key).first()
+    if existing is None and actor == Actor.AGENT:
+        existing = _key_in_other_letters(key)
     if existing is not None and stated_before_forget(
         existing, actor, dated_by or source_message_id
     ):
@@ -306,6 +308,15 @@ def fact_update(
     index_enqueue(KIND_FACT, current.id)
     _sync(fact, current)
     return current
+
+
+def _key_in_other_letters(key: str) -> Fact | None:
+    """The fact whose key is ``key`` in another letter case: the agent's "User_Job" is the
+    owner's "user_job" (it started a second fact beside it, and both went into the prompt).
+    SQLite compares the case of ASCII letters only; keys are slugs."""
+    folded = key.casefold()
+    rows = Fact.all_objects.select_for_update().filter(key__iexact=key).order_by("id")
+    return next((fact for fact in rows if fact.key.casefold() == folded), None)
 
 
 def _key_back(current: Fact) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 
-from memory.models import Actor, FactKind, MemoryRetrieval, MemorySettings, Message
+from memory.models import Actor, Fact, FactKind, MemoryRetrieval, MemorySettings, Message
 from memory.services.facts import fact_store, fact_update
 from memory.services.self_memory import agent_item_store
 from tests.dashboard.conftest import HTMX
@@ -93,7 +93,10 @@ def assert_isolated(html: str, *, at_least: int = 1) -> None:
 def reversed_world(settings, vault):
     """Every kind of text the pages show, each holding a right-to-left override."""
     settings.ANTHROPIC_API_KEY = ""
-    fact, _ = fact_store(key=KEY, value=f"Lisbonne {RLO}valeur", subjects=[f"sujet{RLO}"])
+    fact, _ = fact_store(key="cle", value=f"Lisbonne {RLO}valeur", subjects=[f"sujet{RLO}"])
+    # A key stored before keys were checked for invisible characters (validate_fact_key).
+    Fact.all_objects.filter(pk=fact.pk).update(key=KEY)
+    fact.refresh_from_db()
     fact_update(
         fact=fact,
         actor=Actor.USER,

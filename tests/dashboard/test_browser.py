@@ -315,9 +315,11 @@ def test_stored_text_is_bidi_isolated_in_a_real_browser(
     from memory.services.self_memory import agent_item_store
 
     settings.ANTHROPIC_API_KEY = ""
-    fact_store(
-        key=f"cle{RLO}inversee", value=f"Lisbonne {RLO}valeur", subjects=[f"sujet{RLO}", "autre"]
+    fact, _ = fact_store(
+        key="cle", value=f"Lisbonne {RLO}valeur", subjects=[f"sujet{RLO}", "autre"]
     )
+    # A key stored before keys were checked for invisible characters (validate_fact_key).
+    type(fact).all_objects.filter(pk=fact.pk).update(key=f"cle{RLO}inversee")
     agent_item_store(kind=FactKind.SELF, category="context", content=f"Lisbonne {RLO}moi")
     message_save(channel="whatsapp", role="user", content=f"Lisbonne {RLO}message")
     MemoryRetrieval.objects.create(channel=f"canal{RLO}", message_preview=f"{RLO}question")

@@ -139,3 +139,18 @@ def test_a_fact_kept_under_an_aside_key_is_exported_and_imported_back(kept_aside
     ]
     with pytest.raises(ImportLineError, match=rf"^ligne {index + 1} : champ « key » : La clé"):
         memory_import_lines(broken)
+
+
+def test_a_key_stored_before_invisible_characters_were_refused_is_exported_and_imported_back():
+    """Keys holding a zero-width or control character are refused since validate_fact_key
+    checks for them; one this memory already holds still goes out in an export and comes
+    back from it (what memory_export writes, memory_import reads)."""
+    fact, _ = fact_store(key="ville", value="Nantes", actor=Actor.USER)
+    Fact.all_objects.filter(pk=fact.pk).update(key="vi\u200blle")
+    lines = list(export_lines())
+
+    Fact.all_objects.all().delete()
+    report = memory_import_lines(lines)
+
+    assert report.created["fact"] == 1 and report.conflicts == []
+    assert Fact.objects.get().key == "vi\u200blle"

@@ -98,6 +98,8 @@ class Command(FrenchCommand):
                 raise CommandError(str(exc)) from exc
             if options["calls"] < 1:
                 raise CommandError("--calls doit être au moins 1.")
+            if min(options["memories"], options["queries"]) < 1:
+                raise CommandError("--memories et --queries doivent être au moins 1.")
             if options["notes"] < 0 or options["live"] < 0:
                 raise CommandError("--notes et --live ne peuvent pas être négatifs.")
         if options["which"] == "context" and options["gap_ms"] < 0:

@@ -95,3 +95,31 @@ def test_the_schema_documents_the_owner_kept_answer(owner_api):
         component = schema["components"]["schemas"][ref.rsplit("/", 1)[-1]]
         assert {"owner_kept", "message"} <= set(component["properties"])
         assert not {"owner_kept", "message"} & set(component.get("required", []))
+
+
+@pytest.mark.parametrize("key", ["User_Job", "USER_JOB", "user_job "])
+def test_the_agent_restating_the_owners_key_in_other_letters_meets_the_owners_value(
+    agent_api, owners_job, key
+):
+    """Keys were matched letter for letter: the agent's "User_Job" started a second fact
+    beside the owner's, and both went into the prompt. The agent's key is the owner's fact
+    whatever its letter case, and the owner's value stays."""
+    response = agent_api.post(FACTS, {"key": key, "value": "Stagiaire chez Makilab"}, format="json")
+
+    _assert_owner_kept(response)
+    assert Fact.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["user\u200bjob", "\u2060user_job", "user_job\ufeff", "user\u202ejob", "user\u0085job"],
+    ids=["zero-width-space", "word-joiner", "byte-order-mark", "bidi-override", "next-line"],
+)
+def test_a_key_with_an_invisible_character_is_refused_in_french(agent_api, owners_job, key):
+    """A key holding a zero-width or control character looked exactly like the owner's
+    on the pages and in the prompt, and held the agent's value beside it."""
+    response = agent_api.post(FACTS, {"key": key, "value": "Stagiaire chez Makilab"}, format="json")
+
+    assert response.status_code == 400, response.content
+    assert "invisible" in response.content.decode()
+    assert Fact.objects.count() == 1

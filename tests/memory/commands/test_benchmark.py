@@ -230,6 +230,19 @@ def test_benchmark_retrieval_refuses_a_negative_count_in_french():
 
 
 @pytest.mark.parametrize(
+    "args",
+    [["--memories", "0"], ["--memories", "-1"], ["--queries", "0"], ["--queries", "-3"]],
+)
+def test_benchmark_retrieval_refuses_no_memories_or_no_queries_in_french(args):
+    """--memories 0 ended in an IndexError's traceback; --queries -3 printed timings of
+    nothing and "target … met"."""
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="doivent être au moins 1"):
+        call_command("benchmark", "retrieval", *args)
+
+
+@pytest.mark.parametrize(
     ("memories", "target"),
     [(60, 1.3), (10_000, 1.3), (31_623, 1.4), (100_000, 1.5), (1_000_000, 1.5)],
 )
