@@ -108,7 +108,7 @@ def index_run(tool_input: dict, context: ToolContext) -> dict:
 
 def store_fact_run(tool_input: dict, context: ToolContext) -> dict:
     from memory.services.dedup import fact_remember
-    from memory.services.fact_ownership import owner_kept_answer
+    from memory.services.fact_ownership import kept_fields_stated, owner_kept_answer
 
     result = fact_remember(
         key=tool_input["key"],
@@ -123,7 +123,9 @@ def store_fact_run(tool_input: dict, context: ToolContext) -> dict:
         actor=context.actor,
     )
     answer = {"action": result.action, "fact": _fact(result.fact)}
-    return {**answer, **owner_kept_answer(result.fact, tool_input["value"])}
+    given = {"memory_type": tool_input.get("type"), "importance": tool_input.get("importance")}
+    stated = kept_fields_stated(given)
+    return {**answer, **owner_kept_answer(result.fact, tool_input["value"], stated)}
 
 
 def delete_fact_run(tool_input: dict, context: ToolContext) -> dict:

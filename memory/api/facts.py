@@ -32,6 +32,7 @@ from memory.api.views import (
 )
 from memory.models import Actor, FactKind
 from memory.selectors import fact_list, facts_recent
+from memory.services.fact_ownership import kept_fields_stated
 from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
 from memory.services.self_memory import agent_item_store
 
@@ -82,10 +83,10 @@ class FactListCreateApi(MemoryApi):
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
         kind = data.pop("kind", FactKind.OWNER)
-        stated = None  # an item is deduplicated by meaning: another text is no owner's lock
+        stated, fields = None, None  # an item is deduplicated by meaning: no owner's lock
         if kind == FactKind.OWNER:
             fact, created = fact_store(**data, actor=self.actor(request))
-            stated = data["value"]
+            stated, fields = data["value"], kept_fields_stated(data)
         else:
             result = agent_item_store(
                 kind=kind,
@@ -95,7 +96,9 @@ class FactListCreateApi(MemoryApi):
             )
             fact, created = result.item, result.action == "added"
         return Response(
-            FactWrittenSerializer(fact, context={"stated_value": stated}).data,
+            FactWrittenSerializer(
+                fact, context={"stated_value": stated, "stated_fields": fields}
+            ).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
@@ -121,8 +124,9 @@ class FactDetailApi(MemoryApi):
         description=(
             "Change les champs donnés seulement. ``ttl`` vide ou null retire l'expiration. "
             "Un fait oublié qui est modifié revient. L'ancienne valeur reste dans l'historique. "
-            "Une valeur que le propriétaire a fixée reste : le jeton de l'agent qui en donne "
-            "une autre reçoit 200 avec ``owner_kept`` et ``message``."
+            "Une valeur, une importance ou un type que le propriétaire a fixés restent : le "
+            "jeton de l'agent qui en donne d'autres reçoit 200 avec ``owner_kept`` et "
+            "``message``."
         ),
         parameters=[KEY_PARAMETER],
         request=FactPatchSerializer,
@@ -138,8 +142,11 @@ class FactDetailApi(MemoryApi):
         if not body.validated_data:
             raise ValidationError({"non_field_errors": [EMPTY_PATCH_MESSAGE]})
         fact = fact_update(fact=fact, actor=actor, **body.validated_data)
-        stated = body.validated_data.get("value")
-        return Response(FactWrittenSerializer(fact, context={"stated_value": stated}).data)
+        context = {
+            "stated_value": body.validated_data.get("value"),
+            "stated_fields": kept_fields_stated(body.validated_data),
+        }
+        return Response(FactWrittenSerializer(fact, context=context).data)
 
     @extend_schema(
         operation_id="facts_forget",

@@ -124,17 +124,18 @@ class FactOutputSerializer(ApiModelSerializer):
 
 
 class FactWrittenSerializer(FactOutputSerializer):
-    """The fact a write left, saying when the value it stated (context ``stated_value``)
-    met one the owner set and was not applied, as the agent's tools do (owner_kept_answer)."""
+    """The fact a write left, saying when the value it stated (context ``stated_value``) or
+    its importance or type (``stated_fields``) met what the owner set and was not applied,
+    as the agent's tools do (owner_kept_answer)."""
 
     # Filled by to_representation. Not read-only: drf-spectacular marks those required.
     owner_kept = serializers.BooleanField(
         required=False,
-        help_text="Présent (true) seulement quand la valeur donnée n'a pas été enregistrée : "
-        "le propriétaire a fixé la sienne, qui reste (``value``).",
+        help_text="Présent (true) seulement quand la valeur, l'importance ou le type donnés "
+        "n'ont pas été enregistrés : le propriétaire a fixé les siens, qui restent.",
     )
     message = StrictCharField(
-        required=False, help_text="Avec ``owner_kept`` : la valeur gardée, en français."
+        required=False, help_text="Avec ``owner_kept`` : ce qui est gardé, en français."
     )
 
     class Meta(FactOutputSerializer.Meta):
@@ -142,8 +143,10 @@ class FactWrittenSerializer(FactOutputSerializer):
 
     def to_representation(self, instance: Fact) -> dict:
         data = FactOutputSerializer(instance, context=self.context).data
-        stated = self.context.get("stated_value")
-        return {**data, **(owner_kept_answer(instance, stated) if stated is not None else {})}
+        kept = owner_kept_answer(
+            instance, self.context.get("stated_value"), self.context.get("stated_fields")
+        )
+        return {**data, **kept}
 
 
 class _FactFieldsSerializer(StrictInputSerializer):

@@ -209,7 +209,7 @@ def remember(
     body = _validated(
         FactInputSerializer, {k: v for k, v in data.items() if v is not None}, "remember"
     )
-    from memory.services.fact_ownership import owner_kept_answer
+    from memory.services.fact_ownership import kept_fields_stated, owner_kept_answer
 
     result = fact_remember(**body.validated_data, source=FactSource.TOOL, actor=Actor.AGENT)
     result.fact.refresh_from_db()  # its indexing state now (inline tasks index on commit)
@@ -218,7 +218,8 @@ def remember(
         "message": REMEMBER_MESSAGES[result.action].format(key=result.fact.key),
         "fact": _fact(result.fact),
     }
-    return {**answer, **owner_kept_answer(result.fact, body.validated_data["value"])}
+    data = body.validated_data
+    return {**answer, **owner_kept_answer(result.fact, data["value"], kept_fields_stated(data))}
 
 
 # --- forget ----------------------------------------------------------------------------

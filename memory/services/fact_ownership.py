@@ -8,7 +8,7 @@ never one the owner took off.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from memory.models import Actor, Fact, FactRevision, RevisionReason
 
@@ -42,17 +42,52 @@ OWNER_KEPT_MESSAGE = (
     "Valeur fixée par le propriétaire, conservée : {key} = « {value} ». "
     "La vôtre n'a pas été enregistrée."
 )
+OWNER_KEPT_FIELDS_MESSAGE = (
+    "Fixé par le propriétaire, conservé pour {key} : {fields}. "
+    "Votre changement n'a pas été enregistré."
+)
 
 
-def owner_kept_answer(fact: Fact, stated_value: str) -> dict[str, object]:
-    """What an agent's tool adds to its answer when its write stating ``stated_value`` left
-    the owner's different value ({"owner_kept": True, "message": …}); else nothing."""
-    if "value" not in (fact.owner_fields or []) or stated_value.strip() == fact.value:
-        return {}
-    return {
-        "owner_kept": True,
-        "message": OWNER_KEPT_MESSAGE.format(key=fact.key, value=fact.value),
-    }
+def owner_kept_answer(
+    fact: Fact, stated_value: str | None, stated_fields: Mapping[str, object] | None = None
+) -> dict[str, object]:
+    """What an agent's write adds to its answer when what it stated met what the owner set
+    ({"owner_kept": True, "message": …}): a different value (``stated_value``), or another
+    importance or type (``stated_fields``, as ``kept_fields_stated`` picks them); else
+    nothing. The owner's always stayed; the agent is told so instead of a bare 200."""
+    owned = fact.owner_fields or []
+    said = []
+    if stated_value is not None and "value" in owned and stated_value.strip() != fact.value:
+        said.append(OWNER_KEPT_MESSAGE.format(key=fact.key, value=fact.value))
+    kept = [
+        _FIELD_SAID[name](fact)
+        for name, given in (stated_fields or {}).items()
+        if name in _FIELD_SAID and name in owned and given != getattr(fact, name)
+    ]
+    if kept:
+        said.append(OWNER_KEPT_FIELDS_MESSAGE.format(key=fact.key, fields=" ; ".join(kept)))
+    return {"owner_kept": True, "message": " ".join(said)} if said else {}
+
+
+def kept_fields_stated(data: Mapping[str, object]) -> dict[str, object]:
+    """The fields of a write owner_kept_answer compares, when the writer gave them."""
+    return {name: data[name] for name in _FIELD_SAID if data.get(name) is not None}
+
+
+def _importance_said(fact: Fact) -> str:
+    from memory.models.rules import number_said
+
+    return f"importance {number_said(fact.importance)}"
+
+
+def _type_said(fact: Fact) -> str:
+    from memory.models import MemoryType
+
+    return f"type « {MemoryType(fact.memory_type).label} »"
+
+
+# The fields besides the value an agent's write is told the owner kept, said in French.
+_FIELD_SAID = {"importance": _importance_said, "memory_type": _type_said}
 
 
 def normalize_subjects(subjects: Iterable[str] | None) -> list[str]:

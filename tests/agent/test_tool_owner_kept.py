@@ -64,3 +64,27 @@ def test_a_fact_the_owner_never_touched_is_updated_as_before(vector_store, local
     answer = mcp_tools.remember(key="user_city", value="Bordeaux")
     assert "owner_kept" not in answer
     assert Fact.objects.get(key="user_city").value == "Bordeaux"
+
+
+def test_both_tools_say_the_owners_importance_and_type_are_kept(owners_job):
+    """The owner's value, restated as it is, with another importance and type: the owner
+    set those too, and the tools said nothing of them (the owner's were kept)."""
+    fact_update(fact=owners_job, actor=Actor.USER, importance=0.9, memory_type="identity")
+    kept = (
+        "Fixé par le propriétaire, conservé pour user_job : importance 0,9 ; "
+        "type « Identité ». Votre changement n'a pas été enregistré."
+    )
+    value = "Ingénieur logiciel chez Makilab"
+
+    answer = mcp_tools.remember(key="user_job", value=value, importance=0.1, memory_type="fact")
+    outcome = tool_run(
+        name="memory__store_fact",
+        tool_input={"key": "user_job", "value": value, "importance": 0.1, "type": "fact"},
+        context=ToolContext(channel="mission_control", message_ids=()),
+    )
+
+    assert (answer["owner_kept"], answer["message"]) == (True, kept)
+    body = json.loads(outcome.content)
+    assert (body["owner_kept"], body["message"]) == (True, kept)
+    fact = Fact.objects.get(key="user_job")
+    assert (fact.importance, fact.memory_type) == (0.9, "identity")

@@ -123,3 +123,34 @@ def test_a_key_with_an_invisible_character_is_refused_in_french(agent_api, owner
     assert response.status_code == 400, response.content
     assert "invisible" in response.content.decode()
     assert Fact.objects.count() == 1
+
+
+def test_the_agents_patch_of_fields_the_owner_set_says_they_were_not_applied(agent_api):
+    """The owner set the importance and the type; the agent's PATCH of both answered a
+    bare 200, as if applied (black-box QA): it now says what the owner's are."""
+    from memory.services.facts import fact_update
+
+    fact, _ = fact_store(key="chien", value="Le chien s'appelle Rex", actor=Actor.AGENT)
+    fact_update(fact=fact, actor=Actor.USER, importance=0.8, memory_type="event")
+
+    response = agent_api.patch(
+        f"{FACTS}/chien", {"importance": 0.2, "memory_type": "fact"}, format="json"
+    )
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["owner_kept"] is True
+    assert body["message"] == (
+        "Fixé par le propriétaire, conservé pour chien : importance 0,8 ; "
+        "type « Événement ». Votre changement n'a pas été enregistré."
+    )
+    assert (body["importance"], body["memory_type"]) == (0.8, "event")
+
+
+def test_the_agents_patch_of_fields_the_owner_never_set_is_applied_without_a_word(agent_api):
+    fact_store(key="chat", value="Le chat s'appelle Tom", actor=Actor.AGENT)
+
+    response = agent_api.patch(f"{FACTS}/chat", {"importance": 0.2}, format="json")
+
+    assert response.status_code == 200
+    assert "owner_kept" not in response.json() and response.json()["importance"] == 0.2
