@@ -22,6 +22,13 @@ OWNER_ONLY_MESSAGE = (
 )
 
 
+class BearerTokenAuthentication(TokenAuthentication):
+    """DRF's token, sent the way MCP clients (and most HTTP clients) send one:
+    ``Authorization: Bearer <token>``; the API and /mcp take it as ``Token <token>``."""
+
+    keyword = "Bearer"
+
+
 def is_owner(user) -> bool:
     """A staff account: its session or its token is an owner's."""
     return bool(user and user.is_authenticated and user.is_active and user.is_staff)

@@ -29,7 +29,7 @@ from memory.api.parsers import (
     LimitedJSONParser,
     PayloadTooLarge,
 )
-from memory.api.permissions import IsOwner, IsStaffOrToken, is_owner
+from memory.api.permissions import BearerTokenAuthentication, IsOwner, IsStaffOrToken, is_owner
 from memory.api.serializers import (
     MemoryRetrievalSerializer,
     MemorySettingsSerializer,
@@ -82,7 +82,7 @@ class MemoryApi(APIView):
     # Each view sets ``name``: OPTIONS and the browsable API show it in French, where DRF
     # would derive "Fact List Create Api" from the class name (rest_framework get_view_name).
     # Their description is a French ``description`` or nothing (makilab.view_descriptions).
-    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    authentication_classes = [TokenAuthentication, BearerTokenAuthentication, SessionAuthentication]
     permission_classes = [IsStaffOrToken]
     parser_classes = [LimitedJSONParser, LimitedFormParser]
     # The methods of this view in the owner's scope (memory.api.permissions).

@@ -26,6 +26,7 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from makilab.exception_handlers import MCP_PATH, THROTTLED_MESSAGE, api_error
 from makilab.throttling import refused_caller_wait
+from memory.api.permissions import BearerTokenAuthentication
 from memory.mcp.transport_errors import french_answer
 
 TOKEN_REQUIRED_MESSAGE = (
@@ -35,12 +36,6 @@ TOKEN_REQUIRED_MESSAGE = (
 POST_ONLY_MESSAGE = "Ce serveur MCP est sans état : envoyez chaque message JSON-RPC en POST."
 # Response headers the WSGI server sets itself.
 _HOP_HEADERS = {"content-length", "connection", "transfer-encoding", "keep-alive"}
-
-
-class BearerTokenAuthentication(TokenAuthentication):
-    """DRF's token, sent the way MCP clients send one: ``Authorization: Bearer <token>``."""
-
-    keyword = "Bearer"
 
 
 def _authenticated(request: HttpRequest) -> tuple[bool, str]:
