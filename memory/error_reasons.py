@@ -111,8 +111,8 @@ def os_error_reason(exc: OSError) -> str:
 def json_error_what(exc: json.JSONDecodeError) -> str:
     """Why a JSON text is invalid, in French (never the json module's English): a text
     that stops short, a comma before a closing bracket, or the module's own reason."""
-    if exc.msg.startswith("Expecting") and not exc.doc[exc.pos :].strip():
-        return REASON_JSON_TRUNCATED
+    if exc.msg.startswith("Expecting") and exc.doc.strip() and not exc.doc[exc.pos :].strip():
+        return REASON_JSON_TRUNCATED  # something, then nothing where more was expected
     closer = exc.doc[exc.pos : exc.pos + 1]
     if (
         closer in ("}", "]")

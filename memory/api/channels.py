@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.fields import StrictCharField
+from memory.api.fields import JsonListField, StrictCharField
 from memory.api.pagination import MemoryPagination
 from memory.api.serializers import StrictInputSerializer, UnknownFieldsRefused
 from memory.api.views import ERRORS, PAGE_NOT_FOUND, MemoryApi
@@ -53,7 +53,7 @@ class DigestSerializer(serializers.ModelSerializer):
 
 
 class DigestStatusSerializer(serializers.Serializer):
-    observed = serializers.ListField(child=StrictCharField(), help_text="Les salons observés.")
+    observed = JsonListField(child=StrictCharField(), help_text="Les salons observés.")
     live_count = serializers.IntegerField(
         help_text="Messages des salons observés pas encore digérés (la mémoire live)."
     )

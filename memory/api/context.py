@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.fields import StrictCharField
+from memory.api.fields import JsonListField, StrictCharField
 from memory.api.messages import (
     CONTENT_MAX_CHARS,
     IdempotencyConflict,
@@ -47,7 +47,7 @@ class ContextOutputSerializer(PreviewOutputSerializer):
     retrieval_id = serializers.IntegerField(
         allow_null=True, help_text="La ligne du journal (GET /api/memory/retrievals)."
     )
-    message_ids = serializers.ListField(
+    message_ids = JsonListField(
         child=serializers.IntegerField(), help_text="Le message enregistré (avec record)."
     )
 

@@ -28,11 +28,21 @@ from rest_framework import serializers
 from memory.services.search import DATE_YEARS, date_in_range
 
 FLOAT_OVERFLOW_MESSAGE = "Ce nombre est trop grand."
+# A value of the wrong JSON shape, in JSON's words (DRF names Python's types: "list").
+# (No braces: DRF formats these with the type's name.)
+JSON_OBJECT_EXPECTED = "Un objet JSON est attendu (des champs entre accolades)."
+JSON_LIST_EXPECTED = "Une liste JSON est attendue (des valeurs entre crochets)."
 STRING_REQUIRED_MESSAGE = "Une chaîne de caractères est attendue."
 DATE_RANGE_UTC_MESSAGE = (
     f"Date hors de l'intervalle accepté : de l'an {DATE_YEARS[0]} à l'an {DATE_YEARS[1]} "
     "en temps universel (UTC)."
 )
+
+
+class JsonListField(serializers.ListField):
+    """DRF's list field, saying a value that is no list in JSON's words."""
+
+    default_error_messages = {"not_a_list": JSON_LIST_EXPECTED}
 
 
 class FrenchFloatField(serializers.FloatField):

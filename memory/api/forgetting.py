@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.fields import StrictCharField, StrictRegexField
+from memory.api.fields import JsonListField, StrictCharField, StrictRegexField
 from memory.api.pagination import MemoryPagination
 from memory.api.serializers import StrictInputSerializer
 from memory.api.views import (
@@ -40,7 +40,7 @@ class ForgetInputSerializer(StrictInputSerializer):
     dry_run = serializers.BooleanField(
         default=False, help_text="true : montrer ce qui serait oublié, sans rien changer."
     )
-    ids = serializers.ListField(
+    ids = JsonListField(
         child=StrictRegexField(r"^(message|fact|summary|revision):\d+$", max_length=40),
         required=False,
         max_length=2000,
@@ -62,13 +62,13 @@ class ForgetPlanSerializer(serializers.Serializer):
     topic = StrictCharField()
     selection = StrictCharField(help_text="words (tous les mots du sujet) ou llm.")
     counts = ForgetCountsSerializer()
-    ids = serializers.ListField(
+    ids = JsonListField(
         child=StrictCharField(), help_text="À renvoyer pour confirmer exactement cet aperçu."
     )
-    exchanges = serializers.ListField(child=serializers.DictField())
-    facts = serializers.ListField(child=serializers.DictField())
-    summaries = serializers.ListField(child=serializers.DictField())
-    history = serializers.ListField(child=serializers.DictField())
+    exchanges = JsonListField(child=serializers.DictField())
+    facts = JsonListField(child=serializers.DictField())
+    summaries = JsonListField(child=serializers.DictField())
+    history = JsonListField(child=serializers.DictField())
 
 
 class ForgettingSerializer(serializers.ModelSerializer):

@@ -14,7 +14,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.fields import DateTimeInRangeField, StrictCharField
+from memory.api.fields import DateTimeInRangeField, JsonListField, StrictCharField
 from memory.api.serializers import StrictInputSerializer
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 from memory.models import MessageRole, MessageSource
@@ -151,7 +151,7 @@ class MessageBatchInputSerializer(StrictInputSerializer):
 
 
 class MessagesRecordedSerializer(serializers.Serializer):
-    message_ids = serializers.ListField(child=serializers.IntegerField())
+    message_ids = JsonListField(child=serializers.IntegerField())
     count = serializers.IntegerField()
     replayed = serializers.BooleanField(
         help_text="true : cette clé d'idempotence avait déjà servi, rien n'a été enregistré."

@@ -13,9 +13,11 @@ from rest_framework import serializers
 
 from memory.api.fact_kinds import fact_kind_check
 from memory.api.fields import (
+    JSON_OBJECT_EXPECTED,
     ApiModelSerializer,
     DateTimeInRangeField,
     FrenchFloatField,
+    JsonListField,
     StrictCharField,
 )
 from memory.exceptions import InvalidTTL
@@ -72,7 +74,10 @@ def _reject_unknown_fields(serializer: serializers.Serializer) -> None:
 
 
 class UnknownFieldsRefused:
-    """Serializer mixin: a field it does not write is a 400, never silently ignored (typos)."""
+    """Serializer mixin: a field it does not write is a 400, never silently ignored (typos);
+    a body that is no JSON object is said so in JSON's words."""
+
+    default_error_messages = {"invalid": JSON_OBJECT_EXPECTED}
 
     def validate(self, attrs):
         _reject_unknown_fields(self)
@@ -164,7 +169,7 @@ class _FactFieldsSerializer(StrictInputSerializer):
         max_value=_IMPORTANCE_MAX,
         help_text="0 à 1; absent: l'importance par défaut du type.",
     )
-    subjects = serializers.ListField(
+    subjects = JsonListField(
         child=StrictCharField(max_length=SUBJECT_MAX_CHARS),
         max_length=SUBJECTS_MAX,
         required=False,
@@ -352,7 +357,7 @@ class SearchResultSerializer(serializers.Serializer):
 class MemorySettingsSerializer(UnknownFieldsRefused, ApiModelSerializer):
     """GET and PATCH /settings; ranges are the model's validators."""
 
-    obsidian_context_notes = serializers.ListField(
+    obsidian_context_notes = JsonListField(
         child=StrictCharField(max_length=NOTE_PATH_MAX_CHARS),
         max_length=CONTEXT_NOTES_MAX,
         required=False,

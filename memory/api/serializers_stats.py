@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memory.api.fields import StrictCharField
+from memory.api.fields import JsonListField, StrictCharField
 
 
 class IndexCountsSerializer(serializers.DictField):
@@ -63,7 +63,7 @@ class MemoryStatsSerializer(serializers.Serializer):
     retrievals = RetrievalStatsSerializer()
     vectors = VectorStatsSerializer()
     last_indexed_at = serializers.DateTimeField(allow_null=True)
-    index_failures = serializers.ListField(
+    index_failures = JsonListField(
         child=serializers.DictField(),
         help_text="Lignes dont l'indexation a échoué pour de bon : type, id, tentatives, erreur.",
     )
