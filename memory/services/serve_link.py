@@ -182,13 +182,26 @@ def _local_base(url: str) -> str:
 
 
 def _refusal_detail(error: urllib.error.HTTPError) -> str:
-    """The French "message" of serve's JSON refusal, or a French default for any other body."""
+    """The French "message" of serve's JSON refusal (with its fields' errors, if any), or a
+    French default for any other body."""
     try:
         body = json.loads(error.read() or b"null")
     except (OSError, ValueError):  # cut short, or not JSON
         body = None
     message = body.get("message") if isinstance(body, dict) else None
-    return message if isinstance(message, str) and message else SERVE_REFUSED_UNEXPLAINED
+    if not isinstance(message, str) or not message:
+        return SERVE_REFUSED_UNEXPLAINED
+    extra = body.get("extra")
+    fields = extra.get("fields") if isinstance(extra, dict) else None
+    if isinstance(fields, dict) and fields:  # "Données invalides." says why, field by field
+        from memory.services.messages import item_errors_text
+
+        said = {
+            name: errors if isinstance(errors, list) else [errors]
+            for name, errors in fields.items()
+        }
+        return f"{message} {item_errors_text(said)}"
+    return message
 
 
 def _call(info: dict, method: str, path: str, body: dict | None = None) -> dict:

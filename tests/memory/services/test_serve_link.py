@@ -170,8 +170,25 @@ def refusing_server():
             "application/json",
             "Données invalides.",
         ),
+        (
+            json.dumps(
+                {
+                    "message": "Données invalides.",
+                    "extra": {
+                        "fields": {
+                            "batch_size": [
+                                "Assurez-vous que cette valeur est inférieure ou égale à 512."
+                            ]
+                        }
+                    },
+                }
+            ).encode(),
+            "application/json",
+            "Données invalides. batch_size : Assurez-vous que cette valeur est inférieure ou "
+            "égale à 512.",
+        ),
     ],
-    ids=["html", "empty", "json-not-an-object", "api-message"],
+    ids=["html", "empty", "json-not-an-object", "api-message", "api-field-errors"],
 )
 def test_a_refusal_is_said_in_french_whatever_its_body(refusing_server, body, content_type, detail):
     """serve's JSON says why; any other body gets the French default (None), never
