@@ -99,6 +99,8 @@ def forget_confirm(request: HttpRequest) -> HttpResponse:
             f"{c['summaries']} résumé(s). Annulable jusqu'au "
             f"{result.purge_after:%d/%m/%Y}."
         )
+    if result.ids_not_taken:  # a preview gone stale meanwhile: said, not dropped silently
+        message += f" {result.not_taken_text()}"
     return _render(request, forget_message=message)
 
 

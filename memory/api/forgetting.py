@@ -69,6 +69,13 @@ class ForgetPlanSerializer(serializers.Serializer):
     facts = JsonListField(child=serializers.DictField())
     summaries = JsonListField(child=serializers.DictField())
     history = JsonListField(child=serializers.DictField())
+    # Only when a confirm named ids the preview does not hold (ForgetResult.ids_not_taken).
+    ids_not_taken = JsonListField(
+        child=StrictCharField(),
+        required=False,
+        help_text="Présent seulement quand des ids donnés ne sont pas dans l'aperçu : non pris.",
+    )
+    message = StrictCharField(required=False, help_text="Avec ``ids_not_taken``, en français.")
 
 
 class ForgettingSerializer(serializers.ModelSerializer):
@@ -87,6 +94,29 @@ class ForgettingSerializer(serializers.ModelSerializer):
             "purged_at",
         )
         read_only_fields = fields
+
+
+class ForgetTakenSerializer(ForgettingSerializer):
+    """The forget a confirm made, naming the ids it was given outside the preview (the
+    201's shape in the schema; the view adds ``_not_taken`` to ForgettingSerializer's)."""
+
+    ids_not_taken = JsonListField(
+        child=StrictCharField(),
+        required=False,
+        help_text="Présent seulement quand des ids donnés ne sont pas dans l'aperçu : non pris.",
+    )
+    message = StrictCharField(required=False, help_text="Avec ``ids_not_taken``, en français.")
+
+    class Meta(ForgettingSerializer.Meta):
+        fields = (*ForgettingSerializer.Meta.fields, "ids_not_taken", "message")
+        read_only_fields = fields
+
+
+def _not_taken(result) -> dict:
+    """The answer's part naming ids outside the preview; nothing when there are none."""
+    if not result.ids_not_taken:
+        return {}
+    return {"ids_not_taken": result.ids_not_taken, "message": result.not_taken_text()}
 
 
 def _on_forgetting(request: Request, forgetting_id: int, service, actor: str) -> Response:
@@ -113,7 +143,7 @@ class ForgetApi(MemoryApi):
             "puis effacé définitivement."
         ),
         request=ForgetInputSerializer,
-        responses={200: ForgetPlanSerializer, 201: ForgettingSerializer, **ERRORS},
+        responses={200: ForgetPlanSerializer, 201: ForgetTakenSerializer, **ERRORS},
     )
     def post(self, request: Request) -> Response:
         body = ForgetInputSerializer(data=request.data)
@@ -127,9 +157,10 @@ class ForgetApi(MemoryApi):
         result = topic_forget(topic=topic, actor=actor, only=body.validated_data.get("ids"))
         if result.forgetting_id is None:  # nothing about the topic: the (empty) plan, 200
             empty = ForgetPlan(topic=result.topic, selection=result.selection)
-            return Response(ForgetPlanSerializer(empty.as_dict()).data)
+            return Response({**ForgetPlanSerializer(empty.as_dict()).data, **_not_taken(result)})
         forgetting = Forgetting.objects.get(pk=result.forgetting_id)
-        return Response(ForgettingSerializer(forgetting).data, status=status.HTTP_201_CREATED)
+        taken = {**ForgettingSerializer(forgetting).data, **_not_taken(result)}
+        return Response(taken, status=status.HTTP_201_CREATED)
 
 
 class ForgettingListApi(MemoryApi):

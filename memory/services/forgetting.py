@@ -113,24 +113,33 @@ def topic_forget(
 
     topic = _clean_topic(topic)
     chosen = select(topic, keep=keep_message_ids)
+    # The caller's scope (its preview's): for the agent, a fact already forgotten stays as
+    # it is, restorable by the owner, and the counts answered say nothing of it. Ids sent
+    # back take nothing outside it, and those it does not hold are named in the answer.
+    plan = plan_of(topic, chosen)
+    scope = plan.for_agent().item_ids() if actor == Actor.AGENT else plan.item_ids()
+    not_taken = [] if only is None else sorted(set(only) - set(scope))
     if actor == Actor.AGENT:
-        # The agent's scope (its preview's): a fact already forgotten stays as it is,
-        # restorable by the owner, and the counts answered say nothing of it; ids the
-        # agent sends back take nothing outside it.
-        scope = plan_of(topic, chosen).for_agent().item_ids()
         only = scope if only is None else sorted(set(only) & set(scope))
     if only is not None:
         chosen = restricted(chosen, only)
     plan = plan_of(topic, chosen)
     if plan.empty:
-        return ForgetResult(topic, None, plan.counts(), None, chosen.selection)
+        return ForgetResult(
+            topic, None, plan.counts(), None, chosen.selection, ids_not_taken=not_taken
+        )
     retention = timedelta(days=memory_settings_get().forget_retention_days)
     forgetting = forgetting_take(
         topic=topic, chosen=chosen, actor=actor, retention=retention, terms=topic_terms(topic)
     )
     logger.info("forgot topic n°%s: %s", forgetting.id, plan.counts())
     return ForgetResult(
-        topic, forgetting.id, plan.counts(), forgetting.purge_after, chosen.selection
+        topic,
+        forgetting.id,
+        plan.counts(),
+        forgetting.purge_after,
+        chosen.selection,
+        ids_not_taken=not_taken,
     )
 
 

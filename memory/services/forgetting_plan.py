@@ -14,6 +14,10 @@ from memory.services.forgetting_select import EXCERPT_CHARS, Selection, topic_te
 from memory.services.search_hits import excerpt
 
 FORGOTTEN_VALUE = "(déjà oublié)"
+IDS_NOT_TAKEN_MESSAGE = (
+    "Non pris, car absents de l'aperçu de ce sujet (ou n'en faisant plus partie) : {ids}. "
+    "Refaites l'aperçu (dry_run) et confirmez ses ids."
+)
 AGENT_ITEMS = "élément(s) de l'agent"
 
 
@@ -122,6 +126,8 @@ class ForgetResult:
     counts: dict[str, int]
     purge_after: datetime | None
     selection: str = "words"
+    # Ids the caller confirmed that the topic's preview does not hold (any more): not taken.
+    ids_not_taken: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -133,11 +139,18 @@ class ForgetResult:
             "counts": self.counts,
             "purge_after": self.purge_after.isoformat() if self.purge_after else None,
             "selection": self.selection,
+            "ids_not_taken": self.ids_not_taken,
         }
+
+    def not_taken_text(self) -> str:
+        """The ids confirmed outside the preview, said in French; "" when there are none."""
+        if not self.ids_not_taken:
+            return ""
+        return IDS_NOT_TAKEN_MESSAGE.format(ids=", ".join(self.ids_not_taken))
 
     def as_text(self) -> str:
         if self.empty:
-            return "Rien à oublier sur ce sujet."
+            return " ".join(filter(None, ["Rien à oublier sur ce sujet.", self.not_taken_text()]))
         c = self.counts
         days = max(0, round((self.purge_after - timezone.now()) / timedelta(days=1)))
         return (
@@ -145,6 +158,7 @@ class ForgetResult:
             f"{c['summaries']} résumé(s) ne sont plus dans la mémoire. Le propriétaire peut "
             f"annuler cet oubli (n° {self.forgetting_id}) depuis la page Mémoire pendant "
             f"{days} jour(s) ; ensuite il est définitif. Ne répète pas ce qui a été oublié."
+            + (f" {self.not_taken_text()}" if self.ids_not_taken else "")
         )
 
 

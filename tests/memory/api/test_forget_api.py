@@ -174,3 +174,46 @@ def test_the_forget_routes_are_in_the_schema(agent_api):
     assert "get" in schema["paths"]["/api/v1/memory/forgettings"]
     restore = schema["paths"]["/api/v1/memory/forgettings/{forgetting_id}/restore"]["post"]
     assert "404" in restore["responses"]
+
+
+def test_ids_outside_the_preview_are_named_in_the_answer_not_dropped_silently(agent_api, memory):
+    """Ids the topic's preview does not hold were dropped without a word: a confirm with
+    one preview id and one stray id answered 201 as if both were taken, and a confirm of
+    stray ids only answered the empty plan (black-box QA)."""
+    preview = agent_api.post(
+        "/api/memory/forget", {"topic": "mariage Marie Lisbonne", "dry_run": True}, format="json"
+    ).json()
+    stray = f"message:{Message.objects.order_by('-id').first().id + 1000}"
+
+    nothing = agent_api.post(
+        "/api/memory/forget", {"topic": "mariage Marie Lisbonne", "ids": [stray]}, format="json"
+    )
+    assert nothing.status_code == 200, nothing.content
+    assert nothing.json()["ids_not_taken"] == [stray]
+    assert stray in nothing.json()["message"] and "aperçu" in nothing.json()["message"]
+    assert not Forgetting.objects.exists()
+
+    taken = agent_api.post(
+        "/api/memory/forget",
+        {"topic": "mariage Marie Lisbonne", "ids": [*preview["ids"], stray]},
+        format="json",
+    )
+    assert taken.status_code == 201, taken.content
+    assert taken.json()["ids_not_taken"] == [stray]
+    assert stray in taken.json()["message"]
+    assert taken.json()["counts"]["exchanges"] == 1
+
+
+def test_a_confirm_of_the_previews_own_ids_says_nothing_more(agent_api, memory):
+    preview = agent_api.post(
+        "/api/memory/forget", {"topic": "mariage Marie Lisbonne", "dry_run": True}, format="json"
+    ).json()
+
+    taken = agent_api.post(
+        "/api/memory/forget",
+        {"topic": "mariage Marie Lisbonne", "ids": preview["ids"]},
+        format="json",
+    )
+
+    assert taken.status_code == 201
+    assert "ids_not_taken" not in taken.json() and "message" not in taken.json()
