@@ -58,7 +58,18 @@ class ForgetCountsSerializer(serializers.Serializer):
     )
 
 
-class ForgetPlanSerializer(serializers.Serializer):
+class NotTakenFields(serializers.Serializer):
+    """Only when a confirm named ids the preview does not hold (ForgetResult.ids_not_taken)."""
+
+    ids_not_taken = JsonListField(
+        child=StrictCharField(),
+        required=False,
+        help_text="Présent seulement quand des ids donnés ne sont pas dans l'aperçu : non pris.",
+    )
+    message = StrictCharField(required=False, help_text="Avec ``ids_not_taken``, en français.")
+
+
+class ForgetPlanSerializer(NotTakenFields):
     topic = StrictCharField()
     selection = StrictCharField(help_text="words (tous les mots du sujet) ou llm.")
     counts = ForgetCountsSerializer()
@@ -69,13 +80,6 @@ class ForgetPlanSerializer(serializers.Serializer):
     facts = JsonListField(child=serializers.DictField())
     summaries = JsonListField(child=serializers.DictField())
     history = JsonListField(child=serializers.DictField())
-    # Only when a confirm named ids the preview does not hold (ForgetResult.ids_not_taken).
-    ids_not_taken = JsonListField(
-        child=StrictCharField(),
-        required=False,
-        help_text="Présent seulement quand des ids donnés ne sont pas dans l'aperçu : non pris.",
-    )
-    message = StrictCharField(required=False, help_text="Avec ``ids_not_taken``, en français.")
 
 
 class ForgettingSerializer(serializers.ModelSerializer):
@@ -96,16 +100,9 @@ class ForgettingSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ForgetTakenSerializer(ForgettingSerializer):
+class ForgetTakenSerializer(NotTakenFields, ForgettingSerializer):
     """The forget a confirm made, naming the ids it was given outside the preview (the
     201's shape in the schema; the view adds ``_not_taken`` to ForgettingSerializer's)."""
-
-    ids_not_taken = JsonListField(
-        child=StrictCharField(),
-        required=False,
-        help_text="Présent seulement quand des ids donnés ne sont pas dans l'aperçu : non pris.",
-    )
-    message = StrictCharField(required=False, help_text="Avec ``ids_not_taken``, en français.")
 
     class Meta(ForgettingSerializer.Meta):
         fields = (*ForgettingSerializer.Meta.fields, "ids_not_taken", "message")
