@@ -268,6 +268,9 @@ SPECTACULAR_SETTINGS = {
         "MessageSourceEnum": "memory.models.MessageSource",
         "FactKindEnum": "memory.models.FactKind",
         "MemoryKindEnum": ["message", "exchange", "fact", "summary"],
+        # Two "state" fields: a forget's and a digest's.
+        "ForgettingStateEnum": "memory.models.ForgettingState",
+        "DigestStateEnum": "memory.models.DigestState",
     },
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAKILAB_MAX_BODY_BYTES", 1_000_000, minimum=1024)

@@ -21,7 +21,8 @@ FACT_KEY_MESSAGE = (
 # ("<key> (oubli n° N)", "<key> (fait oublié n° N)": memory.services.forgetting_restated).
 # Only that code writes it: a fact written under it would be taken for the one set aside,
 # and an undo would give it the owner's fact's key, or the owner's fact its key.
-FACT_ASIDE_KEY_PATTERN = re.compile(r" \((?:oubli|fait oublié) n° \d+\)$")
+# In any letters: "(OUBLI N° 1)" would be taken for it by a key matched without case.
+FACT_ASIDE_KEY_PATTERN = re.compile(r" \((?:oubli|fait oublié) n° \d+\)$", re.IGNORECASE)
 FACT_KEY_RESERVED_MESSAGE = (
     "La clé « {key} » finit comme celle d'un fait mis de côté par un oubli "
     "(« (oubli n° N) » ou « (fait oublié n° N) ») : choisissez-en une autre."

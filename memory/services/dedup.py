@@ -30,7 +30,7 @@ from memory.exceptions import (
 )
 from memory.models import Actor, Fact, FactKind, FactSource, RevisionReason
 from memory.services.erased_marks import statement_erased
-from memory.services.facts import fact_store, fact_update, source_present
+from memory.services.facts import fact_store, fact_update, key_as_stored, source_present
 from memory.services.forgetting_restated import restates_forgotten
 from memory.services.ttl import parse_ttl
 from memory.stores.vector_cache import PointVectorCache
@@ -268,7 +268,7 @@ def fact_remember(
     holding vectors of another embedder never drops the fact: T1 keeps it, the
     indexing machine leaves it pending (or failed with the reindex hint).
     """
-    key = key.strip()
+    key = key_as_stored(key, actor)
     parse_ttl(ttl)  # refuse a bad TTL before any work
     store_kwargs = {
         "key": key,

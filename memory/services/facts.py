@@ -11,6 +11,7 @@ from django.utils import timezone
 from memory.exceptions import MemoryServiceError, SourceForgotten
 from memory.models import (
     DEFAULT_IMPORTANCE,
+    FACT_ASIDE_KEY_PATTERN,
     Actor,
     Fact,
     FactKind,
@@ -132,7 +133,7 @@ def fact_store(
     statement by, when not its source (memory.services.dedup.fact_remember); ``drawn_from``:
     the messages it may come from, all still in memory when it is written (source_present).
     """
-    key = key.strip()
+    key = key_as_stored(key, actor)
     source_present(key=key, actor=actor, source_message_id=source_message_id, drawn_from=drawn_from)
     stated = _stated(
         memory_type=memory_type,
@@ -143,8 +144,6 @@ def fact_store(
         ttl=ttl,
     )
     existing = Fact.all_objects.select_for_update().filter(key=key).first()
-    if existing is None and actor == Actor.AGENT:
-        existing = _key_in_other_letters(key)
     if existing is not None and stated_before_forget(
         existing, actor, dated_by or source_message_id
     ):
@@ -310,13 +309,21 @@ def fact_update(
     return current
 
 
-def _key_in_other_letters(key: str) -> Fact | None:
-    """The fact whose key is ``key`` in another letter case: the agent's "User_Job" is the
-    owner's "user_job" (it started a second fact beside it, and both went into the prompt).
-    SQLite compares the case of ASCII letters only; keys are slugs."""
+def key_as_stored(key: str, actor: str) -> str:
+    """The key a statement is about (fact_store, dedup.fact_remember): the agent's key in
+    other letters than a stored fact's is that fact's ("User_Job" is the owner's
+    "user_job": it started a second fact beside it, both in the prompt), so everything
+    after (the owner's lock, a forget's set-aside and undo) goes as for the exact key. Not
+    a key a forget set aside. SQLite's LIKE folds the case of ASCII letters only."""
+    key = key.strip()
+    if actor != Actor.AGENT or Fact.all_objects.filter(key=key).exists():
+        return key
     folded = key.casefold()
-    rows = Fact.all_objects.select_for_update().filter(key__iexact=key).order_by("id")
-    return next((fact for fact in rows if fact.key.casefold() == folded), None)
+    stored = Fact.all_objects.filter(key__iexact=key).order_by("id").values_list("key", flat=True)
+    return next(
+        (k for k in stored if k.casefold() == folded and not FACT_ASIDE_KEY_PATTERN.search(k)),
+        key,
+    )
 
 
 def _key_back(current: Fact) -> list[str]:

@@ -132,6 +132,9 @@ def worker_shares_cores(sender: Any = None, **_: Any) -> None:
     0.84 / 0.80 / 0.81 of the floor against 0.76 / 0.71 / 0.80 before.
     """
     concurrency = getattr(sender, "concurrency", 1)
+    if "solo" in str(getattr(sender, "pool_cls", "")).lower():
+        concurrency = 1  # one task at a time, whatever the concurrency Celery set
+    # "auto" is resolved after worker_init: its batches keep every core, as before.
     _engine_slots.indexing_threads = concurrency if isinstance(concurrency, int) else 1
 
 

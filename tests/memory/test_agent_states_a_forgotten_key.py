@@ -215,3 +215,40 @@ def test_an_aside_key_taken_by_an_imported_fact_sets_the_forgotten_one_aside_und
     aside = Fact.all_objects.get(pk=forgotten.pk)
     assert aside.forgotten and aside.key not in ("ex_adresse", taken)
     assert aside.key.startswith("ex_adresse (fait oublié n° ")
+
+
+@pytest.mark.parametrize("spelled", ["ex_adresse", "EX_Adresse"])
+def test_the_agents_key_in_other_letters_is_the_owners_through_a_forget_and_its_undo(
+    agent_api, forgotten, spelled
+):
+    """The agent's key in other letters started its fact under its own spelling, and the
+    undo, which looks for the owner's key, left both facts visible apart from the rule of
+    the exact key (review). It now goes exactly as the owner's own spelling does."""
+    agent_api.post(FACTS, {"key": spelled, "value": "Habite à Nantes"}, format="json")
+
+    restored = fact_restore(fact=forgotten, actor="user")
+
+    assert restored.key == f"ex_adresse (fait oublié n° {forgotten.pk})"
+    assert list(Fact.objects.filter(key__iexact="ex_adresse").values_list("key", "value")) == [
+        ("ex_adresse", "Habite à Nantes")
+    ]
+
+
+def test_a_key_ending_like_a_set_aside_one_is_refused_in_any_letters(agent_api):
+    response = agent_api.post(
+        FACTS, {"key": "ex_adresse (OUBLI N° 1)", "value": "Habite à Nantes"}, format="json"
+    )
+
+    assert response.status_code == 400, response.content
+
+
+def test_mcp_remember_in_other_letters_answers_updated_not_added(vector_store, local_embedder):
+    fact_store(key="user_city", value="Mickael habite à Lyon", actor="agent")
+
+    answer = _mcp("remember", {"key": "User_City", "value": "Mickael habite à Bordeaux"})
+
+    assert not answer.is_error, answer.content[0].text
+    assert answer.structured_content["action"] == "updated"
+    assert list(Fact.objects.values_list("key", "value")) == [
+        ("user_city", "Mickael habite à Bordeaux")
+    ]

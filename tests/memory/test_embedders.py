@@ -707,6 +707,18 @@ def test_a_worker_in_the_process_gives_each_indexing_batch_its_share_of_the_core
     assert teams == [2, 1, 2, 2]
     assert slots.indexing_threads == 1
 
+    solo = app.WorkController(  # one task at a time: its batches keep every core
+        hostname="test-solo@%h",
+        pool_cls="solo",
+        concurrency=2,
+        without_heartbeat=True,
+        without_mingle=True,
+        without_gossip=True,
+    )
+    local.embed_documents(["pendant le worker solo"])
+    worker_shutdown.send(sender=solo)
+    assert teams == [2, 1, 2, 2, 2]
+
 
 def test_a_query_gets_every_core_only_alone_in_the_engine_with_no_other_pre_hook(monkeypatch):
     """What the pre-hook asks before its SQL (retrieval.pipeline): the team ``enter`` would
