@@ -17,6 +17,7 @@ from memory.models import (
     MemorySettings,
     validate_fact_key_shape,
 )
+from memory.models.rules import invisible_in
 from memory.services.fact_ownership import STATED_FIELDS
 from memory.services.messages import channel_validate
 from memory.services.search import DATE_RANGE_MESSAGE, date_in_range
@@ -49,24 +50,26 @@ class FactAdminForm(forms.ModelForm):
         key = self.cleaned_data["key"]
         if Fact.all_objects.filter(key=key).exclude(pk=self.instance.pk).exists():
             raise ValidationError(KEY_TAKEN_MESSAGE.format(key=key))
-        if self._keeps_aside_key():
+        if self._keeps_its_key():
             validate_fact_key_shape(key)
         return key
 
     def _get_validation_exclusions(self):
         exclude = super()._get_validation_exclusions()
-        if self._keeps_aside_key():
+        if self._keeps_its_key():
             # A fact restored beside the owner's newer one keeps the key a forget set it
-            # aside under, a key no writer may choose: kept as is, only its shape is
+            # aside under, and one stored before invisible characters were refused keeps
+            # them: keys no writer may choose now, kept as they are, only their shape
             # checked (clean_key), as fact_update does.
             exclude.add("key")
         return exclude
 
-    def _keeps_aside_key(self) -> bool:
+    def _keeps_its_key(self) -> bool:
+        key = self.instance.key or ""
         return (
             self.instance.pk is not None
             and "key" not in self.changed_data
-            and FACT_ASIDE_KEY_PATTERN.search(self.instance.key or "") is not None
+            and (FACT_ASIDE_KEY_PATTERN.search(key) is not None or invisible_in(key) is not None)
         )
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django import template
 
-from memory.models import FactKind, MemoryType, MessageRole
-from memory.models.choices import fact_kind_label
+from memory.models import MemoryType, MessageRole
+from memory.models.choices import fact_kind_label, is_owner_kind
 from memory.services.forgetting_plan import facts_total_text
 
 register = template.Library()
@@ -38,8 +38,8 @@ def fact_kind(kind: object) -> str:
 
 @register.filter
 def is_owner_fact(kind: object) -> bool:
-    """Whether a Fact row's kind is the owner's (FactKind.OWNER); a row without one is."""
-    return kind in (None, "") or str(kind) == FactKind.OWNER
+    """Whether a Fact row's kind is the owner's (memory.models.choices.is_owner_kind)."""
+    return is_owner_kind(kind)
 
 
 @register.filter

@@ -14,7 +14,12 @@ from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.fields import DateTimeInRangeField, JsonListField, StrictCharField
+from memory.api.fields import (
+    JSON_OBJECT_EXPECTED,
+    DateTimeInRangeField,
+    JsonListField,
+    StrictCharField,
+)
 from memory.api.serializers import StrictInputSerializer
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 from memory.models import MessageRole, MessageSource
@@ -36,7 +41,7 @@ BATCH_MAX = 500
 # Stored as "<account id>:<key>" in a 128-character column.
 IDEMPOTENCY_KEY_MAX = 100
 NOT_AN_OBJECT = "Chaque message doit être un objet JSON."
-BODY_NOT_AN_OBJECT = "Le corps de la requête doit être un objet JSON."
+BODY_NOT_AN_OBJECT = JSON_OBJECT_EXPECTED  # the one wording (memory.api.fields)
 
 
 class IdempotencyConflict(APIException):
@@ -112,7 +117,7 @@ class MessageInputSerializer(StrictInputSerializer):
 
 
 @extend_schema_field(MessageInputSerializer(many=True))
-class MessageItemsField(serializers.ListField):
+class MessageItemsField(JsonListField):
     """The raw items of a batch: each is validated by MessageInputSerializer, with its index."""
 
     child = serializers.JSONField()

@@ -43,6 +43,11 @@ class FactKind(models.TextChoices):
 FACT_KIND_LABELS: dict[str, str] = {**dict(FactKind.choices), FactKind.OWNER: "fait"}
 
 
+def is_owner_kind(kind: object) -> bool:
+    """Whether a Fact row's kind is the owner's (FactKind.OWNER); a row without one is."""
+    return kind in (None, "") or str(kind) == FactKind.OWNER
+
+
 def fact_kind_label(kind: object) -> str:
     """The French name of a Fact row's kind; a row without one is the owner's fact."""
     return FACT_KIND_LABELS.get(str(kind), FACT_KIND_LABELS[FactKind.OWNER])

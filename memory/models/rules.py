@@ -4,6 +4,7 @@ and the range validators of every bounded number (a fact's importance, the setti
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from django.core import validators
 from django.core.exceptions import ValidationError
@@ -45,18 +46,46 @@ FACT_KEY_INVISIBLE_MESSAGE = (
     "La clé d'un fait ne peut pas contenir de caractère invisible ou de contrôle "
     "(ici {code}) : elle ressemblerait à une autre clé sans en être une."
 )
-# Unicode categories of characters a key must not hold: format characters (zero-width
-# space and joiners, the byte-order mark, bidirectional controls), controls, line and
-# paragraph separators, private-use and unpaired surrogates.
-_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Zl", "Zp", "Co", "Cs"})
+# What a key must not hold, being seen as nothing or as a plain space: controls, line and
+# paragraph separators, private-use and unpaired surrogates, format characters (zero-width
+# space, joiners, the byte-order mark, bidirectional controls), spaces other than " ",
+# and Unicode's other default-ignorable code points (variation selectors, the combining
+# grapheme joiner, Hangul fillers...) with the blank braille pattern.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Zs", "Co", "Cs"})
+_IGNORABLE_RANGES = (
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
+# Joiners and selectors that are part of what is seen after a character of another script
+# or an emoji (👨‍👩‍👧, ❤️, a flag's tags, the Persian ZWNJ); after an ASCII one they hide.
+_JOINERS = frozenset({0x200C, 0x200D, 0xFE0E, 0xFE0F, *range(0xE0020, 0xE0080)})
+
+
+def _unseen(char: str, before: str) -> bool:
+    code = ord(char)
+    if code in _JOINERS and before and ord(before) > 0x7F:
+        return False
+    if char == " ":
+        return False
+    if unicodedata.category(char) in _INVISIBLE_CATEGORIES:
+        return True
+    return any(low <= code <= high for low, high in _IGNORABLE_RANGES)
 
 
 def invisible_in(value: str) -> str | None:
     """The first character of ``value`` nobody sees, as U+XXXX; None when there is none."""
-    import unicodedata
-
-    for char in value:
-        if unicodedata.category(char) in _INVISIBLE_CATEGORIES:
+    for index, char in enumerate(value):
+        if _unseen(char, value[index - 1] if index else ""):
             return f"U+{ord(char):04X}"
     return None
 

@@ -8,6 +8,7 @@ never one the owner took off.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping
 
 from memory.models import Actor, Fact, FactRevision, RevisionReason
@@ -62,11 +63,18 @@ def owner_kept_answer(
     kept = [
         _FIELD_SAID[name](fact)
         for name, given in (stated_fields or {}).items()
-        if name in _FIELD_SAID and name in owned and given != getattr(fact, name)
+        if name in _FIELD_SAID and name in owned and _differs(given, getattr(fact, name))
     ]
     if kept:
         said.append(OWNER_KEPT_FIELDS_MESSAGE.format(key=fact.key, fields=" ; ".join(kept)))
     return {"owner_kept": True, "message": " ".join(said)} if said else {}
+
+
+def _differs(given: object, kept: object) -> bool:
+    """A stated field against the owner's: numbers within float noise are the same."""
+    if isinstance(given, int | float) and isinstance(kept, int | float):
+        return not math.isclose(given, kept, abs_tol=1e-9)
+    return given != kept
 
 
 def kept_fields_stated(data: Mapping[str, object]) -> dict[str, object]:

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from memory.models import FactKind, FactRevision
-from memory.models.choices import fact_kind_label
+from memory.models import FactRevision
+from memory.models.choices import fact_kind_label, is_owner_kind
 from memory.services.forgetting_select import EXCERPT_CHARS, Selection, topic_terms
 from memory.services.search_hits import excerpt
 
@@ -212,7 +212,7 @@ def plan_of(topic: str, chosen: Selection) -> ForgetPlan:
 
 
 def _is_owner(entry: dict) -> bool:
-    return entry["kind"] == FactKind.OWNER
+    return is_owner_kind(entry["kind"])
 
 
 def _item_name(entry: dict) -> str:

@@ -154,3 +154,18 @@ def test_a_key_stored_before_invisible_characters_were_refused_is_exported_and_i
 
     assert report.created["fact"] == 1 and report.conflicts == []
     assert Fact.objects.get().key == "vi\u200blle"
+
+
+def test_the_admin_edits_a_fact_whose_old_key_holds_an_invisible_character(staff_client):
+    """The key, stored before invisible characters were refused, is kept as it is (its
+    shape checked), as fact_update keeps it: the admin refused the edit (review)."""
+    fact, _ = fact_store(key="ville", value="Nantes", actor=Actor.USER)
+    Fact.all_objects.filter(pk=fact.pk).update(key="vi\u200blle")
+    fact.refresh_from_db()
+
+    response = staff_client.post(
+        reverse("admin:memory_fact_change", args=[fact.pk]), _fact_form(fact, value="Rennes")
+    )
+
+    assert response.status_code == 302, unescape(response.content.decode())[:2000]
+    assert Fact.objects.get(pk=fact.pk).value == "Rennes"

@@ -154,3 +154,46 @@ def test_the_agents_patch_of_fields_the_owner_never_set_is_applied_without_a_wor
 
     assert response.status_code == 200
     assert "owner_kept" not in response.json() and response.json()["importance"] == 0.2
+
+
+def test_the_owners_importance_restated_within_float_noise_is_no_conflict(agent_api):
+    from memory.services.facts import fact_update
+
+    fact, _ = fact_store(key="poisson", value="Le poisson s'appelle Bulle", actor=Actor.AGENT)
+    fact_update(fact=fact, actor=Actor.USER, importance=0.3)
+
+    response = agent_api.patch(
+        f"{FACTS}/poisson", {"importance": 0.30000000000000004}, format="json"
+    )
+
+    assert response.status_code == 200
+    assert "owner_kept" not in response.json()
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["user_job\ufe0f", "user\u034fjob", "user_job\u3164", "user\u2800job", "user\u00a0job"],
+    ids=["variation-selector", "grapheme-joiner", "hangul-filler", "blank-braille", "nbsp"],
+)
+def test_a_key_with_a_look_alike_blank_is_refused_too(agent_api, owners_job, key):
+    response = agent_api.post(FACTS, {"key": key, "value": "Stagiaire chez Makilab"}, format="json")
+
+    assert response.status_code == 400, response.content
+    assert Fact.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "famille_👨\u200d👩\u200d👧",
+        "coeur_❤\ufe0f",
+        "drapeau_🏴\U000e0067\U000e0062\U000e007f",
+        "نامه\u200cها",
+    ],
+    ids=["family-emoji", "heart-emoji", "flag-tags", "persian-zwnj"],
+)
+def test_a_key_with_an_emoji_sequence_or_a_persian_joiner_is_taken(agent_api, key):
+    response = agent_api.post(FACTS, {"key": key, "value": "Une valeur"}, format="json")
+
+    assert response.status_code == 201, response.content
+    assert Fact.objects.get().key == key

@@ -33,6 +33,7 @@ def test_a_body_that_is_no_object_is_said_so(agent_api, body):
     [
         ("/api/v1/memory/facts", {"key": "velo", "value": "Un vélo", "subjects": "sport"}),
         ("/api/v1/memory/forget", {"topic": "vélo", "ids": "fact:1"}),
+        ("/api/v1/memory/messages", {"messages": "x"}),
     ],
 )
 def test_a_field_that_is_no_list_is_said_so(agent_api, url, body):
