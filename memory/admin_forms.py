@@ -20,7 +20,7 @@ from memory.models import (
 from memory.models.rules import invisible_in
 from memory.services.fact_ownership import STATED_FIELDS
 from memory.services.messages import channel_validate
-from memory.services.search import DATE_RANGE_MESSAGE, date_in_range
+from memory.services.search import DATE_RANGE_UTC_MESSAGE, moment_in_range
 from memory.services.self_memory_validate import agent_item_validate
 from memory.services.settings import EDITABLE_FIELDS, memory_settings_changes_clean
 
@@ -42,8 +42,8 @@ class FactAdminForm(forms.ModelForm):
         """The years every other writer accepts (the API, the import): a moment past them
         overflowed on its way to UTC (a 500) or made every later export unimportable."""
         expires_at = self.cleaned_data.get("expires_at")
-        if expires_at is not None and not date_in_range(expires_at):
-            raise ValidationError(DATE_RANGE_MESSAGE)
+        if expires_at is not None and not moment_in_range(expires_at):
+            raise ValidationError(DATE_RANGE_UTC_MESSAGE)
         return expires_at
 
     def clean_key(self):

@@ -19,13 +19,12 @@ in the year 999; at the calendar's ends the move itself overflows: refused in Fr
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time
+from datetime import datetime
 
 from django.db import models
-from django.utils import timezone
 from rest_framework import serializers
 
-from memory.services.search import DATE_YEARS, date_in_range
+from memory.services.search import DATE_RANGE_UTC_MESSAGE, moment_in_range
 
 FLOAT_OVERFLOW_MESSAGE = "Ce nombre est trop grand."
 # A value of the wrong JSON shape, in JSON's words (DRF names Python's types: "list").
@@ -33,10 +32,6 @@ FLOAT_OVERFLOW_MESSAGE = "Ce nombre est trop grand."
 JSON_OBJECT_EXPECTED = "Un objet JSON est attendu (des champs entre accolades)."
 JSON_LIST_EXPECTED = "Une liste JSON est attendue (des valeurs entre crochets)."
 STRING_REQUIRED_MESSAGE = "Une chaîne de caractères est attendue."
-DATE_RANGE_UTC_MESSAGE = (
-    f"Date hors de l'intervalle accepté : de l'an {DATE_YEARS[0]} à l'an {DATE_YEARS[1]} "
-    "en temps universel (UTC)."
-)
 
 
 class JsonListField(serializers.ListField):
@@ -86,25 +81,6 @@ class ApiModelSerializer(serializers.ModelSerializer):
         models.CharField: StrictCharField,
         models.TextField: StrictCharField,
     }
-
-
-def moment_in_utc(value: date) -> datetime | None:
-    """``value`` in UTC, None past the calendar. A date is its midnight and a naive moment
-    is in the current time zone, as DRF's DateTimeField reads them."""
-    if not isinstance(value, datetime):
-        value = datetime.combine(value, time.min)
-    if timezone.is_naive(value):
-        value = timezone.make_aware(value)
-    try:
-        return value.astimezone(UTC)
-    except OverflowError:
-        return None
-
-
-def moment_in_range(value: date) -> bool:
-    """Whether ``value`` is within the memory's years (date_in_range) in UTC."""
-    moment = moment_in_utc(value)
-    return moment is not None and date_in_range(moment)
 
 
 class DateTimeInRangeField(serializers.DateTimeField):

@@ -81,6 +81,10 @@ DATE_YEARS = (1000, 9998)
 DATE_RANGE_MESSAGE = (
     f"Date hors de l'intervalle accepté (de l'an {DATE_YEARS[0]} à l'an {DATE_YEARS[1]})."
 )
+DATE_RANGE_UTC_MESSAGE = (
+    f"Date hors de l'intervalle accepté : de l'an {DATE_YEARS[0]} à l'an {DATE_YEARS[1]} "
+    "en temps universel (UTC)."
+)
 BAD_RANGE_MESSAGE = "La fin doit être après le début."
 BAD_MEMORY_TYPE_MESSAGE = "Type de mémoire inconnu : « {value} »."
 
@@ -134,18 +138,43 @@ def _moment(value: str | date | None, field: str) -> datetime | None:
         if parsed is None:
             raise ValidationError({field: BAD_DATE_MESSAGE.format(value=value)})
         value = parsed
+    if not moment_in_range(value):
+        raise ValidationError({field: DATE_RANGE_UTC_MESSAGE})
     if not isinstance(value, datetime):
         value = datetime.combine(value, time.min)
-    if not date_in_range(value):
-        raise ValidationError({field: DATE_RANGE_MESSAGE})
     if timezone.is_naive(value):
         value = timezone.make_aware(value)
     return value
 
 
 def date_in_range(value: datetime) -> bool:
-    """Whether ``value`` is a moment the memory accepts (``DATE_YEARS``)."""
+    """Whether ``value`` is a moment the memory accepts (``DATE_YEARS``), in its own offset
+    (a stored moment, in UTC; the import's records, which keep the offset they were written
+    in). A moment a writer gives is checked in UTC: ``moment_in_range``."""
     return DATE_YEARS[0] <= value.year <= DATE_YEARS[1]
+
+
+def moment_in_utc(value: date) -> datetime | None:
+    """``value`` in UTC, None past the calendar. A date is its midnight and a naive moment
+    is in the current time zone, as DRF's DateTimeField reads them."""
+    from django.utils import timezone
+
+    if not isinstance(value, datetime):
+        value = datetime.combine(value, time.min)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        return None
+
+
+def moment_in_range(value: date) -> bool:
+    """Whether a moment a writer gives is within the memory's years in UTC, the time zone the
+    memory stores (checked in its own offset, 1000-01-01T00:30+05:00 was the year 999): the
+    one rule of the API's dates, the search filters and the admin's expiry."""
+    moment = moment_in_utc(value)
+    return moment is not None and date_in_range(moment)
 
 
 # The first and last moments of DATE_YEARS in UTC, the time zone the memory stores.

@@ -13,7 +13,7 @@ from memory.models import AgentItem, ChannelSettings, Fact, Forgetting
 from memory.services.facts import fact_store
 from memory.services.forgetting import topic_forget
 from memory.services.messages import BAD_CHANNEL
-from memory.services.search import DATE_RANGE_MESSAGE
+from memory.services.search import DATE_RANGE_UTC_MESSAGE
 from tests.memory.admin_forms import fact_admin_form
 
 pytestmark = pytest.mark.django_db
@@ -46,7 +46,7 @@ def test_an_expiry_outside_the_accepted_years_is_refused_on_the_add_form(admin_c
         reverse("admin:memory_fact_add"), fact_admin_form(expires_at_0=day, expires_at_1=hour)
     )
     assert response.status_code == 200
-    assert DATE_RANGE_MESSAGE in _shown(response)
+    assert DATE_RANGE_UTC_MESSAGE in _shown(response)
     assert not Fact.all_objects.filter(key="adm1").exists()
 
 
@@ -57,7 +57,7 @@ def test_an_expiry_outside_the_accepted_years_is_refused_on_the_change_form(admi
         fact_admin_form(expires_at_0="01/01/0001", expires_at_1="00:30"),
     )
     assert response.status_code == 200
-    assert DATE_RANGE_MESSAGE in _shown(response)
+    assert DATE_RANGE_UTC_MESSAGE in _shown(response)
     fact.refresh_from_db()
     assert fact.expires_at is None
 

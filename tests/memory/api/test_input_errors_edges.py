@@ -9,10 +9,9 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from memory.api.fields import DATE_RANGE_UTC_MESSAGE
 from memory.error_reasons import REASON_JSON_ERROR, json_error_what
 from memory.models import Fact, Message
-from memory.services.search import DATE_EDGES
+from memory.services.search import DATE_EDGES, DATE_RANGE_UTC_MESSAGE
 
 pytestmark = pytest.mark.django_db
 
