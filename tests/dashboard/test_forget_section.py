@@ -146,17 +146,28 @@ def test_the_preview_names_the_agents_items_by_their_kind_and_text_not_their_key
     assert plan.count('<span class="badge">fait</span>') == 1
 
 
-def test_an_old_value_of_the_agents_item_is_named_by_its_kind_not_its_key(
-    staff_client, memory, agent_items_about_the_wedding
-):
+def _wedding_preview(staff_client) -> str:
+    """The /memory forget preview of the wedding, as htmx asks for it."""
+    return staff_client.post(
+        "/memory/forget/preview/", {"topic": "mariage Marie Lisbonne"}, **HTMX
+    ).content.decode()
+
+
+def _old_value_of_the_agents_item(agent_items_about_the_wedding):
+    """The owner changed the agent's self item: its old value is a history line."""
     from memory.models import Actor
     from memory.services.facts import fact_update
 
     knows, _ = agent_items_about_the_wedding
     fact_update(fact=knows, actor=Actor.USER, value="Je connais Marie")
-    html = staff_client.post(
-        "/memory/forget/preview/", {"topic": "mariage Marie Lisbonne"}, **HTMX
-    ).content.decode()
+    return knows
+
+
+def test_an_old_value_of_the_agents_item_is_named_by_its_kind_not_its_key(
+    staff_client, memory, agent_items_about_the_wedding
+):
+    knows = _old_value_of_the_agents_item(agent_items_about_the_wedding)
+    html = _wedding_preview(staff_client)
     plan = html[html.index('class="plan"') : html.index("Confirmer l'oubli")]
 
     line = next(li for li in plan.split("<li>") if "historique" in li)
@@ -171,9 +182,7 @@ def test_the_preview_counts_the_owners_facts_and_the_agents_items_apart(
     from memory.services.facts import fact_store
 
     fact_store(key="mariage_marie", value="Marie se marie à Lisbonne le 14 juin")
-    html = staff_client.post(
-        "/memory/forget/preview/", {"topic": "mariage Marie Lisbonne"}, **HTMX
-    ).content.decode()
+    html = _wedding_preview(staff_client)
 
     assert "1 fait(s), 2 élément(s) de l&#x27;agent et 0 résumé(s)" in html
 
@@ -181,14 +190,8 @@ def test_the_preview_counts_the_owners_facts_and_the_agents_items_apart(
 def test_an_old_value_of_the_agents_item_is_counted_as_such(
     staff_client, memory, agent_items_about_the_wedding
 ):
-    from memory.models import Actor
-    from memory.services.facts import fact_update
-
-    knows, _ = agent_items_about_the_wedding
-    fact_update(fact=knows, actor=Actor.USER, value="Je connais Marie")
-    html = staff_client.post(
-        "/memory/forget/preview/", {"topic": "mariage Marie Lisbonne"}, **HTMX
-    ).content.decode()
+    _old_value_of_the_agents_item(agent_items_about_the_wedding)
+    html = _wedding_preview(staff_client)
 
     # Its lines (stored, then changed) both said the topic; the goal itself is taken.
     assert "2 ancienne(s) valeur(s) d&#x27;éléments de l&#x27;agent qui restent" in html

@@ -673,6 +673,18 @@ def test_a_call_alone_in_the_engine_gets_one_thread_while_other_pre_hooks_are_in
     assert slots.expected == 0 and slots.active == 0
 
 
+def _work_controller(app, pool: str):
+    """A Celery worker of 2 built, not started: its __init__ sends worker_init."""
+    return app.WorkController(
+        hostname=f"test-{pool}@%h",
+        pool_cls=pool,
+        concurrency=2,
+        without_heartbeat=True,
+        without_mingle=True,
+        without_gossip=True,
+    )
+
+
 def test_a_worker_in_the_process_gives_each_indexing_batch_its_share_of_the_cores(monkeypatch):
     """A Celery worker of 2 threads (serve's own) built in this process: an indexing batch
     alone in the engine gets one thread, not a team of every core that stalled beside the
@@ -691,14 +703,7 @@ def test_a_worker_in_the_process_gives_each_indexing_batch_its_share_of_the_core
     local = LocalEmbedder()
 
     local.embed_documents(["avant le worker"])
-    worker = app.WorkController(  # sends worker_init, as serve's EmbeddedWorker does
-        hostname="test-share@%h",
-        pool_cls="threads",
-        concurrency=2,
-        without_heartbeat=True,
-        without_mingle=True,
-        without_gossip=True,
-    )
+    worker = _work_controller(app, "threads")  # sends worker_init, as serve's EmbeddedWorker does
     local.embed_documents(["pendant le worker"])
     local.embed_query("une question pendant le worker")
     worker_shutdown.send(sender=worker)
@@ -707,14 +712,7 @@ def test_a_worker_in_the_process_gives_each_indexing_batch_its_share_of_the_core
     assert teams == [2, 1, 2, 2]
     assert slots.indexing_threads == 1
 
-    solo = app.WorkController(  # one task at a time: its batches keep every core
-        hostname="test-solo@%h",
-        pool_cls="solo",
-        concurrency=2,
-        without_heartbeat=True,
-        without_mingle=True,
-        without_gossip=True,
-    )
+    solo = _work_controller(app, "solo")  # one task at a time: its batches keep every core
     local.embed_documents(["pendant le worker solo"])
     worker_shutdown.send(sender=solo)
     assert teams == [2, 1, 2, 2, 2]

@@ -305,3 +305,15 @@ def test_the_preview_counts_the_owners_facts_and_the_agents_items_apart(agent_it
     plan = topic_forget_preview(topic="le mariage de Marie à Lisbonne")
 
     assert plan.counts_text() == ("2 échange(s), 1 fait(s), 2 élément(s) de l'agent et 1 résumé(s)")
+
+
+def test_a_fact_row_without_a_kind_is_counted_and_named_as_the_owners():
+    """One rule for "whose fact is it" (memory.models.choices.is_owner_kind): the dry run
+    called a row without a kind an agent's item while the page called it the owner's."""
+    from memory.services.forgetting_plan import ForgetPlan
+
+    plan = ForgetPlan(topic="vélo", selection="words")
+    plan.facts = [{"id": 1, "kind": "", "key": "velo", "value": "Un vélo rouge"}]
+
+    assert plan.counts_text() == "0 échange(s), 1 fait(s) et 0 résumé(s)"
+    assert "- fait velo : Un vélo rouge" in plan.as_text(owner=True)
