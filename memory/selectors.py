@@ -8,7 +8,15 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from memory.exceptions import FactNotFound
-from memory.models import Fact, FactKind, MemorySettings, Message, MessageRole, Summary
+from memory.models import (
+    Fact,
+    FactKind,
+    MemorySettings,
+    Message,
+    MessageRole,
+    Summary,
+    fact_key_composed,
+)
 from memory.stores.compiled import CompiledRead, int_param, param
 
 FACT_NOT_FOUND_MESSAGE = "Aucun fait avec la clé « {key} »."
@@ -58,10 +66,11 @@ def fact_list(
 def fact_get(*, key: str, any_kind: bool = False) -> Fact:
     """The owner's fact ``key``; ``any_kind``: also the agent's self and goal items."""
     facts = Fact.all_objects.filter(forgetting__isnull=True) if any_kind else Fact.objects
-    try:
-        return facts.get(key=key)
-    except Fact.DoesNotExist:
-        raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=key)) from None
+    # As stored (a key kept from before as typed), else composed as keys are stored now.
+    found = sorted(facts.filter(key__in={key, fact_key_composed(key)}), key=lambda f: f.key != key)
+    if not found:
+        raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=key))
+    return found[0]
 
 
 def message_written_at(message_id: int) -> datetime | None:

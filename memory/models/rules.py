@@ -103,6 +103,28 @@ def validate_fact_key(value: str) -> None:
         raise ValidationError(FACT_KEY_RESERVED_MESSAGE.format(key=value), code="reserved_key")
 
 
+def fact_key_composed(value: str) -> str:
+    """A key as a writer's statement is stored and looked up: trimmed, and composed
+    (NFC), so a « é » typed as « e » and a combining accent, which looks exactly alike,
+    is the same key."""
+    return unicodedata.normalize("NFC", value.strip())
+
+
+def fact_key_folded(value: str) -> str:
+    """What two keys that differ only in their letters' case share (« École_x » and
+    « école_x », « User_Job » and « user_job »): composed, then case-folded."""
+    return unicodedata.normalize("NFC", fact_key_composed(value).casefold())
+
+
+def fact_key_like(value: str) -> str:
+    """A LIKE pattern (ESCAPE '\\') that every key folding like ``value`` matches, for
+    SQLite, which folds the case of ASCII letters only: any other letter matches any one
+    character, and fact_key_folded then decides."""
+    return "".join(
+        "\\" + c if c in "%_\\" else c if ord(c) < 0x80 else "_" for c in fact_key_composed(value)
+    )
+
+
 FACT_VALUE_MAX_CHARS = 10_000
 FACT_VALUE_TOO_LONG_MESSAGE = (
     "La valeur d'un fait est limitée à {limit} caractères (celle-ci en a {length}) : "

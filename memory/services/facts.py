@@ -19,6 +19,9 @@ from memory.models import (
     MemoryType,
     Message,
     RevisionReason,
+    fact_key_composed,
+    fact_key_folded,
+    fact_key_like,
 )
 from memory.services.fact_ownership import (
     OWNER_ACTORS,
@@ -310,18 +313,38 @@ def fact_update(
 
 
 def key_as_stored(key: str, actor: str) -> str:
-    """The key a statement is about (fact_store, dedup.fact_remember): the agent's key in
-    other letters than a stored fact's is that fact's ("User_Job" is the owner's
-    "user_job": it started a second fact beside it, both in the prompt), so everything
-    after (the owner's lock, a forget's set-aside and undo) goes as for the exact key. Not
-    a key a forget set aside. SQLite's LIKE folds the case of ASCII letters only."""
-    key = key.strip()
-    if actor != Actor.AGENT or Fact.all_objects.filter(key=key).exists():
+    """The key a statement is about (fact_store, dedup.fact_remember): composed (NFC: an
+    accent typed apart looks exactly alike), or a key stored as typed before; and the
+    agent's key in other letters than a stored fact's is that fact's ("User_Job" or
+    "École_x" is the owner's "user_job" or "école_x": it started a second fact beside it,
+    both in the prompt), so everything after (the owner's lock, a forget's set-aside and
+    undo) goes as for the exact key. Not a key a forget set aside. One query: SQLite's
+    LIKE folds ASCII letters only, so any other letter matches any character there
+    (fact_key_like) and fact_key_folded decides here."""
+    typed = key.strip()
+    key = fact_key_composed(typed)
+    if actor != Actor.AGENT:
+        if key != typed and Fact.all_objects.filter(key=typed).exists():
+            return typed
         return key
-    folded = key.casefold()
-    stored = Fact.all_objects.filter(key__iexact=key).order_by("id").values_list("key", flat=True)
+    stored = list(
+        Fact.all_objects.extra(
+            where=[r"""("key" = %s OR "key" LIKE %s ESCAPE '\')"""],
+            params=[typed, fact_key_like(key)],
+        )
+        .order_by("id")
+        .values_list("key", flat=True)
+    )
+    for exact in (key, typed):
+        if exact in stored:
+            return exact
+    folded = fact_key_folded(key)
     return next(
-        (k for k in stored if k.casefold() == folded and not FACT_ASIDE_KEY_PATTERN.search(k)),
+        (
+            k
+            for k in stored
+            if fact_key_folded(k) == folded and not FACT_ASIDE_KEY_PATTERN.search(k)
+        ),
         key,
     )
 

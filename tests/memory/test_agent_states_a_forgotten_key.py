@@ -252,3 +252,22 @@ def test_mcp_remember_in_other_letters_answers_updated_not_added(vector_store, l
     assert list(Fact.objects.values_list("key", "value")) == [
         ("user_city", "Mickael habite à Bordeaux")
     ]
+
+
+@pytest.mark.parametrize(
+    "key", ["Ville_Préférée", "ville_pre\u0301fe\u0301re\u0301e", "VILLE_PRÉFÉRÉE"]
+)
+def test_mcp_remember_in_other_accented_letters_updates_the_stored_key(
+    vector_store, local_embedder, key
+):
+    """Only ASCII letters were folded: « VILLE_PRÉFÉRÉE », or the key with its accents
+    typed apart (which looks exactly alike), started a second fact, both in the prompt."""
+    fact_store(key="ville_préférée", value="Mickael préfère Lyon", actor="agent")
+
+    answer = _mcp("remember", {"key": key, "value": "Mickael préfère Bordeaux"})
+
+    assert not answer.is_error, answer.content[0].text
+    assert answer.structured_content["action"] == "updated"
+    assert list(Fact.objects.values_list("key", "value")) == [
+        ("ville_préférée", "Mickael préfère Bordeaux")
+    ]

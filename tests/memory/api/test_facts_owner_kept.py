@@ -197,3 +197,48 @@ def test_a_key_with_an_emoji_sequence_or_a_persian_joiner_is_taken(agent_api, ke
 
     assert response.status_code == 201, response.content
     assert Fact.objects.get().key == key
+
+
+@pytest.fixture
+def owners_school():
+    fact, _ = fact_store(key="école_des_enfants", value="École Jules Ferry", actor=Actor.USER)
+    return fact
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "École_des_enfants",
+        "ÉCOLE_DES_ENFANTS",
+        "e\u0301cole_des_enfants",
+        "E\u0301cole_des_enfants",
+    ],
+    ids=["capital-accented", "all-capitals", "decomposed", "capital-decomposed"],
+)
+def test_the_agents_key_in_other_accented_letters_or_composed_otherwise_is_the_owners(
+    agent_api, owners_school, key
+):
+    """Only ASCII letters were folded: the agent's « École_des_enfants » (or the same key
+    with its accent typed apart, which looks exactly alike) started a second fact beside
+    the owner's « école_des_enfants », and both went into the prompt."""
+    response = agent_api.post(FACTS, {"key": key, "value": "École Victor Hugo"}, format="json")
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["owner_kept"] is True
+    assert body["key"] == "école_des_enfants"
+    assert Fact.objects.count() == 1
+    assert Fact.objects.get().value == "École Jules Ferry"
+
+
+def test_a_key_with_its_accent_typed_apart_is_stored_composed(owner_api):
+    """The owner's key typed with a combining accent is the key a composed « é » reads:
+    found again by either spelling (the page's link, the agent's restatement)."""
+    response = owner_api.post(
+        FACTS, {"key": "cafe\u0301_pre\u0301fe\u0301re\u0301", "value": "Le Procope"}, format="json"
+    )
+
+    assert response.status_code == 201, response.content
+    assert Fact.objects.get().key == "café_préféré"
+    assert owner_api.get(f"{FACTS}/cafe\u0301_pre\u0301fe\u0301re\u0301").status_code == 200
+    assert owner_api.get(f"{FACTS}/café_préféré").status_code == 200
