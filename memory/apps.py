@@ -13,9 +13,14 @@ class MemoryConfig(AppConfig):
         sqlite_memstatus_off()
 
         # A Celery worker in this process shares the cores between its indexing threads.
-        from celery.signals import worker_init, worker_shutdown
+        from celery.signals import task_prerun, worker_init, worker_shutdown
 
-        from memory.stores.local_engine import worker_shares_cores, worker_stopped
+        from memory.stores.local_engine import (
+            worker_shares_cores,
+            worker_stopped,
+            worker_thread_yields,
+        )
 
         worker_init.connect(worker_shares_cores, weak=False, dispatch_uid="memory-engine-share")
         worker_shutdown.connect(worker_stopped, weak=False, dispatch_uid="memory-engine-free")
+        task_prerun.connect(worker_thread_yields, weak=False, dispatch_uid="memory-worker-yields")

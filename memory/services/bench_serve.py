@@ -6,7 +6,10 @@ empty Qdrant Edge collection (the better of the two counts). Then a real `manage
 with the embedded defaults (in-process broker and worker), N messages are
 posted to it over HTTP (``POST /api/memory/messages``, one request each, from
 a few client threads, as channels post them), and the SQLite file is read
-until every message is indexed.
+until every message is indexed. Meanwhile a probe asks ``POST /api/memory/context``
+(the pre-hook) every PROBE_GAP_S, as the agent does for each message it answers;
+once all is indexed it asks as many again on the quiet service: their p50/p95 side by
+side, and the ratio, say what the indexing costs the pre-hook.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import uuid
@@ -35,6 +39,7 @@ FLOOR_BATCH = 32
 # Issue 15's target: serve indexes at least 0.8 of the bare embed + upsert floor.
 TARGET_FLOOR_SHARE = 0.8
 CLIENTS = 4
+PROBE_GAP_S = 0.2
 OWNER, PASSWORD = "bench-owner", "un-mot-de-passe-de-benchmark"
 INTEGRATIONS = ("DJANGO_", "MAKILAB_", "CELERY_", "QDRANT_", "VOYAGE_", "ANTHROPIC_", "OBSIDIAN_")
 
@@ -107,19 +112,85 @@ def _wait_up(base: str, server: subprocess.Popen, timeout_s: float = 180) -> Non
     raise RuntimeError("serve did not answer in time")
 
 
-def _post(base: str, token: str, body: dict) -> float:
-    """POST one message; how long the service took to answer (ms)."""
+def _api(base: str, token: str, path: str, body: dict, status: int) -> float:
+    """POST ``body`` to the API's ``path``; how long the service took to answer (ms)."""
     started = time.perf_counter()
     request = urllib.request.Request(
-        f"{base}/api/memory/messages",
+        f"{base}/api/memory/{path}",
         data=json.dumps(body).encode(),
         headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
         method="POST",
     )
     with urllib.request.urlopen(request, timeout=60) as response:
-        if response.status != 201:
-            raise RuntimeError(f"POST /api/memory/messages answered {response.status}")
+        if response.status != status:
+            raise RuntimeError(f"POST /api/memory/{path} answered {response.status}")
     return (time.perf_counter() - started) * 1000
+
+
+def _post(base: str, token: str, body: dict) -> float:
+    """POST one message (ms)."""
+    return _api(base, token, "messages", body, 201)
+
+
+def _context(base: str, token: str, i: int) -> float:
+    """One pre-hook over HTTP (its text not asked before: no query cache); ms."""
+    question = f"Où en est {TOPICS[i % len(TOPICS)]} ? ({i})"
+    return _api(base, token, "context", {"message": question, "channel": "sonde"}, 200)
+
+
+def _probe(base: str, token: str, until: threading.Event, first: int) -> list[float]:
+    """The pre-hook every PROBE_GAP_S until ``until`` is set: each call's ms."""
+    latencies: list[float] = []
+    while not until.is_set():
+        latencies.append(_context(base, token, first + len(latencies)))
+        until.wait(PROBE_GAP_S)
+    return latencies
+
+
+def _burst(
+    base: str, token: str, bodies: list[dict], database: Path, *, probe: bool
+) -> tuple[Timing, float, float, list[float]]:
+    """POST ``bodies`` from CLIENTS threads, then wait until every message is indexed:
+    (the POSTs' timing, seconds to post, seconds until all indexed, the probe's ms)."""
+    target = _indexed(database) + len(bodies)
+    done = threading.Event()
+    start = time.perf_counter()
+    with ThreadPoolExecutor(CLIENTS + 1) as pool:
+        probed = pool.submit(_probe, base, token, done, target) if probe else None
+        try:
+            posts = Timing("posts", list(pool.map(lambda body: _post(base, token, body), bodies)))
+            posted_s = time.perf_counter() - start
+            while _indexed(database) < target:
+                if time.perf_counter() - start > 3600:
+                    raise RuntimeError(
+                        f"only {_indexed(database)} of {target} indexed after an hour"
+                    )
+                time.sleep(0.1)
+            total_s = time.perf_counter() - start
+        finally:
+            done.set()
+        return posts, posted_s, total_s, probed.result() if probed is not None else []
+
+
+def _settled(pid: int, timeout_s: float = 120) -> None:
+    """Wait until the process uses under a tenth of a core over a second (Linux's /proc;
+    elsewhere, a few seconds)."""
+    stat = Path(f"/proc/{pid}/stat")
+    if not stat.exists():
+        time.sleep(5)
+        return
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def cpu_s() -> float:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        used = cpu_s()
+        time.sleep(1)
+        if cpu_s() - used < 0.1:
+            return
 
 
 def _indexed(database: Path) -> int:
@@ -155,18 +226,20 @@ def serve_indexing_benchmark(*, n: int, out: Callable[[str], None]) -> dict[str,
                 {"channel": f"canal{i % 3}", "role": "user", "content": text}
                 for i, text in enumerate(texts)
             ]
-            start = time.perf_counter()
-            with ThreadPoolExecutor(CLIENTS) as pool:
-                posts = Timing(
-                    "posts", list(pool.map(lambda body: _post(base, token, body), bodies))
-                )
-            posted_s = time.perf_counter() - start
             database = folder / "data" / "makilab.sqlite3"
-            while _indexed(database) < n:
-                if time.perf_counter() - start > 3600:
-                    raise RuntimeError(f"only {_indexed(database)} of {n} indexed after an hour")
-                time.sleep(0.1)
-            total_s = time.perf_counter() - start
+            posts, posted_s, total_s, _ = _burst(base, token, bodies, database, probe=False)
+            # A second burst (half as many) with the pre-hook asked meanwhile: its CPU
+            # is the indexing's loss, so the rate above is measured without it.
+            _context(base, token, -1)  # the pre-hook's first call (the warm-up's share)
+            second = [
+                {"channel": f"canal{i % 3}", "role": "user", "content": text}
+                for i, text in enumerate(_texts(n + max(1, n // 2))[n:])
+            ]
+            busy = Timing("context", _burst(base, token, second, database, probe=True)[3])
+            _settled(server.pid)  # its upkeep after the burst (index build, merges) done
+            quiet = Timing(
+                "context", [_context(base, token, 10**6 + i) for i in range(len(busy.samples_ms))]
+            )
         finally:
             server.terminate()
             server.communicate(timeout=60)
@@ -186,6 +259,12 @@ def serve_indexing_benchmark(*, n: int, out: Callable[[str], None]) -> dict[str,
             f"{'met' if ratio >= TARGET_FLOOR_SHARE else 'not met'}"
         )
         out(posts.line() + "  (one POST, while the worker indexes)")
+        out(busy.line() + f"  (the pre-hook over HTTP every {PROBE_GAP_S:g} s, while it indexes)")
+        out(quiet.line() + "  (the same on the quiet service, after)")
+        out(
+            f"ratio     pre-hook while indexing / quiet: p50 {busy.ratio(quiet, 50):.2f}x  "
+            f"p95 {busy.ratio(quiet, 95):.2f}x"
+        )
         return {"floor": floor, "serve": rate, "ratio": rate / floor}
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -152,6 +152,25 @@ def worker_stopped(**_: Any) -> None:
     _engine_slots.indexing_threads = 1
 
 
+# How much lower than the requests a worker's task thread runs (nice; Linux's threads).
+WORKER_NICE = 10
+
+
+def worker_thread_yields(task: Any = None, **_: Any) -> None:
+    """Celery's task_prerun: the worker thread running a task gives the cores to the
+    requests first (a lower priority for this thread, kept for its life: only a privileged
+    process may raise it back). Not for a task run inline (eager) in a request's thread."""
+    request = getattr(task, "request", None)
+    if request is None or getattr(request, "is_eager", False):
+        return
+    try:
+        tid = threading.get_native_id()
+        if os.getpriority(os.PRIO_PROCESS, tid) < WORKER_NICE:
+            os.setpriority(os.PRIO_PROCESS, tid, WORKER_NICE)
+    except (AttributeError, OSError):  # no per-thread priority here
+        pass
+
+
 def query_gets_every_core() -> bool:
     """Whether a query embedded now would run on a team of every core: more than one
     core, nothing else in the engine, no other pre-hook in flight (``enter``'s rule)."""

@@ -50,6 +50,21 @@ def test_benchmark_serve_indexing_feeds_a_real_serve_over_http_until_all_is_inde
     assert ratio and verdict and verdict.group(1) == ratio.group(1)
     assert verdict.group(2) == ("met" if float(ratio.group(1)) >= 0.8 else "not met")
     assert re.search(r"posts\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms .*\(n=40\)", text)
+    # The pre-hook asked while a second burst is indexed, then as often on the quiet service.
+    busy = re.search(
+        r"context\s+p50\s+([\d.]+) ms\s+p95\s+([\d.]+) ms .*\(n=(\d+)\)\s+\(the pre-hook over HTTP every",
+        text,
+    )
+    quiet = re.search(
+        r"context\s+p50\s+([\d.]+) ms\s+p95\s+([\d.]+) ms .*\(n=(\d+)\)\s+\(the same on the quiet service",
+        text,
+    )
+    assert busy and quiet and busy.group(3) == quiet.group(3) and int(busy.group(3)) >= 1
+    ratios = re.search(r"pre-hook while indexing / quiet: p50 ([\d.]+)x\s+p95 ([\d.]+)x", text)
+    assert ratios
+    assert float(ratios.group(1)) == pytest.approx(
+        float(busy.group(1)) / float(quiet.group(1)), abs=0.01
+    )
     assert list(Message.objects.values_list("content", flat=True)) == ["le vrai message"]
 
 
