@@ -15,6 +15,7 @@ from memory.models import (
     ChannelSettings,
     Fact,
     MemorySettings,
+    fact_key_composed,
     validate_fact_key_shape,
 )
 from memory.models.rules import invisible_in
@@ -48,6 +49,8 @@ class FactAdminForm(forms.ModelForm):
 
     def clean_key(self):
         key = self.cleaned_data["key"]
+        if not self._keeps_its_key():
+            key = fact_key_composed(key)  # an accent typed apart is the composed key
         if Fact.all_objects.filter(key=key).exclude(pk=self.instance.pk).exists():
             raise ValidationError(KEY_TAKEN_MESSAGE.format(key=key))
         if self._keeps_its_key():

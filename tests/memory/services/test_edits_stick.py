@@ -310,3 +310,24 @@ def test_memory_renders_even_with_a_slash_key_in_the_database(staff_client):
     Fact.all_objects.filter(pk=fact.pk).update(key="a/b")
     response = staff_client.get("/memory/")
     assert response.status_code == 200
+
+
+def test_the_admin_stores_a_key_typed_with_its_accent_apart_composed(staff_client):
+    """The admin's key with a combining accent is the key a composed « é » reads: stored
+    composed, so the agent's restatement and the pages find it; the decomposed twin of
+    another fact's key is that key, taken."""
+    fact, _ = fact_store(key="ancienne_clé", value="v", actor=Actor.USER)
+    fact_store(key="café_préféré", value="Le Procope", actor=Actor.USER)
+
+    response = staff_client.post(
+        f"/admin/memory/fact/{fact.pk}/change/", fact_admin_form(key="e\u0301cole")
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Fact.objects.get(pk=fact.pk).key == "école"
+
+    response = staff_client.post(
+        f"/admin/memory/fact/{fact.pk}/change/",
+        fact_admin_form(key="cafe\u0301_pre\u0301fe\u0301re\u0301"),
+    )
+    assert response.status_code == 200 and "déjà prise" in response.content.decode()
+    assert Fact.objects.get(pk=fact.pk).key == "école"
