@@ -104,10 +104,10 @@ def validate_fact_key(value: str) -> None:
 
 
 def fact_key_composed(value: str) -> str:
-    """A key as a writer's statement is stored and looked up: trimmed, and composed
-    (NFC), so a « é » typed as « e » and a combining accent, which looks exactly alike,
-    is the same key."""
-    return unicodedata.normalize("NFC", value.strip())
+    """A key as every writer stores it and a lookup reads it: composed (NFC), so a « é »
+    typed as « e » and a combining accent, which looks exactly alike, is the same key
+    (migration 0027 composed the keys stored before)."""
+    return unicodedata.normalize("NFC", value)
 
 
 def fact_key_folded(value: str) -> str:

@@ -18,6 +18,7 @@ from memory.models import (
     MemorySettings,
     Message,
     Summary,
+    fact_key_composed,
     validate_fact_key_shape,
 )
 from memory.models.rules import invisible_in
@@ -313,7 +314,8 @@ class Importer:
             raise ImportLineError(
                 line, UNKNOWN_REF.format(name="source_message", id=source_message)
             )
-        key = values["key"]
+        # Composed, as every writer stores keys (an older export may hold one typed apart).
+        key = values["key"] = fact_key_composed(values["key"])
         if key in self.fact_keys:
             raise ImportLineError(line, DUPLICATE_KEY.format(key=key))
         self.fact_keys.add(key)

@@ -169,3 +169,38 @@ def test_the_admin_edits_a_fact_whose_old_key_holds_an_invisible_character(staff
 
     assert response.status_code == 302, unescape(response.content.decode())[:2000]
     assert Fact.objects.get(pk=fact.pk).value == "Rennes"
+
+
+def test_a_key_typed_with_its_accent_apart_is_imported_composed():
+    """An export from before keys were composed holds « e » and a combining accent: it
+    comes back as the composed key every writer stores, and meets this memory's fact."""
+    fact, _ = fact_store(key="école", value="Jules Ferry", actor=Actor.USER)
+    Fact.all_objects.filter(pk=fact.pk).update(key="e\u0301cole")
+    lines = list(export_lines())
+
+    Fact.all_objects.all().delete()
+    fact_store(key="école", value="Jules Ferry", actor=Actor.USER)
+    report = memory_import_lines(lines)
+
+    assert report.created.get("fact", 0) == 0 and report.conflicts == []
+    assert list(Fact.objects.values_list("key", flat=True)) == ["école"]
+
+
+def test_the_migration_composes_the_stored_keys_it_can():
+    """Migration 0027: a key typed apart is composed, unless a fact holds that key."""
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("memory.migrations.0027_fact_keys_composed")
+    alone, _ = fact_store(key="ete", value="v", actor=Actor.USER)
+    twin, _ = fact_store(key="cafe", value="v", actor=Actor.USER)
+    fact_store(key="café", value="w", actor=Actor.USER)
+    Fact.all_objects.filter(pk=alone.pk).update(key="e\u0301te\u0301")
+    Fact.all_objects.filter(pk=twin.pk).update(key="cafe\u0301")
+
+    migration.keys_compose(apps, None)
+
+    assert Fact.all_objects.get(pk=alone.pk).key == "été"
+    assert Fact.all_objects.get(pk=twin.pk).key == "cafe\u0301"
+    assert Fact.objects.filter(key="café").count() == 1
