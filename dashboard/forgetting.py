@@ -14,6 +14,7 @@ from django import forms
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
@@ -97,7 +98,7 @@ def forget_confirm(request: HttpRequest) -> HttpResponse:
         message = (
             f"Oublié : {c['exchanges']} échange(s), {facts_total_text(c['facts'])}, "
             f"{c['summaries']} résumé(s). Annulable jusqu'au "
-            f"{result.purge_after:%d/%m/%Y}."
+            f"{timezone.localtime(result.purge_after):%d/%m/%Y}."
         )
     if result.ids_not_taken:  # a preview gone stale meanwhile: said, not dropped silently
         message += f" {result.not_taken_text()}"

@@ -75,6 +75,11 @@ class Forgetting(models.Model):
     def __str__(self) -> str:
         return f"{self.topic[:60]} ({self.state})"
 
+    @property
+    def undoable(self) -> bool:
+        """Active and within its window: an undo may still give back what it took."""
+        return self.state == ForgettingState.ACTIVE and self.purge_after > timezone.now()
+
 
 def forgetting_link(*, related_name: str) -> models.ForeignKey:
     """The forget that took a row (None: the row is in memory). PROTECT: a forget's row

@@ -79,6 +79,10 @@ PURGED_TOPIC = "[sujet effacé]"
 FORGET_NOTE = "oubli d'un sujet (n° {id})"
 ALREADY_PURGED_MESSAGE = "Cet oubli a été effacé définitivement : il ne peut plus être annulé."
 NOT_ACTIVE_MESSAGE = "Cet oubli a déjà été annulé."
+WINDOW_PASSED_MESSAGE = (
+    "Le délai d'annulation de cet oubli est passé : il est définitif (ce qu'il a pris sera "
+    "effacé au prochain passage de la purge)."
+)
 FORGETTING_NOT_FOUND_MESSAGE = "Aucun oubli n° {id}."
 
 
@@ -237,6 +241,8 @@ def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
         raise MemoryServiceError(ALREADY_PURGED_MESSAGE)
     if forgetting.state != ForgettingState.ACTIVE:
         raise MemoryServiceError(NOT_ACTIVE_MESSAGE)
+    if not forgetting.undoable:  # its window passed, the hourly purge not run yet
+        raise MemoryServiceError(WINDOW_PASSED_MESSAGE)
     roots = list(
         Message.all_objects.filter(forgetting=forgetting, reply_to__isnull=True).values_list(
             "id", flat=True

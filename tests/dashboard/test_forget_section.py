@@ -217,3 +217,20 @@ def test_the_template_tells_the_owners_facts_by_the_model_value_not_a_literal():
 
     source = get_template("dashboard/memory/_forget.html").template.source
     assert '"owner"' not in source and "'owner'" not in source
+
+
+def test_the_confirmation_gives_the_undo_date_the_list_gives(staff_client, memory):
+    """At 23:30 UTC (00:30 in Paris) the confirmation said « Annulable jusqu'au » the UTC
+    date while the list said « définitif le » the next day, Paris's (black-box QA)."""
+    import datetime as dt
+
+    import time_machine
+
+    moment = dt.datetime(2026, 11, 29, 23, 30, tzinfo=dt.UTC)
+    with time_machine.travel(moment, tick=False):
+        response = staff_client.post(
+            "/memory/forget/confirm/", {"topic": "le mariage de Marie à Lisbonne"}, **HTMX
+        )
+    html = response.content.decode()
+    assert "Annulable jusqu&#x27;au 07/12/2026." in html, html
+    assert "définitif le 07/12/2026" in html

@@ -217,3 +217,28 @@ def test_a_confirm_of_the_previews_own_ids_says_nothing_more(agent_api, memory):
 
     assert taken.status_code == 201
     assert "ids_not_taken" not in taken.json() and "message" not in taken.json()
+
+
+def test_a_forget_past_its_undo_window_cannot_be_undone_before_the_purge_runs(
+    agent_api, owner_api, staff_client, memory
+):
+    """The undo window is the promise: a forget whose window has passed (a retention of 0
+    days, or the hourly purge not run yet) was still undone; it is final, and says so."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.models import Forgetting
+
+    created = agent_api.post("/api/memory/forget", {"topic": "chien Marie"}, format="json")
+    assert created.status_code == 201, created.content
+    Forgetting.objects.filter(pk=created.json()["id"]).update(
+        purge_after=timezone.now() - timedelta(seconds=1)
+    )
+
+    response = owner_api.post(f"/api/memory/forgettings/{created.json()['id']}/restore")
+    assert response.status_code == 400, response.content
+    assert "délai d'annulation" in response.json()["message"]
+    assert not Message.objects.filter(content__contains="Filou").exists()
+    page = staff_client.get("/memory/").content.decode()
+    assert "Annuler l&#x27;oubli" not in page and "Annuler l'oubli" not in page
