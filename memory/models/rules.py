@@ -110,18 +110,25 @@ def fact_key_composed(value: str) -> str:
     return unicodedata.normalize("NFC", value)
 
 
+# What separates a key's words: the prompt and the pages show "user_job" as "user job".
+_KEY_SEPARATORS = re.compile(r"[\s_\-]+")
+
+
 def fact_key_folded(value: str) -> str:
-    """What two keys that differ only in their letters' case share (« École_x » and
-    « école_x », « User_Job » and « user_job »): composed, then case-folded."""
-    return unicodedata.normalize("NFC", fact_key_composed(value).casefold())
+    """What keys that look alike share, for the agent's statements: letter case
+    (« École_x », « école_x »), letters' width (« ＵＳＥＲ » is « user »: NFKC) and the
+    separators between words (« user job », « user-job », « user_job »)."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", value).casefold())
+    return _KEY_SEPARATORS.sub("_", folded)
 
 
 def fact_key_like(value: str) -> str:
-    """A LIKE pattern (ESCAPE '\\') that every key folding like ``value`` matches, for
-    SQLite, which folds the case of ASCII letters only: any other letter matches any one
-    character, and fact_key_folded then decides."""
+    """A LIKE pattern (ESCAPE '\\') that the keys folding like ``value`` match, for SQLite,
+    which folds the case of ASCII letters only: any other letter, and any separator,
+    matches any one character, and fact_key_folded then decides."""
     return "".join(
-        "\\" + c if c in "%_\\" else c if ord(c) < 0x80 else "_" for c in fact_key_composed(value)
+        "_" if ord(c) >= 0x80 or c in " -_" or c.isspace() else "\\" + c if c in "%\\" else c
+        for c in fact_key_composed(value)
     )
 
 

@@ -97,13 +97,25 @@ def test_the_schema_documents_the_owner_kept_answer(owner_api):
         assert not {"owner_kept", "message"} & set(component.get("required", []))
 
 
-@pytest.mark.parametrize("key", ["User_Job", "USER_JOB", "user_job "])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "User_Job",
+        "USER_JOB",
+        "user_job ",
+        "\uff35\uff33\uff25\uff32_\uff2a\uff2f\uff22",  # fullwidth letters
+        "user job",
+        "user-job",
+        "User Job",
+    ],
+)
 def test_the_agent_restating_the_owners_key_in_other_letters_meets_the_owners_value(
     agent_api, owners_job, key
 ):
     """Keys were matched letter for letter: the agent's "User_Job" started a second fact
     beside the owner's, and both went into the prompt. The agent's key is the owner's fact
-    whatever its letter case, and the owner's value stays."""
+    whatever its letter case, its letters' width, or the separators between its words
+    (the prompt shows "user_job" as "user job"), and the owner's value stays."""
     response = agent_api.post(FACTS, {"key": key, "value": "Stagiaire chez Makilab"}, format="json")
 
     _assert_owner_kept(response)
