@@ -45,6 +45,10 @@ MANIFEST_FILE = "backup.json"
 MEMORY_TABLES = ("core_memory", "messages", "memory_summary")
 
 BACKUP_EXISTS = "Le dossier {dir} contient déjà une sauvegarde : choisissez un autre dossier."
+BACKUP_INTO_LIVE = (
+    "Le dossier {dir} est celui de la mémoire en service : choisissez un autre dossier "
+    "pour la sauvegarde."
+)
 BACKUP_NOT_A_FOLDER = (
     "{dir} est un fichier, pas un dossier : la sauvegarde s'écrit dans un dossier nouveau ou vide."
 )
@@ -158,6 +162,9 @@ def _backup_folder_make(directory: Path) -> None:
     """The backup's folder, made if missing; refused when it is a file, holds a backup, or
     the system will not let it be read or made (a folder on the way closed, a file)."""
     try:
+        live = Path(str(connection.settings_dict["NAME"]))
+        if live.is_file() and directory.exists() and directory.resolve() == live.resolve().parent:
+            raise MemoryServiceError(BACKUP_INTO_LIVE.format(dir=directory))
         if (directory / DATABASE_FILE).exists() or (directory / MANIFEST_FILE).exists():
             raise MemoryServiceError(BACKUP_EXISTS.format(dir=directory))
         if directory.exists() and not directory.is_dir():

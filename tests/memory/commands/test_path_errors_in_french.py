@@ -196,3 +196,20 @@ def test_a_path_the_system_refuses_is_said_in_french(refused, case):
     message, path = refused[case]
 
     assert message == EXPECTED[case].format(path=path)
+
+
+@pytest.mark.django_db
+def test_a_backup_into_the_live_data_folder_says_so():
+    """The data folder in use was refused as « contient déjà une sauvegarde » (black-box QA):
+    it holds the memory's own database, and the message says that."""
+    from pathlib import Path
+
+    from django.db import connection
+
+    live = Path(connection.settings_dict["NAME"]).parent
+    message = _refusal("memory_backup", str(live))
+
+    assert message == (
+        f"Le dossier {live} est celui de la mémoire en service : choisissez un autre dossier "
+        "pour la sauvegarde."
+    )
