@@ -229,15 +229,19 @@ class FactInputSerializer(_FactFieldsSerializer):
 class FactPatchSerializer(_FactFieldsSerializer):
     """Body of PATCH /facts/<key>: only the fields given change."""
 
+    # Not nullable here (the schema said it was, and null was refused): a fact keeps one.
+    importance = FrenchFloatField(
+        required=False,
+        min_value=_IMPORTANCE_MIN,
+        max_value=_IMPORTANCE_MAX,
+        error_messages={"null": IMPORTANCE_REQUIRED_MESSAGE},
+        help_text="0 à 1.",
+    )
+
     def __init__(self, *args, **kwargs):
         # Partial: absent fields are neither required nor given their defaults.
         kwargs.setdefault("partial", True)
         super().__init__(*args, **kwargs)
-
-    def validate_importance(self, value: float | None) -> float:
-        if value is None:
-            raise serializers.ValidationError(IMPORTANCE_REQUIRED_MESSAGE)
-        return value
 
 
 class FactRevisionSerializer(serializers.ModelSerializer):

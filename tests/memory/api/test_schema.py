@@ -86,3 +86,19 @@ def test_the_schema_is_generated_without_a_warning(tmp_path):
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "s.yaml"))
     schema = (tmp_path / "s.yaml").read_text()
     assert "bearerAuth" in schema and "scheme: bearer" in schema
+
+
+def test_a_patch_importance_is_described_as_it_is_checked(agent_api):
+    """The schema said PATCH took importance null, which answered 400 (black-box QA)."""
+    from memory.api.serializers import IMPORTANCE_REQUIRED_MESSAGE
+    from memory.services.facts import fact_store
+
+    schema = agent_api.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    patch = schema["paths"]["/api/v1/memory/facts/{key}"]["patch"]
+    ref = patch["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    importance = schema["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"]["importance"]
+    assert not importance.get("nullable", False)
+    fact_store(key="k", value="v")
+    response = agent_api.patch("/api/v1/memory/facts/k", {"importance": None}, format="json")
+    assert response.status_code == 400
+    assert response.json()["extra"]["fields"]["importance"] == [IMPORTANCE_REQUIRED_MESSAGE]
