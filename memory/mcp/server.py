@@ -103,6 +103,12 @@ _PYDANTIC_FRENCH = {
     "greater_than_equal": "doit être au moins {ge}",
     "less_than_equal": "doit être au plus {le}",
     "literal_error": "doit valoir {expected}",
+    "string_too_short": "doit contenir au moins {min_length} caractère(s)",
+    "string_too_long": "doit contenir au plus {max_length} caractères",
+    "too_short": "doit contenir au moins {min_length} élément(s)",
+    "too_long": "doit contenir au plus {max_length} éléments",
+    "greater_than": "doit être plus grand que {gt}",
+    "less_than": "doit être plus petit que {lt}",
 }
 
 

@@ -209,6 +209,24 @@ def test_bad_input_is_an_mcp_tool_error_with_a_french_message(live_server, token
     assert not Fact.all_objects.exists()
 
 
+def test_a_text_too_short_or_too_long_says_its_bounds_in_french(live_server, token):
+    """« reason : valeur invalide. » said nothing of what was wrong (black-box QA)."""
+
+    async def steps(client):
+        return (
+            await client.call_tool("self_forget", {"id": 1, "reason": ""}),
+            await client.call_tool("self_forget", {"id": 1, "reason": "x" * 10_000}),
+        )
+
+    short, long = _run(f"{live_server.url}/mcp", {"Authorization": f"Bearer {token}"}, steps)
+    assert short.is_error and long.is_error
+    assert short.content[0].text == (
+        "Entrée invalide pour self_forget : reason : doit contenir au moins 1 caractère(s)."
+    )
+    assert "reason : doit contenir au plus " in long.content[0].text
+    assert "valeur invalide" not in short.content[0].text + long.content[0].text
+
+
 def test_an_unexpected_failure_is_a_french_tool_error_without_its_details(
     live_server, token, monkeypatch
 ):
