@@ -137,7 +137,9 @@ class ForgetResult:
         return {
             "forgetting_id": self.forgetting_id,
             "counts": self.counts,
-            "purge_after": self.purge_after.isoformat() if self.purge_after else None,
+            "purge_after": timezone.localtime(self.purge_after).isoformat()
+            if self.purge_after
+            else None,
             "selection": self.selection,
             "ids_not_taken": self.ids_not_taken,
         }
@@ -170,7 +172,7 @@ def plan_of(topic: str, chosen: Selection) -> ForgetPlan:
         {
             "id": root.id,
             "channel": root.channel,
-            "date": root.created_at.isoformat(),
+            "date": timezone.localtime(root.created_at).isoformat(),
             "excerpt": excerpt(root.content, terms, size=EXCERPT_CHARS),
             "score": chosen.scores.get(f"message:{root.id}"),
         }
@@ -201,7 +203,7 @@ def plan_of(topic: str, chosen: Selection) -> ForgetPlan:
             "id": line.id,
             "key": line.fact.key,
             "kind": line.fact.kind,
-            "date": line.created_at.isoformat(),
+            "date": timezone.localtime(line.created_at).isoformat(),
             "excerpt": FORGOTTEN_VALUE
             if line.fact.forgotten
             else excerpt(_line_text(line, terms), terms, size=EXCERPT_CHARS),

@@ -242,3 +242,17 @@ def test_a_forget_past_its_undo_window_cannot_be_undone_before_the_purge_runs(
     assert not Message.objects.filter(content__contains="Filou").exists()
     page = staff_client.get("/memory/").content.decode()
     assert "Annuler l&#x27;oubli" not in page and "Annuler l'oubli" not in page
+
+
+def test_the_dry_runs_dates_are_in_the_services_time_zone_as_every_other_date(agent_api, memory):
+    """The dry run's dates were in UTC (+00:00) where every other answer's are in Paris's
+    time (+01:00 / +02:00): the same moment read an hour apart (black-box QA)."""
+    from django.utils import timezone
+
+    preview = agent_api.post(
+        "/api/memory/forget", {"topic": "mariage Marie Lisbonne", "dry_run": True}, format="json"
+    ).json()
+    [exchange] = preview["exchanges"]
+    created_at = Message.objects.get(pk=exchange["id"]).created_at
+    assert exchange["date"] == timezone.localtime(created_at).isoformat()
+    assert not exchange["date"].endswith("+00:00")  # Paris is never at UTC's offset
