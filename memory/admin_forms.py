@@ -49,7 +49,7 @@ class FactAdminForm(forms.ModelForm):
 
     def clean_key(self):
         key = self.cleaned_data["key"]
-        if not self._keeps_its_key():
+        if "key" in self.changed_data:
             key = fact_key_composed(key)  # an accent typed apart is the composed key
         if Fact.all_objects.filter(key=key).exclude(pk=self.instance.pk).exists():
             raise ValidationError(KEY_TAKEN_MESSAGE.format(key=key))

@@ -110,26 +110,21 @@ def fact_key_composed(value: str) -> str:
     return unicodedata.normalize("NFC", value)
 
 
-# What separates a key's words: the prompt and the pages show "user_job" as "user job".
-_KEY_SEPARATORS = re.compile(r"[\s_\-]+")
+# What is not a letter or a digit in a key: a run of it separates words ("user_job",
+# "user job", "user-job", "l'utilisateur" are shown alike in the prompt and the pages).
+_KEY_SEPARATORS = re.compile(r"[\W_]+")
 
 
 def fact_key_folded(value: str) -> str:
-    """What keys that look alike share, for the agent's statements: letter case
-    (« École_x », « école_x »), letters' width (« ＵＳＥＲ » is « user »: NFKC) and the
-    separators between words (« user job », « user-job », « user_job »)."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", value).casefold())
-    return _KEY_SEPARATORS.sub("_", folded)
-
-
-def fact_key_like(value: str) -> str:
-    """A LIKE pattern (ESCAPE '\\') that the keys folding like ``value`` match, for SQLite,
-    which folds the case of ASCII letters only: any other letter, and any separator,
-    matches any one character, and fact_key_folded then decides."""
-    return "".join(
-        "_" if ord(c) >= 0x80 or c in " -_" or c.isspace() else "\\" + c if c in "%\\" else c
-        for c in fact_key_composed(value)
-    )
+    """What keys that look alike share, for the agent's statements: letter case and accents
+    (« École_x », « ecole_x », « ÉCOLE_X »), letters' width (« ＵＳＥＲ » is « user »: NFKC),
+    and the separators between words (« user job », « user-job », « user__job »). The
+    extraction's key rule (agent.extraction.normalize_key: ASCII snake_case) folds alike.
+    The database has it as makilab_key_folded(key) (memory.db.backend)."""
+    decomposed = unicodedata.normalize("NFKD", value)
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    folded = unicodedata.normalize("NFKC", bare.casefold())
+    return _KEY_SEPARATORS.sub("_", folded).strip("_")
 
 
 FACT_VALUE_MAX_CHARS = 10_000

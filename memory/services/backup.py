@@ -162,7 +162,7 @@ def _backup_folder_make(directory: Path) -> None:
     """The backup's folder, made if missing; refused when it is a file, holds a backup, or
     the system will not let it be read or made (a folder on the way closed, a file)."""
     try:
-        live = Path(str(connection.settings_dict["NAME"]))
+        live = database_path()
         if live.is_file() and directory.exists() and directory.resolve() == live.resolve().parent:
             raise MemoryServiceError(BACKUP_INTO_LIVE.format(dir=directory))
         if (directory / DATABASE_FILE).exists() or (directory / MANIFEST_FILE).exists():

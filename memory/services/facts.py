@@ -21,7 +21,6 @@ from memory.models import (
     RevisionReason,
     fact_key_composed,
     fact_key_folded,
-    fact_key_like,
 )
 from memory.services.fact_ownership import (
     OWNER_ACTORS,
@@ -315,38 +314,28 @@ def fact_update(
 def key_as_stored(key: str, actor: str) -> str:
     """The key a statement is about (fact_store, dedup.fact_remember): composed (NFC: an
     accent typed apart looks exactly alike), or a key stored as typed before; and the
-    agent's key in other letters than a stored fact's is that fact's ("User_Job" or
-    "École_x" is the owner's "user_job" or "école_x": it started a second fact beside it,
-    both in the prompt), so everything after (the owner's lock, a forget's set-aside and
-    undo) goes as for the exact key. Not a key a forget set aside. One query: SQLite's
-    LIKE folds ASCII letters only, so any other letter matches any character there
-    (fact_key_like) and fact_key_folded decides here."""
+    agent's key that looks like a stored fact's is that fact's ("User_Job", "user job" or
+    "ecole_x" is the owner's "user_job" or "école_x": it started a second fact beside
+    it, both in the prompt), so everything after (the owner's lock, a forget's set-aside
+    and undo) goes as for the exact key. Not a key a forget set aside. The exact key is
+    one indexed lookup; another spelling, a scan of the keys folded in the database
+    (fact_key_folded, registered there as makilab_key_folded)."""
     typed = key.strip()
     key = fact_key_composed(typed)
+    exact = set(Fact.all_objects.filter(key__in={key, typed}).values_list("key", flat=True))
+    for spelling in (key, typed):
+        if spelling in exact:
+            return spelling
     if actor != Actor.AGENT:
-        if key != typed and Fact.all_objects.filter(key=typed).exists():
-            return typed
         return key
-    stored = list(
+    alike = (
         Fact.all_objects.extra(
-            where=[r"""("key" = %s OR "key" LIKE %s ESCAPE '\')"""],
-            params=[typed, fact_key_like(key)],
+            where=['makilab_key_folded("key") = %s'], params=[fact_key_folded(key)]
         )
         .order_by("id")
         .values_list("key", flat=True)
     )
-    for exact in (key, typed):
-        if exact in stored:
-            return exact
-    folded = fact_key_folded(key)
-    return next(
-        (
-            k
-            for k in stored
-            if fact_key_folded(k) == folded and not FACT_ASIDE_KEY_PATTERN.search(k)
-        ),
-        key,
-    )
+    return next((k for k in alike if not FACT_ASIDE_KEY_PATTERN.search(k)), key)
 
 
 def _key_back(current: Fact) -> list[str]:

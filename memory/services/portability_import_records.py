@@ -314,8 +314,13 @@ class Importer:
             raise ImportLineError(
                 line, UNKNOWN_REF.format(name="source_message", id=source_message)
             )
-        # Composed, as every writer stores keys (an older export may hold one typed apart).
-        key = values["key"] = fact_key_composed(values["key"])
+        # An older export's key typed apart meets this memory's fact, stored composed since
+        # migration 0027; else the file's spelling (0027 kept a twin whose composed key was
+        # taken: its export holds both).
+        typed = values["key"]
+        composed = fact_key_composed(typed)
+        key = composed if composed != typed and composed in self._existing_facts() else typed
+        values["key"] = key
         if key in self.fact_keys:
             raise ImportLineError(line, DUPLICATE_KEY.format(key=key))
         self.fact_keys.add(key)
@@ -344,7 +349,7 @@ class Importer:
                 self.report.conflicts.append(CONFLICT_VALUE.format(key=key))
             self.report.count(self.report.unchanged, "fact")
             return
-        if self._was_erased(fact_mark(key, values["value"])):
+        if any(self._was_erased(fact_mark(k, values["value"])) for k in {key, typed, composed}):
             self.report.conflicts.append(CONFLICT_ERASED.format(key=key))
             return
         fact.source_message_id = self._row_id(source_message)

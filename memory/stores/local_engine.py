@@ -145,6 +145,10 @@ def worker_shares_cores(sender: Any = None, **_: Any) -> None:
         concurrency = 1  # one task at a time, whatever the concurrency Celery set
     # "auto" is resolved after worker_init: its batches keep every core, as before.
     _engine_slots.indexing_threads = concurrency if isinstance(concurrency, int) else 1
+    # The team's thread started now, from the thread building the worker: started from a
+    # task's thread it would inherit its lower priority (worker_thread_yields), and so would
+    # every query on several cores after it, for the life of the process.
+    _engine_team.start()
 
 
 def worker_stopped(**_: Any) -> None:
@@ -267,14 +271,18 @@ class _TeamThread:
         if threads <= 1:
             _omp_threads(1)
             return fn(texts)
+        return self.start().submit(_team_call, threads, fn, texts).result()
+
+    def start(self) -> Any:
+        """The team's executor, its thread started (once per process: a fork makes another)."""
         from concurrent.futures import ThreadPoolExecutor
 
         with self._lock:
             if self._executor is None or self._pid != os.getpid():  # none yet, or forked
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="embedding-team")
+                self._executor.submit(lambda: None).result()  # its thread, made by this one
                 self._pid = os.getpid()
-            executor = self._executor
-        return executor.submit(_team_call, threads, fn, texts).result()
+            return self._executor
 
 
 def _team_call(threads: int, fn: Callable[[list[str]], Any], texts: list[str]) -> Any:

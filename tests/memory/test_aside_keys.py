@@ -204,3 +204,31 @@ def test_the_migration_composes_the_stored_keys_it_can():
     assert Fact.all_objects.get(pk=alone.pk).key == "été"
     assert Fact.all_objects.get(pk=twin.pk).key == "cafe\u0301"
     assert Fact.objects.filter(key="café").count() == 1
+
+
+def test_a_twin_migration_0027_kept_goes_out_and_comes_back_and_is_edited_in_the_admin(
+    staff_client,
+):
+    """0027 keeps a key typed apart when its composed twin is another fact's: the export
+    holds both, and the import refused it (« apparaît deux fois »), the whole file; the
+    admin refused an edit of its value (« déjà prise »). Review of the change."""
+    from tests.memory.admin_forms import fact_admin_form
+
+    fact_store(key="café", value="Le Procope", actor=Actor.USER)
+    twin, _ = fact_store(key="cafe", value="Le Flore", actor=Actor.USER)
+    Fact.all_objects.filter(pk=twin.pk).update(key="cafe\u0301")
+
+    response = staff_client.post(
+        f"/admin/memory/fact/{twin.pk}/change/",
+        fact_admin_form(key="cafe\u0301", value="Les Deux Magots"),
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert Fact.objects.get(pk=twin.pk).value == "Les Deux Magots"
+
+    lines = list(export_lines())
+    Fact.all_objects.all().delete()
+    memory_import_lines(lines)
+    assert sorted(Fact.objects.values_list("key", "value")) == [
+        ("cafe\u0301", "Les Deux Magots"),
+        ("café", "Le Procope"),
+    ]

@@ -1021,3 +1021,32 @@ def test_any_mix_of_callers_keeps_the_engine_within_its_cores_and_one_team(
     several = {name for name, team in engine.calls if team > 1}
     assert len(several) <= 1 and all(n.startswith("embedding-team") for n in several)
     assert slots.active == 0 and slots.expected == 0 and engine.inside == 0
+
+
+def test_the_team_thread_is_started_by_the_worker_at_its_start_not_by_a_task(monkeypatch):
+    """A thread inherits its creator's priority: the team's thread started lazily by a
+    worker task's first call on several cores ran at the task's lower priority, and so did
+    every query on several cores after it. worker_init starts it from the thread building
+    the worker. Review of the change."""
+    import os
+
+    team = local_engine._TeamThread()
+    monkeypatch.setattr(local_engine, "_engine_team", team)
+    monkeypatch.setattr(local_engine, "_omp_threads", lambda n: None)
+    monkeypatch.setattr(local_engine._engine_slots, "indexing_threads", 1)
+    local_engine.worker_shares_cores(sender=type("Worker", (), {"concurrency": 1})())
+    seen: list[int] = []
+
+    def task_thread() -> None:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)  # worker_thread_yields
+        team.run(
+            2,
+            lambda texts: seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id())),
+            ["x"],
+        )
+
+    thread = threading.Thread(target=task_thread)
+    thread.start()
+    thread.join(10)
+
+    assert seen == [os.getpriority(os.PRIO_PROCESS, threading.get_native_id())]

@@ -107,6 +107,8 @@ def test_the_schema_documents_the_owner_kept_answer(owner_api):
         "user job",
         "user-job",
         "User Job",
+        "user__job",
+        "user - job",
     ],
 )
 def test_the_agent_restating_the_owners_key_in_other_letters_meets_the_owners_value(
@@ -224,8 +226,17 @@ def owners_school():
         "ÉCOLE_DES_ENFANTS",
         "e\u0301cole_des_enfants",
         "E\u0301cole_des_enfants",
+        "ecole_des_enfants",
+        "Ecole des enfants",
     ],
-    ids=["capital-accented", "all-capitals", "decomposed", "capital-decomposed"],
+    ids=[
+        "capital-accented",
+        "all-capitals",
+        "decomposed",
+        "capital-decomposed",
+        "extraction-ascii",
+        "unaccented-spaced",
+    ],
 )
 def test_the_agents_key_in_other_accented_letters_or_composed_otherwise_is_the_owners(
     agent_api, owners_school, key
@@ -254,3 +265,14 @@ def test_a_key_with_its_accent_typed_apart_is_stored_composed(owner_api):
     assert Fact.objects.get().key == "café_préféré"
     assert owner_api.get(f"{FACTS}/cafe\u0301_pre\u0301fe\u0301re\u0301").status_code == 200
     assert owner_api.get(f"{FACTS}/café_préféré").status_code == 200
+
+
+def test_the_agents_plain_key_meets_a_stored_key_in_wide_letters():
+    """The fold works both ways: a key stored in wide letters is met by the agent's ASCII."""
+    from memory.services.facts import key_as_stored
+
+    wide = "\uff35\uff33\uff25\uff32_\uff2a\uff2f\uff22"
+    fact_store(key=wide, value="v", actor=Actor.USER)
+
+    assert key_as_stored("user_job", Actor.AGENT) == wide
+    assert key_as_stored("user_job", Actor.USER) == "user_job"  # the owner's keys are exact
