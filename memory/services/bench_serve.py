@@ -90,20 +90,28 @@ def _free_port() -> int:
 
 def _manage(*args: str, env: dict[str, str], **kwargs) -> subprocess.Popen | str:
     command = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), *args]
-    if kwargs.pop("background", False):
-        return subprocess.Popen(
-            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
+    if (log := kwargs.pop("log", None)) is not None:
+        # In the background, its output to a file: a pipe nobody reads until the end would
+        # block it once full.
+        with open(log, "w", encoding="utf-8") as out:
+            process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+        process.log_path = log
+        return process
     return subprocess.run(
         command, env=env, capture_output=True, text=True, check=True, timeout=300
     ).stdout
+
+
+def _tail(server: subprocess.Popen) -> str:
+    """The end of what serve wrote (its log file)."""
+    return Path(server.log_path).read_text(encoding="utf-8", errors="replace")[-2000:]
 
 
 def _wait_up(base: str, server: subprocess.Popen, timeout_s: float = 180) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise RuntimeError(f"serve stopped at start:\n{server.stdout.read()[-2000:]}")
+            raise RuntimeError(f"serve stopped at start:\n{_tail(server)}")
         try:
             urllib.request.urlopen(f"{base}/login/", timeout=2)
             return
@@ -148,7 +156,13 @@ def _probe(base: str, token: str, until: threading.Event, first: int) -> list[fl
 
 
 def _burst(
-    base: str, token: str, bodies: list[dict], database: Path, *, probe: bool
+    base: str,
+    token: str,
+    bodies: list[dict],
+    server: subprocess.Popen,
+    database: Path,
+    *,
+    probe: bool,
 ) -> tuple[Timing, float, float, list[float]]:
     """POST ``bodies`` from CLIENTS threads, then wait until every message is indexed:
     (the POSTs' timing, seconds to post, seconds until all indexed, the probe's ms)."""
@@ -161,6 +175,8 @@ def _burst(
             posts = Timing("posts", list(pool.map(lambda body: _post(base, token, body), bodies)))
             posted_s = time.perf_counter() - start
             while _indexed(database) < target:
+                if server.poll() is not None:
+                    raise RuntimeError(f"serve stopped while indexing:\n{_tail(server)}")
                 if time.perf_counter() - start > 3600:
                     raise RuntimeError(
                         f"only {_indexed(database)} of {target} indexed after an hour"
@@ -218,7 +234,7 @@ def serve_indexing_benchmark(*, n: int, out: Callable[[str], None]) -> dict[str,
         }
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
-        server = _manage("serve", "--port", str(port), env=env, background=True)
+        server = _manage("serve", "--port", str(port), env=env, log=folder / "serve.log")
         try:
             _wait_up(base, server)
             token = _manage("drf_create_token", OWNER, env=env).split()[2]
@@ -227,7 +243,7 @@ def serve_indexing_benchmark(*, n: int, out: Callable[[str], None]) -> dict[str,
                 for i, text in enumerate(texts)
             ]
             database = folder / "data" / "makilab.sqlite3"
-            posts, posted_s, total_s, _ = _burst(base, token, bodies, database, probe=False)
+            posts, posted_s, total_s, _ = _burst(base, token, bodies, server, database, probe=False)
             # A second burst (half as many) with the pre-hook asked meanwhile: its CPU
             # is the indexing's loss, so the rate above is measured without it.
             _context(base, token, -1)  # the pre-hook's first call (the warm-up's share)
@@ -235,7 +251,7 @@ def serve_indexing_benchmark(*, n: int, out: Callable[[str], None]) -> dict[str,
                 {"channel": f"canal{i % 3}", "role": "user", "content": text}
                 for i, text in enumerate(_texts(n + max(1, n // 2))[n:])
             ]
-            busy = Timing("context", _burst(base, token, second, database, probe=True)[3])
+            busy = Timing("context", _burst(base, token, second, server, database, probe=True)[3])
             _settled(server.pid)  # its upkeep after the burst (index build, merges) done
             quiet = Timing(
                 "context", [_context(base, token, 10**6 + i) for i in range(len(busy.samples_ms))]
