@@ -125,9 +125,9 @@ def topic_forget(
     not_taken = [] if only is None else sorted(set(only) - set(scope))
     if actor == Actor.AGENT:
         only = scope if only is None else sorted(set(only) & set(scope))
-    if only is not None:
+    if only is not None:  # else the plan above is the one taken
         chosen = restricted(chosen, only)
-    plan = plan_of(topic, chosen)
+        plan = plan_of(topic, chosen)
     if plan.empty:
         return ForgetResult(
             topic, None, plan.counts(), None, chosen.selection, ids_not_taken=not_taken

@@ -41,20 +41,21 @@ def writer_queue(database: str) -> threading.Lock:
         return _queues.setdefault(database, threading.Lock())
 
 
-def _key_folded(value: str | None) -> str | None:
-    from memory.models.rules import fact_key_folded
-
-    return None if value is None else fact_key_folded(value)
-
-
 class DatabaseWrapper(base.DatabaseWrapper):
     # The queue this connection's open transaction holds (None: none, or it timed out).
     _queue_held: threading.Lock | None = None
 
     def get_new_connection(self, conn_params):
         """Django's connection, with the fact keys' fold as SQL (services.facts.key_as_stored)."""
+        from memory.models.rules import fact_key_folded  # once a connection, not a row
+
         connection = super().get_new_connection(conn_params)
-        connection.create_function("makilab_key_folded", 1, _key_folded, deterministic=True)
+        connection.create_function(
+            "makilab_key_folded",
+            1,
+            lambda key: None if key is None else fact_key_folded(key),
+            deterministic=True,
+        )
         return connection
 
     def _start_transaction_under_autocommit(self):
