@@ -13,6 +13,7 @@ the same row, or the same fact, offered again.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
@@ -20,6 +21,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from memory.models import ErasedMark, Fact, FactRevision, Message, Summary
+from memory.models.rules import fact_key_folded
 from memory.selectors import message_written_at
 from memory.services.forgetting_restated import key_unaside
 
@@ -45,6 +47,21 @@ def _words(text: str) -> str:
 
 def fact_key_mark(key: str) -> str:
     return _mark("fact-key", key)
+
+
+def fact_key_marks(key: str) -> set[str]:
+    """The marks an erased fact's key leaves: the key as stored, and what keys that look
+    alike share (fact_key_folded): the agent's statements fold onto a fact by it
+    (facts.key_as_stored), so once the fact is gone its mark must recognise them."""
+    return {fact_key_mark(key), _mark("fact-key-folded", fact_key_folded(key))}
+
+
+def _fact_key_spellings_marks(key: str) -> set[str]:
+    """The marks a key offered again is recognised by: its folded mark, and the exact marks
+    of its spellings (marks left before the folded one existed, of keys stored before
+    migration 0027 composed them)."""
+    spellings = {key, unicodedata.normalize("NFC", key), unicodedata.normalize("NFD", key)}
+    return {fact_key_mark(s) for s in spellings} | fact_key_marks(key)
 
 
 def fact_text_mark(value: str) -> str:
@@ -75,7 +92,7 @@ def marks_record(
     """Leave a mark for each row about to be deleted for good (the caller's transaction)."""
     digests: set[str] = set()
     for key, value in facts.values_list("key", "value"):
-        digests |= {fact_key_mark(key_unaside(key)), fact_text_mark(value), fact_mark(key, value)}
+        digests |= fact_key_marks(key_unaside(key)) | {fact_text_mark(value), fact_mark(key, value)}
     for key, old, new in revisions.values_list("fact__key", "old_value", "new_value"):
         for text in (old, new):
             if text:
@@ -103,8 +120,9 @@ def erased_since(digests: Iterable[str], moment: datetime | None) -> bool:
 
 
 def fact_erased_since(*, key: str, value: str, moment: datetime | None) -> bool:
-    """Whether a fact under this key, or with this text, was erased after ``moment``."""
-    return erased_since([fact_key_mark(key), fact_text_mark(value)], moment)
+    """Whether a fact under this key (or one that looks alike), or with this text, was erased
+    after ``moment``."""
+    return erased_since([*_fact_key_spellings_marks(key), fact_text_mark(value)], moment)
 
 
 def statement_erased(*, key: str, value: str, actor: str, source_message_id: int | None) -> bool:

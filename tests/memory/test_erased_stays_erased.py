@@ -209,3 +209,45 @@ def test_an_erased_text_under_another_key_is_another_fact_to_the_import(tmp_path
 
     assert Fact.objects.get(key="ville_travail").value == "Paris"
     assert not Fact.all_objects.filter(key="ville_naissance").exists()
+
+
+@pytest.mark.parametrize(
+    "stated",
+    ["ecole_des_enfants", "ECOLE DES ENFANTS", "e\u0301cole_des_enfants"],
+    ids=["extraction-ascii", "other-case-spaced", "accent-typed-apart"],
+)
+def test_a_late_statement_under_a_key_that_looks_alike_does_not_bring_back_an_erased_fact(
+    stated,
+):
+    """The agent's keys fold (facts.key_as_stored): what it says under « ecole_des_enfants »
+    is the owner's « École_des_enfants ». Once that fact is erased there is no fact left to
+    fold onto: the erasure's mark must recognise the key in any of its spellings."""
+    from memory.services.dedup import FactErased, fact_remember
+
+    said = message_save(channel="whatsapp", role="user", content="Les enfants vont à Jaurès")
+    fact_store(key="École_des_enfants", value="École Jean Jaurès", source_message_id=said.id)
+    fact_erase(fact=Fact.objects.get(key="École_des_enfants"), actor=Actor.USER)
+
+    with pytest.raises(FactErased):
+        fact_remember(
+            key=stated, value="Jaurès, en CE2", actor=Actor.AGENT, source_message_id=said.id
+        )
+
+    assert not Fact.all_objects.filter(value__contains="Jaurès").exists()
+
+
+def test_a_mark_left_before_keys_were_composed_still_recognises_the_key():
+    """Before migration 0027 a key typed with its accents apart was stored (and erased) as
+    typed: its mark is of that spelling. A late statement of the composed key is the same."""
+    from memory.services.dedup import FactErased, fact_remember
+    from memory.services.erased_marks import fact_key_mark
+
+    said = message_save(channel="whatsapp", role="user", content="Ma ville préférée ?")
+    ErasedMark.objects.create(
+        digest=fact_key_mark("ville_pre\u0301fe\u0301re\u0301e"), erased_at=timezone.now()
+    )
+
+    with pytest.raises(FactErased):
+        fact_remember(
+            key="ville_préférée", value="Lyon", actor=Actor.AGENT, source_message_id=said.id
+        )
