@@ -10,6 +10,9 @@ MCP tool error (``isError``) with a French message; an unexpected failure is
 logged and answered with a French message too, never with a traceback. What
 the SDK answers as a JSON-RPC error (malformed request parameters, an unknown
 resource, a resource that fails) carries a French message as well.
+
+Over stdio, a client that writes its requests and closes its input (a script)
+gets an answer to each of them before the server exits (memory.mcp.stdio_answers).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import anyio
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import close_old_connections
@@ -36,6 +40,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memory.api.serializers import UNKNOWN_FIELD_MESSAGE
 from memory.exceptions import MemoryServiceError
 from memory.mcp.resources import RESOURCES
+from memory.mcp.stdio_answers import NotingAnswers, Unanswered
 from memory.mcp.tools import INVALID_INPUT_MESSAGE, TOOLS, sentence
 
 logger = logging.getLogger(__name__)
@@ -60,6 +65,12 @@ RESOURCE_FAILED_MESSAGE = (
     "La lecture de la ressource {uri} a échoué ; l'erreur est dans le journal du serveur."
 )
 INVALID_PARAMS_MESSAGE = "Paramètres invalides pour {method} : {detail}"
+
+# Once a stdio client has closed its input, how long the requests already read may
+# take to be answered before the server stops anyway: longer than the slowest
+# tool's own limits (Anthropic 60 s, Voyage 20 s, SQLite's busy wait 20 s), so
+# only a wedged call is given up on.
+END_OF_INPUT_DRAIN_S = 120.0
 
 # What a client may assume of each tool (MCP tool annotations).
 ANNOTATIONS = {
@@ -174,8 +185,8 @@ class MemoryMCPServer(MCPServer):
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio loop, with a line that is no JSON-RPC message answered by the
-        protocol's error (null id, French) instead of dropped without a word."""
-        import anyio
+        protocol's error (null id, French) instead of dropped without a word, and the
+        end of input passed on only once the requests read are answered."""
         from mcp.server.stdio import stdio_server
         from mcp.shared.message import SessionMessage
 
@@ -183,6 +194,7 @@ class MemoryMCPServer(MCPServer):
 
         async with stdio_server() as (read_stream, write_stream):
             messages, received = anyio.create_memory_object_stream(0)
+            unanswered = Unanswered()
 
             async def answer_bad_lines() -> None:
                 async with messages, read_stream:
@@ -190,13 +202,23 @@ class MemoryMCPServer(MCPServer):
                         if isinstance(item, Exception):
                             await write_stream.send(SessionMessage(stdio_refusal(item)))
                         else:
+                            unanswered.read(item.message)
                             await messages.send(item)
+                    # End of input: closing `messages` would make the dispatcher cancel
+                    # the handlers still running (stdio_answers), so first let them answer.
+                    with anyio.move_on_after(END_OF_INPUT_DRAIN_S) as drain:
+                        await unanswered.all_answered()
+                    if drain.cancelled_caught:
+                        logger.warning("MCP stdio: requests still unanswered at exit")
 
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(answer_bad_lines)
                 await self._lowlevel_server.run(
-                    received, write_stream, self._lowlevel_server.create_initialization_options()
+                    received,
+                    NotingAnswers(write_stream, unanswered),
+                    self._lowlevel_server.create_initialization_options(),
                 )
+                # The dispatcher is gone (input ended, or it failed): stop waiting for it.
                 tasks.cancel_scope.cancel()
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import subprocess
 import sys
 
 import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.memory.mcp import MCP_TOOLS
+from tests.memory.mcp.test_mcp_http import INITIALIZE
 from tests.memory.test_workers import ROOT, _env
 
 pytestmark = pytest.mark.slow
@@ -150,3 +152,47 @@ def test_the_embedded_qdrant_folder_is_free_between_calls(tmp_path):
             store.close()
 
     assert _session(tmp_path, steps) == 1
+
+
+def test_a_script_that_closes_its_stdin_gets_an_answer_to_every_request(tmp_path):
+    """Requests written in one go, then EOF: every request is answered before the exit.
+
+    At EOF the SDK's dispatcher cancelled the handlers still running: a `remember`
+    stored its fact, then its answer was dropped, and the client could not tell."""
+    script = [
+        INITIALIZE,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": "vélo", "mode": "text"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": FACT},
+        },
+    ]
+    finished = subprocess.run(
+        [sys.executable, "manage.py", "mcp"],
+        cwd=ROOT,
+        env=_env(tmp_path),
+        input="".join(json.dumps(message) + "\n" for message in script),  # then stdin closes
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    answers = {answer.get("id"): answer for answer in map(json.loads, finished.stdout.splitlines())}
+    assert sorted(answers, key=str) == [1, 2, 3], finished.stderr[-2000:]
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert "serverInfo" in answers[1]["result"]
+    assert answers[2]["result"]["isError"] is False, answers[2]
+    remembered = answers[3]["result"]
+    assert remembered["isError"] is False, remembered
+    assert remembered["structuredContent"]["action"] == "added"
+    with sqlite3.connect(tmp_path / "makilab.sqlite3") as db:
+        stored = db.execute("SELECT value FROM core_memory WHERE key = ?", (FACT["key"],))
+        assert stored.fetchall() == [(FACT["value"],)]
