@@ -73,6 +73,18 @@ def fact_mark(key: str, value: str) -> str:
     return _mark("fact", key_unaside(key), _words(value))
 
 
+def fact_alike(key: str, value: str) -> tuple[str, str]:
+    """What a fact offered again shares with the one it restates, whatever the spelling of
+    its key (an export edited by hand, another tool's case or accents): its folded key
+    (fact_key_folded) and its words."""
+    return fact_key_folded(key_unaside(key)), _words(value)
+
+
+def fact_marks(key: str, value: str) -> set[str]:
+    """The marks of a fact with one of its texts: as stored, and as it looks (fact_alike)."""
+    return {fact_mark(key, value), _mark("fact-alike", *fact_alike(key, value))}
+
+
 def message_mark(values: Mapping) -> str:
     return _mark("message", *(values[name] for name in MESSAGE_KEY))
 
@@ -92,11 +104,13 @@ def marks_record(
     """Leave a mark for each row about to be deleted for good (the caller's transaction)."""
     digests: set[str] = set()
     for key, value in facts.values_list("key", "value"):
-        digests |= fact_key_marks(key_unaside(key)) | {fact_text_mark(value), fact_mark(key, value)}
+        digests |= fact_key_marks(key_unaside(key)) | fact_marks(key, value)
+        digests.add(fact_text_mark(value))
     for key, old, new in revisions.values_list("fact__key", "old_value", "new_value"):
         for text in (old, new):
             if text:
-                digests |= {fact_text_mark(text), fact_mark(key, text)}
+                digests |= fact_marks(key, text)
+                digests.add(fact_text_mark(text))
     digests |= {message_mark(row) for row in messages.values(*MESSAGE_KEY)}
     digests |= {summary_mark(row) for row in summaries.values(*SUMMARY_KEY)}
     moment = now or timezone.now()

@@ -251,3 +251,40 @@ def test_a_mark_left_before_keys_were_composed_still_recognises_the_key():
         fact_remember(
             key="ville_préférée", value="Lyon", actor=Actor.AGENT, source_message_id=said.id
         )
+
+
+def _retyped(path, old: str, new: str):
+    """The export at ``path`` with the fact key ``old`` typed as ``new`` (edited by hand)."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("type") == "fact" and record.get("key") == old:
+            record["key"] = new
+        lines.append(json.dumps(record, ensure_ascii=False))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("retyped", ["MEDECIN", "Médecin", "medecin "])
+@pytest.mark.parametrize("end", ["forgotten", "erased"])
+def test_an_export_whose_key_was_retyped_does_not_bring_back_a_forgotten_fact(
+    tmp_path, retyped, end
+):
+    """A key typed otherwise in an export (by hand, or by another tool) is the same fact to
+    the agent's statements (fact_key_folded): with its text, forgotten or erased here, it
+    stays so; under a key that folds alike with another text it is the owner's news."""
+    fact_store(key="medecin_traitant", value="Dr Martin, cabinet rue Pasteur")
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    fact = Fact.objects.get(key="medecin_traitant")
+    if end == "forgotten":
+        fact_forget(fact=fact, actor=Actor.USER)
+    else:
+        fact_erase(fact=fact, actor=Actor.USER)
+
+    out = _run("memory_import", str(_retyped(path, "medecin_traitant", f"{retyped}_traitant")))
+
+    assert not facts_active().filter(value__contains="Dr Martin").exists(), out
+    assert Fact.all_objects.filter(value__contains="Dr Martin").count() == (end == "forgotten")
+    said = "oublié dans cette mémoire" if end == "forgotten" else "effacé de cette mémoire"
+    assert said in out, out
