@@ -12,7 +12,7 @@ import hashlib
 from django.utils.text import slugify
 
 from agent.tool_kit import ToolContext, relative_time
-from memory.models import FactSource, MemoryType
+from memory.models import Actor, FactSource, MemoryType
 
 # --- Shaping results -------------------------------------------------------------------
 
@@ -129,13 +129,11 @@ def store_fact_run(tool_input: dict, context: ToolContext) -> dict:
 
 
 def delete_fact_run(tool_input: dict, context: ToolContext) -> dict:
-    from memory.exceptions import FactNotFound
-    from memory.selectors import FACT_NOT_FOUND_MESSAGE, fact_get
-    from memory.services.facts import fact_forget
+    from memory.services.facts import fact_forget, fact_named
 
-    fact = fact_get(key=tool_input["key"])
-    if fact.forgotten:  # to the agent, a forgotten key is a key never stored
-        raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=fact.key))
+    # To the agent, a forgotten key is a key never stored; a key in other letters, the
+    # fact its statements fold onto.
+    fact = fact_named(tool_input["key"], Actor.AGENT)
     fact_forget(fact=fact, actor=context.actor, note=tool_input.get("reason", ""))
     # Its words stay out of the answer: the next request carries this result.
     return {"deleted": True, "key": fact.key}

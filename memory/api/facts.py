@@ -115,7 +115,7 @@ class FactDetailApi(MemoryApi):
         responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
     )
     def get(self, request: Request, key: str) -> Response:
-        fact = fact_or_404(key, forgotten_hidden=self.actor(request) == Actor.AGENT)
+        fact = fact_or_404(key, actor=self.actor(request))
         return Response(FactOutputSerializer(fact).data)
 
     @extend_schema(
@@ -136,7 +136,7 @@ class FactDetailApi(MemoryApi):
         actor = self.actor(request)
         # An edit revives a forgotten fact: that undo is the owner's, as …/restore. To the
         # agent's token a forgotten key is a key never stored.
-        fact = fact_or_404(key, forgotten_hidden=actor == Actor.AGENT)
+        fact = fact_or_404(key, actor=actor)
         body = FactPatchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         if not body.validated_data:
@@ -162,7 +162,7 @@ class FactDetailApi(MemoryApi):
     )
     def delete(self, request: Request, key: str) -> Response:
         actor = self.actor(request)
-        fact_forget(fact=fact_or_404(key, forgotten_hidden=actor == Actor.AGENT), actor=actor)
+        fact_forget(fact=fact_or_404(key, actor=actor), actor=actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -179,7 +179,7 @@ class FactRestoreApi(MemoryApi):
         responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
     )
     def post(self, request: Request, key: str) -> Response:
-        fact = fact_restore(fact=fact_or_404(key), actor=self.actor(request))
+        fact = fact_restore(fact=fact_or_404(key, actor=Actor.USER), actor=self.actor(request))
         return Response(FactOutputSerializer(fact).data)
 
 
@@ -195,7 +195,7 @@ class FactRevisionListApi(MemoryApi):
         responses={200: FactRevisionSerializer(many=True), **ERRORS, **PAGE_NOT_FOUND},
     )
     def get(self, request: Request, key: str) -> Response:
-        fact = fact_or_404(key, forgotten_hidden=self.actor(request) == Actor.AGENT)
+        fact = fact_or_404(key, actor=self.actor(request))
         return self.paginate(request, fact.revisions.all(), FactRevisionSerializer)
 
 

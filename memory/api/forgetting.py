@@ -208,7 +208,7 @@ class FactEraseApi(MemoryApi):
         responses={200: ForgettingSerializer, **ERRORS, **NOT_FOUND},
     )
     def post(self, request: Request, key: str) -> Response:
-        erasure = fact_erase(fact=fact_or_404(key), actor=self.actor(request))
+        erasure = fact_erase(fact=fact_or_404(key, actor=Actor.USER), actor=self.actor(request))
         return Response(ForgettingSerializer(erasure).data)
 
 

@@ -41,12 +41,11 @@ from memory.api.serializers_stats import MemoryStatsSerializer
 from memory.exceptions import FactNotFound
 from memory.models import Actor, Fact
 from memory.selectors import (
-    FACT_NOT_FOUND_MESSAGE,
-    fact_get,
     memory_settings_get,
     memory_stats_get,
     retrieval_list,
 )
+from memory.services.facts import fact_named
 from memory.services.search import memory_search
 from memory.services.settings import memory_settings_update
 
@@ -126,17 +125,15 @@ class MemoryApi(APIView):
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 
-def fact_or_404(key: str, *, forgotten_hidden: bool = False) -> Fact:
-    """The fact ``key``, any kind: the agent's self and goal items are read and written here
-    too. ``forgotten_hidden`` (a read by the agent's token): a forgotten fact is not found,
-    as a key never stored; only the owner's scope sees it, to restore it."""
+def fact_or_404(key: str, *, actor: str) -> Fact:
+    """The fact ``key`` names for ``actor``, any kind: the agent's self and goal items are
+    read and written here too. To the agent's token, a key in other letters is the fact its
+    statements fold onto and a forgotten fact a key never stored (facts.fact_named); only
+    the owner's scope sees a forgotten fact, to restore it."""
     try:
-        fact = fact_get(key=key, any_kind=True)
+        return fact_named(key, actor, any_kind=True)
     except FactNotFound as exc:
         raise NotFound(str(exc)) from None
-    if forgotten_hidden and fact.forgotten:
-        raise NotFound(FACT_NOT_FOUND_MESSAGE.format(key=key))
-    return fact
 
 
 class MemorySearchApi(MemoryApi):

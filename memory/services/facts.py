@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable
 from django.db import transaction
 from django.utils import timezone
 
-from memory.exceptions import MemoryServiceError, SourceForgotten
+from memory.exceptions import FactNotFound, MemoryServiceError, SourceForgotten
 from memory.models import (
     DEFAULT_IMPORTANCE,
     FACT_ASIDE_KEY_PATTERN,
@@ -336,6 +336,21 @@ def key_as_stored(key: str, actor: str) -> str:
         .values_list("key", flat=True)
     )
     return next((k for k in alike if not FACT_ASIDE_KEY_PATTERN.search(k)), key)
+
+
+def fact_named(key: str, actor: str, *, any_kind: bool = False) -> Fact:
+    """The fact ``key`` names for ``actor`` (a read, an edit, a forget by key): to the agent,
+    the fact its statement of that key would write (key_as_stored: « ecole_x » is the
+    owner's « école_x »), and a forgotten fact is a key never stored; the owner reads a
+    key as typed (or composed). Raises FactNotFound. ``any_kind``: also the agent's self
+    and goal items."""
+    from memory.selectors import FACT_NOT_FOUND_MESSAGE, fact_get
+
+    agent = actor == Actor.AGENT
+    fact = fact_get(key=key_as_stored(key, actor) if agent else key, any_kind=any_kind)
+    if agent and fact.forgotten:
+        raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=key))
+    return fact
 
 
 def _key_back(current: Fact) -> list[str]:

@@ -276,3 +276,33 @@ def test_the_agents_plain_key_meets_a_stored_key_in_wide_letters():
 
     assert key_as_stored("user_job", Actor.AGENT) == wide
     assert key_as_stored("user_job", Actor.USER) == "user_job"  # the owner's keys are exact
+
+
+@pytest.mark.parametrize("key", ["ecole_des_enfants", "École_des_enfants", "ECOLE DES ENFANTS"])
+def test_the_agent_reads_edits_and_forgets_by_the_key_its_statements_fold_onto(
+    agent_api, owner_api, owners_school, key
+):
+    """The agent's POST of « ecole_des_enfants » met the owner's « école_des_enfants »
+    (owner_kept), and then its GET, PATCH, history and DELETE of that same key answered 404:
+    the key the agent writes under is the key it reads under (facts.key_as_stored)."""
+    read = agent_api.get(f"{FACTS}/{key}")
+    assert read.status_code == 200, read.content
+    assert read.json()["key"] == "école_des_enfants"
+    assert agent_api.get(f"{FACTS}/{key}/revisions").status_code == 200
+
+    patched = agent_api.patch(f"{FACTS}/{key}", {"value": "École Victor Hugo"}, format="json")
+    assert patched.status_code == 200, patched.content
+    assert patched.json()["owner_kept"] is True
+    assert Fact.objects.get().value == "École Jules Ferry"
+
+    assert agent_api.delete(f"{FACTS}/{key}").status_code == 204
+    assert Fact.all_objects.get().forgotten
+    # Forgotten, it is a key never stored to the agent, in any spelling.
+    assert agent_api.get(f"{FACTS}/{key}").status_code == 404
+
+
+def test_the_owners_keys_are_read_as_typed(owner_api, owners_school):
+    """The fold is the agent's rule (its statements): the owner may keep « Ecole » and
+    « école » apart, and reads each by its own key."""
+    assert owner_api.get(f"{FACTS}/ecole_des_enfants").status_code == 404
+    assert owner_api.get(f"{FACTS}/école_des_enfants").status_code == 200
