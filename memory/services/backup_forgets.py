@@ -10,7 +10,8 @@ message's and a summary's channel, date and text; a history line's fact, texts a
 date), and after it ``forgets_replay`` takes the restored rows they recognise
 again through ``forgetting_take`` (the one implementation of "take it out of the
 memory": FTS, points, retrieval logs, admin history, job payloads), under the same
-topic, actor, date and undo deadline. The owner can still undo it there, until its
+topic, actor, date and undo deadline. A history line taken for a text the fact said
+before an edit (the topic's words) takes the restored fact that says that text again. The owner can still undo it there, until its
 deadline; then the hourly purge erases it as it would have. A fact forgotten alone
 (its own flag; taken since by a topic forget too, if it was forgotten alone first) is
 carried as a forget of its own: the restored row with its id, recognised by any text
@@ -136,6 +137,8 @@ def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
 
 
 def _topic_forgets(db: sqlite3.Connection) -> list[CarriedForget]:
+    from memory.services.forgetting_select import contains_all, topic_terms
+
     # Our table and column names (from the models), never a value: the values are parameters.
     forgets = {
         pk: CarriedForget(
@@ -183,7 +186,14 @@ def _topic_forgets(db: sqlite3.Connection) -> list[CarriedForget]:
         f"WHERE r.{taken}",
         active,
     ):
-        forgets[pk].revisions.add(_revision_key(key, old, new, created_at))
+        forget = forgets[pk]
+        forget.revisions.add(_revision_key(key, old, new, created_at))
+        # The text the line was taken for (forgetting_select.history_about) may be the
+        # fact's value in the backup, edited away since: a restored fact saying it is the
+        # forgotten text, taken with the forget.
+        if terms := topic_terms(forget.topic):
+            said = (t for t in (old, new) if t and contains_all(t, terms))
+            forget.facts |= {fact_mark(key, t) for t in said}
     return [f for f in forgets.values() if f.facts or f.messages or f.summaries or f.revisions]
 
 

@@ -145,3 +145,53 @@ def test_a_fact_forgotten_alone_then_by_a_topic_stays_forgotten_when_the_topic_i
 
     assert restored.returncode == 0, restored.stderr[-800:]
     assert _shell(data, UNDO_TOPIC)[-1] == "0 1"
+
+
+EDITED = """
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from memory.services.facts import fact_store, fact_update
+courses, _ = fact_store(key="courses", value="Marché le samedi pour les tomates")
+fact_store(key="velo", value="Le vélo est gris")
+call_command("memory_backup", "{backup}")
+fact_update(fact=courses, actor="user", value="Marché le dimanche pour les fraises")
+from memory.services.forgetting import topic_forget
+print(topic_forget(topic="tomates", actor="user").purge_after.isoformat())
+"""
+EDITED_LOOK = """
+from memory.models import Fact, Forgetting
+from memory.selectors import facts_active
+from memory.services.forgetting import forgetting_restore
+from memory.stores.fts import fts_search, fts_search_facts
+def seen():
+    return (
+        facts_active().filter(value__contains="tomates").count(),
+        len(fts_search("tomates")) + len(fts_search_facts(["tomates"])),
+        facts_active().filter(key="velo").count(),
+    )
+forgotten, forgets = seen(), []
+for forget in Forgetting.objects.all():
+    forgets.append(f"{forget.topic} {forget.state} {forget.purge_after.isoformat()}")
+    forgetting_restore(forgetting_id=forget.id, actor="user")
+print(forgotten, forgets, seen(), sep=" | ")
+"""
+
+
+def test_a_text_a_forget_took_from_a_facts_history_stays_forgotten_when_the_backup_holds_it_as_the_value(
+    tmp_path,
+):
+    """The backup holds « courses » as « … tomates »; edited since to « … fraises », its
+    old text went into its history, and the forget of « tomates » took that history line
+    (the fact itself no longer said it). Restored, the fact said « tomates » again, live:
+    searched, exported, injected. The text the forget took is the fact's value there, so
+    the replayed forget takes the fact (and its undo gives it back)."""
+    data, backup = tmp_path / "data", tmp_path / "sauvegarde"
+    purge_after = _shell(data, EDITED.format(backup=backup))[-1]
+
+    restored = _manage(data, "memory_restore", "--force", str(backup))
+
+    assert restored.returncode == 0, restored.stderr[-800:]
+    forgotten, forgets, undone = _shell(data, EDITED_LOOK)[-1].split(" | ")
+    assert forgotten == "(0, 0, 1)", restored.stdout  # not the bike
+    assert forgets == f"['tomates active {purge_after}']"
+    assert undone == "(1, 1, 1)"  # the owner can still undo it
