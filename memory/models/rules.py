@@ -99,8 +99,13 @@ def validate_fact_key(value: str) -> None:
     validate_fact_key_shape(value)
     if (code := invisible_in(value)) is not None:
         raise ValidationError(FACT_KEY_INVISIBLE_MESSAGE.format(code=code), code="invisible_key")
-    if FACT_ASIDE_KEY_PATTERN.search(value):
+    if FACT_ASIDE_KEY_PATTERN.search(value) or _ASIDE_FOLDED.search(fact_key_folded(value)):
         raise ValidationError(FACT_KEY_RESERVED_MESSAGE.format(key=value), code="reserved_key")
+
+
+# The reserved end as keys that look alike share it (fact_key_folded): « （fait oublié
+# n° 10） » in wide letters, without its accent, in the extraction's snake_case.
+_ASIDE_FOLDED = re.compile(r"_(?:oubli|fait_oublie)_n_\d+$")
 
 
 def fact_key_composed(value: str) -> str:

@@ -71,6 +71,28 @@ def test_every_key_a_forget_sets_aside_is_refused_to_every_writer_in_french(temp
         validate_fact_key(free)
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        "allergie \uff08fait oublié n° 10\uff09",
+        "allergie (fait oublie n° 10)",
+        "allergie (FAIT OUBLIÉ N° 10)",
+        "ab\uff08oubli n° 3\uff09",
+        "allergie_fait_oublie_n_10",
+    ],
+    ids=["wide-parentheses", "unaccented", "capitals", "wide-short", "extraction-ascii"],
+)
+def test_a_reserved_key_that_only_looks_alike_is_refused_too(agent_api, key):
+    """Black-box QA: « allergie （fait oublié n° 10） » (wide parentheses) or without its
+    accent passed the rule, then folded onto the fact set aside under the real key: two
+    live facts the agent's statements fold onto alike once the owner restored it."""
+    response = agent_api.post(FACTS, {"key": key, "value": "x"}, format="json")
+
+    assert response.status_code == 400, response.content
+    assert RESERVED in response.json()["extra"]["fields"]["key"][0]
+    assert not Fact.all_objects.exists()
+
+
 def test_the_owner_is_refused_a_reserved_key_by_the_api_the_dashboard_and_the_admin(
     owner_api, staff_client
 ):
