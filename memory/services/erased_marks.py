@@ -75,9 +75,9 @@ def fact_mark(key: str, value: str) -> str:
 
 def fact_alike(key: str, value: str) -> tuple[str, str]:
     """What a fact offered again shares with the one it restates, whatever the spelling of
-    its key (an export edited by hand, another tool's case or accents): its folded key
-    (fact_key_folded) and its words."""
-    return fact_key_folded(key_unaside(key)), _words(value)
+    its key or of its text (an export edited by hand, another tool's case or accents):
+    its folded key (fact_key_folded) and its words, case folded."""
+    return fact_key_folded(key_unaside(key)), _words(value).casefold()
 
 
 def fact_marks(key: str, value: str) -> set[str]:
