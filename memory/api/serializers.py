@@ -66,6 +66,7 @@ def _reject_unknown_fields(serializer: serializers.Serializer) -> None:
     if not isinstance(data, dict):
         return
     writable = {name for name, field in serializer.fields.items() if not field.read_only}
+    writable |= set(getattr(serializer, "also_read", ()))
     errors = {}
     for name in sorted(set(data) - writable):
         errors[name] = [READ_ONLY_MESSAGE if name in serializer.fields else UNKNOWN_FIELD_MESSAGE]
@@ -86,6 +87,12 @@ class UnknownFieldsRefused:
 
 class StrictInputSerializer(UnknownFieldsRefused, serializers.Serializer):
     """Refuses fields it does not know instead of silently ignoring them (typos)."""
+
+
+class PagedQuerySerializer(StrictInputSerializer):
+    """A paginated list's query: its own parameters, and the page's (MemoryPagination)."""
+
+    also_read = ("page", "page_size")
 
 
 def _validate_ttl(value: str | None) -> str | None:
@@ -251,7 +258,7 @@ class FactRevisionSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class FactListQuerySerializer(serializers.Serializer):
+class FactListQuerySerializer(PagedQuerySerializer):
     search = StrictCharField(max_length=QUERY_MAX_CHARS, required=False, default="")
     kind = serializers.ChoiceField(
         choices=FactKind.choices,
@@ -264,7 +271,7 @@ class FactListQuerySerializer(serializers.Serializer):
     include_expired = serializers.BooleanField(required=False, default=False)
 
 
-class FactRecentQuerySerializer(serializers.Serializer):
+class FactRecentQuerySerializer(StrictInputSerializer):
     limit = serializers.IntegerField(
         min_value=1, max_value=FACTS_RECENT_MAX, default=10, help_text="Combien de faits (1 à 50)."
     )
@@ -273,7 +280,7 @@ class FactRecentQuerySerializer(serializers.Serializer):
 # --- Search --------------------------------------------------------------------
 
 
-class SearchQuerySerializer(serializers.Serializer):
+class SearchQuerySerializer(StrictInputSerializer):
     q = StrictCharField(max_length=QUERY_MAX_CHARS, help_text="Le texte cherché.")
     mode = serializers.ChoiceField(choices=SEARCH_MODES, default="semantic")
     limit = serializers.IntegerField(
@@ -317,6 +324,7 @@ class SearchQuerySerializer(serializers.Serializer):
     def validate(self, attrs: dict) -> dict:
         from memory.services.search import search_filters_build
 
+        attrs = super().validate(attrs)  # an unknown parameter (a typo) is refused
         try:
             attrs["filters"] = search_filters_build(
                 channel=attrs["channel"],
@@ -394,5 +402,5 @@ class MemoryRetrievalSerializer(ApiModelSerializer):
         read_only_fields = fields
 
 
-class RetrievalListQuerySerializer(serializers.Serializer):
+class RetrievalListQuerySerializer(PagedQuerySerializer):
     channel = StrictCharField(max_length=_CHANNEL_MAX, required=False, default="")
