@@ -83,15 +83,23 @@ class ApiModelSerializer(serializers.ModelSerializer):
     }
 
 
+NO_SUCH_DATE_MESSAGE = (
+    "La date « {value} » n'existe pas : son jour, son mois ou son heure sort du calendrier."
+)
+
+
 class DateTimeInRangeField(serializers.DateTimeField):
     """A date the memory accepts (``moment_in_range``): a French 400 for one whose UTC
     moment is out of the memory's years or past the calendar (DRF's move to the time
     zone would overflow: a 500)."""
 
-    default_error_messages = {"range": DATE_RANGE_UTC_MESSAGE}
+    default_error_messages = {"range": DATE_RANGE_UTC_MESSAGE, "no_such_date": NO_SUCH_DATE_MESSAGE}
 
     def to_internal_value(self, value):
-        parsed = self._parsed(value)
+        try:
+            parsed = self._parsed(value)
+        except ValueError:  # the right form, a day or an hour out of the calendar
+            self.fail("no_such_date", value=value)
         if parsed is not None and not moment_in_range(parsed):
             self.fail("range")
         return super().to_internal_value(value)
@@ -101,7 +109,4 @@ class DateTimeInRangeField(serializers.DateTimeField):
 
         if not isinstance(value, str):
             return value if isinstance(value, datetime) else None
-        try:
-            return parse_datetime(value.strip()) or parse_date(value.strip())
-        except ValueError:
-            return None
+        return parse_datetime(value.strip()) or parse_date(value.strip())

@@ -10,10 +10,15 @@ from django.utils import timezone
 from memory.exceptions import InvalidTTL
 
 TTL_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-TTL_PATTERN = re.compile(r"^\s*(\d{1,4})\s*([mhdw])\s*$", re.IGNORECASE)
+TTL_PATTERN = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$", re.IGNORECASE)
+TTL_AMOUNT_MAX = 9999
 INVALID_TTL_MESSAGE = (
     "Durée de vie invalide : {value!r}. Utilisez un nombre suivi de m (minutes), "
     "h (heures), d (jours) ou w (semaines), par exemple « 30m », « 1h », « 7d »."
+)
+TTL_OUT_OF_RANGE_MESSAGE = (
+    "Durée de vie hors limites : {value!r}. Le nombre va de 1 à {max} (une durée de vie "
+    "plus longue : pas de durée de vie, le fait reste)."
 )
 
 
@@ -24,7 +29,9 @@ def parse_ttl(ttl: str | None, *, now: datetime | None = None) -> datetime | Non
     if not isinstance(ttl, str):
         raise InvalidTTL(INVALID_TTL_MESSAGE.format(value=ttl))
     match = TTL_PATTERN.match(ttl)
-    if match is None or int(match.group(1)) == 0:
+    if match is None:
         raise InvalidTTL(INVALID_TTL_MESSAGE.format(value=ttl))
     amount, unit = int(match.group(1)), match.group(2).lower()
+    if not 1 <= amount <= TTL_AMOUNT_MAX:
+        raise InvalidTTL(TTL_OUT_OF_RANGE_MESSAGE.format(value=ttl, max=TTL_AMOUNT_MAX))
     return (now or timezone.now()) + timedelta(**{TTL_UNITS[unit]: amount})

@@ -47,3 +47,21 @@ def test_the_search_page_says_the_date_is_out_of_range(staff_user, client, param
     response = client.get("/memory/search/", {"q": "vélo", "mode": "text", param: edge}, **HTMX)
     assert response.status_code < 500
     assert "Date hors de l" in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "date", ["2026-02-30T10:00:00Z", "2026-13-45", "2026-04-31", "2026-01-01T25:00"]
+)
+def test_a_date_of_the_right_form_that_does_not_exist_says_so(api, date):
+    """Black-box QA: « 2026-02-30T10:00:00Z » was told it had the wrong format, which it has
+    not: the day is not in the calendar."""
+    search = api.get("/api/memory/search", {"q": "vélo", "mode": "text", "since": date})
+    message = api.post(
+        "/api/memory/messages",
+        {"channel": "whatsapp", "role": "user", "content": "x", "timestamp": date},
+        format="json",
+    )
+
+    for response in (search, message):
+        assert response.status_code == 400, response.content
+        assert f"La date « {date} » n'existe pas" in response.content.decode()

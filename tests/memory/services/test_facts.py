@@ -57,10 +57,18 @@ def test_no_ttl_means_no_expiry(ttl):
     assert parse_ttl(ttl, now=NOW) is None
 
 
-@pytest.mark.parametrize("ttl", ["7", "d7", "7 days", "1.5h", "-1d", "0d", "7y", "forever", 7])
+@pytest.mark.parametrize("ttl", ["7", "d7", "7 days", "1.5h", "-1d", "7y", "forever", 7])
 def test_any_other_ttl_is_a_clear_error(ttl):
     with pytest.raises(InvalidTTL, match="Durée de vie invalide"):
         parse_ttl(ttl, now=NOW)
+
+
+@pytest.mark.parametrize("ttl", ["0d", "00h", "10000d", "99999999d", "400000w"])
+def test_a_ttl_of_the_right_form_out_of_range_says_so(ttl):
+    """Black-box QA: « 99999999d » was told to use « a number followed by d », which it is."""
+    with pytest.raises(InvalidTTL, match=r"Durée de vie hors limites .* de 1 à 9999"):
+        parse_ttl(ttl, now=NOW)
+    assert parse_ttl("9999w", now=NOW) == NOW + timedelta(weeks=9999)
 
 
 @pytest.mark.django_db
