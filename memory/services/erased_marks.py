@@ -80,6 +80,31 @@ def fact_alike(key: str, value: str) -> tuple[str, str]:
     return fact_key_folded(key_unaside(key)), _words(value).casefold()
 
 
+def forgotten_alike() -> set[tuple[str, str]]:
+    """Every forgotten fact text still undoable, as it looks (fact_alike): a hidden fact's
+    value and history, and the texts a forget took from the history of a fact it left (its
+    current value aside: that one is live). What an import must not bring back under a
+    key or a text typed otherwise."""
+    hidden = Q(forgotten=True) | Q(forgetting__isnull=False)
+    alike = {
+        fact_alike(k, v) for k, v in Fact.all_objects.filter(hidden).values_list("key", "value")
+    }
+    lines = FactRevision.all_objects.filter(
+        Q(fact__forgotten=True) | Q(fact__forgetting__isnull=False) | Q(forgetting__isnull=False)
+    ).values_list(
+        "fact__key",
+        "fact__value",
+        "fact__forgotten",
+        "fact__forgetting_id",
+        "old_value",
+        "new_value",
+    )
+    for key, current, forgotten, forgetting_id, *texts in lines.iterator():
+        fact_hidden = forgotten or forgetting_id is not None
+        alike |= {fact_alike(key, t) for t in texts if t and (fact_hidden or t != current)}
+    return alike
+
+
 def fact_marks(key: str, value: str) -> set[str]:
     """The marks of a fact with one of its texts: as stored, and as it looks (fact_alike)."""
     return {fact_mark(key, value), _mark("fact-alike", *fact_alike(key, value))}

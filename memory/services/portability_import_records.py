@@ -26,6 +26,7 @@ from memory.services.erased_marks import (
     MESSAGE_KEY,
     fact_alike,
     fact_marks,
+    forgotten_alike,
     marks_known,
     message_mark,
     summary_mark,
@@ -110,8 +111,8 @@ class Importer:
         # What this memory holds, read once: the matching keys of messages and facts.
         self._messages: dict[tuple, tuple[int | Message, bool]] | None = None
         self._facts: dict[str, tuple[str, bool]] | None = None
-        # The forgotten facts, as they look (fact_alike): filled with _facts.
-        self._forgotten_alike: set[tuple[str, str]] = set()
+        # The forgotten fact texts, as they look (erased_marks.forgotten_alike): read once.
+        self._forgotten_alike: set[tuple[str, str]] | None = None
         self._erased: set[str] | None = None
         self._message_batch: list[tuple[int, Message, int | None]] = []
         self._fact_batch: list[tuple[Fact, datetime, list[FactRevision]]] = []
@@ -287,8 +288,6 @@ class Importer:
             for key, value, forgotten, forgetting_id in rows.iterator():
                 hidden = forgotten or forgetting_id is not None
                 self._facts[key] = (value, forgotten)
-                if hidden:
-                    self._forgotten_alike.add(fact_alike(key, value))
                 if hidden and FACT_ASIDE_KEY_PATTERN.search(key):
                     # Forgotten, and set aside when its key was stated again: under its own
                     # key, an older export's fact is the one forgotten here (the newer one
@@ -354,6 +353,8 @@ class Importer:
                 self.report.conflicts.append(CONFLICT_VALUE.format(key=key))
             self.report.count(self.report.unchanged, "fact")
             return
+        if self._forgotten_alike is None:
+            self._forgotten_alike = forgotten_alike()
         if fact_alike(key, values["value"]) in self._forgotten_alike:
             # Its key typed otherwise (an export edited by hand), its text forgotten here.
             self.report.conflicts.append(CONFLICT_FORGOTTEN.format(key=key))

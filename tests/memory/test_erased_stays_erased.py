@@ -21,7 +21,7 @@ from agent.extraction_jobs import extraction_job_enqueue
 from memory.models import Actor, ErasedMark, Fact, FactRevision, Message, Summary
 from memory.selectors import facts_active
 from memory.services.erasing import fact_erase, forgetting_erase
-from memory.services.facts import fact_forget, fact_store
+from memory.services.facts import fact_forget, fact_store, fact_update
 from memory.services.forgetting import forgettings_purge, topic_forget
 from memory.services.jobs import job_run
 from memory.services.messages import message_save
@@ -290,3 +290,35 @@ def test_an_export_whose_key_was_retyped_does_not_bring_back_a_forgotten_fact(
     assert Fact.all_objects.filter(value__icontains="martin").count() == (end == "forgotten")
     said = "oublié dans cette mémoire" if end == "forgotten" else "effacé de cette mémoire"
     assert said in out, out
+
+
+@pytest.mark.parametrize("end", ["forgotten", "erased"])
+def test_an_edited_fact_forgotten_since_its_export_stays_so_under_a_retyped_key(tmp_path, end):
+    """Review: the import knew a forgotten fact's current text only; the export holds the
+    text it had before an edit (its history here, forgotten with it)."""
+    fact_store(key="medecin_traitant", value="Dr Martin, cabinet rue Pasteur")
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    fact = Fact.objects.get(key="medecin_traitant")
+    fact = fact_update(fact=fact, actor=Actor.USER, value="Dr Durand, place Carnot")
+    (fact_forget if end == "forgotten" else fact_erase)(fact=fact, actor=Actor.USER)
+
+    out = _run("memory_import", str(_retyped(path, "medecin_traitant", "MEDECIN_traitant")))
+
+    assert not facts_active().filter(value__icontains="martin").exists(), out
+
+
+def test_a_text_a_forget_took_from_a_history_stays_so_under_a_retyped_key(tmp_path):
+    """The forget of « tomates » took the history line of « courses » (edited since to
+    « fraises »): the older export's « COURSES » says « tomates » and must stay out."""
+
+    courses, _ = fact_store(key="courses", value="Marché le samedi pour les tomates")
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    fact_update(fact=courses, actor=Actor.USER, value="Marché le dimanche pour les fraises")
+    assert topic_forget(topic="tomates", actor=Actor.USER).forgetting_id
+
+    out = _run("memory_import", str(_retyped(path, "courses", "COURSES")))
+
+    assert not facts_active().filter(value__icontains="tomates").exists(), out
+    assert facts_active().get(key="courses").value == "Marché le dimanche pour les fraises"
