@@ -99,13 +99,22 @@ def validate_fact_key(value: str) -> None:
     validate_fact_key_shape(value)
     if (code := invisible_in(value)) is not None:
         raise ValidationError(FACT_KEY_INVISIBLE_MESSAGE.format(code=code), code="invisible_key")
-    if FACT_ASIDE_KEY_PATTERN.search(value) or _ASIDE_FOLDED.search(fact_key_folded(value)):
+    if fact_key_reserved(value):
         raise ValidationError(FACT_KEY_RESERVED_MESSAGE.format(key=value), code="reserved_key")
 
 
-# The reserved end as keys that look alike share it (fact_key_folded): « （fait oublié
-# n° 10） » in wide letters, without its accent, in the extraction's snake_case.
-_ASIDE_FOLDED = re.compile(r"_(?:oubli|fait_oublie)_n_\d+$")
+# The reserved end once letters' width, case and accents are loosened: « （fait oublié
+# n° 10） » in wide letters, « (fait oublie n° 10) » without its accent.
+_ASIDE_LOOSENED = re.compile(r"\(\s*(?:oubli|fait\s+oublie)\s+n\s*[°o]?\s*\d+\s*\)$")
+
+
+def fact_key_reserved(value: str) -> bool:
+    """Whether a key ends as a key a forget sets a fact aside under, or looks like one
+    (letters' width, case, accents). A key stored before this rule keeps it (the import)."""
+    if FACT_ASIDE_KEY_PATTERN.search(value):
+        return True
+    bare = "".join(c for c in unicodedata.normalize("NFKD", value) if not unicodedata.combining(c))
+    return _ASIDE_LOOSENED.search(unicodedata.normalize("NFKC", bare).casefold()) is not None
 
 
 def fact_key_composed(value: str) -> str:

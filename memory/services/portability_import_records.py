@@ -21,7 +21,7 @@ from memory.models import (
     fact_key_composed,
     validate_fact_key_shape,
 )
-from memory.models.rules import invisible_in
+from memory.models.rules import fact_key_reserved, invisible_in
 from memory.services.erased_marks import (
     MESSAGE_KEY,
     fact_alike,
@@ -330,11 +330,12 @@ class Importer:
         self.fact_keys.add(key)
         fact = Fact(**values)
         exclude = ["source_message", "forgetting"]
-        if FACT_ASIDE_KEY_PATTERN.search(key) or invisible_in(key) is not None:
+        if fact_key_reserved(key) or invisible_in(key) is not None:
             # A fact this memory restored beside the owner's newer one keeps the key a
             # forget set it aside under (memory.services.forgetting_restated), and a key
-            # stored before invisible characters were refused keeps them: an export holds
-            # it and it comes back under it. Of the key rule, its shape applies.
+            # stored before invisible characters (or look-alikes of that key) were refused
+            # keeps them: an export holds it and it comes back under it. Of the key rule,
+            # its shape applies.
             exclude.append("key")
             try:
                 validate_fact_key_shape(key)

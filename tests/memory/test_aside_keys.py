@@ -67,7 +67,7 @@ def test_every_key_a_forget_sets_aside_is_refused_to_every_writer_in_french(temp
         fact_store(key=key, value="Vélo rouge", actor=Actor.AGENT)
     assert not Fact.all_objects.exists()
     # Only the end of a key is reserved, and only that form.
-    for free in ("velo (oubli n° 12) bis", "oubli n° 12", "velo (oubli)"):
+    for free in ("velo (oubli n° 12) bis", "oubli n° 12", "velo (oubli)", "taux_oubli_n_2"):
         validate_fact_key(free)
 
 
@@ -78,9 +78,9 @@ def test_every_key_a_forget_sets_aside_is_refused_to_every_writer_in_french(temp
         "allergie (fait oublie n° 10)",
         "allergie (FAIT OUBLIÉ N° 10)",
         "ab\uff08oubli n° 3\uff09",
-        "allergie_fait_oublie_n_10",
+        "allergie (fait  oublié n°10)",
     ],
-    ids=["wide-parentheses", "unaccented", "capitals", "wide-short", "extraction-ascii"],
+    ids=["wide-parentheses", "unaccented", "capitals", "wide-short", "spaced-otherwise"],
 )
 def test_a_reserved_key_that_only_looks_alike_is_refused_too(agent_api, key):
     """Black-box QA: « allergie （fait oublié n° 10） » (wide parentheses) or without its
@@ -254,3 +254,18 @@ def test_a_twin_migration_0027_kept_goes_out_and_comes_back_and_is_edited_in_the
         ("cafe\u0301", "Les Deux Magots"),
         ("café", "Le Procope"),
     ]
+
+
+def test_a_look_alike_of_a_reserved_key_stored_before_the_rule_is_exported_and_imported_back():
+    """Review: an export holding a key the look-alike rule now refuses (stored before it)
+    could not be imported at all (all or nothing): it comes back under it, as an aside
+    key or an invisible character kept from before does."""
+    fact_store(key="velo", value="Le vélo est gris")
+    legacy = "allergie \uff08fait oublié n° 10\uff09"
+    Fact.objects.filter(key="velo").update(key=legacy)  # as stored before the rule
+    lines = list(export_lines())
+    Fact.all_objects.all().delete()
+
+    memory_import_lines(lines)
+
+    assert Fact.objects.get().key == legacy
