@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
 from memory.api.fact_kinds import fact_kind_check
 from memory.api.fields import (
@@ -89,10 +90,16 @@ class StrictInputSerializer(UnknownFieldsRefused, serializers.Serializer):
     """Refuses fields it does not know instead of silently ignoring them (typos)."""
 
 
-class PagedQuerySerializer(StrictInputSerializer):
-    """A paginated list's query: its own parameters, and the page's (MemoryPagination)."""
+class QuerySerializer(StrictInputSerializer):
+    """A query string: its own parameters, and DRF's renderer choice (``?format=json``)."""
 
-    also_read = ("page", "page_size")
+    also_read: tuple[str, ...] = (api_settings.URL_FORMAT_OVERRIDE,)
+
+
+class PagedQuerySerializer(QuerySerializer):
+    """A paginated list's query: also the page's parameters (MemoryPagination)."""
+
+    also_read = (*QuerySerializer.also_read, "page", "page_size")
 
 
 def _validate_ttl(value: str | None) -> str | None:
@@ -271,7 +278,7 @@ class FactListQuerySerializer(PagedQuerySerializer):
     include_expired = serializers.BooleanField(required=False, default=False)
 
 
-class FactRecentQuerySerializer(StrictInputSerializer):
+class FactRecentQuerySerializer(QuerySerializer):
     limit = serializers.IntegerField(
         min_value=1, max_value=FACTS_RECENT_MAX, default=10, help_text="Combien de faits (1 à 50)."
     )
@@ -280,7 +287,7 @@ class FactRecentQuerySerializer(StrictInputSerializer):
 # --- Search --------------------------------------------------------------------
 
 
-class SearchQuerySerializer(StrictInputSerializer):
+class SearchQuerySerializer(QuerySerializer):
     q = StrictCharField(max_length=QUERY_MAX_CHARS, help_text="Le texte cherché.")
     mode = serializers.ChoiceField(choices=SEARCH_MODES, default="semantic")
     limit = serializers.IntegerField(
