@@ -57,11 +57,16 @@ def fact_key_marks(key: str) -> set[str]:
 
 
 def _fact_key_spellings_marks(key: str) -> set[str]:
-    """The marks a key offered again is recognised by: its folded mark, and the exact marks
-    of its spellings (marks left before the folded one existed, of keys stored before
-    migration 0027 composed them)."""
+    """The marks a key offered again is recognised by: the exact marks of its spellings
+    (marks left of keys stored before migration 0027 composed them), and, where no fact
+    holds the key (the agent's statement would fold onto one: facts.key_as_stored), the
+    mark of what keys that look alike share. A fact the owner keeps under this very key
+    is not the look-alike twin the owner erased."""
     spellings = {key, unicodedata.normalize("NFC", key), unicodedata.normalize("NFD", key)}
-    return {fact_key_mark(s) for s in spellings} | fact_key_marks(key)
+    marks = {fact_key_mark(s) for s in spellings}
+    if not Fact.all_objects.filter(key__in=spellings).exists():
+        marks |= fact_key_marks(key)
+    return marks
 
 
 def fact_text_mark(value: str) -> str:

@@ -322,3 +322,22 @@ def test_a_text_a_forget_took_from_a_history_stays_so_under_a_retyped_key(tmp_pa
 
     assert not facts_active().filter(value__icontains="tomates").exists(), out
     assert facts_active().get(key="courses").value == "Marché le dimanche pour les fraises"
+
+
+def test_a_late_statement_about_a_live_fact_is_not_refused_for_its_erased_look_alike():
+    """Review: the owner kept « user_job » and « User Job » apart and erased the second; a
+    late statement about the first (a fact still here under that very key) was refused as
+    erased. The look-alike marks stand only where no fact holds the key stated."""
+    from memory.services.dedup import fact_remember
+
+    said = message_save(channel="whatsapp", role="user", content="Boulanger, et avant menuisier")
+    fact_store(key="user_job", value="Boulanger", actor=Actor.USER)
+    fact_store(key="User Job", value="Menuisier autrefois", actor=Actor.USER)
+    fact_erase(fact=Fact.objects.get(key="User Job"), actor=Actor.USER)
+
+    result = fact_remember(
+        key="user_job", value="Boulanger à Lyon", actor=Actor.AGENT, source_message_id=said.id
+    )
+
+    assert result.fact.key == "user_job"
+    assert not Fact.all_objects.filter(value__contains="Menuisier").exists()
