@@ -24,7 +24,7 @@ from datetime import datetime
 from django.db import models
 from rest_framework import serializers
 
-from memory.services.search import DATE_RANGE_UTC_MESSAGE, moment_in_range
+from memory.services.search import DATE_RANGE_UTC_MESSAGE, NO_SUCH_DATE_MESSAGE, moment_in_range
 
 FLOAT_OVERFLOW_MESSAGE = "Ce nombre est trop grand."
 # A value of the wrong JSON shape, in JSON's words (DRF names Python's types: "list").
@@ -81,11 +81,6 @@ class ApiModelSerializer(serializers.ModelSerializer):
         models.CharField: StrictCharField,
         models.TextField: StrictCharField,
     }
-
-
-NO_SUCH_DATE_MESSAGE = (
-    "La date « {value} » n'existe pas : son jour, son mois ou son heure sort du calendrier."
-)
 
 
 class DateTimeInRangeField(serializers.DateTimeField):

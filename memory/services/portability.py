@@ -256,16 +256,17 @@ def parse_since(value: str) -> datetime:
     """A date (midnight, local time) or a datetime; naive values are local time."""
     from django.utils.dateparse import parse_date, parse_datetime
 
+    from memory.services.search import DATE_RANGE_MESSAGE, NO_SUCH_DATE_MESSAGE, date_in_range
+
     try:
         parsed = parse_datetime(value)
         if parsed is None:
             day = parse_date(value)
             parsed = datetime(day.year, day.month, day.day) if day else None
-    except ValueError:
-        parsed = None
+    except ValueError:  # the right form, out of the calendar
+        raise ValueError(f"--since : {NO_SUCH_DATE_MESSAGE.format(value=value)}") from None
     if parsed is None:
         raise ValueError(BAD_SINCE.format(value=value))
-    from memory.services.search import DATE_RANGE_MESSAGE, date_in_range
 
     if not date_in_range(parsed):
         raise ValueError(f"--since : {DATE_RANGE_MESSAGE}")

@@ -81,6 +81,11 @@ DATE_YEARS = (1000, 9998)
 DATE_RANGE_MESSAGE = (
     f"Date hors de l'intervalle accepté (de l'an {DATE_YEARS[0]} à l'an {DATE_YEARS[1]})."
 )
+# A date of the right form that is not in the calendar (« 2026-02-30 », an offset « +25:00 »).
+NO_SUCH_DATE_MESSAGE = (
+    "La date « {value} » n'existe pas : son jour, son mois, son heure ou son décalage "
+    "horaire sort des limites."
+)
 DATE_RANGE_UTC_MESSAGE = (
     f"Date hors de l'intervalle accepté : de l'an {DATE_YEARS[0]} à l'an {DATE_YEARS[1]} "
     "en temps universel (UTC)."

@@ -31,7 +31,10 @@ def parse_ttl(ttl: str | None, *, now: datetime | None = None) -> datetime | Non
     match = TTL_PATTERN.match(ttl)
     if match is None:
         raise InvalidTTL(INVALID_TTL_MESSAGE.format(value=ttl))
-    amount, unit = int(match.group(1)), match.group(2).lower()
+    digits, unit = match.group(1), match.group(2).lower()
+    # A number of thousands of digits is out of range too (int() refuses past 4,300).
+    digits = digits.lstrip("0") or "0"
+    amount = int(digits) if len(digits) <= len(str(TTL_AMOUNT_MAX)) else TTL_AMOUNT_MAX + 1
     if not 1 <= amount <= TTL_AMOUNT_MAX:
         raise InvalidTTL(TTL_OUT_OF_RANGE_MESSAGE.format(value=ttl, max=TTL_AMOUNT_MAX))
     return (now or timezone.now()) + timedelta(**{TTL_UNITS[unit]: amount})

@@ -50,9 +50,16 @@ def test_the_search_page_says_the_date_is_out_of_range(staff_user, client, param
 
 
 @pytest.mark.parametrize(
-    "date", ["2026-02-30T10:00:00Z", "2026-13-45", "2026-04-31", "2026-01-01T25:00"]
+    "date",
+    [
+        "2026-02-30T10:00:00Z",
+        "2026-13-45",
+        "2026-04-31",
+        "2026-01-01T25:00",
+        "2026-01-01T10:00+25:00",
+    ],
 )
-def test_a_date_of_the_right_form_that_does_not_exist_says_so(api, date):
+def test_a_date_of_the_right_form_that_does_not_exist_says_so(api, owner_api, date):
     """Black-box QA: « 2026-02-30T10:00:00Z » was told it had the wrong format, which it has
     not: the day is not in the calendar."""
     search = api.get("/api/memory/search", {"q": "vélo", "mode": "text", "since": date})
@@ -62,6 +69,8 @@ def test_a_date_of_the_right_form_that_does_not_exist_says_so(api, date):
         format="json",
     )
 
-    for response in (search, message):
+    export = owner_api.get("/api/memory/export", {"since": date})  # its own parser (portability)
+
+    for response in (search, message, export):
         assert response.status_code == 400, response.content
         assert f"La date « {date} » n'existe pas" in response.content.decode()

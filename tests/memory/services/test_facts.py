@@ -63,12 +63,13 @@ def test_any_other_ttl_is_a_clear_error(ttl):
         parse_ttl(ttl, now=NOW)
 
 
-@pytest.mark.parametrize("ttl", ["0d", "00h", "10000d", "99999999d", "400000w"])
+@pytest.mark.parametrize("ttl", ["0d", "00h", "10000d", "99999999d", "400000w", "9" * 5000 + "d"])
 def test_a_ttl_of_the_right_form_out_of_range_says_so(ttl):
     """Black-box QA: « 99999999d » was told to use « a number followed by d », which it is."""
     with pytest.raises(InvalidTTL, match=r"Durée de vie hors limites .* de 1 à 9999"):
         parse_ttl(ttl, now=NOW)
     assert parse_ttl("9999w", now=NOW) == NOW + timedelta(weeks=9999)
+    assert parse_ttl("00000000002d", now=NOW) == NOW + timedelta(days=2)
 
 
 @pytest.mark.django_db
