@@ -341,3 +341,15 @@ def test_a_late_statement_about_a_live_fact_is_not_refused_for_its_erased_look_a
 
     assert result.fact.key == "user_job"
     assert not Fact.all_objects.filter(value__contains="Menuisier").exists()
+
+
+def test_a_live_fact_retyped_in_an_export_is_that_fact_not_a_twin(tmp_path):
+    """An export whose « velo » was typed « VELO » (text in capitals) imported a second fact
+    beside the first, both in the prompt."""
+    fact_store(key="velo", value="Le vélo est gris")
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+
+    out = _run("memory_import", str(_retyped(path, "velo", "VELO")))
+
+    assert list(Fact.all_objects.values_list("key", flat=True)) == ["velo"], out
