@@ -34,7 +34,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND, CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError as PydanticValidationError
 
 from memory.api.serializers import UNKNOWN_FIELD_MESSAGE
@@ -42,6 +42,7 @@ from memory.exceptions import MemoryServiceError
 from memory.mcp.resources import RESOURCES
 from memory.mcp.stdio_answers import NotingAnswers, Unanswered
 from memory.mcp.tools import INVALID_INPUT_MESSAGE, TOOLS, sentence
+from memory.mcp.transport_errors import UNKNOWN_METHOD_MESSAGE
 
 logger = logging.getLogger(__name__)
 
@@ -174,6 +175,23 @@ async def _french_request_params(ctx, call_next):
         detail = _french(exc, under="params")
         message = INVALID_PARAMS_MESSAGE.format(method=ctx.method, detail=detail)
         raise MCPError(code=INVALID_PARAMS, message=message, data="") from None
+    except MCPError as exc:  # the SDK's own refusals, in English (stdio shows them as is)
+        french = _SDK_REFUSALS.get((exc.error.code, exc.error.message))
+        if french is None:
+            raise
+        message = french.format(method=ctx.method)
+        raise MCPError(code=exc.error.code, message=message, data=exc.error.data) from None
+
+
+# The SDK's refusals before any handler, said in French: an unknown method, and a
+# request sent before the `initialize` handshake ended (the SDK's words for it).
+_SDK_REFUSALS = {
+    (METHOD_NOT_FOUND, "Method not found"): UNKNOWN_METHOD_MESSAGE,
+    (INVALID_PARAMS, "Invalid request parameters"): (
+        "Paramètres invalides pour {method}, ou requête envoyée avant la fin de "
+        "« initialize » (envoyez d'abord « initialize » puis « notifications/initialized »)."
+    ),
+}
 
 
 class MemoryMCPServer(MCPServer):
