@@ -113,8 +113,15 @@ def fact_key_reserved(value: str) -> bool:
     (letters' width, case, accents). A key stored before this rule keeps it (the import)."""
     if FACT_ASIDE_KEY_PATTERN.search(value):
         return True
-    bare = "".join(c for c in unicodedata.normalize("NFKD", value) if not unicodedata.combining(c))
-    return _ASIDE_LOOSENED.search(unicodedata.normalize("NFKC", bare).casefold()) is not None
+    return (
+        _ASIDE_LOOSENED.search(unicodedata.normalize("NFKC", _unaccented(value)).casefold())
+        is not None
+    )
+
+
+def _unaccented(value: str) -> str:
+    """``value`` decomposed (NFKD: wide letters too) without its combining accents."""
+    return "".join(c for c in unicodedata.normalize("NFKD", value) if not unicodedata.combining(c))
 
 
 def fact_key_composed(value: str) -> str:
@@ -135,9 +142,7 @@ def fact_key_folded(value: str) -> str:
     and the separators between words (« user job », « user-job », « user__job »). The
     extraction's key rule (agent.extraction.normalize_key: ASCII snake_case) folds alike.
     The database has it as makilab_key_folded(key) (memory.db.backend)."""
-    decomposed = unicodedata.normalize("NFKD", value)
-    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
-    folded = unicodedata.normalize("NFKC", bare.casefold())
+    folded = unicodedata.normalize("NFKC", _unaccented(value).casefold())
     return _KEY_SEPARATORS.sub("_", folded).strip("_")
 
 

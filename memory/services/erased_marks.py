@@ -21,7 +21,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from memory.models import ErasedMark, Fact, FactRevision, Message, Summary
-from memory.models.rules import fact_key_folded
+from memory.models.rules import fact_key_composed, fact_key_folded
 from memory.selectors import message_written_at
 from memory.services.forgetting_restated import key_unaside
 
@@ -62,7 +62,7 @@ def _fact_key_spellings_marks(key: str) -> set[str]:
     holds the key (the agent's statement would fold onto one: facts.key_as_stored), the
     mark of what keys that look alike share. A fact the owner keeps under this very key
     is not the look-alike twin the owner erased."""
-    spellings = {key, unicodedata.normalize("NFC", key), unicodedata.normalize("NFD", key)}
+    spellings = {key, fact_key_composed(key), unicodedata.normalize("NFD", key)}
     marks = {fact_key_mark(s) for s in spellings}
     if not Fact.all_objects.filter(key__in=spellings).exists():
         marks |= fact_key_marks(key)

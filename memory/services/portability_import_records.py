@@ -113,7 +113,7 @@ class Importer:
         self._facts: dict[str, tuple[str, bool]] | None = None
         # The forgotten fact texts, as they look (erased_marks.forgotten_alike): read once.
         self._forgotten_alike: set[tuple[str, str]] | None = None
-        self._live_alike: set[tuple[str, str]] = set()  # the live facts, read with it
+        self._live_alike: set[tuple[str, str]] = set()  # the live facts, read with _facts
         self._erased: set[str] | None = None
         self._message_batch: list[tuple[int, Message, int | None]] = []
         self._fact_batch: list[tuple[Fact, datetime, list[FactRevision]]] = []
@@ -289,6 +289,8 @@ class Importer:
             for key, value, forgotten, forgetting_id in rows.iterator():
                 hidden = forgotten or forgetting_id is not None
                 self._facts[key] = (value, forgotten)
+                if not hidden:
+                    self._live_alike.add(fact_alike(key, value))
                 if hidden and FACT_ASIDE_KEY_PATTERN.search(key):
                     # Forgotten, and set aside when its key was stated again: under its own
                     # key, an older export's fact is the one forgotten here (the newer one
@@ -357,14 +359,12 @@ class Importer:
             return
         if self._forgotten_alike is None:
             self._forgotten_alike = forgotten_alike()
-            live = Fact.all_objects.filter(forgotten=False, forgetting__isnull=True)
-            live = live.values_list("key", "value")
-            self._live_alike = {fact_alike(k, v) for k, v in live}
-        if fact_alike(key, values["value"]) in self._live_alike:
+        alike = fact_alike(key, values["value"])
+        if alike in self._live_alike:
             # A fact here, its key and text typed otherwise in the file: that fact.
             self.report.count(self.report.unchanged, "fact")
             return
-        if fact_alike(key, values["value"]) in self._forgotten_alike:
+        if alike in self._forgotten_alike:
             # Its key typed otherwise (an export edited by hand), its text forgotten here.
             self.report.conflicts.append(CONFLICT_FORGOTTEN.format(key=key))
             self.report.count(self.report.unchanged, "fact")
