@@ -123,6 +123,18 @@ def summary_mark(values: Mapping) -> str:
     return _mark("summary", *(values[name] for name in SUMMARY_KEY))
 
 
+def said_alike(created_at: datetime, content: str) -> tuple[datetime, str]:
+    """What a message or a summary offered again shares with the row it copies, whatever
+    the case or the spacing of its text (an export edited by hand): its moment and its
+    words, case folded (fact_alike's rule for texts)."""
+    return created_at, _words(content).casefold()
+
+
+def said_alike_mark(kind: str, values: Mapping) -> str:
+    """The mark of a message or summary as it looks (said_alike)."""
+    return _mark(f"{kind}-alike", *said_alike(values["created_at"], values["content"]))
+
+
 def marks_record(
     *,
     facts: QuerySet[Fact],
@@ -141,8 +153,10 @@ def marks_record(
             if text:
                 digests |= fact_marks(key, text)
                 digests.add(fact_text_mark(text))
-    digests |= {message_mark(row) for row in messages.values(*MESSAGE_KEY)}
-    digests |= {summary_mark(row) for row in summaries.values(*SUMMARY_KEY)}
+    for row in messages.values(*MESSAGE_KEY):
+        digests |= {message_mark(row), said_alike_mark("message", row)}
+    for row in summaries.values(*SUMMARY_KEY):
+        digests |= {summary_mark(row), said_alike_mark("summary", row)}
     moment = now or timezone.now()
     ErasedMark.objects.bulk_create(
         [ErasedMark(digest=d, erased_at=moment) for d in sorted(digests)], batch_size=500

@@ -29,6 +29,8 @@ from memory.services.erased_marks import (
     forgotten_alike,
     marks_known,
     message_mark,
+    said_alike,
+    said_alike_mark,
     summary_mark,
 )
 from memory.services.forgetting_restated import key_unaside
@@ -110,6 +112,8 @@ class Importer:
         self.new: dict[str, list[int]] = {KIND_MESSAGE: [], KIND_SUMMARY: [], KIND_FACT: []}
         # What this memory holds, read once: the matching keys of messages and facts.
         self._messages: dict[tuple, tuple[int | Message, bool]] | None = None
+        # The same rows as they look (erased_marks.said_alike): read with _messages.
+        self._messages_alike: dict[tuple, tuple[int, bool]] = {}
         self._facts: dict[str, tuple[str, bool]] | None = None
         # The forgotten fact texts, as they look (erased_marks.forgotten_alike): read once.
         self._forgotten_alike: set[tuple[str, str]] | None = None
@@ -166,10 +170,11 @@ class Importer:
             rows = Message.all_objects.values_list(
                 *MESSAGE_KEY, "id", "forgetting_id", "memory_excluded"
             )
-            self._messages = {
-                (*row[:5], _digest(row[5])): (row[6], row[7] is not None or row[8])
-                for row in rows.iterator(chunk_size=2000)
-            }
+            self._messages = {}
+            for row in rows.iterator(chunk_size=2000):
+                held = (row[6], row[7] is not None or row[8])
+                self._messages[(*row[:5], _digest(row[5]))] = held
+                self._messages_alike.setdefault(said_alike(row[4], row[5]), held)
         return self._messages
 
     def _was_erased(self, mark: str) -> bool:
@@ -205,14 +210,20 @@ class Importer:
             return
         existing = self._existing_messages()
         key = _message_key(values)
-        if key in existing:
-            row, forgotten = existing[key]
+        # A row here under this key, or as it looks (its text retyped in the file): that row.
+        held = existing.get(key) or self._messages_alike.get(
+            said_alike(values["created_at"], values["content"])
+        )
+        if held is not None:
+            row, forgotten = held
             self.message_ids[file_id] = row
             if forgotten:
                 self.forgotten.add(file_id)
             self._kept("message", forgotten, values["created_at"])
             return
-        if self._was_erased(message_mark(values)):
+        if self._was_erased(message_mark(values)) or self._was_erased(
+            said_alike_mark("message", values)
+        ):
             self._left_out(file_id, values)
             return
         existing[key] = (message, False)
@@ -258,12 +269,24 @@ class Importer:
     def _summary(self, line: int, record: dict) -> None:
         values = record_check(line, record, SPECS["summary"])
         key = {k: values[k] for k in ("channel", "created_at", "content")}
-        existing = Summary.all_objects.filter(**key).values_list("id", "forgetting_id").first()
-        if existing is None and self._was_erased(summary_mark(key)):
-            self._kept("summary", True, values["created_at"], present=False)
+        # The summary of this moment here with these words, their case or spacing aside.
+        alike = said_alike(values["created_at"], values["content"])
+        same_moment = Summary.all_objects.filter(created_at=values["created_at"])
+        existing = next(
+            (
+                forgetting_id
+                for content, forgetting_id in same_moment.values_list("content", "forgetting_id")
+                if said_alike(values["created_at"], content) == alike
+            ),
+            False,
+        )
+        if existing is not False:
+            self._kept("summary", existing is not None, values["created_at"])
             return
-        if existing is not None:
-            self._kept("summary", existing[1] is not None, values["created_at"])
+        if self._was_erased(summary_mark(key)) or self._was_erased(
+            said_alike_mark("summary", values)
+        ):
+            self._kept("summary", True, values["created_at"], present=False)
             return
         summary = Summary(**values)
         model_check(line, summary, exclude=["forgetting"])

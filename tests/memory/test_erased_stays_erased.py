@@ -10,7 +10,8 @@ that recognises it, and nothing of its text.
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
+from datetime import timezone as timezone_of
 from io import StringIO
 
 import pytest
@@ -353,3 +354,52 @@ def test_a_live_fact_retyped_in_an_export_is_that_fact_not_a_twin(tmp_path):
     out = _run("memory_import", str(_retyped(path, "velo", "VELO")))
 
     assert list(Fact.all_objects.values_list("key", flat=True)) == ["velo"], out
+
+
+def _texts_retyped(path, word: str):
+    """The export at ``path`` with every message and summary holding ``word`` in capitals
+    and its spaces doubled, its date written in another offset (edited by hand)."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("type") in ("message", "summary") and word in record["content"]:
+            record["content"] = record["content"].upper().replace(" ", "  ")
+            moment = datetime.fromisoformat(record["created_at"])
+            record["created_at"] = moment.astimezone(timezone_of(timedelta(hours=2))).isoformat()
+        lines.append(json.dumps(record, ensure_ascii=False))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("end", ["forgotten", "purged", "erased"])
+def test_an_export_whose_messages_were_retyped_does_not_bring_them_back(tmp_path, end):
+    """The facts' rule (fact_alike) for messages and summaries: the same moment with the same
+    words, whatever their case or spacing, is the row forgotten or erased here."""
+    _world()
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    result = topic_forget(topic="code porte garage", actor=Actor.USER)
+    if end == "purged":
+        _purged(result.forgetting_id)
+    elif end == "erased":
+        _erased(result.forgetting_id)
+
+    out = _run("memory_import", str(_texts_retyped(path, "B4242Z")))
+
+    hidden = end == "forgotten"  # still undoable: the forgotten rows are there, hidden
+    assert Message.all_objects.filter(content__icontains="b4242z").count() == 2 * hidden, out
+    assert not Message.objects.filter(content__icontains="b4242z").exists(), out
+    assert Summary.all_objects.filter(content__icontains="b4242z").count() == hidden, out
+    assert not Summary.objects.filter(content__icontains="b4242z").exists(), out
+    assert "non réimporté" in out or "oublié dans cette mémoire" in out, out
+
+
+def test_a_live_message_retyped_in_an_export_is_this_memorys_message(tmp_path):
+    _world()
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+
+    out = _run("memory_import", str(_texts_retyped(path, "B4242Z")))
+
+    assert Message.objects.filter(content__icontains="b4242z").count() == 2, out
+    assert Summary.objects.filter(content__icontains="b4242z").count() == 1, out
