@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.fields import JsonListField, StrictCharField
+from memory.api.fields import JsonListField, StrictBooleanField, StrictCharField
 from memory.api.messages import (
     CONTENT_MAX_CHARS,
     IdempotencyConflict,
@@ -29,7 +29,7 @@ class ContextInputSerializer(PreviewInputSerializer):
     # As long as /messages takes it (retrieval reads its first 4,000 characters).
     message = StrictCharField(max_length=CONTENT_MAX_CHARS, trim_whitespace=True)
     channel = StrictCharField(max_length=64, help_text="Le canal où le message arrive.")
-    record = serializers.BooleanField(
+    record = StrictBooleanField(
         default=False,
         help_text="true : enregistre aussi le message (comme POST /api/memory/messages).",
     )

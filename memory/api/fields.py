@@ -11,6 +11,10 @@ Every text field of the API is a ``StrictCharField``: DRF's CharField turns a JS
 number into its text (``{"topic": 5}`` forgot the topic "5"); this one refuses any value
 that is not a string. Form values are strings, so form-encoded bodies still pass.
 
+Every yes-or-no the API reads is a ``StrictBooleanField``: JSON true or false, or the
+words "true" / "false" / "1" / "0" of a query string or a form; DRF's BooleanField also
+took "yes", "on" and the JSON numbers 1 and 0.
+
 Every date the API reads is a ``DateTimeInRangeField``: within the years the memory
 keeps (memory.services.search.DATE_YEARS) once moved to UTC, the time zone the memory
 stores. Checked in the value's own offset, 1000-01-01T00:30+05:00 passed and was stored
@@ -32,6 +36,7 @@ FLOAT_OVERFLOW_MESSAGE = "Ce nombre est trop grand."
 JSON_OBJECT_EXPECTED = "Un objet JSON est attendu (des champs entre accolades)."
 JSON_LIST_EXPECTED = "Une liste JSON est attendue (des valeurs entre crochets)."
 STRING_REQUIRED_MESSAGE = "Une chaîne de caractères est attendue."
+BOOLEAN_EXPECTED = "Un booléen est attendu : true ou false."
 
 
 class JsonListField(serializers.ListField):
@@ -71,15 +76,33 @@ class StrictRegexField(_StringOnly, serializers.RegexField):
     """DRF's RegexField that refuses any JSON value not a string."""
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """A yes-or-no: JSON true or false, or the words a query string or a form carries for
+    them ("true" / "false" in any case, "1" / "0"). DRF's BooleanField also read "yes",
+    "on", "oui"-like words and the JSON numbers 1 and 0."""
+
+    default_error_messages = {"invalid": BOOLEAN_EXPECTED}
+    WORDS = {"true": True, "false": False, "1": True, "0": False}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        if isinstance(data, str) and data.strip().lower() in self.WORDS:
+            return self.WORDS[data.strip().lower()]
+        self.fail("invalid", input=data)
+
+
 class ApiModelSerializer(serializers.ModelSerializer):
     """A ModelSerializer whose fields built from a model FloatField are FrenchFloatField,
-    and from a model CharField or TextField StrictCharField."""
+    from a model CharField or TextField StrictCharField, from a BooleanField
+    StrictBooleanField."""
 
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
         models.FloatField: FrenchFloatField,
         models.CharField: StrictCharField,
         models.TextField: StrictCharField,
+        models.BooleanField: StrictBooleanField,
     }
 
 

@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.fields import JsonListField, StrictCharField, StrictRegexField
+from memory.api.fields import JsonListField, StrictBooleanField, StrictCharField, StrictRegexField
 from memory.api.pagination import MemoryPagination
 from memory.api.serializers import StrictInputSerializer
 from memory.api.views import (
@@ -37,7 +37,7 @@ FORGETTING_NOT_FOUND = {
 
 class ForgetInputSerializer(StrictInputSerializer):
     topic = StrictCharField(max_length=TOPIC_MAX_CHARS, help_text="Le sujet à oublier.")
-    dry_run = serializers.BooleanField(
+    dry_run = StrictBooleanField(
         default=False, help_text="true : montrer ce qui serait oublié, sans rien changer."
     )
     ids = JsonListField(

@@ -18,6 +18,7 @@ from memory.api.fields import (
     JSON_OBJECT_EXPECTED,
     DateTimeInRangeField,
     JsonListField,
+    StrictBooleanField,
     StrictCharField,
 )
 from memory.api.serializers import StrictInputSerializer
@@ -74,7 +75,7 @@ class MessageInputSerializer(StrictInputSerializer):
     timestamp = DateTimeInRangeField(
         required=False, default=None, help_text="Date d'origine (imports); absente : maintenant."
     )
-    memory_excluded = serializers.BooleanField(
+    memory_excluded = StrictBooleanField(
         default=False,
         help_text="true pour une demande d'oubli et sa réponse : enregistrées, mais jamais dans "
         "l'historique, l'index, la recherche ni l'extraction (une réponse exclue exclut son "

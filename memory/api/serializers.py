@@ -19,6 +19,7 @@ from memory.api.fields import (
     DateTimeInRangeField,
     FrenchFloatField,
     JsonListField,
+    StrictBooleanField,
     StrictCharField,
 )
 from memory.exceptions import InvalidTTL
@@ -148,7 +149,7 @@ class FactWrittenSerializer(FactOutputSerializer):
     as the agent's tools do (owner_kept_answer)."""
 
     # Filled by to_representation. Not read-only: drf-spectacular marks those required.
-    owner_kept = serializers.BooleanField(
+    owner_kept = StrictBooleanField(
         required=False,
         help_text="Présent (true) seulement quand la valeur, l'importance ou le type donnés "
         "n'ont pas été enregistrés : le propriétaire a fixé les siens, qui restent.",
@@ -274,8 +275,8 @@ class FactListQuerySerializer(PagedQuerySerializer):
         help_text="owner (défaut) : les faits du propriétaire ; self / goal : les souvenirs "
         "de l'agent sur lui-même / ses objectifs.",
     )
-    include_forgotten = serializers.BooleanField(required=False, default=False)
-    include_expired = serializers.BooleanField(required=False, default=False)
+    include_forgotten = StrictBooleanField(required=False, default=False)
+    include_expired = StrictBooleanField(required=False, default=False)
 
 
 class FactRecentQuerySerializer(QuerySerializer):

@@ -1,0 +1,70 @@
+"""A yes-or-no of the API is JSON true or false (or the words "true" / "false" / "1" / "0"
+of a query string or a form): DRF's BooleanField also read "yes", "on" and the JSON
+numbers 1 and 0, so `"memory_excluded": "yes"` stored a message excluded where "maybe"
+was refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.api.fields import BOOLEAN_EXPECTED
+from memory.models import MemorySettings, Message
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("value", ["yes", "on", "oui", "2", 1, 0])
+def test_a_message_flag_that_is_not_a_boolean_is_refused(agent_api, value):
+    response = agent_api.post(
+        "/api/memory/messages",
+        {"channel": "whatsapp", "content": "Bonjour", "memory_excluded": value},
+        format="json",
+    )
+
+    assert response.status_code == 400, response.content
+    assert response.json()["extra"]["fields"]["memory_excluded"] == [BOOLEAN_EXPECTED]
+    assert not Message.all_objects.exists()
+
+
+@pytest.mark.parametrize("value", ["yes", "off", 1])
+def test_a_setting_that_is_not_a_boolean_is_refused(owner_api, value):
+    response = owner_api.patch(
+        "/api/memory/settings", {"auto_retrieve_enabled": value}, format="json"
+    )
+
+    assert response.status_code == 400, response.content
+    assert response.json()["extra"]["fields"]["auto_retrieve_enabled"] == [BOOLEAN_EXPECTED]
+    assert MemorySettings.load().auto_retrieve_enabled is True
+
+
+def test_a_query_flag_that_is_not_a_boolean_is_refused(owner_api):
+    response = owner_api.get("/api/memory/facts?include_forgotten=yes")
+
+    assert response.status_code == 400, response.content
+    assert response.json()["extra"]["fields"]["include_forgotten"] == [BOOLEAN_EXPECTED]
+
+
+@pytest.mark.parametrize("value", [True, "true", "False", "1", "0"])
+def test_booleans_and_their_words_still_pass(agent_api, owner_api, value):
+    response = agent_api.post(
+        "/api/memory/messages",
+        {"channel": "whatsapp", "content": "Bonjour", "memory_excluded": value},
+        format="json",
+    )
+    listed = owner_api.get(f"/api/memory/facts?include_forgotten={str(value).lower()}")
+
+    assert response.status_code == 201, response.content
+    expected = str(value).lower() in ("true", "1")
+    assert Message.all_objects.get().memory_excluded is expected
+    assert listed.status_code == 200, listed.content
+
+
+def test_a_form_checkbox_still_passes(owner_api):
+    response = owner_api.patch(
+        "/api/memory/settings",
+        "auto_retrieve_enabled=false",
+        content_type="application/x-www-form-urlencoded",
+    )
+
+    assert response.status_code == 200, response.content
+    assert MemorySettings.load().auto_retrieve_enabled is False
