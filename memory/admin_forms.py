@@ -7,7 +7,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
-from memory.exceptions import MemoryServiceError
+from memory.exceptions import FactKeyLookAlike, MemoryServiceError
 from memory.form_errors import form_errors_add
 from memory.models import (
     FACT_ASIDE_KEY_PATTERN,
@@ -20,6 +20,7 @@ from memory.models import (
 )
 from memory.models.rules import invisible_in
 from memory.services.fact_ownership import STATED_FIELDS
+from memory.services.facts import key_look_alike_refuse
 from memory.services.messages import channel_validate
 from memory.services.search import DATE_RANGE_UTC_MESSAGE, moment_in_range
 from memory.services.self_memory_validate import agent_item_validate
@@ -53,6 +54,11 @@ class FactAdminForm(forms.ModelForm):
             key = fact_key_composed(key)  # an accent typed apart is the composed key
         if Fact.all_objects.filter(key=key).exclude(pk=self.instance.pk).exists():
             raise ValidationError(KEY_TAKEN_MESSAGE.format(key=key))
+        if self.instance.pk is None or "key" in self.changed_data:
+            try:
+                key_look_alike_refuse(key, but=self.instance.pk)
+            except FactKeyLookAlike as exc:
+                raise ValidationError(str(exc)) from None
         if self._keeps_its_key():
             validate_fact_key_shape(key)
         return key

@@ -54,3 +54,8 @@ class FactErased(MemoryServiceError):
 
 class SourceForgotten(MemoryServiceError):
     """An agent statement drawn from a message the owner forgot (or left out) meanwhile."""
+
+
+class FactKeyLookAlike(MemoryServiceError):
+    """The owner's new key only looks like a live fact's (case, accents, spacing): it would
+    start a second fact beside it."""

@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable
 from django.db import transaction
 from django.utils import timezone
 
-from memory.exceptions import FactNotFound, MemoryServiceError, SourceForgotten
+from memory.exceptions import FactKeyLookAlike, FactNotFound, MemoryServiceError, SourceForgotten
 from memory.models import (
     DEFAULT_IMPORTANCE,
     FACT_ASIDE_KEY_PATTERN,
@@ -41,6 +41,11 @@ logger = logging.getLogger(__name__)
 KEY_OF_OTHER_KIND_MESSAGE = (
     "La clé « {key} » est déjà prise par un autre genre de mémoire (propriétaire, "
     "moi ou objectif) : choisissez-en une autre."
+)
+KEY_LOOK_ALIKE_MESSAGE = (
+    "La clé « {key} » ressemble trop à celle du fait « {other} » (seules les majuscules, "
+    "les accents ou les espaces diffèrent) : modifiez ce fait, ou choisissez une clé "
+    "bien distincte."
 )
 SOURCE_FORGOTTEN_MESSAGE = (
     "Le fait « {key} » vient d'un message oublié depuis : il n'est pas enregistré."
@@ -165,6 +170,8 @@ def fact_store(
         existing = None
     if existing is not None and existing.kind != kind:
         raise MemoryServiceError(KEY_OF_OTHER_KIND_MESSAGE.format(key=key))
+    if existing is None and actor != Actor.AGENT:
+        key_look_alike_refuse(key)
     if category is not None:
         stated["category"] = category
     if existing is None:
@@ -328,14 +335,29 @@ def key_as_stored(key: str, actor: str) -> str:
             return spelling
     if actor != Actor.AGENT:
         return key
-    alike = (
-        Fact.all_objects.extra(
-            where=['makilab_key_folded("key") = %s'], params=[fact_key_folded(key)]
-        )
-        .order_by("id")
-        .values_list("key", flat=True)
-    )
+    alike = _keys_alike(key, Fact.all_objects)
     return next((k for k in alike if not FACT_ASIDE_KEY_PATTERN.search(k)), key)
+
+
+def _keys_alike(key: str, facts) -> list[str]:
+    """The keys of ``facts`` that look like ``key`` (fact_key_folded, registered in the
+    database as makilab_key_folded), oldest first."""
+    folded = facts.extra(where=['makilab_key_folded("key") = %s'], params=[fact_key_folded(key)])
+    return list(folded.order_by("id").values_list("key", flat=True))
+
+
+def key_look_alike_refuse(key: str, *, but: int | None = None) -> None:
+    """Refuse the owner's new key (or a rename) that only looks like a live fact's key:
+    « Courses » beside « courses » started a second fact, both in the prompt, and the
+    agent's next statement folded onto one of them. The agent's own statements land on
+    that fact (key_as_stored); a forgotten look-alike is no live fact. Raises
+    FactKeyLookAlike naming the fact; ``but``: the fact being renamed."""
+    live = Fact.objects.filter(forgotten=False).exclude(key=key)
+    if but is not None:
+        live = live.exclude(pk=but)
+    other = next((k for k in _keys_alike(key, live) if not FACT_ASIDE_KEY_PATTERN.search(k)), None)
+    if other is not None:
+        raise FactKeyLookAlike(KEY_LOOK_ALIKE_MESSAGE.format(key=key, other=other))
 
 
 def fact_named(key: str, actor: str, *, any_kind: bool = False) -> Fact:

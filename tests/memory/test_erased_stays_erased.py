@@ -326,14 +326,16 @@ def test_a_text_a_forget_took_from_a_history_stays_so_under_a_retyped_key(tmp_pa
 
 
 def test_a_late_statement_about_a_live_fact_is_not_refused_for_its_erased_look_alike():
-    """Review: the owner kept « user_job » and « User Job » apart and erased the second; a
-    late statement about the first (a fact still here under that very key) was refused as
-    erased. The look-alike marks stand only where no fact holds the key stated."""
+    """Review: the owner kept « user_job » and « User Job » apart (stored before the owner's
+    look-alike keys were refused) and erased the second; a late statement about the first (a
+    fact still here under that very key) was refused as erased. The look-alike marks stand
+    only where no fact holds the key stated."""
     from memory.services.dedup import fact_remember
 
     said = message_save(channel="whatsapp", role="user", content="Boulanger, et avant menuisier")
     fact_store(key="user_job", value="Boulanger", actor=Actor.USER)
-    fact_store(key="User Job", value="Menuisier autrefois", actor=Actor.USER)
+    twin, _ = fact_store(key="twin", value="Menuisier autrefois", actor=Actor.USER)
+    Fact.all_objects.filter(pk=twin.pk).update(key="User Job")
     fact_erase(fact=Fact.objects.get(key="User Job"), actor=Actor.USER)
 
     result = fact_remember(

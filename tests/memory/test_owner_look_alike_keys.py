@@ -1,0 +1,85 @@
+"""The owner's new key that only looks like a live fact's key (« Courses » beside
+« courses », « COURSES », « ecole » beside « école ») is refused, naming the fact it
+looks like: it started a second fact beside the first, both in the prompt, and the
+agent's next statement folded onto one of them. The agent's statement still lands on
+the fact (facts.key_as_stored); the owner's exact key is still a restatement; a
+forgotten look-alike is no live fact."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.exceptions import FactKeyLookAlike
+from memory.models import Actor, Fact
+from memory.services.facts import fact_forget, fact_store
+from tests.memory.admin_forms import fact_admin_form
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("typed", ["Courses", "COURSES", " courses_ ", "cOurses"])
+def test_the_owners_look_alike_key_is_refused_by_the_service(typed):
+    fact_store(key="courses", value="Des tomates")
+
+    with pytest.raises(FactKeyLookAlike) as refused:
+        fact_store(key=typed, value="Du pain", actor=Actor.USER)
+
+    assert "« courses »" in str(refused.value)
+    assert list(Fact.all_objects.values_list("key", "value")) == [("courses", "Des tomates")]
+
+
+def test_the_api_refuses_it_in_french(owner_api):
+    fact_store(key="école_des_enfants", value="Jaurès")
+
+    response = owner_api.post(
+        "/api/memory/facts", {"key": "ecole_des_enfants", "value": "Ferry"}, format="json"
+    )
+
+    assert response.status_code == 400, response.content
+    assert "« école_des_enfants »" in response.json()["message"]
+    assert Fact.all_objects.count() == 1
+
+
+def test_the_memory_page_refuses_it_in_french(staff_client):
+    fact_store(key="courses", value="Des tomates")
+
+    response = staff_client.post("/memory/facts/", {"key": "COURSES", "value": "Du pain"})
+
+    assert response.status_code == 422
+    assert "« courses »" in response.content.decode()
+    assert Fact.all_objects.count() == 1
+
+
+@pytest.mark.parametrize("change", [False, True], ids=["add", "rename"])
+def test_the_admin_refuses_it_in_french(staff_client, change):
+    fact_store(key="allergie", value="Pollen")
+    url = "/admin/memory/fact/add/"
+    if change:
+        other, _ = fact_store(key="pointure", value="43")
+        url = f"/admin/memory/fact/{other.pk}/change/"
+
+    response = staff_client.post(url, fact_admin_form(key="Allergie", value="Arachide"))
+
+    assert response.status_code == 200
+    assert "« allergie »" in response.content.decode()
+    assert sorted(Fact.all_objects.values_list("key", flat=True)) == sorted(
+        ["allergie", *(["pointure"] if change else [])]
+    )
+
+
+def test_the_agent_still_lands_on_the_fact_and_the_owners_exact_key_restates_it():
+    fact_store(key="courses", value="Des tomates")
+
+    fact_store(key="Courses", value="Des tomates et du pain", actor=Actor.AGENT)
+    fact_store(key="courses", value="Du pain", actor=Actor.USER)
+
+    assert list(Fact.all_objects.values_list("key", "value")) == [("courses", "Du pain")]
+
+
+def test_a_forgotten_look_alike_is_no_live_fact():
+    fact, _ = fact_store(key="courses", value="Des tomates")
+    fact_forget(fact=fact, actor=Actor.USER)
+
+    created, is_new = fact_store(key="Courses", value="Du pain", actor=Actor.USER)
+
+    assert is_new and created.key == "Courses"
