@@ -129,7 +129,8 @@ def store_fact_run(tool_input: dict, context: ToolContext) -> dict:
 
 
 def delete_fact_run(tool_input: dict, context: ToolContext) -> dict:
-    from memory.services.facts import fact_forget, fact_named
+    from memory.services.fact_keys import fact_named
+    from memory.services.facts import fact_forget
 
     # To the agent, a forgotten key is a key never stored; a key in other letters, the
     # fact its statements fold onto.

@@ -19,8 +19,8 @@ from memory.models import (
     validate_fact_key_shape,
 )
 from memory.models.rules import invisible_in
+from memory.services.fact_keys import key_look_alike_refuse
 from memory.services.fact_ownership import STATED_FIELDS
-from memory.services.facts import key_look_alike_refuse
 from memory.services.messages import channel_validate
 from memory.services.search import DATE_RANGE_UTC_MESSAGE, moment_in_range
 from memory.services.self_memory_validate import agent_item_validate

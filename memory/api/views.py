@@ -45,7 +45,7 @@ from memory.selectors import (
     memory_stats_get,
     retrieval_list,
 )
-from memory.services.facts import fact_named
+from memory.services.fact_keys import fact_named
 from memory.services.search import memory_search
 from memory.services.settings import memory_settings_update
 
@@ -128,7 +128,7 @@ class MemoryApi(APIView):
 def fact_or_404(key: str, *, actor: str) -> Fact:
     """The fact ``key`` names for ``actor``, any kind: the agent's self and goal items are
     read and written here too. To the agent's token, a key in other letters is the fact its
-    statements fold onto and a forgotten fact a key never stored (facts.fact_named); only
+    statements fold onto and a forgotten fact a key never stored (fact_keys.fact_named); only
     the owner's scope sees a forgotten fact, to restore it."""
     try:
         return fact_named(key, actor, any_kind=True)

@@ -30,7 +30,8 @@ from memory.exceptions import (
 )
 from memory.models import Actor, Fact, FactKind, FactSource, RevisionReason
 from memory.services.erased_marks import statement_erased
-from memory.services.facts import fact_store, fact_update, key_as_stored, source_present
+from memory.services.fact_keys import key_as_stored
+from memory.services.facts import fact_store, fact_update, source_present
 from memory.services.forgetting_restated import restates_forgotten
 from memory.services.ttl import parse_ttl
 from memory.stores.vector_cache import PointVectorCache

@@ -52,14 +52,14 @@ def fact_key_mark(key: str) -> str:
 def fact_key_marks(key: str) -> set[str]:
     """The marks an erased fact's key leaves: the key as stored, and what keys that look
     alike share (fact_key_folded): the agent's statements fold onto a fact by it
-    (facts.key_as_stored), so once the fact is gone its mark must recognise them."""
+    (fact_keys.key_as_stored), so once the fact is gone its mark must recognise them."""
     return {fact_key_mark(key), _mark("fact-key-folded", fact_key_folded(key))}
 
 
 def _fact_key_spellings_marks(key: str) -> set[str]:
     """The marks a key offered again is recognised by: the exact marks of its spellings
     (marks left of keys stored before migration 0027 composed them), and, where no fact
-    holds the key (the agent's statement would fold onto one: facts.key_as_stored), the
+    holds the key (the agent's statement would fold onto one: fact_keys.key_as_stored), the
     mark of what keys that look alike share. A fact the owner keeps under this very key
     is not the look-alike twin the owner erased."""
     spellings = {key, fact_key_composed(key), unicodedata.normalize("NFD", key)}

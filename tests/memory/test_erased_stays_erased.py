@@ -220,7 +220,7 @@ def test_an_erased_text_under_another_key_is_another_fact_to_the_import(tmp_path
 def test_a_late_statement_under_a_key_that_looks_alike_does_not_bring_back_an_erased_fact(
     stated,
 ):
-    """The agent's keys fold (facts.key_as_stored): what it says under « ecole_des_enfants »
+    """The agent's keys fold (fact_keys.key_as_stored): what it says under « ecole_des_enfants »
     is the owner's « École_des_enfants ». Once that fact is erased there is no fact left to
     fold onto: the erasure's mark must recognise the key in any of its spellings."""
     from memory.services.dedup import FactErased, fact_remember

@@ -2,7 +2,7 @@
 « courses », « COURSES », « ecole » beside « école ») is refused, naming the fact it
 looks like: it started a second fact beside the first, both in the prompt, and the
 agent's next statement folded onto one of them. The agent's statement still lands on
-the fact (facts.key_as_stored); the owner's exact key is still a restatement; a
+the fact (fact_keys.key_as_stored); the owner's exact key is still a restatement; a
 forgotten look-alike is no live fact."""
 
 from __future__ import annotations

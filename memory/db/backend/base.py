@@ -46,7 +46,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
     _queue_held: threading.Lock | None = None
 
     def get_new_connection(self, conn_params):
-        """Django's connection, with the fact keys' fold as SQL (services.facts.key_as_stored)."""
+        """Django's connection, with the fact keys' fold as SQL (services.fact_keys.key_as_stored)."""
         from memory.models.rules import fact_key_folded  # once a connection, not a row
 
         connection = super().get_new_connection(conn_params)

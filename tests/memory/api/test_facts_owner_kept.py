@@ -269,7 +269,7 @@ def test_a_key_with_its_accent_typed_apart_is_stored_composed(owner_api):
 
 def test_the_agents_plain_key_meets_a_stored_key_in_wide_letters():
     """The fold works both ways: a key stored in wide letters is met by the agent's ASCII."""
-    from memory.services.facts import key_as_stored
+    from memory.services.fact_keys import key_as_stored
 
     wide = "\uff35\uff33\uff25\uff32_\uff2a\uff2f\uff22"
     fact_store(key=wide, value="v", actor=Actor.USER)
@@ -284,7 +284,7 @@ def test_the_agent_reads_edits_and_forgets_by_the_key_its_statements_fold_onto(
 ):
     """The agent's POST of « ecole_des_enfants » met the owner's « école_des_enfants »
     (owner_kept), and then its GET, PATCH, history and DELETE of that same key answered 404:
-    the key the agent writes under is the key it reads under (facts.key_as_stored)."""
+    the key the agent writes under is the key it reads under (fact_keys.key_as_stored)."""
     read = agent_api.get(f"{FACTS}/{key}")
     assert read.status_code == 200, read.content
     assert read.json()["key"] == "école_des_enfants"
