@@ -4,7 +4,6 @@ written by batches (memory.services.portability_import reads the file and states
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -17,32 +16,23 @@ from memory.models import (
     FactRevision,
     MemorySettings,
     Message,
-    Summary,
     fact_key_composed,
     validate_fact_key_shape,
 )
 from memory.models.rules import fact_key_reserved, invisible_in
 from memory.services.erased_marks import (
-    MESSAGE_KEY,
     fact_alike,
     fact_marks,
     forgotten_alike,
-    marks_known,
-    message_mark,
-    said_alike,
-    said_alike_mark,
-    summary_mark,
 )
 from memory.services.forgetting_restated import key_unaside
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
-from memory.services.messages import BAD_CHANNEL, EMPTY_MESSAGE, channel_validate
-from memory.services.portability import MESSAGE_FIELDS, NOTES_FIELDS, SETTINGS_FIELDS
+from memory.services.portability import NOTES_FIELDS, SETTINGS_FIELDS
+from memory.services.portability_import_messages import BATCH, MessageRecords
 from memory.services.portability_validate import (
     BAD_TYPE,
-    DUPLICATE_ID,
     DUPLICATE_KEY,
     FACT_AGENT_SPEC,
-    MESSAGE_OBSERVED_SPEC,
     MISSING_FIELD,
     NOT_OBJECT,
     RECORD_TYPES,
@@ -68,19 +58,6 @@ __all__ = [
 CONFLICT_VALUE = "fait « {key} » : une autre valeur existe ici, elle est gardée."
 CONFLICT_FORGOTTEN = "fait « {key} » : oublié dans cette mémoire, il le reste."
 CONFLICT_ERASED = "fait « {key} » : effacé de cette mémoire, non réimporté."
-FORGOTTEN_ROW = "{kind} du {date} : oublié dans cette mémoire, non réimporté."
-# New rows are written by batches (one INSERT per batch; the FTS triggers fire per row).
-BATCH = 500
-# The natural key of a message: (channel, role, author, source, created_at, content digest).
-assert set(MESSAGE_KEY) == set(MESSAGE_FIELDS) - {"compacted"}
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
-
-
-def _message_key(values: dict) -> tuple:
-    return (*(values[name] for name in MESSAGE_KEY[:-1]), _digest(values["content"]))
 
 
 @dataclass
@@ -101,7 +78,7 @@ class ImportReport:
         bucket[kind] = bucket.get(kind, 0) + n
 
 
-class Importer:
+class Importer(MessageRecords):
     """One pass over the records; rows to create wait in batches, flushed in file order."""
 
     def __init__(self) -> None:
@@ -162,146 +139,6 @@ class Importer:
         except MemoryServiceError as exc:
             raise ImportLineError(line, str(exc)) from None
         self.report.settings_changed.extend(sorted(changes))
-
-    # --- messages and summaries -----------------------------------------------------------
-
-    def _existing_messages(self) -> dict[tuple, tuple[int | Message, bool]]:
-        if self._messages is None:
-            rows = Message.all_objects.values_list(
-                *MESSAGE_KEY, "id", "forgetting_id", "memory_excluded"
-            )
-            self._messages = {}
-            for row in rows.iterator(chunk_size=2000):
-                held = (row[6], row[7] is not None or row[8])
-                self._messages[(*row[:5], _digest(row[5]))] = held
-                self._messages_alike.setdefault(said_alike(row[4], row[5]), held)
-        return self._messages
-
-    def _was_erased(self, mark: str) -> bool:
-        if self._erased is None:
-            self._erased = marks_known()
-        return mark in self._erased
-
-    def _message(self, line: int, record: dict) -> None:
-        observed = {k: record[k] for k in MESSAGE_OBSERVED_SPEC if k in record}
-        record = {k: v for k, v in record.items() if k not in MESSAGE_OBSERVED_SPEC}
-        values = record_check(line, record, SPECS["message"])
-        if observed:
-            # A message of an observed room: a live extract until the digest read it.
-            observed = record_check(line, observed, {k: MESSAGE_OBSERVED_SPEC[k] for k in observed})
-            values["observed"] = observed.get("observed") or None  # the model's flag: true or null
-            values["digested_at"] = observed.get("digested_at")
-        file_id, reply_to = values.pop("id"), values.pop("reply_to")
-        if file_id in self.message_ids:
-            raise ImportLineError(line, DUPLICATE_ID.format(id=file_id))
-        if reply_to is not None and reply_to not in self.message_ids:
-            raise ImportLineError(line, UNKNOWN_REF.format(name="reply_to", id=reply_to))
-        try:
-            values["channel"] = channel_validate(values["channel"])
-        except ValidationError:
-            raise ImportLineError(line, f"champ « channel » : {BAD_CHANNEL}") from None
-        if not values["content"].strip():
-            raise ImportLineError(line, f"champ « content » : {EMPTY_MESSAGE}")
-        message = Message(**values)
-        model_check(line, message, exclude=["reply_to", "forgetting"])
-        if reply_to in self.forgotten:
-            # Its exchange is forgotten here: the reply stays out too.
-            self._left_out(file_id, values)
-            return
-        existing = self._existing_messages()
-        key = _message_key(values)
-        # A row here under this key, or as it looks (its text retyped in the file): that row.
-        held = existing.get(key) or self._messages_alike.get(
-            said_alike(values["created_at"], values["content"])
-        )
-        if held is not None:
-            row, forgotten = held
-            self.message_ids[file_id] = row
-            if forgotten:
-                self.forgotten.add(file_id)
-            self._kept("message", forgotten, values["created_at"])
-            return
-        if self._was_erased(message_mark(values)) or self._was_erased(
-            said_alike_mark("message", values)
-        ):
-            self._left_out(file_id, values)
-            return
-        existing[key] = (message, False)
-        self.message_ids[file_id] = message
-        self._message_batch.append((file_id, message, reply_to))
-        if len(self._message_batch) >= BATCH:
-            self._flush_messages()
-
-    def _left_out(self, file_id: int, values: dict) -> None:
-        """A message forgotten or erased here: neither it nor what points at it comes in."""
-        self.message_ids[file_id] = None
-        self.forgotten.add(file_id)
-        self._kept("message", True, values["created_at"], present=False)
-
-    def _row_id(self, file_id: int | None) -> int | None:
-        """The row id of a message of the file (the waiting batch is written if it holds it)."""
-        if file_id is None or file_id in self.forgotten:
-            return None
-        target = self.message_ids[file_id]
-        if isinstance(target, Message):
-            if target.id is None:
-                self._flush_messages()
-            return target.id
-        return target
-
-    def _flush_messages(self) -> None:
-        batch, self._message_batch = self._message_batch, []
-        if not batch:
-            return
-        # One INSERT for the batch; replies then get the ids of what they answer.
-        Message.all_objects.bulk_create([message for _, message, _ in batch])
-        replies = []
-        for file_id, message, reply_to in batch:
-            self.message_ids[file_id] = message.id
-            self.new[KIND_MESSAGE].append(message.id)
-            if reply_to is not None:
-                message.reply_to_id = self._row_id(reply_to)
-                replies.append(message)
-        if replies:
-            Message.all_objects.bulk_update(replies, ["reply_to"])
-        self.report.count(self.report.created, "message", len(batch))
-
-    def _summary(self, line: int, record: dict) -> None:
-        values = record_check(line, record, SPECS["summary"])
-        key = {k: values[k] for k in ("channel", "created_at", "content")}
-        # The summary of this moment here with these words, their case or spacing aside.
-        alike = said_alike(values["created_at"], values["content"])
-        same_moment = Summary.all_objects.filter(created_at=values["created_at"])
-        existing = next(
-            (
-                forgetting_id
-                for content, forgetting_id in same_moment.values_list("content", "forgetting_id")
-                if said_alike(values["created_at"], content) == alike
-            ),
-            False,
-        )
-        if existing is not False:
-            self._kept("summary", existing is not None, values["created_at"])
-            return
-        if self._was_erased(summary_mark(key)) or self._was_erased(
-            said_alike_mark("summary", values)
-        ):
-            self._kept("summary", True, values["created_at"], present=False)
-            return
-        summary = Summary(**values)
-        model_check(line, summary, exclude=["forgetting"])
-        summary.save(force_insert=True)
-        self.new[KIND_SUMMARY].append(summary.id)
-        self.report.count(self.report.created, "summary")
-
-    def _kept(self, kind: str, forgotten: bool, date: datetime, present: bool = True) -> None:
-        if forgotten:
-            label = {"message": "message", "summary": "résumé"}[kind]
-            self.report.conflicts.append(
-                FORGOTTEN_ROW.format(kind=label, date=date.isoformat(timespec="seconds"))
-            )
-        if present:
-            self.report.count(self.report.unchanged, kind)
 
     # --- facts ----------------------------------------------------------------------------
 
