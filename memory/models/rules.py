@@ -142,6 +142,14 @@ def fact_key_folded(value: str) -> str:
     and the separators between words (« user job », « user-job », « user__job »). The
     extraction's key rule (agent.extraction.normalize_key: ASCII snake_case) folds alike.
     The database has it as makilab_key_folded(key) (memory.db.backend)."""
+    return text_folded(value)
+
+
+def text_folded(value: str) -> str:
+    """A text as it looks, whatever was retyped: its words case folded, without accents,
+    letters' width, punctuation or spacing (« Allergique au Xylophène. » is
+    « allergique_au_xylophene »). The rule of fact_key_folded, and of the texts an edited
+    export offers again (memory.services.erased_marks)."""
     folded = unicodedata.normalize("NFKC", _unaccented(value).casefold())
     return _KEY_SEPARATORS.sub("_", folded).strip("_")
 

@@ -21,7 +21,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from memory.models import ErasedMark, Fact, FactRevision, Message, Summary
-from memory.models.rules import fact_key_composed, fact_key_folded
+from memory.models.rules import fact_key_composed, fact_key_folded, text_folded
 from memory.selectors import message_written_at
 from memory.services.forgetting_restated import key_unaside
 
@@ -81,8 +81,15 @@ def fact_mark(key: str, value: str) -> str:
 def fact_alike(key: str, value: str) -> tuple[str, str]:
     """What a fact offered again shares with the one it restates, whatever the spelling of
     its key or of its text (an export edited by hand, another tool's case or accents):
-    its folded key (fact_key_folded) and its words, case folded."""
-    return fact_key_folded(key_unaside(key)), _words(value).casefold()
+    its folded key (fact_key_folded) and its folded text (text_folded: no case, accents,
+    punctuation or spacing)."""
+    return fact_key_folded(key_unaside(key)), _text_alike(value)
+
+
+def _text_alike(text: str) -> str:
+    """text_folded, or, for a text of no letter or digit (« 👍 », « ?! »), its words case
+    folded: folded to nothing, every such text would look alike."""
+    return text_folded(text) or _words(text).casefold()
 
 
 def forgotten_alike() -> set[tuple[str, str]]:
@@ -111,8 +118,15 @@ def forgotten_alike() -> set[tuple[str, str]]:
 
 
 def fact_marks(key: str, value: str) -> set[str]:
-    """The marks of a fact with one of its texts: as stored, and as it looks (fact_alike)."""
-    return {fact_mark(key, value), _mark("fact-alike", *fact_alike(key, value))}
+    """The marks of a fact with one of its texts: as stored, and as it looks (fact_alike).
+    A mark left before texts were folded (its words case folded only) still recognises
+    the same retyping."""
+    cased = (fact_key_folded(key_unaside(key)), _words(value).casefold())
+    return {
+        fact_mark(key, value),
+        _mark("fact-alike", *cased),
+        _mark("fact-folded", *fact_alike(key, value)),
+    }
 
 
 def message_mark(values: Mapping) -> str:
@@ -123,16 +137,28 @@ def summary_mark(values: Mapping) -> str:
     return _mark("summary", *(values[name] for name in SUMMARY_KEY))
 
 
-def said_alike(created_at: datetime, content: str) -> tuple[datetime, str]:
-    """What a message or a summary offered again shares with the row it copies, whatever
-    the case or the spacing of its text (an export edited by hand): its moment and its
-    words, case folded (fact_alike's rule for texts)."""
-    return created_at, _words(content).casefold()
+def said_alike(kind: str, values: Mapping) -> tuple:
+    """What a message or a summary (``kind``) offered again shares with the row it copies,
+    whatever an export edited by hand retyped: its natural key (MESSAGE_KEY, SUMMARY_KEY)
+    with its moment to the second (its offset or its fraction of a second cut) and its
+    text folded (text_folded, fact_alike's rule for texts)."""
+    names = MESSAGE_KEY if kind == "message" else SUMMARY_KEY
+    exact = (values[name] for name in names if name not in ("created_at", "content"))
+    return (
+        *exact,
+        moment_to_the_second(values["created_at"]),
+        _text_alike(values["content"]),
+    )
 
 
 def said_alike_mark(kind: str, values: Mapping) -> str:
-    """The mark of a message or summary as it looks (said_alike)."""
-    return _mark(f"{kind}-alike", *said_alike(values["created_at"], values["content"]))
+    """The mark of a message or summary as it looks (said_alike): what an import matches a
+    retyped row on, and what its erasure leaves."""
+    return _mark(f"{kind}-alike", *said_alike(kind, values))
+
+
+def moment_to_the_second(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(microsecond=0)
 
 
 def marks_record(

@@ -5,7 +5,7 @@ them (memory.services.portability_import_records holds the rest of the import)."
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 
@@ -14,6 +14,7 @@ from memory.services.erased_marks import (
     MESSAGE_KEY,
     marks_known,
     message_mark,
+    moment_to_the_second,
     said_alike,
     said_alike_mark,
     summary_mark,
@@ -32,6 +33,7 @@ from memory.services.portability_validate import (
 )
 
 FORGOTTEN_ROW = "{kind} du {date} : oublié dans cette mémoire, non réimporté."
+ERASED_ROW = "{kind} du {date} : effacé de cette mémoire, non réimporté."
 # New rows are written by batches (one INSERT per batch; the FTS triggers fire per row).
 BATCH = 500
 # The natural key of a message: (channel, role, author, source, created_at, content digest).
@@ -59,7 +61,9 @@ class MessageRecords:
             for row in rows.iterator(chunk_size=2000):
                 held = (row[6], row[7] is not None or row[8])
                 self._messages[(*row[:5], _digest(row[5]))] = held
-                self._messages_alike.setdefault(said_alike(row[4], row[5]), held)
+                alike = said_alike_mark("message", dict(zip(MESSAGE_KEY, row[:6], strict=True)))
+                if alike not in self._messages_alike or not held[1]:  # a live row first
+                    self._messages_alike[alike] = held
         return self._messages
 
     def _was_erased(self, mark: str) -> bool:
@@ -96,9 +100,7 @@ class MessageRecords:
         existing = self._existing_messages()
         key = _message_key(values)
         # A row here under this key, or as it looks (its text retyped in the file): that row.
-        held = existing.get(key) or self._messages_alike.get(
-            said_alike(values["created_at"], values["content"])
-        )
+        held = existing.get(key) or self._messages_alike.get(said_alike_mark("message", values))
         if held is not None:
             row, forgotten = held
             self.message_ids[file_id] = row
@@ -109,7 +111,7 @@ class MessageRecords:
         if self._was_erased(message_mark(values)) or self._was_erased(
             said_alike_mark("message", values)
         ):
-            self._left_out(file_id, values)
+            self._left_out(file_id, values, erased=True)
             return
         existing[key] = (message, False)
         self.message_ids[file_id] = message
@@ -117,11 +119,11 @@ class MessageRecords:
         if len(self._message_batch) >= BATCH:
             self._flush_messages()
 
-    def _left_out(self, file_id: int, values: dict) -> None:
+    def _left_out(self, file_id: int, values: dict, erased: bool = False) -> None:
         """A message forgotten or erased here: neither it nor what points at it comes in."""
         self.message_ids[file_id] = None
         self.forgotten.add(file_id)
-        self._kept("message", True, values["created_at"], present=False)
+        self._kept("message", True, values["created_at"], present=False, erased=erased)
 
     def _row_id(self, file_id: int | None) -> int | None:
         """The row id of a message of the file (the waiting batch is written if it holds it)."""
@@ -154,24 +156,22 @@ class MessageRecords:
     def _summary(self, line: int, record: dict) -> None:
         values = record_check(line, record, SPECS["summary"])
         key = {k: values[k] for k in ("channel", "created_at", "content")}
-        # The summary of this moment here with these words, their case or spacing aside.
-        alike = said_alike(values["created_at"], values["content"])
-        same_moment = Summary.all_objects.filter(created_at=values["created_at"])
-        existing = next(
-            (
-                forgetting_id
-                for content, forgetting_id in same_moment.values_list("content", "forgetting_id")
-                if said_alike(values["created_at"], content) == alike
-            ),
-            False,
-        )
-        if existing is not False:
-            self._kept("summary", existing is not None, values["created_at"])
+        # The summary of this channel and second here with this text, however retyped.
+        alike = said_alike("summary", values)
+        second = moment_to_the_second(values["created_at"])
+        same_moment = Summary.all_objects.filter(
+            channel=values["channel"],
+            created_at__gte=second,
+            created_at__lt=second + timedelta(seconds=1),
+        ).values("channel", "created_at", "content", "forgetting_id")
+        held = [row["forgetting_id"] for row in same_moment if said_alike("summary", row) == alike]
+        if held:
+            self._kept("summary", None not in held, values["created_at"])
             return
         if self._was_erased(summary_mark(key)) or self._was_erased(
             said_alike_mark("summary", values)
         ):
-            self._kept("summary", True, values["created_at"], present=False)
+            self._kept("summary", True, values["created_at"], present=False, erased=True)
             return
         summary = Summary(**values)
         model_check(line, summary, exclude=["forgetting"])
@@ -179,11 +179,16 @@ class MessageRecords:
         self.new[KIND_SUMMARY].append(summary.id)
         self.report.count(self.report.created, "summary")
 
-    def _kept(self, kind: str, forgotten: bool, date: datetime, present: bool = True) -> None:
+    def _kept(
+        self, kind: str, forgotten: bool, date: datetime, present: bool = True, erased: bool = False
+    ) -> None:
+        """Count a row of the file matched here (``present``), and report one forgotten, or
+        ``erased`` for good, that stays out."""
         if forgotten:
             label = {"message": "message", "summary": "résumé"}[kind]
+            said = ERASED_ROW if erased else FORGOTTEN_ROW
             self.report.conflicts.append(
-                FORGOTTEN_ROW.format(kind=label, date=date.isoformat(timespec="seconds"))
+                said.format(kind=label, date=date.isoformat(timespec="seconds"))
             )
         if present:
             self.report.count(self.report.unchanged, kind)

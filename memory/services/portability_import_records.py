@@ -90,7 +90,7 @@ class Importer(MessageRecords):
         # What this memory holds, read once: the matching keys of messages and facts.
         self._messages: dict[tuple, tuple[int | Message, bool]] | None = None
         # The same rows as they look (erased_marks.said_alike): read with _messages.
-        self._messages_alike: dict[tuple, tuple[int, bool]] = {}
+        self._messages_alike: dict[str, tuple[int, bool]] = {}
         self._facts: dict[str, tuple[str, bool]] | None = None
         # The forgotten fact texts, as they look (erased_marks.forgotten_alike): read once.
         self._forgotten_alike: set[tuple[str, str]] | None = None
