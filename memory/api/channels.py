@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memory.api.fields import JsonListField, StrictCharField
+from memory.api.fields import ApiModelSerializer, JsonListField, StrictCharField
 from memory.api.pagination import MemoryPagination
 from memory.api.serializers import StrictInputSerializer, UnknownFieldsRefused
 from memory.api.views import ERRORS, PAGE_NOT_FOUND, MemoryApi
@@ -23,7 +23,7 @@ CHANNEL_PARAMETER = OpenApiParameter(
 )
 
 
-class ChannelSettingsSerializer(UnknownFieldsRefused, serializers.ModelSerializer):
+class ChannelSettingsSerializer(UnknownFieldsRefused, ApiModelSerializer):
     """GET and PUT /channels/<channel>; PUT refuses a field it does not write (a typo)."""
 
     updated_at = serializers.DateTimeField(

@@ -30,6 +30,7 @@ class ExportQuerySerializer(StrictInputSerializer):
 
 
 class MemoryExportApi(MemoryApi):
+    query_methods = frozenset({"get"})
     name = "Export de la mémoire"
     permission_classes = [IsOwner]
 

@@ -41,6 +41,7 @@ FORGOTTEN_LIST_MESSAGE = "Seul le propriétaire peut voir les faits oubliés."
 
 
 class FactListCreateApi(MemoryApi):
+    query_methods = frozenset({"get"})
     name = "Faits"
     pagination_class = MemoryPagination
 
@@ -200,6 +201,7 @@ class FactRevisionListApi(MemoryApi):
 
 
 class FactRecentApi(MemoryApi):
+    query_methods = frozenset({"get"})
     name = "Faits récents"
 
     @extend_schema(

@@ -13,7 +13,7 @@ that is not a string. Form values are strings, so form-encoded bodies still pass
 
 Every yes-or-no the API reads is a ``StrictBooleanField``: JSON true or false, or the
 words "true" / "false" / "1" / "0" of a query string or a form; DRF's BooleanField also
-took "yes", "on" and the JSON numbers 1 and 0.
+took "yes", "on", "y", "t" and the JSON numbers 1 and 0.
 
 Every date the API reads is a ``DateTimeInRangeField``: within the years the memory
 keeps (memory.services.search.DATE_YEARS) once moved to UTC, the time zone the memory
@@ -36,7 +36,9 @@ FLOAT_OVERFLOW_MESSAGE = "Ce nombre est trop grand."
 JSON_OBJECT_EXPECTED = "Un objet JSON est attendu (des champs entre accolades)."
 JSON_LIST_EXPECTED = "Une liste JSON est attendue (des valeurs entre crochets)."
 STRING_REQUIRED_MESSAGE = "Une chaîne de caractères est attendue."
-BOOLEAN_EXPECTED = "Un booléen est attendu : true ou false."
+BOOLEAN_EXPECTED = (
+    "Un booléen est attendu : true ou false (ou 1 et 0 dans une adresse ou un formulaire)."
+)
 
 
 class JsonListField(serializers.ListField):
@@ -79,7 +81,7 @@ class StrictRegexField(_StringOnly, serializers.RegexField):
 class StrictBooleanField(serializers.BooleanField):
     """A yes-or-no: JSON true or false, or the words a query string or a form carries for
     them ("true" / "false" in any case, "1" / "0"). DRF's BooleanField also read "yes",
-    "on", "oui"-like words and the JSON numbers 1 and 0."""
+    "on", "y", "t" and the JSON numbers 1 and 0."""
 
     default_error_messages = {"invalid": BOOLEAN_EXPECTED}
     WORDS = {"true": True, "false": False, "1": True, "0": False}

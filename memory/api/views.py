@@ -18,6 +18,7 @@ from rest_framework.authentication import SessionAuthentication, TokenAuthentica
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from makilab.throttling import refused_caller_wait
@@ -31,6 +32,7 @@ from memory.api.parsers import (
 )
 from memory.api.permissions import BearerTokenAuthentication, IsOwner, IsStaffOrToken, is_owner
 from memory.api.serializers import (
+    UNKNOWN_FIELD_MESSAGE,
     MemoryRetrievalSerializer,
     MemorySettingsSerializer,
     RetrievalListQuerySerializer,
@@ -89,6 +91,11 @@ class MemoryApi(APIView):
     # Set on the views whose list is paged (self.paginate): the schema then documents
     # the paged object ({count, next, previous, results}) and the page parameters.
     pagination_class: type[MemoryPagination] | None = None
+    # The methods whose handler reads its own query string with a QuerySerializer (which
+    # refuses what it does not read). Any other method's query string may hold only DRF's
+    # ``format`` and, on a paged list, the page's parameters: a parameter nothing reads is
+    # a 400 naming it (QA: ``POST /forget?dry_run=true`` forgot for real).
+    query_methods: frozenset[str] = frozenset()
 
     def get_permissions(self):
         if self.request.method.lower() in self.owner_methods:
@@ -104,6 +111,16 @@ class MemoryApi(APIView):
             if wait is not None:
                 raise exceptions.Throttled(wait) from None
             raise
+        if request.method.lower() not in self.query_methods:
+            self._query_string_unread(request)
+
+    def _query_string_unread(self, request: Request) -> None:
+        read = {api_settings.URL_FORMAT_OVERRIDE}
+        if self.pagination_class is not None and request.method == "GET":
+            read |= {MemoryPagination.page_query_param, MemoryPagination.page_size_query_param}
+        unread = sorted(set(request.query_params) - read)
+        if unread:
+            raise exceptions.ValidationError({name: [UNKNOWN_FIELD_MESSAGE] for name in unread})
 
     def handle_exception(self, exc: Exception) -> Response:
         # Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE with an HTML 400 page;
@@ -137,6 +154,7 @@ def fact_or_404(key: str, *, actor: str) -> Fact:
 
 
 class MemorySearchApi(MemoryApi):
+    query_methods = frozenset({"get"})
     name = "Recherche"
 
     @extend_schema(
@@ -212,6 +230,7 @@ class MemoryStatsApi(MemoryApi):
 
 
 class RetrievalListApi(MemoryApi):
+    query_methods = frozenset({"get"})
     name = "Journal de l'auto-retrieval"
     pagination_class = MemoryPagination
 

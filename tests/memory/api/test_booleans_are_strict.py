@@ -68,3 +68,61 @@ def test_a_form_checkbox_still_passes(owner_api):
 
     assert response.status_code == 200, response.content
     assert MemorySettings.load().auto_retrieve_enabled is False
+
+
+@pytest.mark.parametrize("value", ["yes", "on", 1, "oui"])
+def test_a_channels_observed_switch_that_is_not_a_boolean_is_refused(owner_api, value):
+    """QA and review: PUT /channels/<c> took « yes » and 1 (its serializer was a plain
+    ModelSerializer): the switch that silences the agent in a room."""
+    from memory.models import ChannelSettings
+
+    response = owner_api.put("/api/v1/memory/channels/whatsapp", {"observed": value}, format="json")
+
+    assert response.status_code == 400, response.content
+    assert response.json()["extra"]["fields"]["observed"] == [BOOLEAN_EXPECTED]
+    assert not ChannelSettings.objects.filter(observed=True).exists()
+
+
+def test_no_serializer_of_the_api_reads_a_loose_boolean():
+    """Every yes-or-no a client writes, on every input serializer of the API (each refuses
+    unknown fields: UnknownFieldsRefused), is strict."""
+    import inspect
+
+    from rest_framework import serializers
+
+    import agent.api.serializers
+    import memory.api.channels
+    import memory.api.context
+    import memory.api.forgetting
+    import memory.api.maintenance
+    import memory.api.messages
+    import memory.api.serializers
+    from memory.api.fields import StrictBooleanField
+    from memory.api.serializers import UnknownFieldsRefused
+
+    loose, checked = [], 0
+    for module in (
+        agent.api.serializers,
+        memory.api.channels,
+        memory.api.context,
+        memory.api.forgetting,
+        memory.api.maintenance,
+        memory.api.messages,
+        memory.api.serializers,
+    ):
+        for name, cls in inspect.getmembers(module, inspect.isclass):
+            if not issubclass(cls, UnknownFieldsRefused) or not issubclass(
+                cls, serializers.Serializer
+            ):
+                continue
+            fields = cls().fields
+            checked += 1
+            loose += [
+                f"{name}.{field_name}"
+                for field_name, field in fields.items()
+                if isinstance(field, serializers.BooleanField)
+                and not isinstance(field, StrictBooleanField)
+                and not field.read_only
+            ]
+    assert loose == [], loose
+    assert checked > 10  # the input serializers were read

@@ -48,3 +48,73 @@ def test_the_parameters_each_endpoint_reads_still_pass(owner_api, url):
     fact_store(key="velo", value="Le vélo est gris")
 
     assert owner_api.get(url).status_code == 200
+
+
+def _forgotten_velo() -> bool:
+    from memory.models import Fact
+
+    return not Fact.objects.filter(key="velo", forgotten=False).exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body"),
+    [
+        # QA: the dry run asked in the address was a real forget, « velo » gone.
+        ("post", "/api/v1/memory/forget?dry_run=true", {"topic": "vélo"}),
+        ("post", "/api/v1/memory/facts?dry_run=1", {"key": "velo", "value": "Un vélo bleu"}),
+        ("delete", "/api/v1/memory/facts/velo?hard=1", None),
+        ("post", "/api/v1/memory/context?x=1", {"message": "mon vélo", "channel": "whatsapp"}),
+        ("patch", "/api/v1/memory/settings?dry=1", {"max_results": 3}),
+    ],
+)
+def test_a_write_refuses_a_query_parameter_it_does_not_read_and_writes_nothing(
+    owner_api, method, url, body
+):
+    fact_store(key="velo", value="Le vélo est gris")
+
+    response = getattr(owner_api, method)(url, body, format="json")
+
+    assert response.status_code == 400, response.content
+    fields = response.json()["extra"]["fields"]
+    assert list(fields.values()) == [[UNKNOWN_FIELD_MESSAGE]], fields
+    assert not _forgotten_velo()
+    from memory.models import Fact, MemorySettings
+
+    assert Fact.objects.get(key="velo").value == "Le vélo est gris"
+    assert MemorySettings.load().max_results != 3
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/memory/stats?x=1",
+        "/api/v1/memory/settings?x=1",
+        "/api/v1/memory/forgettings?x=1",
+        "/api/v1/memory/channels?x=1",
+        "/api/v1/memory/facts/velo?x=1",
+        "/api/v1/memory/facts/velo/revisions?x=1",
+    ],
+)
+def test_a_read_refuses_a_query_parameter_it_does_not_read(owner_api, url):
+    fact_store(key="velo", value="Le vélo est gris")
+
+    response = owner_api.get(url)
+
+    assert response.status_code == 400, response.content
+    assert response.json()["extra"]["fields"] == {"x": [UNKNOWN_FIELD_MESSAGE]}
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/memory/forgettings?page=1&page_size=5&format=json",
+        "/api/v1/memory/channels?page=1",
+        "/api/v1/memory/facts/velo/revisions?page=1&page_size=2",
+        "/api/v1/memory/stats?format=json",
+        "/api/v1/memory/facts/velo?format=json",
+    ],
+)
+def test_the_page_and_format_parameters_still_pass_where_read(owner_api, url):
+    fact_store(key="velo", value="Le vélo est gris")
+
+    assert owner_api.get(url).status_code == 200
