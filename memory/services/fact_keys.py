@@ -8,9 +8,9 @@ from memory.exceptions import FactKeyLookAlike, FactNotFound
 from memory.models import FACT_ASIDE_KEY_PATTERN, Actor, Fact, fact_key_composed, fact_key_folded
 
 KEY_LOOK_ALIKE_MESSAGE = (
-    "La clé « {key} » ressemble trop à celle du fait « {other} » (seules les majuscules, "
-    "les accents ou les espaces diffèrent) : modifiez ce fait, ou choisissez une clé "
-    "bien distincte."
+    "La clé « {key} » ressemble trop à celle du fait « {other} » (seule l'écriture "
+    "diffère : majuscules, accents, espaces ou séparateurs) : modifiez ce fait, ou "
+    "choisissez une clé bien distincte."
 )
 
 

@@ -278,6 +278,8 @@ def fact_update(
             logger.info("%s expired as the owner set: not revived by the agent", current.key)
             return current
     changes = {name: value for name, value in fields.items() if getattr(current, name) != value}
+    if "key" in changes and actor != Actor.AGENT:
+        key_look_alike_refuse(changes["key"], but=current.pk)
     meaningful = [n for n in changes if n != "source_message_id"]
     owned = owned_after(current.owner_fields or [], actor, meaningful, stated)
     if not meaningful and not reviving:

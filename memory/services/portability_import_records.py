@@ -17,6 +17,7 @@ from memory.models import (
     MemorySettings,
     Message,
     fact_key_composed,
+    fact_key_folded,
     validate_fact_key_shape,
 )
 from memory.models.rules import fact_key_reserved, invisible_in
@@ -58,6 +59,10 @@ __all__ = [
 CONFLICT_VALUE = "fait « {key} » : une autre valeur existe ici, elle est gardée."
 CONFLICT_FORGOTTEN = "fait « {key} » : oublié dans cette mémoire, il le reste."
 CONFLICT_ERASED = "fait « {key} » : effacé de cette mémoire, non réimporté."
+CONFLICT_LOOK_ALIKE = (
+    "fait « {key} » : sa clé ressemble trop à celle du fait « {other} » d'ici, qui est gardé ; "
+    "non importé."
+)
 
 
 @dataclass
@@ -95,6 +100,7 @@ class Importer(MessageRecords):
         # The forgotten fact texts, as they look (erased_marks.forgotten_alike): read once.
         self._forgotten_alike: set[tuple[str, str]] | None = None
         self._live_alike: set[tuple[str, str]] = set()  # the live facts, read with _facts
+        self._live_keys_alike: dict[str, str] = {}  # their folded keys -> their keys
         self._erased: set[str] | None = None
         self._message_batch: list[tuple[int, Message, int | None]] = []
         self._fact_batch: list[tuple[Fact, datetime, list[FactRevision]]] = []
@@ -151,6 +157,7 @@ class Importer(MessageRecords):
                 self._facts[key] = (value, forgotten)
                 if not hidden:
                     self._live_alike.add(fact_alike(key, value))
+                    self._live_keys_alike.setdefault(fact_key_folded(key), key)
                 if hidden and FACT_ASIDE_KEY_PATTERN.search(key):
                     # Forgotten, and set aside when its key was stated again: under its own
                     # key, an older export's fact is the one forgotten here (the newer one
@@ -228,6 +235,12 @@ class Importer(MessageRecords):
             # Its key typed otherwise (an export edited by hand), its text forgotten here.
             self.report.conflicts.append(CONFLICT_FORGOTTEN.format(key=key))
             self.report.count(self.report.unchanged, "fact")
+            return
+        other = self._live_keys_alike.get(alike[0])
+        if other is not None:
+            # Another text under a key that only looks like a live fact's (« Courses » beside
+            # « courses »): the owner's new keys are refused so (fact_keys), and so is this.
+            self.report.conflicts.append(CONFLICT_LOOK_ALIKE.format(key=key, other=other))
             return
         marks = {m for k in {key, typed, composed} for m in fact_marks(k, values["value"])}
         if any(self._was_erased(mark) for mark in marks):

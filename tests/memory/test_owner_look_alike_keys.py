@@ -83,3 +83,38 @@ def test_a_forgotten_look_alike_is_no_live_fact():
     created, is_new = fact_store(key="Courses", value="Du pain", actor=Actor.USER)
 
     assert is_new and created.key == "Courses"
+
+
+def test_a_rename_through_the_service_is_refused_too():
+    """Review: only the admin's form checked a rename; fact_update takes a key."""
+    from memory.services.facts import fact_update
+
+    fact_store(key="courses", value="Des tomates")
+    other, _ = fact_store(key="pointure", value="43")
+
+    with pytest.raises(FactKeyLookAlike):
+        fact_update(fact=other, actor=Actor.USER, key="Courses")
+
+    assert sorted(Fact.all_objects.values_list("key", flat=True)) == ["courses", "pointure"]
+
+
+def test_an_import_does_not_start_a_look_alike_beside_a_live_fact(tmp_path):
+    """QA: an export line « Courses » beside the live « courses » (another text) was
+    imported as a second fact; it is a conflict naming the fact kept here."""
+    import json
+
+    from memory.services.portability import export_lines
+    from memory.services.portability_import import memory_import_lines
+
+    fact_store(key="courses", value="Des tomates")
+    lines = []
+    for line in export_lines():
+        record = json.loads(line)
+        if record.get("type") == "fact":
+            record.update(key="Courses", value="Du pain")
+        lines.append(json.dumps(record, ensure_ascii=False))
+
+    report = memory_import_lines(lines)
+
+    assert list(Fact.all_objects.values_list("key", "value")) == [("courses", "Des tomates")]
+    assert any("« courses »" in conflict for conflict in report.conflicts), report.conflicts
