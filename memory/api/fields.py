@@ -11,8 +11,8 @@ Every text field of the API is a ``StrictCharField``: DRF's CharField turns a JS
 number into its text (``{"topic": 5}`` forgot the topic "5"); this one refuses any value
 that is not a string. Form values are strings, so form-encoded bodies still pass.
 
-Every yes-or-no the API reads is a ``StrictBooleanField``: JSON true or false, or the
-words "true" / "false" / "1" / "0" of a query string or a form; DRF's BooleanField also
+Every yes-or-no the API reads is a ``StrictBooleanField``: JSON true or false in a JSON
+body, or the words "true" / "false" / "1" / "0" of a query string or a form; DRF's BooleanField also
 took "yes", "on", "y", "t" and the JSON numbers 1 and 0.
 
 Every date the API reads is a ``DateTimeInRangeField``: within the years the memory
@@ -26,6 +26,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import models
+from django.http import QueryDict
 from rest_framework import serializers
 
 from memory.services.search import DATE_RANGE_UTC_MESSAGE, NO_SUCH_DATE_MESSAGE, moment_in_range
@@ -79,9 +80,9 @@ class StrictRegexField(_StringOnly, serializers.RegexField):
 
 
 class StrictBooleanField(serializers.BooleanField):
-    """A yes-or-no: JSON true or false, or the words a query string or a form carries for
-    them ("true" / "false" in any case, "1" / "0"). DRF's BooleanField also read "yes",
-    "on", "y", "t" and the JSON numbers 1 and 0."""
+    """A yes-or-no: JSON true or false in a JSON body, or the words a query string or a form
+    carries for them ("true" / "false" in any case, "1" / "0"). DRF's BooleanField also read
+    "yes", "on", "y", "t" and the JSON numbers 1 and 0."""
 
     default_error_messages = {"invalid": BOOLEAN_EXPECTED}
     WORDS = {"true": True, "false": False, "1": True, "0": False}
@@ -89,7 +90,10 @@ class StrictBooleanField(serializers.BooleanField):
     def to_internal_value(self, data):
         if isinstance(data, bool):
             return data
-        if isinstance(data, str) and data.strip().lower() in self.WORDS:
+        # The words are a query string's or a form's (a QueryDict): a JSON body has its own
+        # true and false, and there the text « true » is as wrong as the number 1.
+        words = isinstance(getattr(self.root, "initial_data", None), QueryDict)
+        if words and isinstance(data, str) and data.strip().lower() in self.WORDS:
             return self.WORDS[data.strip().lower()]
         self.fail("invalid", input=data)
 
