@@ -1,4 +1,5 @@
-"""The API's paged lists: their size, bounded, and a size that is not one refused."""
+"""The API's paged lists: their size, bounded, and a size or a page number that is not
+one refused."""
 
 from __future__ import annotations
 
@@ -14,6 +15,17 @@ class MemoryPagination(PageNumberPagination):
     page_size = PAGE_SIZE
     page_size_query_param = "page_size"
     max_page_size = MAX_PAGE_SIZE
+
+    def get_page_number(self, request, paginator):
+        """DRF's page number; one that is no whole number is a 400 (DRF said 404, as for a
+        page past the last). Page 0 and pages past the last stay DRF's 404."""
+        raw = request.query_params.get(self.page_query_param)
+        if raw and raw not in self.last_page_strings:
+            try:
+                int(raw)
+            except ValueError:
+                raise ValidationError({self.page_query_param: [PAGE_SIZE_MESSAGE]}) from None
+        return super().get_page_number(request, paginator)
 
     def get_page_size(self, request):
         """DRF's size, capped at the maximum; a size that is no whole number of at least 1

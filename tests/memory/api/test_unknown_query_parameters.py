@@ -108,3 +108,16 @@ def test_a_read_refuses_a_query_parameter_it_does_not_read(owner_api, url):
 
     assert response.status_code == 400, response.content
     assert response.json()["extra"]["fields"] == {"x": [UNKNOWN_FIELD_MESSAGE]}
+
+
+@pytest.mark.parametrize("page", ["abc", "1.5", "deux"])
+def test_a_page_that_is_no_whole_number_is_a_400_not_a_missing_page(owner_api, page):
+    """QA: `?page=abc` answered 404 « Page non valide. », as if the list were shorter; a page
+    past the last (or page 0) is still the documented 404."""
+    from memory.api.pagination import PAGE_SIZE_MESSAGE
+
+    response = owner_api.get(f"/api/v1/memory/facts?page={page}")
+
+    assert response.status_code == 400, response.content
+    assert response.json()["extra"]["fields"] == {"page": [PAGE_SIZE_MESSAGE]}
+    assert owner_api.get("/api/v1/memory/facts?page=999").status_code == 404
