@@ -79,6 +79,10 @@ PAGE_NOT_FOUND = {
 }
 
 
+# A query parameter given twice: DRF reads the last one without a word.
+PARAMETER_TWICE_MESSAGE = "Ce paramètre est donné deux fois : lequel vaut n'est pas connu."
+
+
 class MemoryApi(APIView):
     # Each view sets ``name``: OPTIONS and the browsable API show it in French, where DRF
     # would derive "Fact List Create Api" from the class name (rest_framework get_view_name).
@@ -111,6 +115,9 @@ class MemoryApi(APIView):
             if wait is not None:
                 raise exceptions.Throttled(wait) from None
             raise
+        twice = sorted(name for name, values in request.query_params.lists() if len(values) > 1)
+        if twice:
+            raise exceptions.ValidationError({name: [PARAMETER_TWICE_MESSAGE] for name in twice})
         if request.method.lower() not in self.query_methods:
             self._query_string_unread(request)
 

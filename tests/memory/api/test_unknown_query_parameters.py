@@ -121,3 +121,22 @@ def test_a_page_that_is_no_whole_number_is_a_400_not_a_missing_page(owner_api, p
     assert response.status_code == 400, response.content
     assert response.json()["extra"]["fields"] == {"page": [PAGE_SIZE_MESSAGE]}
     assert owner_api.get("/api/v1/memory/facts?page=999").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/memory/search?q=lait&q=pain&mode=text",
+        "/api/v1/memory/facts?search=velo&search=lait",
+        "/api/v1/memory/retrievals?page=1&page=2",
+    ],
+)
+def test_a_parameter_given_twice_is_refused(owner_api, url):
+    """QA: `q=lait&q=pain` searched « pain » without a word; which one the client meant is
+    not known (a JSON body naming a field twice is refused too)."""
+    from memory.api.views import PARAMETER_TWICE_MESSAGE
+
+    response = owner_api.get(url)
+
+    assert response.status_code == 400, response.content
+    assert list(response.json()["extra"]["fields"].values()) == [[PARAMETER_TWICE_MESSAGE]]
