@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 
@@ -32,6 +33,9 @@ from memory.services.portability_validate import (
     record_check,
 )
 
+if TYPE_CHECKING:
+    from memory.services.portability_import_records import ImportReport
+
 FORGOTTEN_ROW = "{kind} du {date} : oublié dans cette mémoire, non réimporté."
 ERASED_ROW = "{kind} du {date} : effacé de cette mémoire, non réimporté."
 # New rows are written by batches (one INSERT per batch; the FTS triggers fire per row).
@@ -49,8 +53,21 @@ def _message_key(values: dict) -> tuple:
 
 
 class MessageRecords:
-    """The Importer's messages and summaries. Its state (report, message_ids, forgotten,
-    new, the batches and what this memory holds) is set by Importer.__init__."""
+    """The Importer's messages and summaries, with their state; the Importer's report and
+    ``new`` (the rows to index) are shared with its facts."""
+
+    report: ImportReport
+    new: dict[str, list[int]]
+
+    def __init__(self) -> None:
+        self.message_ids: dict[int, int | Message | None] = {}  # file id -> row (id or to insert)
+        self.forgotten: set[int] = set()  # file ids of messages forgotten in this memory
+        # What this memory holds, read once: the matching keys of its messages, and the
+        # same rows as they look (erased_marks.said_alike_mark).
+        self._messages: dict[tuple, tuple[int | Message, bool]] | None = None
+        self._messages_alike: dict[str, tuple[int, bool]] = {}
+        self._erased: set[str] | None = None  # the erasure marks, read once
+        self._message_batch: list[tuple[int, Message, int | None]] = []
 
     def _existing_messages(self) -> dict[tuple, tuple[int | Message, bool]]:
         if self._messages is None:

@@ -15,7 +15,6 @@ from memory.models import (
     Fact,
     FactRevision,
     MemorySettings,
-    Message,
     fact_key_composed,
     fact_key_folded,
     validate_fact_key_shape,
@@ -87,22 +86,16 @@ class Importer(MessageRecords):
     """One pass over the records; rows to create wait in batches, flushed in file order."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.report = ImportReport()
-        self.message_ids: dict[int, int | Message | None] = {}  # file id -> row (id or to insert)
-        self.forgotten: set[int] = set()  # file ids of messages forgotten in this memory
         self.fact_keys: set[str] = set()
         self.new: dict[str, list[int]] = {KIND_MESSAGE: [], KIND_SUMMARY: [], KIND_FACT: []}
-        # What this memory holds, read once: the matching keys of messages and facts.
-        self._messages: dict[tuple, tuple[int | Message, bool]] | None = None
-        # The same rows as they look (erased_marks.said_alike): read with _messages.
-        self._messages_alike: dict[str, tuple[int, bool]] = {}
+        # What this memory holds, read once: the matching keys of facts.
         self._facts: dict[str, tuple[str, bool]] | None = None
         # The forgotten fact texts, as they look (erased_marks.forgotten_alike): read once.
         self._forgotten_alike: set[tuple[str, str]] | None = None
         self._live_alike: set[tuple[str, str]] = set()  # the live facts, read with _facts
         self._live_keys_alike: dict[str, str] = {}  # their folded keys -> their keys
-        self._erased: set[str] | None = None
-        self._message_batch: list[tuple[int, Message, int | None]] = []
         self._fact_batch: list[tuple[Fact, datetime, list[FactRevision]]] = []
 
     def record(self, line: int, record: object) -> None:
