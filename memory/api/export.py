@@ -11,7 +11,7 @@ from rest_framework.request import Request
 
 from memory.api.fields import StrictCharField
 from memory.api.permissions import IsOwner
-from memory.api.serializers import StrictInputSerializer
+from memory.api.serializers import QuerySerializer
 from memory.api.views import ERRORS, MemoryApi
 from memory.services.portability import export_lines, parse_since
 
@@ -19,7 +19,7 @@ CONTENT_TYPE = "application/x-ndjson; charset=utf-8"
 FILENAME = "makilab-memoire-{stamp}.jsonl"
 
 
-class ExportQuerySerializer(StrictInputSerializer):
+class ExportQuerySerializer(QuerySerializer):
     since = StrictCharField(required=False, max_length=40)
 
     def validate_since(self, value: str):

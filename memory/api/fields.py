@@ -28,6 +28,7 @@ from datetime import datetime
 from django.db import models
 from django.http import QueryDict
 from rest_framework import serializers
+from rest_framework.utils import html
 
 from memory.services.search import DATE_RANGE_UTC_MESSAGE, NO_SUCH_DATE_MESSAGE, moment_in_range
 
@@ -86,6 +87,13 @@ class StrictBooleanField(serializers.BooleanField):
 
     default_error_messages = {"invalid": BOOLEAN_EXPECTED}
     WORDS = {"true": True, "false": False, "1": True, "0": False}
+
+    def get_value(self, dictionary):
+        """An empty value of a form or query string (``dry_run=``) is no answer: DRF read
+        it as false (and a forget asked so was real)."""
+        if html.is_html_input(dictionary) and dictionary.get(self.field_name) == "":
+            return ""
+        return super().get_value(dictionary)
 
     def to_internal_value(self, data):
         if isinstance(data, bool):

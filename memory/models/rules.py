@@ -142,16 +142,20 @@ def fact_key_folded(value: str) -> str:
     and the separators between words (« user job », « user-job », « user__job »). The
     extraction's key rule (agent.extraction.normalize_key: ASCII snake_case) folds alike.
     The database has it as makilab_key_folded(key) (memory.db.backend)."""
-    return text_folded(value)
+    return _KEY_SEPARATORS.sub("_", _letters_folded(value)).strip("_")
+
+
+def _letters_folded(value: str) -> str:
+    return unicodedata.normalize("NFKC", _unaccented(value).casefold())
 
 
 def text_folded(value: str) -> str:
-    """A text as it looks, whatever was retyped: its words case folded, without accents,
-    letters' width, punctuation or spacing (« Allergique au Xylophène. » is
-    « allergique_au_xylophene »). The rule of fact_key_folded, and of the texts an edited
-    export offers again (memory.services.erased_marks)."""
-    folded = unicodedata.normalize("NFKC", _unaccented(value).casefold())
-    return _KEY_SEPARATORS.sub("_", folded).strip("_")
+    """A text as it looks, whatever was retyped: its letters and digits in order, case
+    folded, without accents, letters' width, punctuation or spacing (« S'appelle
+    Xylophène, FR76 3000. » is « sappellexylophenefr763000 »): the texts an edited export
+    offers again (memory.services.erased_marks). fact_key_folded's fold, words not kept
+    apart (« s'appelle » retyped « sappelle », « 4 521 » as « 4521 »)."""
+    return _KEY_SEPARATORS.sub("", _letters_folded(value))
 
 
 FACT_VALUE_MAX_CHARS = 10_000

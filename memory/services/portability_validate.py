@@ -43,6 +43,10 @@ MISSING_FIELD = "champ « {name} » manquant."
 UNKNOWN_FIELDS = "champ(s) inconnu(s) : {names}."
 BAD_TYPE = "champ « {name} » : {expected} attendu."
 BAD_DATE = "champ « {name} » : date ISO 8601 attendue."
+DATE_WITHOUT_OFFSET = (
+    "champ « {name} » : la date doit porter son décalage horaire "
+    "(ex. 2026-11-30T09:00:00+01:00 ou …Z)."
+)
 DATE_OUT_OF_RANGE = "champ « {name} » : " + DATE_RANGE_MESSAGE
 DUPLICATE_ID = "le message {id} apparaît deux fois dans le fichier."
 DUPLICATE_KEY = "le fait « {key} » apparaît deux fois dans le fichier."
@@ -240,9 +244,13 @@ def _date_check(line: int, value: object, name: str, where: str) -> datetime:
         raise ImportLineError(line, where + BAD_DATE.format(name=name))
     # The years the rest of the memory accepts; they also keep the calendar's ends
     # (year 1, year 9999) away from the conversions to UTC and back.
+    if timezone.is_naive(parsed):
+        # Read in this memory's time zone it would be another moment than the one exported
+        # (a row forgotten here would not be recognised): a date carries its offset.
+        raise ImportLineError(line, where + DATE_WITHOUT_OFFSET.format(name=name))
     if not date_in_range(parsed):
         raise ImportLineError(line, where + DATE_OUT_OF_RANGE.format(name=name))
-    return timezone.make_aware(parsed) if timezone.is_naive(parsed) else parsed
+    return parsed
 
 
 def settings_check(line: int, record: dict) -> None:

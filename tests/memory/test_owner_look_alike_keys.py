@@ -118,3 +118,20 @@ def test_an_import_does_not_start_a_look_alike_beside_a_live_fact(tmp_path):
 
     assert list(Fact.all_objects.values_list("key", "value")) == [("courses", "Des tomates")]
     assert any("« courses »" in conflict for conflict in report.conflicts), report.conflicts
+
+
+def test_the_agent_lands_on_the_live_look_alike_not_on_a_forgotten_exact_key():
+    """QA: with « medecin_traitant » forgotten and the owner's « Medecin_Traitant » live, the
+    agent's « MEDECIN traitant » started a second live fact under the forgotten key, which
+    its own reads then did not find (they resolve to the live one)."""
+    from memory.services.fact_keys import fact_named
+
+    forgotten, _ = fact_store(key="medecin_traitant", value="Dr Durand")
+    fact_forget(fact=forgotten, actor=Actor.USER)
+    fact_store(key="Medecin_Traitant", value="Dr Martin", actor=Actor.USER)
+
+    fact_store(key="MEDECIN traitant", value="Dr Martin bis", actor=Actor.AGENT)
+
+    live = list(Fact.objects.filter(forgotten=False).values_list("key", "value"))
+    assert live == [("Medecin_Traitant", "Dr Martin")]
+    assert fact_named("medecin_traitant", Actor.AGENT).value == "Dr Martin"

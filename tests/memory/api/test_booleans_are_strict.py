@@ -142,3 +142,23 @@ def test_no_serializer_of_the_api_reads_a_loose_boolean():
             ]
     assert loose == [], loose
     assert checked > 10  # the input serializers were read
+
+
+def test_an_empty_form_value_is_no_false(owner_api):
+    """QA: a form's `dry_run=` (empty) was read as false, and the forget was real."""
+    from memory.models import Fact
+    from memory.services.facts import fact_store
+
+    fact_store(key="velo", value="Le vélo turquoise")
+
+    response = owner_api.post(
+        "/api/v1/memory/forget",
+        "topic=vélo turquoise&dry_run=",
+        content_type="application/x-www-form-urlencoded",
+    )
+    listed = owner_api.get("/api/v1/memory/facts?include_expired=")
+
+    assert response.status_code == 400, response.content
+    assert response.json()["extra"]["fields"]["dry_run"] == [BOOLEAN_EXPECTED]
+    assert Fact.objects.filter(key="velo", forgotten=False).exists()
+    assert listed.status_code == 400, listed.content

@@ -48,6 +48,7 @@ def test_an_unknown_query_parameter_is_refused_in_french(owner_api, url):
         "/api/v1/memory/facts/velo/revisions?page=1&page_size=2",
         "/api/v1/memory/stats?format=json",
         "/api/v1/memory/facts/velo?format=json",
+        "/api/v1/memory/export?format=json",  # QA: refused here alone
     ],
 )
 def test_the_parameters_each_endpoint_reads_still_pass(owner_api, url):
