@@ -51,7 +51,25 @@ class FrenchCommandParser(CommandParser):
         raise CommandError(message)
 
 
+NOT_MIGRATED_MESSAGE = (
+    "La base de cette mémoire n'est pas encore créée (ou pas à jour) : lancez "
+    "`python manage.py migrate`, ou `python manage.py serve`, qui la crée."
+)
+
+
 class FrenchCommand(BaseCommand):
+    def execute(self, *args, **options):
+        """The command; on a database never created (or not migrated), a French refusal
+        saying how to create it instead of SQLite's « no such table » traceback."""
+        from django.db import OperationalError
+
+        try:
+            return super().execute(*args, **options)
+        except OperationalError as exc:
+            if "no such table" not in str(exc) and "no such column" not in str(exc):
+                raise
+            raise CommandError(NOT_MIGRATED_MESSAGE) from None
+
     def create_parser(self, prog_name, subcommand, **kwargs):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         # Django builds CommandParsers (the command's, its subcommands'); the subclass only
