@@ -1,29 +1,19 @@
 """A command run on a data folder whose database was never created (no `migrate`, no
 `serve` yet) says so in French and how to create it: it was a traceback ending in
-« no such table: memory_settings » (QA)."""
+« no such table: core_memory » (QA)."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import pytest
 
 from memory.management.french import NOT_MIGRATED_MESSAGE
-from tests.memory.test_workers import ROOT, _env
+from tests.memory.commands.test_backup_restore import _manage
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("args", [("memory_export", "copie.jsonl"), ("memory_stats",)])
 def test_a_command_on_a_database_never_created_says_so_in_french(tmp_path, args):
-    done = subprocess.run(
-        [sys.executable, "manage.py", *(str(tmp_path / a) if "." in a else a for a in args)],
-        cwd=ROOT,
-        env=_env(tmp_path / "data"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _manage(tmp_path / "data", *(str(tmp_path / a) if "." in a else a for a in args))
 
     assert done.returncode == 1, done.stderr
     assert NOT_MIGRATED_MESSAGE in done.stderr, done.stderr
