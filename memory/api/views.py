@@ -118,12 +118,14 @@ class MemoryApi(APIView):
         twice = sorted(name for name, values in request.query_params.lists() if len(values) > 1)
         if twice:
             raise exceptions.ValidationError({name: [PARAMETER_TWICE_MESSAGE] for name in twice})
-        if request.method.lower() not in self.query_methods:
-            self._query_string_unread(request)
+        # HEAD is answered by the view's get (Django): it reads the same query.
+        method = "get" if request.method == "HEAD" else request.method.lower()
+        if method not in self.query_methods:
+            self._query_string_unread(request, method)
 
-    def _query_string_unread(self, request: Request) -> None:
+    def _query_string_unread(self, request: Request, method: str) -> None:
         read = {api_settings.URL_FORMAT_OVERRIDE}
-        if self.pagination_class is not None and request.method == "GET":
+        if self.pagination_class is not None and method == "get":
             read |= {MemoryPagination.page_query_param, MemoryPagination.page_size_query_param}
         unread = sorted(set(request.query_params) - read)
         if unread:

@@ -13,6 +13,7 @@ import re
 import sys
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import OperationalError
 
 _SAID = [
     (
@@ -61,8 +62,6 @@ class FrenchCommand(BaseCommand):
     def execute(self, *args, **options):
         """The command; on a database never created (or not migrated), a French refusal
         saying how to create it instead of SQLite's « no such table » traceback."""
-        from django.db import OperationalError
-
         try:
             return super().execute(*args, **options)
         except OperationalError as exc:

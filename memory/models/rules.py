@@ -149,13 +149,23 @@ def _letters_folded(value: str) -> str:
     return unicodedata.normalize("NFKC", _unaccented(value).casefold())
 
 
+# What an edited export changes without changing what a text says: spacing (invisible
+# spaces too), an apostrophe or a hyphen between two letters (« s'appelle », « garde-le »),
+# the marks that end it. Signs, decimal commas and symbols say something (« -5 », « 1,5 »,
+# « C++ »): kept.
+_TEXT_SPACES = re.compile(r"[\s\u200b-\u200d\u2060\ufeff]+")
+_TEXT_JOINERS = re.compile(r"(?<=[^\W\d_])['\u2019\u02bc\-\u2010\u2011_](?=[^\W\d_])")
+_TEXT_END_MARKS = re.compile(r"[.!?\u2026]+$")
+
+
 def text_folded(value: str) -> str:
-    """A text as it looks, whatever was retyped: its letters and digits in order, case
-    folded, without accents, letters' width, punctuation or spacing (« S'appelle
-    Xylophène, FR76 3000. » is « sappellexylophenefr763000 »): the texts an edited export
-    offers again (memory.services.erased_marks). fact_key_folded's fold, words not kept
-    apart (« s'appelle » retyped « sappelle », « 4 521 » as « 4521 »)."""
-    return _KEY_SEPARATORS.sub("", _letters_folded(value))
+    """A text as it looks, whatever an edited export retyped without changing what it says:
+    case folded, without accents or letters' width, spacing, an apostrophe or hyphen
+    between letters, or the marks that end it (« S'appelle Xylophène, FR76 3000. » is
+    « sappellexylophene,fr763000 »); signs, decimal commas and symbols are kept (« -5 » is
+    not « 5 »). The texts' rule of memory.services.erased_marks."""
+    folded = _TEXT_JOINERS.sub("", _letters_folded(value))
+    return _TEXT_END_MARKS.sub("", _TEXT_SPACES.sub("", folded))
 
 
 FACT_VALUE_MAX_CHARS = 10_000

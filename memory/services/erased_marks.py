@@ -158,6 +158,7 @@ def said_alike_mark(kind: str, values: Mapping) -> str:
 
 
 def moment_to_the_second(moment: datetime) -> datetime:
+    """``moment`` in UTC without its fraction of a second (an edited export may cut it)."""
     return moment.astimezone(UTC).replace(microsecond=0)
 
 

@@ -25,35 +25,21 @@ def key_as_stored(key: str, actor: str) -> str:
     (fact_key_folded, registered there as makilab_key_folded)."""
     typed = key.strip()
     key = fact_key_composed(typed)
-    spellings = (key, typed)
-    exact = _keys_live(Fact.all_objects.filter(key__in=set(spellings)))
-    for spelling in spellings:
-        if exact.get(spelling) or (spelling in exact and actor != Actor.AGENT):
+    exact = set(Fact.all_objects.filter(key__in={key, typed}).values_list("key", flat=True))
+    for spelling in (key, typed):
+        if spelling in exact:
             return spelling
     if actor != Actor.AGENT:
         return key
-    # The agent's statement: a live fact that looks alike first (the owner may have written
-    # « Medecin_Traitant » after forgetting « medecin_traitant »: stated under the forgotten
-    # key, it was a second live fact beside it), then the hidden fact of that very key.
-    alike = _keys_live(_keys_alike(key, Fact.all_objects))
-    live = [k for k, is_live in alike.items() if is_live and not FACT_ASIDE_KEY_PATTERN.search(k)]
-    if live:
-        return live[0]
-    hidden = [s for s in spellings if s in exact]
-    return next(iter(hidden), next((k for k in alike if not FACT_ASIDE_KEY_PATTERN.search(k)), key))
+    alike = _keys_alike(key, Fact.all_objects)
+    return next((k for k in alike if not FACT_ASIDE_KEY_PATTERN.search(k)), key)
 
 
-def _keys_live(facts) -> dict[str, bool]:
-    """The keys of ``facts`` (oldest first) with whether each fact is live (neither
-    forgotten nor taken by a forget)."""
-    rows = facts.order_by("id").values_list("key", "forgotten", "forgetting_id")
-    return {key: not forgotten and forgetting is None for key, forgotten, forgetting in rows}
-
-
-def _keys_alike(key: str, facts):
-    """The facts of ``facts`` whose keys look like ``key`` (fact_key_folded, registered in
-    the database as makilab_key_folded)."""
-    return facts.extra(where=['makilab_key_folded("key") = %s'], params=[fact_key_folded(key)])
+def _keys_alike(key: str, facts) -> list[str]:
+    """The keys of ``facts`` that look like ``key`` (fact_key_folded, registered in the
+    database as makilab_key_folded), oldest first."""
+    folded = facts.extra(where=['makilab_key_folded("key") = %s'], params=[fact_key_folded(key)])
+    return list(folded.order_by("id").values_list("key", flat=True))
 
 
 def key_look_alike_refuse(key: str, *, but: int | None = None) -> None:
@@ -65,8 +51,7 @@ def key_look_alike_refuse(key: str, *, but: int | None = None) -> None:
     live = Fact.objects.filter(forgotten=False).exclude(key=key)
     if but is not None:
         live = live.exclude(pk=but)
-    keys = _keys_live(_keys_alike(key, live))
-    other = next((k for k in keys if not FACT_ASIDE_KEY_PATTERN.search(k)), None)
+    other = next((k for k in _keys_alike(key, live) if not FACT_ASIDE_KEY_PATTERN.search(k)), None)
     if other is not None:
         raise FactKeyLookAlike(KEY_LOOK_ALIKE_MESSAGE.format(key=key, other=other))
 

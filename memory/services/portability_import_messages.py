@@ -136,7 +136,7 @@ class MessageRecords:
         if len(self._message_batch) >= BATCH:
             self._flush_messages()
 
-    def _left_out(self, file_id: int, values: dict, erased: bool = False) -> None:
+    def _left_out(self, file_id: int, values: dict, *, erased: bool = False) -> None:
         """A message forgotten or erased here: neither it nor what points at it comes in."""
         self.message_ids[file_id] = None
         self.forgotten.add(file_id)
@@ -197,7 +197,13 @@ class MessageRecords:
         self.report.count(self.report.created, "summary")
 
     def _kept(
-        self, kind: str, forgotten: bool, date: datetime, present: bool = True, erased: bool = False
+        self,
+        kind: str,
+        forgotten: bool,
+        date: datetime,
+        *,
+        present: bool = True,
+        erased: bool = False,
     ) -> None:
         """Count a row of the file matched here (``present``), and report one forgotten, or
         ``erased`` for good, that stays out."""

@@ -374,7 +374,7 @@ def _texts_retyped(path, word: str):
         if record.get("type") in ("message", "summary") and word in record["content"]:
             content = _unaccented(record["content"]).upper().replace(" ", "  ") + "."
             # QA: punctuation taken out of a word, or spaces out of a number, brought it back.
-            record["content"] = content.replace("B4242Z", "B 42.42 Z").replace("'", "")
+            record["content"] = content.replace("B4242Z", "B 42 42 Z").replace("'", "")
             moment = datetime.fromisoformat(record["created_at"]).replace(microsecond=0)
             record["created_at"] = moment.astimezone(timezone_of(timedelta(hours=2))).isoformat()
         lines.append(json.dumps(record, ensure_ascii=False))
@@ -547,3 +547,27 @@ def test_an_import_date_without_its_offset_is_refused(tmp_path, written):
 
     assert DATE_WITHOUT_OFFSET.format(name="created_at") in str(refused.value)
     assert not Message.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("erased", "offered"), [("1,5 degré", "15 degré"), ("-5 °C", "5 °C"), ("+1", "-1")]
+)
+def test_a_text_that_says_another_thing_is_not_the_erased_one(tmp_path, erased, offered):
+    """Review: folding every sign and comma away made « 15 degré » the erased « 1,5 degré »
+    (refused as erased) and « 5 °C » the live « -5 °C ». Signs, decimal commas and symbols
+    say something: only spacing, joining marks and the final full stop are retyping."""
+    fact_store(key="seuil_chauffage", value=erased)
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    fact_erase(fact=Fact.objects.get(key="seuil_chauffage"), actor=Actor.USER)
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("type") == "fact":
+            record["value"] = offered
+        lines.append(json.dumps(record, ensure_ascii=False))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    out = _run("memory_import", str(path))
+
+    assert Fact.objects.get(key="seuil_chauffage").value == offered, out

@@ -141,3 +141,11 @@ def test_a_parameter_given_twice_is_refused(owner_api, url):
 
     assert response.status_code == 400, response.content
     assert list(response.json()["extra"]["fields"].values()) == [[PARAMETER_TWICE_MESSAGE]]
+
+
+@pytest.mark.parametrize(
+    "url", ["/api/v1/memory/search?q=velo&mode=text", "/api/v1/memory/facts?page=1"]
+)
+def test_a_head_request_reads_the_query_its_get_reads(owner_api, url):
+    """Review: HEAD (monitors, curl -I) answered 400 where GET answered 200."""
+    assert owner_api.head(url).status_code == 200
