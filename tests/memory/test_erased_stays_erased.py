@@ -523,6 +523,17 @@ def test_an_erased_message_does_not_keep_out_another_channels_words(tmp_path):
     assert list(Message.objects.values_list("channel", flat=True)) == ["telegram"], out
 
 
+def _edited(path, kind: str, **fields) -> None:
+    """The export at ``path`` with ``fields`` written over every record of type ``kind``."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("type") == kind:
+            record.update(fields)
+        lines.append(json.dumps(record, ensure_ascii=False))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 @pytest.mark.parametrize("written", ["2026-11-20T09:00:00.123456", "2026-11-20"])
 def test_an_import_date_without_its_offset_is_refused(tmp_path, written):
     """QA: a date without its offset was read in the memory's time zone, another moment,
@@ -534,13 +545,7 @@ def test_an_import_date_without_its_offset_is_refused(tmp_path, written):
     path = tmp_path / "avant.jsonl"
     _run("memory_export", str(path))
     topic_forget(topic="code porte garage", actor=Actor.USER)
-    lines = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        if record.get("type") == "message":
-            record["created_at"] = written
-        lines.append(json.dumps(record, ensure_ascii=False))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _edited(path, "message", created_at=written)
 
     with pytest.raises(CommandError) as refused:
         _run("memory_import", str(path))
@@ -560,13 +565,7 @@ def test_a_text_that_says_another_thing_is_not_the_erased_one(tmp_path, erased, 
     path = tmp_path / "avant.jsonl"
     _run("memory_export", str(path))
     fact_erase(fact=Fact.objects.get(key="seuil_chauffage"), actor=Actor.USER)
-    lines = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        if record.get("type") == "fact":
-            record["value"] = offered
-        lines.append(json.dumps(record, ensure_ascii=False))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _edited(path, "fact", value=offered)
 
     out = _run("memory_import", str(path))
 
