@@ -12,8 +12,8 @@ number into its text (``{"topic": 5}`` forgot the topic "5"); this one refuses a
 that is not a string. Form values are strings, so form-encoded bodies still pass.
 
 Every yes-or-no the API reads is a ``StrictBooleanField``: JSON true or false in a JSON
-body, or the words "true" / "false" / "1" / "0" of a query string or a form; DRF's BooleanField also
-took "yes", "on", "y", "t" and the JSON numbers 1 and 0.
+body, or the words "true" / "false" / "1" / "0" of a query string or a form; DRF's
+BooleanField also took "yes", "on", "y", "t" and the JSON numbers 1 and 0.
 
 Every date the API reads is a ``DateTimeInRangeField``: within the years the memory
 keeps (memory.services.search.DATE_YEARS) once moved to UTC, the time zone the memory
@@ -101,8 +101,9 @@ class StrictBooleanField(serializers.BooleanField):
         # The words are a query string's or a form's (a QueryDict): a JSON body has its own
         # true and false, and there the text « true » is as wrong as the number 1.
         words = isinstance(getattr(self.root, "initial_data", None), QueryDict)
-        if words and isinstance(data, str) and data.strip().lower() in self.WORDS:
-            return self.WORDS[data.strip().lower()]
+        said = data.strip().lower() if words and isinstance(data, str) else None
+        if said in self.WORDS:
+            return self.WORDS[said]
         self.fail("invalid", input=data)
 
 

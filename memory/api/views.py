@@ -18,7 +18,6 @@ from rest_framework.authentication import SessionAuthentication, TokenAuthentica
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from makilab.throttling import refused_caller_wait
@@ -35,6 +34,8 @@ from memory.api.serializers import (
     UNKNOWN_FIELD_MESSAGE,
     MemoryRetrievalSerializer,
     MemorySettingsSerializer,
+    PagedQuerySerializer,
+    QuerySerializer,
     RetrievalListQuerySerializer,
     SearchQuerySerializer,
     SearchResultSerializer,
@@ -124,10 +125,11 @@ class MemoryApi(APIView):
             self._query_string_unread(request, method)
 
     def _query_string_unread(self, request: Request, method: str) -> None:
-        read = {api_settings.URL_FORMAT_OVERRIDE}
-        if self.pagination_class is not None and method == "get":
-            read |= {MemoryPagination.page_query_param, MemoryPagination.page_size_query_param}
-        unread = sorted(set(request.query_params) - read)
+        """What a query serializer would let through beside its own fields (``also_read``):
+        DRF's ``format``, and a paged list's page parameters."""
+        paged = self.pagination_class is not None and method == "get"
+        read = (PagedQuerySerializer if paged else QuerySerializer).also_read
+        unread = sorted(set(request.query_params) - set(read))
         if unread:
             raise exceptions.ValidationError({name: [UNKNOWN_FIELD_MESSAGE] for name in unread})
 

@@ -121,11 +121,11 @@ def fact_marks(key: str, value: str) -> set[str]:
     """The marks of a fact with one of its texts: as stored, and as it looks (fact_alike).
     A mark left before texts were folded (its words case folded only) still recognises
     the same retyping."""
-    cased = (fact_key_folded(key_unaside(key)), _words(value).casefold())
+    folded_key, folded_text = fact_alike(key, value)
     return {
         fact_mark(key, value),
-        _mark("fact-alike", *cased),
-        _mark("fact-folded", *fact_alike(key, value)),
+        _mark("fact-alike", folded_key, _words(value).casefold()),
+        _mark("fact-folded", folded_key, folded_text),
     }
 
 

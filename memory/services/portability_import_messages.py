@@ -83,10 +83,11 @@ class MessageRecords:
                     self._messages_alike[alike] = held
         return self._messages
 
-    def _was_erased(self, mark: str) -> bool:
+    def _was_erased(self, *marks: str) -> bool:
+        """Whether one of ``marks`` was left by an erasure here (the marks read once)."""
         if self._erased is None:
             self._erased = marks_known()
-        return mark in self._erased
+        return not self._erased.isdisjoint(marks)
 
     def _message(self, line: int, record: dict) -> None:
         observed = {k: record[k] for k in MESSAGE_OBSERVED_SPEC if k in record}
@@ -117,7 +118,8 @@ class MessageRecords:
         existing = self._existing_messages()
         key = _message_key(values)
         # A row here under this key, or as it looks (its text retyped in the file): that row.
-        held = existing.get(key) or self._messages_alike.get(said_alike_mark("message", values))
+        alike = said_alike_mark("message", values)
+        held = existing.get(key) or self._messages_alike.get(alike)
         if held is not None:
             row, forgotten = held
             self.message_ids[file_id] = row
@@ -125,9 +127,7 @@ class MessageRecords:
                 self.forgotten.add(file_id)
             self._kept("message", forgotten, values["created_at"])
             return
-        if self._was_erased(message_mark(values)) or self._was_erased(
-            said_alike_mark("message", values)
-        ):
+        if self._was_erased(message_mark(values), alike):
             self._left_out(file_id, values, erased=True)
             return
         existing[key] = (message, False)
@@ -172,7 +172,6 @@ class MessageRecords:
 
     def _summary(self, line: int, record: dict) -> None:
         values = record_check(line, record, SPECS["summary"])
-        key = {k: values[k] for k in ("channel", "created_at", "content")}
         # The summary of this channel and second here with this text, however retyped.
         alike = said_alike("summary", values)
         second = moment_to_the_second(values["created_at"])
@@ -185,9 +184,7 @@ class MessageRecords:
         if held:
             self._kept("summary", None not in held, values["created_at"])
             return
-        if self._was_erased(summary_mark(key)) or self._was_erased(
-            said_alike_mark("summary", values)
-        ):
+        if self._was_erased(summary_mark(values), said_alike_mark("summary", values)):
             self._kept("summary", True, values["created_at"], present=False, erased=True)
             return
         summary = Summary(**values)

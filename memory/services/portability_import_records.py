@@ -236,7 +236,7 @@ class Importer(MessageRecords):
             self.report.conflicts.append(CONFLICT_LOOK_ALIKE.format(key=key, other=other))
             return
         marks = {m for k in {key, typed, composed} for m in fact_marks(k, values["value"])}
-        if any(self._was_erased(mark) for mark in marks):
+        if self._was_erased(*marks):
             self.report.conflicts.append(CONFLICT_ERASED.format(key=key))
             return
         fact.source_message_id = self._row_id(source_message)

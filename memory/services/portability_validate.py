@@ -242,12 +242,12 @@ def _date_check(line: int, value: object, name: str, where: str) -> datetime:
         parsed = None
     if parsed is None:
         raise ImportLineError(line, where + BAD_DATE.format(name=name))
-    # The years the rest of the memory accepts; they also keep the calendar's ends
-    # (year 1, year 9999) away from the conversions to UTC and back.
     if timezone.is_naive(parsed):
         # Read in this memory's time zone it would be another moment than the one exported
         # (a row forgotten here would not be recognised): a date carries its offset.
         raise ImportLineError(line, where + DATE_WITHOUT_OFFSET.format(name=name))
+    # The years the rest of the memory accepts; they also keep the calendar's ends
+    # (year 1, year 9999) away from the conversions to UTC and back.
     if not date_in_range(parsed):
         raise ImportLineError(line, where + DATE_OUT_OF_RANGE.format(name=name))
     return parsed

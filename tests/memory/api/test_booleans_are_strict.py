@@ -13,13 +13,18 @@ from memory.models import MemorySettings, Message
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("value", ["yes", "on", "oui", "2", 1, 0])
-def test_a_message_flag_that_is_not_a_boolean_is_refused(agent_api, value):
-    response = agent_api.post(
+def _message_posted(agent_api, excluded):
+    """POST /messages of one message, its ``memory_excluded`` as given, in a JSON body."""
+    return agent_api.post(
         "/api/memory/messages",
-        {"channel": "whatsapp", "content": "Bonjour", "memory_excluded": value},
+        {"channel": "whatsapp", "content": "Bonjour", "memory_excluded": excluded},
         format="json",
     )
+
+
+@pytest.mark.parametrize("value", ["yes", "on", "oui", "2", 1, 0])
+def test_a_message_flag_that_is_not_a_boolean_is_refused(agent_api, value):
+    response = _message_posted(agent_api, value)
 
     assert response.status_code == 400, response.content
     assert response.json()["extra"]["fields"]["memory_excluded"] == [BOOLEAN_EXPECTED]
@@ -46,11 +51,7 @@ def test_a_query_flag_that_is_not_a_boolean_is_refused(owner_api):
 
 @pytest.mark.parametrize("value", [True, False])
 def test_json_booleans_still_pass(agent_api, value):
-    response = agent_api.post(
-        "/api/memory/messages",
-        {"channel": "whatsapp", "content": "Bonjour", "memory_excluded": value},
-        format="json",
-    )
+    response = _message_posted(agent_api, value)
 
     assert response.status_code == 201, response.content
     assert Message.all_objects.get().memory_excluded is value
@@ -60,11 +61,7 @@ def test_json_booleans_still_pass(agent_api, value):
 def test_a_json_body_says_a_boolean_as_a_boolean(agent_api, value):
     """QA: in a JSON body the text « true » or « 1 » passed where the number 1 did not: a
     JSON body has its own true and false; the words are a query string's and a form's."""
-    response = agent_api.post(
-        "/api/memory/messages",
-        {"channel": "whatsapp", "content": "Bonjour", "memory_excluded": value},
-        format="json",
-    )
+    response = _message_posted(agent_api, value)
 
     assert response.status_code == 400, response.content
     assert response.json()["extra"]["fields"]["memory_excluded"] == [BOOLEAN_EXPECTED]
