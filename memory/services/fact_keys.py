@@ -42,16 +42,22 @@ def _keys_alike(key: str, facts) -> list[str]:
     return list(folded.order_by("id").values_list("key", flat=True))
 
 
+def live_look_alike(key: str, *, but: int | None = None) -> str | None:
+    """The key of the oldest live fact that looks like ``key`` without being it (a
+    forgotten fact or one set aside is no live fact); ``but``: a fact left out."""
+    live = Fact.objects.filter(forgotten=False).exclude(key=key)
+    if but is not None:
+        live = live.exclude(pk=but)
+    return next((k for k in _keys_alike(key, live) if not FACT_ASIDE_KEY_PATTERN.search(k)), None)
+
+
 def key_look_alike_refuse(key: str, *, but: int | None = None) -> None:
     """Refuse the owner's new key (or a rename) that only looks like a live fact's key:
     « Courses » beside « courses » started a second fact, both in the prompt, and the
     agent's next statement folded onto one of them. The agent's own statements land on
     that fact (key_as_stored); a forgotten look-alike is no live fact. Raises
     FactKeyLookAlike naming the fact; ``but``: the fact being renamed."""
-    live = Fact.objects.filter(forgotten=False).exclude(key=key)
-    if but is not None:
-        live = live.exclude(pk=but)
-    other = next((k for k in _keys_alike(key, live) if not FACT_ASIDE_KEY_PATTERN.search(k)), None)
+    other = live_look_alike(key, but=but)
     if other is not None:
         raise FactKeyLookAlike(KEY_LOOK_ALIKE_MESSAGE.format(key=key, other=other))
 

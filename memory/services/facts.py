@@ -19,7 +19,7 @@ from memory.models import (
     Message,
     RevisionReason,
 )
-from memory.services.fact_keys import key_as_stored, key_look_alike_refuse
+from memory.services.fact_keys import key_as_stored, key_look_alike_refuse, live_look_alike
 from memory.services.fact_ownership import (
     OWNER_ACTORS,
     UPDATABLE_FIELDS,
@@ -161,6 +161,13 @@ def fact_store(
         # history); the owner can still restore it (fact_restore).
         set_aside(existing)
         existing = None
+        if actor == Actor.AGENT:
+            # Stated after the forget (checked above, on the forgotten fact): a live fact
+            # that looks like the key (the owner's « Medecin_Traitant » beside the
+            # forgotten « medecin_traitant ») is the one it is about, not a second one.
+            alike = live_look_alike(key)
+            if alike is not None:
+                existing = Fact.all_objects.select_for_update().filter(key=alike, kind=kind).first()
     if existing is not None and existing.kind != kind:
         raise MemoryServiceError(KEY_OF_OTHER_KIND_MESSAGE.format(key=key))
     if existing is None and actor != Actor.AGENT:

@@ -139,3 +139,48 @@ def test_a_late_statement_does_not_reach_the_forgotten_text_through_a_live_look_
 
     assert not Fact.objects.filter(forgotten=False, value__icontains="alpha").exists()
     assert Fact.objects.get(key="Medecin_Traitant").value == "Dr Beta"
+
+
+@pytest.mark.parametrize("stated", ["medecin_traitant", "MEDECIN traitant"])
+def test_a_new_statement_beside_a_forgotten_key_lands_on_the_live_look_alike(stated):
+    """QA: with « medecin_traitant » forgotten and the owner's « Medecin_Traitant » live,
+    the agent's new statement met the forgotten fact, set it aside and started a live fact
+    under its key beside the owner's: two look-alike facts in the prompt. Stated after
+    the forget, it lands on the live look-alike (the agent never overwrites what the
+    owner set); the forgotten text stays out."""
+    from memory.services.messages import message_save
+
+    said = message_save(channel="whatsapp", role="user", content="Mon médecin : Dr Alpha")
+    forgotten, _ = fact_store(
+        key="medecin_traitant", value="Dr Alpha", actor=Actor.AGENT, source_message_id=said.id
+    )
+    fact_forget(fact=forgotten, actor=Actor.USER)
+    owners, _ = fact_store(key="Medecin_Traitant", value="Dr Beta", actor=Actor.USER)
+    later = message_save(channel="whatsapp", role="user", content="Mon médecin : Dr Gamma")
+
+    landed, created = fact_store(
+        key=stated, value="Dr Gamma", actor=Actor.AGENT, source_message_id=later.id
+    )
+
+    assert (landed.pk, created) == (owners.pk, False)
+    live = Fact.objects.filter(forgotten=False)
+    assert list(live.values_list("key", "value")) == [("Medecin_Traitant", "Dr Beta")]
+    assert not live.filter(value__icontains="alpha").exists()
+
+
+def test_a_new_statement_beside_a_forgotten_key_of_the_agents_lands_on_its_value():
+    """The live look-alike holds nothing of the owner's (as an import writes it): the
+    agent's newer statement is its value."""
+    from memory.services.messages import message_save
+
+    forgotten, _ = fact_store(key="medecin_traitant", value="Dr Alpha", actor=Actor.AGENT)
+    fact_forget(fact=forgotten, actor=Actor.USER)
+    alike = Fact.objects.create(key="Medecin_Traitant", value="Dr Beta")
+    later = message_save(channel="whatsapp", role="user", content="Mon médecin : Dr Gamma")
+
+    fact_store(
+        key="medecin traitant", value="Dr Gamma", actor=Actor.AGENT, source_message_id=later.id
+    )
+
+    live = Fact.objects.filter(forgotten=False)
+    assert list(live.values_list("pk", "value")) == [(alike.pk, "Dr Gamma")]
