@@ -106,6 +106,7 @@ class FactListCreateApi(MemoryApi):
 
 class FactDetailApi(MemoryApi):
     name = "Fait"
+    bodiless_methods = frozenset({"delete"})
 
     @extend_schema(
         operation_id="facts_get",
@@ -169,6 +170,7 @@ class FactDetailApi(MemoryApi):
 
 class FactRestoreApi(MemoryApi):
     name = "Retour d'un fait oublié"
+    bodiless_methods = frozenset({"post"})
     owner_methods = frozenset({"post"})
 
     @extend_schema(

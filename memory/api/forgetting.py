@@ -177,6 +177,7 @@ class ForgettingListApi(MemoryApi):
 
 class ForgettingRestoreApi(MemoryApi):
     name = "Annulation d'un oubli"
+    bodiless_methods = frozenset({"post"})
     owner_methods = frozenset({"post"})
 
     @extend_schema(
@@ -192,6 +193,7 @@ class ForgettingRestoreApi(MemoryApi):
 
 class FactEraseApi(MemoryApi):
     name = "Effacement d'un fait"
+    bodiless_methods = frozenset({"post"})
     owner_methods = frozenset({"post"})
 
     @extend_schema(
@@ -214,6 +216,7 @@ class FactEraseApi(MemoryApi):
 
 class ForgettingEraseApi(MemoryApi):
     name = "Effacement d'un oubli"
+    bodiless_methods = frozenset({"post"})
     owner_methods = frozenset({"post"})
 
     @extend_schema(

@@ -8,6 +8,8 @@ values.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 from rest_framework.settings import api_settings
@@ -62,29 +64,37 @@ _KEY_MAX = Fact._meta.get_field("key").max_length
 _CHANNEL_MAX = Fact._meta.get_field("channel").max_length
 
 
-def _reject_unknown_fields(serializer: serializers.Serializer) -> None:
-    """A 400 naming each field the serializer does not write (unknown or read-only)."""
-    data = serializer.initial_data
-    if not isinstance(data, dict):
-        return
+def _unknown_fields(serializer: serializers.Serializer, data) -> dict[str, list[str]]:
+    """Each field of ``data`` the serializer does not write (unknown or read-only), named
+    with its error."""
+    if not isinstance(data, Mapping):
+        return {}
     writable = {name for name, field in serializer.fields.items() if not field.read_only}
     writable |= set(getattr(serializer, "also_read", ()))
-    errors = {}
-    for name in sorted(set(data) - writable):
-        errors[name] = [READ_ONLY_MESSAGE if name in serializer.fields else UNKNOWN_FIELD_MESSAGE]
-    if errors:
-        raise serializers.ValidationError(errors)
+    return {
+        name: [READ_ONLY_MESSAGE if name in serializer.fields else UNKNOWN_FIELD_MESSAGE]
+        for name in sorted(set(data) - writable)
+    }
 
 
 class UnknownFieldsRefused:
-    """Serializer mixin: a field it does not write is a 400, never silently ignored (typos);
-    a body that is no JSON object is said so in JSON's words."""
+    """Serializer mixin: a field it does not write is a 400, never silently ignored (typos),
+    named beside the other fields' errors (« topik » unknown and « topic » missing, in one
+    answer); a body that is no JSON object is said so in JSON's words."""
 
     default_error_messages = {"invalid": JSON_OBJECT_EXPECTED}
 
-    def validate(self, attrs):
-        _reject_unknown_fields(self)
-        return super().validate(attrs)
+    def to_internal_value(self, data):
+        unknown = _unknown_fields(self, data)
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if unknown and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**exc.detail, **unknown}) from None
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
 
 
 class StrictInputSerializer(UnknownFieldsRefused, serializers.Serializer):

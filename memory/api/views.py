@@ -10,6 +10,8 @@ comes first so an anonymous client is told 401 with ``WWW-Authenticate: Token``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -81,7 +83,19 @@ PAGE_NOT_FOUND = {
 
 
 # A query parameter given twice: DRF reads the last one without a word.
+BODY_UNREAD_MESSAGE = (
+    "Cette requête ne lit aucun corps : envoyez-la sans corps, ou avec un objet JSON vide."
+)
 PARAMETER_TWICE_MESSAGE = "Ce paramètre est donné deux fois : lequel vaut n'est pas connu."
+
+
+def _body_refuse(data) -> None:
+    """A body for a write that reads none: each field named, or the body said unwanted."""
+    if not data:
+        return
+    if isinstance(data, Mapping):
+        raise exceptions.ValidationError({name: [UNKNOWN_FIELD_MESSAGE] for name in sorted(data)})
+    raise exceptions.ValidationError(BODY_UNREAD_MESSAGE)
 
 
 class MemoryApi(APIView):
@@ -101,6 +115,9 @@ class MemoryApi(APIView):
     # ``format`` and, on a paged list, the page's parameters: a parameter nothing reads is
     # a 400 naming it (QA: ``POST /forget?dry_run=true`` forgot for real).
     query_methods: frozenset[str] = frozenset()
+    # The write methods whose handler reads no body: a body field is a 400 naming it, as on
+    # every other write (QA: ``POST /facts/<key>/erase {"dry_run": true}`` erased for good).
+    bodiless_methods: frozenset[str] = frozenset()
 
     def get_permissions(self):
         if self.request.method.lower() in self.owner_methods:
@@ -116,13 +133,17 @@ class MemoryApi(APIView):
             if wait is not None:
                 raise exceptions.Throttled(wait) from None
             raise
+        # HEAD is answered by the view's get (Django): it reads the same query.
+        method = "get" if request.method == "HEAD" else request.method.lower()
+        if not hasattr(self, method):
+            return  # a 405 (dispatch), whatever the request holds
         twice = sorted(name for name, values in request.query_params.lists() if len(values) > 1)
         if twice:
             raise exceptions.ValidationError({name: [PARAMETER_TWICE_MESSAGE] for name in twice})
-        # HEAD is answered by the view's get (Django): it reads the same query.
-        method = "get" if request.method == "HEAD" else request.method.lower()
         if method not in self.query_methods:
             self._query_string_unread(request, method)
+        if method in self.bodiless_methods:
+            _body_refuse(request.data)
 
     def _query_string_unread(self, request: Request, method: str) -> None:
         """What a query serializer would let through beside its own fields (``also_read``):

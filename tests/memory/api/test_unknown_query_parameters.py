@@ -149,3 +149,13 @@ def test_a_parameter_given_twice_is_refused(owner_api, url):
 def test_a_head_request_reads_the_query_its_get_reads(owner_api, url):
     """Review: HEAD (monitors, curl -I) answered 400 where GET answered 200."""
     assert owner_api.head(url).status_code == 200
+
+
+@pytest.mark.parametrize("method", ["put", "delete", "patch"])
+def test_a_method_the_endpoint_lacks_is_a_405_whatever_its_query(owner_api, method):
+    """QA: `PUT /search?q=a` answered 400 « q : Champ inconnu » where a method the
+    endpoint does not have is a 405 on every other one."""
+    response = getattr(owner_api, method)("/api/v1/memory/search?q=a&q=b", {}, format="json")
+
+    assert response.status_code == 405, response.content
+    assert "non autorisée" in response.content.decode()
