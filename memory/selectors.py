@@ -163,17 +163,19 @@ def vector_counts_get() -> dict[str, object]:
     return {"status": VECTORS_OK, "error": "", "collections": collections}
 
 
-def memory_stats_get(*, include_vectors: bool = True) -> dict[str, object]:
+def memory_stats_get(*, include_vectors: bool = True, owner: bool = True) -> dict[str, object]:
     """Counts per tier and indexing state, and when indexing last happened.
 
     ``include_vectors=False`` skips Qdrant (its "collections" are then null).
+    ``owner=False`` (the agent's token): the facts the owner forgot are neither counted
+    nor said to exist, as the agent can tell of no forgotten fact.
     """
     from django.db.models import Max
 
     from memory.models import Fact, MemoryRetrieval, Message, Summary
 
     now = timezone.now()
-    facts = Fact.objects.all()
+    facts = Fact.objects.all() if owner else Fact.objects.filter(forgotten=False)
     expired = Q(expires_at__isnull=False) & Q(expires_at__lte=now)
     active = facts_active()
     last_indexed = [
@@ -190,15 +192,18 @@ def memory_stats_get(*, include_vectors: bool = True) -> dict[str, object]:
             "collections": {"conversations": None, "knowledge": None, "live": None},
         }
     )
+    fact_counts = {
+        "total": facts.count(),
+        "active": active.count(),
+        "forgotten": facts.filter(forgotten=True).count(),
+        "expired": facts.filter(expired, forgotten=False).count(),
+        # Only active facts belong in Qdrant: their indexing states.
+        "index": _index_counts(active),
+    }
+    if not owner:
+        del fact_counts["forgotten"]
     return {
-        "facts": {
-            "total": facts.count(),
-            "active": active.count(),
-            "forgotten": facts.filter(forgotten=True).count(),
-            "expired": facts.filter(expired, forgotten=False).count(),
-            # Only active facts belong in Qdrant: their indexing states.
-            "index": _index_counts(active),
-        },
+        "facts": fact_counts,
         # The agent's memories about itself and its goals: not facts of the owner, but
         # points of ``knowledge`` too (their active rows are indexed).
         "agent_items": _agent_item_counts(),

@@ -16,7 +16,9 @@ class IndexCountsSerializer(serializers.DictField):
 class FactStatsSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     active = serializers.IntegerField()
-    forgotten = serializers.IntegerField()
+    forgotten = serializers.IntegerField(
+        required=False, help_text="Faits oubliés par le propriétaire (absent pour l'agent)."
+    )
     expired = serializers.IntegerField()
     index = IndexCountsSerializer(help_text="États d'indexation des faits actifs.")
 

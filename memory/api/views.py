@@ -258,7 +258,8 @@ class MemoryStatsApi(MemoryApi):
         responses={200: MemoryStatsSerializer, **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        return Response(MemoryStatsSerializer(memory_stats_get()).data)
+        owner = self.actor(request) == Actor.USER
+        return Response(MemoryStatsSerializer(memory_stats_get(owner=owner)).data)
 
 
 class RetrievalListApi(MemoryApi):

@@ -41,8 +41,8 @@ def memory_rows():
     return indexed_at
 
 
-def test_stats_count_each_tier_and_state(agent_api, memory_rows, vector_store):
-    response = agent_api.get(STATS)
+def test_stats_count_each_tier_and_state(staff_api, memory_rows, vector_store):
+    response = staff_api.get(STATS)
     assert response.status_code == 200
     body = response.json()
     assert body["facts"]["total"] == 3
@@ -63,14 +63,14 @@ def test_stats_count_each_tier_and_state(agent_api, memory_rows, vector_store):
     )
 
 
-def test_stats_say_unavailable_when_qdrant_is_unreachable(agent_api, settings, memory_rows):
+def test_stats_say_unavailable_when_qdrant_is_unreachable(staff_api, settings, memory_rows):
     from memory.stores.vectors import vector_store_reset
 
     vector_store_reset()
     settings.QDRANT_URL = f"http://127.0.0.1:{closed_port()}"
     settings.QDRANT_TIMEOUT_S = 1.0
     try:
-        response = agent_api.get(STATS)
+        response = staff_api.get(STATS)
     finally:
         vector_store_reset()
     assert response.status_code == 200
@@ -85,3 +85,14 @@ def test_the_selector_can_skip_qdrant():
     stats = memory_stats_get(include_vectors=False)
     assert stats["vectors"]["status"] == "skipped"
     assert stats["last_indexed_at"] is None
+
+
+def test_the_agent_cannot_tell_that_the_owner_forgot_facts(memory_rows, agent_api, staff_api):
+    """QA: the agent's token read `"forgotten": 2` in /stats, where it may neither read a
+    forgotten fact nor tell it was there. The owner still reads the count."""
+    owners = staff_api.get(STATS).json()["facts"]
+    agents = agent_api.get(STATS).json()["facts"]
+
+    assert (owners["total"], owners["forgotten"]) == (3, 1)
+    assert "forgotten" not in agents
+    assert agents["total"] == agents["active"] + agents["expired"] == 2
