@@ -7,6 +7,7 @@ something else ("yes" is not a boolean here, "10s" is not an int).
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -174,6 +175,22 @@ def env_url(name: str, default: str = "", *, schemes: Collection[str]) -> str:
         raise ImproperlyConfigured(
             f"{name} must name a host, such as {example}, not {url_redacted(raw)!r}."
         )
+    return raw
+
+
+def env_proxy(name: str, default: str) -> str:
+    """The address whose proxy headers waitress keeps: an IP address, ``localhost`` (a
+    unix socket, for waitress) or ``*``. Another word is never a peer's address, so the
+    header would be dropped silently."""
+    raw = os.environ.get(name, "").strip() or default
+    if raw in {"*", "localhost"}:
+        return raw
+    try:
+        ipaddress.ip_address(raw)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name} must be an IP address (such as 127.0.0.1), localhost or *, not {raw!r}."
+        ) from None
     return raw
 
 

@@ -22,6 +22,7 @@ from makilab.env import (
     env_int,
     env_language_code,
     env_list,
+    env_proxy,
     env_rate,
     env_secret,
     env_secret_key,
@@ -62,7 +63,7 @@ SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 # request it received over https is seen as https (no redirect loop). `serve`
 # keeps that header only from MAKILAB_TRUSTED_PROXY (an address, or "*").
 MAKILAB_BEHIND_PROXY = env_bool("MAKILAB_BEHIND_PROXY", False)
-MAKILAB_TRUSTED_PROXY = env_str("MAKILAB_TRUSTED_PROXY", "127.0.0.1")
+MAKILAB_TRUSTED_PROXY = env_proxy("MAKILAB_TRUSTED_PROXY", "127.0.0.1")
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if MAKILAB_BEHIND_PROXY else None
 
 # --- Applications -----------------------------------------------------------
@@ -313,19 +314,19 @@ AGENT_SYSTEM_PROMPT = env_secret("AGENT_SYSTEM_PROMPT")
 # LLM calls per answer, tool turns included; the last one is made without tools.
 AGENT_MAX_TURNS = env_int("AGENT_MAX_TURNS", 5, minimum=1)
 # User messages on one channel within this many seconds are answered once, together.
-AGENT_COALESCE_SECONDS = env_float("AGENT_COALESCE_SECONDS", 2.0)
+AGENT_COALESCE_SECONDS = env_float("AGENT_COALESCE_SECONDS", 2.0, minimum=0)
 # A channel with more uncompacted messages than this gets its oldest summarised...
 AGENT_COMPACTION_THRESHOLD = env_int("AGENT_COMPACTION_THRESHOLD", 60, minimum=2)
 # ...except the last N, which always stay verbatim.
 AGENT_COMPACTION_KEEP_LAST = env_int("AGENT_COMPACTION_KEEP_LAST", 20, minimum=0)
 
 # --- Obsidian notes: the Local REST API when a URL is set, else a folder ----
-OBSIDIAN_API_URL = env_str("OBSIDIAN_API_URL")
+OBSIDIAN_API_URL = env_url("OBSIDIAN_API_URL", schemes={"http", "https"})
 OBSIDIAN_API_KEY = env_secret("OBSIDIAN_API_KEY")
 OBSIDIAN_CA_CERT = env_str("OBSIDIAN_CA_CERT")
 OBSIDIAN_TLS_VERIFY = env_bool("OBSIDIAN_TLS_VERIFY", True)
 OBSIDIAN_VAULT_PATH = Path(env_str("OBSIDIAN_VAULT_PATH") or DATA_DIR / "notes").resolve()
-OBSIDIAN_TIMEOUT_S = env_float("OBSIDIAN_TIMEOUT_S", 2.0)
+OBSIDIAN_TIMEOUT_S = env_float("OBSIDIAN_TIMEOUT_S", 2.0, positive=True)
 OBSIDIAN_CACHE_SECONDS = env_int("OBSIDIAN_CACHE_SECONDS", 60, minimum=0)
 
 # --- Auto-retrieval: each source's own time limit (milliseconds) -------------

@@ -54,6 +54,13 @@ def _manage_check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
         {"ANTHROPIC_TIMEOUT_S": "nan"},
         {"VOYAGE_API_KEY": "pa-test", "VOYAGE_MODEL": "voyage-99"},  # dimension unknown
         {"MAKILAB_LOG_LEVEL": "verbose"},
+        # QA: accepted, then every note read failed (« UnsupportedProtocol »).
+        {"OBSIDIAN_API_URL": "127.0.0.1:27124"},
+        {"OBSIDIAN_API_URL": "https://:27124"},
+        {"OBSIDIAN_API_URL": "https://127.0.0.1:abc"},
+        {"OBSIDIAN_TIMEOUT_S": "0"},
+        {"AGENT_COALESCE_SECONDS": "-1"},
+        {"MAKILAB_TRUSTED_PROXY": "notanip"},  # never the peer's address: no header kept
     ],
     ids=lambda env: "=".join(list(env.items())[-1]),
 )
@@ -76,6 +83,16 @@ def test_the_good_production_values_start(tmp_path):
         VOYAGE_MODEL="voyage-3-lite",
         VOYAGE_TIMEOUT_S="2.5",
         MAKILAB_LOG_LEVEL="warning",
+        OBSIDIAN_API_URL="https://127.0.0.1:27124",
+        OBSIDIAN_TIMEOUT_S="2.5",
+        AGENT_COALESCE_SECONDS="0",
+        MAKILAB_TRUSTED_PROXY="::1",
     )
 
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("proxy", ["*", "localhost", "10.0.0.7"])
+def test_a_trusted_proxy_is_an_address_localhost_or_any(tmp_path, proxy):
+    """waitress compares the peer's address with it; ``localhost`` stands for a unix socket."""
+    assert _manage_check(tmp_path, MAKILAB_TRUSTED_PROXY=proxy).returncode == 0
