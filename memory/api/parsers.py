@@ -20,6 +20,7 @@ from __future__ import annotations
 import codecs
 import io
 import json
+import sys
 
 from django.conf import settings
 from rest_framework import status
@@ -35,6 +36,7 @@ JSON_TOO_DEEP_MESSAGE = "Corps JSON trop imbriqué : {limit} niveaux au plus."
 JSON_INVALID_AT_MESSAGE = "Corps JSON invalide : {reason} (ligne {line}, colonne {column})."
 JSON_INVALID_MESSAGE = "Corps JSON invalide : {reason}."
 JSON_NOT_A_NUMBER_REASON = "NaN et Infinity ne sont pas du JSON"
+JSON_NUMBER_TOO_LONG_REASON = "un nombre a plus de {digits} chiffres"
 JSON_DUPLICATE_KEY_REASON = "le champ « {key} » est donné deux fois"
 JSON_BAD_ENCODING_REASON = "le texte n'est pas en {encoding}"
 JSON_UNKNOWN_CHARSET_MESSAGE = (
@@ -99,6 +101,19 @@ class DuplicateKey(Exception):
         self.key = key
 
 
+class NumberTooLong(Exception):
+    """Raised by ``_int_bounded`` (not a ValueError: NaN's handler catches those)."""
+
+
+def _int_bounded(text: str) -> int:
+    """An integer of the body; Python refuses to read one of more digits than its limit
+    (a ValueError that said NaN)."""
+    limit = sys.get_int_max_str_digits()  # 0: no limit
+    if limit and len(text.lstrip("-")) > limit:
+        raise NumberTooLong
+    return int(text)
+
+
 def _object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:
     """json.loads' object_pairs_hook: the object, unless a key appears twice in it."""
     data = {}
@@ -129,11 +144,15 @@ class LimitedJSONParser(JSONParser):
                 text,
                 parse_constant=strict_constant if self.strict else None,
                 object_pairs_hook=_object_without_duplicates,
+                parse_int=_int_bounded,
             )
         except RecursionError:
             raise too_deep from None
         except DuplicateKey as exc:
             reason = JSON_DUPLICATE_KEY_REASON.format(key=exc.key)
+            raise ParseError(JSON_INVALID_MESSAGE.format(reason=reason)) from None
+        except NumberTooLong:
+            reason = JSON_NUMBER_TOO_LONG_REASON.format(digits=sys.get_int_max_str_digits())
             raise ParseError(JSON_INVALID_MESSAGE.format(reason=reason)) from None
         except json.JSONDecodeError as exc:
             raise ParseError(_invalid_at(json_error_what(exc), exc.lineno, exc.colno)) from None

@@ -140,3 +140,16 @@ def test_the_limited_parser_is_the_default_of_every_drf_view(settings):
 )
 def test_json_depth_counts_nested_containers_without_recursing(data, limit, exceeds):
     assert json_depth_exceeds(data, limit) is exceeds
+
+
+def test_a_number_with_too_many_digits_is_said_so(agent_api):
+    """QA: a 5,000-digit importance was refused as « NaN et Infinity ne sont pas du JSON »,
+    a body holding neither."""
+    body = b'{"key": "k", "value": "v", "importance": ' + b"9" * 5000 + b"}"
+
+    response = agent_api.generic("POST", "/api/memory/facts", body, content_type="application/json")
+
+    assert response.status_code == 400
+    message = response.json()["message"]
+    assert "NaN" not in message and "chiffres" in message, message
+    assert not Fact.objects.exists()
