@@ -193,3 +193,13 @@ def test_the_preview_of_an_empty_message_says_why(staff_client):
 
     assert response.status_code == 422
     assert "Message : Ce champ est obligatoire." in response.content.decode()
+
+
+def test_a_refused_setting_names_its_field(staff_client):
+    """QA: « Non enregistré : Saisissez un nombre entier. Ce champ est obligatoire. Ce champ
+    est obligatoire. »: the owner could not tell which setting was wrong."""
+    response = staff_client.post(SETTINGS, {"max_results": "abc"}, **HTMX)
+
+    html = response.content.decode()
+    assert "Nombre maximum de souvenirs : Saisissez un nombre entier." in html, html
+    assert "Score minimum : Ce champ est obligatoire." in html, html

@@ -100,3 +100,12 @@ def test_a_search_with_a_date_that_does_not_exist_is_a_form_error(staff_client, 
 
     assert response.status_code == 422
     assert "Saisissez une date valide" in response.content.decode()
+
+
+def test_a_refused_filter_names_its_field(staff_client, bikes):
+    """QA: `since=2026-13-01` said « Ce champ est obligatoire. Saisissez une date valide. »
+    without naming the fields."""
+    html = _search(staff_client, since="2026-13-01", q="")
+
+    assert "Depuis le : Saisissez une date valide." in html, html
+    assert "Recherche : Ce champ est obligatoire." in html, html
