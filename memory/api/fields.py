@@ -11,6 +11,10 @@ Every text field of the API is a ``StrictCharField``: DRF's CharField turns a JS
 number into its text (``{"topic": 5}`` forgot the topic "5"); this one refuses any value
 that is not a string. Form values are strings, so form-encoded bodies still pass.
 
+Every number the API reads is a ``FrenchFloatField`` or a ``StrictIntegerField``: in a
+JSON body a JSON number (the text « 0.5 » is refused, as the number 5 is where text is
+expected); a query string's or a form's digits are read.
+
 Every yes-or-no the API reads is a ``StrictBooleanField``: JSON true or false in a JSON
 body, or the words "true" / "false" / "1" / "0" of a query string or a form; DRF's
 BooleanField also took "yes", "on", "y", "t" and the JSON numbers 1 and 0.
@@ -38,6 +42,7 @@ FLOAT_OVERFLOW_MESSAGE = "Ce nombre est trop grand."
 JSON_OBJECT_EXPECTED = "Un objet JSON est attendu (des champs entre accolades)."
 JSON_LIST_EXPECTED = "Une liste JSON est attendue (des valeurs entre crochets)."
 STRING_REQUIRED_MESSAGE = "Une chaîne de caractères est attendue."
+NUMBER_EXPECTED = "Un nombre est attendu, sans guillemets."
 BOOLEAN_EXPECTED = (
     "Un booléen est attendu : true ou false (ou 1 et 0 dans une adresse ou un formulaire)."
 )
@@ -49,8 +54,28 @@ class JsonListField(serializers.ListField):
     default_error_messages = {"not_a_list": JSON_LIST_EXPECTED}
 
 
-class FrenchFloatField(serializers.FloatField):
-    """DRF's FloatField with a French "overflow" message (its other ones are translated)."""
+class NumberNotText:
+    """The rule of every number field: in a JSON body a number is a JSON number, and the
+    text « 0.5 » is as wrong there as the number 5 where text is expected (DRF read the
+    digits of a string). A query string or a form (a QueryDict) carries every value as
+    text: there the digits are read."""
+
+    default_error_messages = {"not_a_number": NUMBER_EXPECTED}
+
+    def to_internal_value(self, data):
+        words = isinstance(getattr(self.root, "initial_data", None), QueryDict)
+        if isinstance(data, str) and not words:
+            self.fail("not_a_number")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(NumberNotText, serializers.IntegerField):
+    """DRF's IntegerField that refuses a JSON string."""
+
+
+class FrenchFloatField(NumberNotText, serializers.FloatField):
+    """DRF's FloatField with a French "overflow" message (its other ones are translated),
+    refusing a JSON string and a boolean."""
 
     default_error_messages = {"overflow": FLOAT_OVERFLOW_MESSAGE}
 
@@ -109,11 +134,22 @@ class StrictBooleanField(serializers.BooleanField):
 
 class ApiModelSerializer(serializers.ModelSerializer):
     """A ModelSerializer whose fields built from a model FloatField are FrenchFloatField,
-    from a model CharField or TextField StrictCharField, from a BooleanField
-    StrictBooleanField."""
+    from a model integer StrictIntegerField, from a model CharField or TextField
+    StrictCharField, from a BooleanField StrictBooleanField."""
 
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
+        **dict.fromkeys(
+            (
+                models.IntegerField,
+                models.BigIntegerField,
+                models.SmallIntegerField,
+                models.PositiveIntegerField,
+                models.PositiveBigIntegerField,
+                models.PositiveSmallIntegerField,
+            ),
+            StrictIntegerField,
+        ),
         models.FloatField: FrenchFloatField,
         models.CharField: StrictCharField,
         models.TextField: StrictCharField,

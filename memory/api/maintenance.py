@@ -19,7 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.api.fields import StrictBooleanField, StrictCharField
+from memory.api.fields import StrictBooleanField, StrictCharField, StrictIntegerField
 from memory.api.parsers import LimitedJSONParser
 from memory.api.serializers import StrictInputSerializer
 from memory.services.maintenance_runs import (
@@ -47,7 +47,7 @@ class HasLocalSecret(BasePermission):
 
 class ReindexOptions(StrictInputSerializer):
     collection = serializers.ChoiceField(COLLECTION_CHOICES, default="all")
-    batch_size = serializers.IntegerField(min_value=1, max_value=10_000, default=64)
+    batch_size = StrictIntegerField(min_value=1, max_value=10_000, default=64)
     recreate = StrictBooleanField(default=False)
 
 

@@ -23,6 +23,7 @@ from memory.api.fields import (
     JsonListField,
     StrictBooleanField,
     StrictCharField,
+    StrictIntegerField,
 )
 from memory.exceptions import InvalidTTL
 from memory.models import (
@@ -290,7 +291,7 @@ class FactListQuerySerializer(PagedQuerySerializer):
 
 
 class FactRecentQuerySerializer(QuerySerializer):
-    limit = serializers.IntegerField(
+    limit = StrictIntegerField(
         min_value=1, max_value=FACTS_RECENT_MAX, default=10, help_text="Combien de faits (1 à 50)."
     )
 
@@ -301,7 +302,7 @@ class FactRecentQuerySerializer(QuerySerializer):
 class SearchQuerySerializer(QuerySerializer):
     q = StrictCharField(max_length=QUERY_MAX_CHARS, help_text="Le texte cherché.")
     mode = serializers.ChoiceField(choices=SEARCH_MODES, default="semantic")
-    limit = serializers.IntegerField(
+    limit = StrictIntegerField(
         min_value=1,
         default=DEFAULT_SEARCH_LIMIT,
         help_text=f"Nombre de résultats; au-delà de {MAX_LIMIT}, ramené à {MAX_LIMIT}.",
