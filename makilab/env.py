@@ -179,19 +179,19 @@ def env_url(name: str, default: str = "", *, schemes: Collection[str]) -> str:
 
 
 def env_proxy(name: str, default: str) -> str:
-    """The address whose proxy headers waitress keeps: an IP address, ``localhost`` (a
-    unix socket, for waitress) or ``*``. Another word is never a peer's address, so the
-    header would be dropped silently."""
+    """The address whose proxy headers waitress keeps: an IP address, written as waitress
+    compares it with the peer's (``0:0:0:0:0:0:0:1`` is ``::1``), or ``*``. Another word
+    (a host name, ``localhost``: serve listens on TCP, its peers are addresses) never
+    matches, and the header would be dropped silently."""
     raw = os.environ.get(name, "").strip() or default
-    if raw in {"*", "localhost"}:
+    if raw == "*":
         return raw
     try:
-        ipaddress.ip_address(raw)
+        return str(ipaddress.ip_address(raw))
     except ValueError:
         raise ImproperlyConfigured(
-            f"{name} must be an IP address (such as 127.0.0.1), localhost or *, not {raw!r}."
+            f"{name} must be an IP address (such as 127.0.0.1) or *, not {raw!r}."
         ) from None
-    return raw
 
 
 def env_broker_url(name: str, default: str) -> str:

@@ -63,7 +63,10 @@ SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 # request it received over https is seen as https (no redirect loop). `serve`
 # keeps that header only from MAKILAB_TRUSTED_PROXY (an address, or "*").
 MAKILAB_BEHIND_PROXY = env_bool("MAKILAB_BEHIND_PROXY", False)
-MAKILAB_TRUSTED_PROXY = env_proxy("MAKILAB_TRUSTED_PROXY", "127.0.0.1")
+# Read only behind a proxy: a value left over from another set-up stops nothing otherwise.
+MAKILAB_TRUSTED_PROXY = (
+    env_proxy("MAKILAB_TRUSTED_PROXY", "127.0.0.1") if MAKILAB_BEHIND_PROXY else "127.0.0.1"
+)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if MAKILAB_BEHIND_PROXY else None
 
 # --- Applications -----------------------------------------------------------

@@ -60,7 +60,9 @@ def _manage_check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
         {"OBSIDIAN_API_URL": "https://127.0.0.1:abc"},
         {"OBSIDIAN_TIMEOUT_S": "0"},
         {"AGENT_COALESCE_SECONDS": "-1"},
-        {"MAKILAB_TRUSTED_PROXY": "notanip"},  # never the peer's address: no header kept
+        # Never the peer's address: no header kept (serve listens on TCP only).
+        {"MAKILAB_BEHIND_PROXY": "1", "MAKILAB_TRUSTED_PROXY": "notanip"},
+        {"MAKILAB_BEHIND_PROXY": "1", "MAKILAB_TRUSTED_PROXY": "localhost"},
     ],
     ids=lambda env: "=".join(list(env.items())[-1]),
 )
@@ -86,13 +88,24 @@ def test_the_good_production_values_start(tmp_path):
         OBSIDIAN_API_URL="https://127.0.0.1:27124",
         OBSIDIAN_TIMEOUT_S="2.5",
         AGENT_COALESCE_SECONDS="0",
+        MAKILAB_BEHIND_PROXY="1",
         MAKILAB_TRUSTED_PROXY="::1",
     )
 
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize("proxy", ["*", "localhost", "10.0.0.7"])
-def test_a_trusted_proxy_is_an_address_localhost_or_any(tmp_path, proxy):
-    """waitress compares the peer's address with it; ``localhost`` stands for a unix socket."""
-    assert _manage_check(tmp_path, MAKILAB_TRUSTED_PROXY=proxy).returncode == 0
+@pytest.mark.parametrize(
+    ("proxy", "kept"), [("*", "*"), ("10.0.0.7", "10.0.0.7"), ("0:0:0:0:0:0:0:1", "::1")]
+)
+def test_a_trusted_proxy_is_kept_as_waitress_compares_it(monkeypatch, proxy, kept):
+    """waitress compares the peer's address with it as text: written otherwise, an IPv6
+    address never matched (review)."""
+    from makilab.env import env_proxy
+
+    monkeypatch.setenv("PROXY_VAR", proxy)
+    assert env_proxy("PROXY_VAR", "127.0.0.1") == kept
+
+
+def test_a_left_over_proxy_value_stops_nothing_when_not_behind_one(tmp_path):
+    assert _manage_check(tmp_path, MAKILAB_TRUSTED_PROXY="nginx").returncode == 0

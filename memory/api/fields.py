@@ -54,6 +54,12 @@ class JsonListField(serializers.ListField):
     default_error_messages = {"not_a_list": JSON_LIST_EXPECTED}
 
 
+def words_given(field: serializers.Field) -> bool:
+    """Whether ``field``'s value comes from a query string or a form (a QueryDict: every
+    value is text there), not from a JSON body (which has its numbers and booleans)."""
+    return isinstance(getattr(field.root, "initial_data", None), QueryDict)
+
+
 class NumberNotText:
     """The rule of every number field: in a JSON body a number is a JSON number, and the
     text « 0.5 » is as wrong there as the number 5 where text is expected (DRF read the
@@ -63,8 +69,7 @@ class NumberNotText:
     default_error_messages = {"not_a_number": NUMBER_EXPECTED}
 
     def to_internal_value(self, data):
-        words = isinstance(getattr(self.root, "initial_data", None), QueryDict)
-        if isinstance(data, str) and not words:
+        if isinstance(data, str) and not words_given(self):
             self.fail("not_a_number")
         return super().to_internal_value(data)
 
@@ -123,10 +128,9 @@ class StrictBooleanField(serializers.BooleanField):
     def to_internal_value(self, data):
         if isinstance(data, bool):
             return data
-        # The words are a query string's or a form's (a QueryDict): a JSON body has its own
-        # true and false, and there the text « true » is as wrong as the number 1.
-        words = isinstance(getattr(self.root, "initial_data", None), QueryDict)
-        said = data.strip().lower() if words and isinstance(data, str) else None
+        # The words are a query string's or a form's: a JSON body has its own true and
+        # false, and there the text « true » is as wrong as the number 1.
+        said = data.strip().lower() if words_given(self) and isinstance(data, str) else None
         if said in self.WORDS:
             return self.WORDS[said]
         self.fail("invalid", input=data)

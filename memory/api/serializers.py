@@ -343,7 +343,7 @@ class SearchQuerySerializer(QuerySerializer):
     def validate(self, attrs: dict) -> dict:
         from memory.services.search import search_filters_build
 
-        attrs = super().validate(attrs)  # an unknown parameter (a typo) is refused
+        attrs = super().validate(attrs)  # (an unknown parameter was refused before)
         try:
             attrs["filters"] = search_filters_build(
                 channel=attrs["channel"],

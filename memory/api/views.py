@@ -91,8 +91,8 @@ PARAMETER_TWICE_MESSAGE = "Ce paramètre est donné deux fois : lequel vaut n'es
 
 def _body_refuse(data) -> None:
     """A body for a write that reads none: each field named, or the body said unwanted."""
-    if not data:
-        return
+    if data is None or (isinstance(data, Mapping) and not data):
+        return  # no body, JSON null or {}
     if isinstance(data, Mapping):
         raise exceptions.ValidationError({name: [UNKNOWN_FIELD_MESSAGE] for name in sorted(data)})
     raise exceptions.ValidationError(BODY_UNREAD_MESSAGE)
@@ -135,8 +135,8 @@ class MemoryApi(APIView):
             raise
         # HEAD is answered by the view's get (Django): it reads the same query.
         method = "get" if request.method == "HEAD" else request.method.lower()
-        if not hasattr(self, method):
-            return  # a 405 (dispatch), whatever the request holds
+        if method == "options" or not hasattr(self, method):
+            return  # what the endpoint takes (OPTIONS), or a 405, whatever the request holds
         twice = sorted(name for name, values in request.query_params.lists() if len(values) > 1)
         if twice:
             raise exceptions.ValidationError({name: [PARAMETER_TWICE_MESSAGE] for name in twice})

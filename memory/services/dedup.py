@@ -30,7 +30,7 @@ from memory.exceptions import (
 )
 from memory.models import Actor, Fact, FactKind, FactSource, RevisionReason
 from memory.services.erased_marks import statement_erased
-from memory.services.fact_keys import key_as_stored
+from memory.services.fact_keys import key_as_stored, live_look_alike
 from memory.services.facts import fact_store, fact_update, source_present
 from memory.services.forgetting_restated import restates_forgotten
 from memory.services.ttl import parse_ttl
@@ -296,15 +296,21 @@ def fact_remember(
         # Drawn from a message older than the forget, under whatever key: it stands.
         logger.info("%s states a fact forgotten since its message: not stored", key)
         return RememberResult(fact=forgotten, action="noop")
-    before = Fact.all_objects.filter(key=key).values_list("version", flat=True).first()
-    if before is not None:
+    stored = Fact.all_objects.filter(key=key).values_list("pk", "version", "forgotten").first()
+    if stored is not None:
+        versions = {stored[0]: stored[1]}
+        alike = live_look_alike(key) if stored[2] else None
+        if alike is not None:
+            # A statement of a forgotten key may land on the live fact that looks like it
+            # (fact_store): what it did is read on that row.
+            versions.update(Fact.all_objects.filter(key=alike).values_list("pk", "version"))
         fact, created = fact_store(**store_kwargs)
         if created:  # the key's fact was forgotten and set aside: this one is new
             return RememberResult(fact=fact, action="added")
         # Still forgotten (the restatement did not undo the forget), or unchanged: a write
         # bumps the row's version in the database (index_enqueue), not on ``fact``.
         after = Fact.all_objects.values_list("version", flat=True).get(pk=fact.pk)
-        unchanged = fact.forgotten or after == before
+        unchanged = fact.forgotten or after == versions.get(fact.pk)
         return RememberResult(fact=fact, action="noop" if unchanged else "updated")
 
     try:

@@ -65,7 +65,8 @@ def key_look_alike_refuse(key: str, *, but: int | None = None) -> None:
 def fact_named(key: str, actor: str, *, any_kind: bool = False) -> Fact:
     """The fact ``key`` names for ``actor`` (a read, an edit, a forget by key): to the agent,
     the fact its statement of that key would write (key_as_stored: « ecole_x » is the
-    owner's « école_x »), and a forgotten fact is a key never stored; the owner reads a
+    owner's « école_x »; beside a forgotten fact, the live one that looks like it), and a
+    forgotten fact is a key never stored; the owner reads a
     key as typed (or composed). Raises FactNotFound. ``any_kind``: also the agent's self
     and goal items."""
     from memory.selectors import FACT_NOT_FOUND_MESSAGE, fact_get
@@ -73,5 +74,10 @@ def fact_named(key: str, actor: str, *, any_kind: bool = False) -> Fact:
     agent = actor == Actor.AGENT
     fact = fact_get(key=key_as_stored(key, actor) if agent else key, any_kind=any_kind)
     if agent and fact.forgotten:
-        raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=key))
+        # The live fact that looks like it is the one the agent's statement would land on
+        # (memory.services.facts.fact_store): a 404 here told a forgotten one was there.
+        alike = live_look_alike(fact.key)
+        if alike is None:
+            raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=key))
+        fact = fact_get(key=alike, any_kind=any_kind)
     return fact

@@ -82,11 +82,12 @@ def test_a_forget_by_delete_with_a_body_forgets_nothing(owner_api):
     assert Fact.objects.filter(key="velo", forgotten=False).exists()
 
 
-def test_a_body_that_is_no_object_is_refused_in_french(owner_api):
+@pytest.mark.parametrize("body", [[1], [], False, 0, ""])
+def test_a_body_that_is_no_object_is_refused_in_french(owner_api, body):
     fact, _ = fact_store(key="jetable", value="à effacer")
     fact_forget(fact=fact, actor=Actor.USER)
 
-    response = owner_api.post("/api/v1/memory/facts/jetable/erase", [1], format="json")
+    response = owner_api.post("/api/v1/memory/facts/jetable/erase", body, format="json")
 
     assert response.status_code == 400, response.content
     assert "ne lit aucun corps" in response.content.decode(), response.content

@@ -159,3 +159,10 @@ def test_a_method_the_endpoint_lacks_is_a_405_whatever_its_query(owner_api, meth
 
     assert response.status_code == 405, response.content
     assert "non autorisée" in response.content.decode()
+
+
+def test_options_says_what_the_endpoint_takes_whatever_its_query(owner_api):
+    """Review: `OPTIONS /search?q=a` answered 400 « q : Champ inconnu »."""
+    response = owner_api.options("/api/v1/memory/search?q=a")
+
+    assert response.status_code == 200, response.content
