@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -26,28 +27,35 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from makilab.exception_handlers import MCP_PATH, THROTTLED_MESSAGE, api_error
 from makilab.throttling import refused_caller_wait
-from memory.api.permissions import BearerTokenAuthentication
+from memory.api.permissions import BearerTokenAuthentication, is_owner
 from memory.mcp.transport_errors import french_answer
 
 TOKEN_REQUIRED_MESSAGE = (
     "Jeton d'API requis : en-tête « Authorization: Bearer <jeton> » (ou « Token <jeton> »). "
     "Créez-le avec `python manage.py agent_token <utilisateur>`."
 )
+OWNER_TOKEN_MESSAGE = (
+    "Ce serveur MCP écrit au nom de l'agent : le jeton du propriétaire n'y ouvre pas "
+    "(ce qu'un client MCP y écrirait serait réécrit par l'agent). Utilisez le jeton de "
+    "l'agent (`python manage.py agent_token <utilisateur>`) ; vos propres écritures "
+    "passent par /memory, l'admin ou l'API avec votre jeton."
+)
 POST_ONLY_MESSAGE = "Ce serveur MCP est sans état : envoyez chaque message JSON-RPC en POST."
 # Response headers the WSGI server sets itself.
 _HOP_HEADERS = {"content-length", "connection", "transfer-encoding", "keep-alive"}
 
 
-def _authenticated(request: HttpRequest) -> tuple[bool, str]:
-    """(True, "") for a valid token of an active user; else (False, the French reason)."""
+def _authenticated(request: HttpRequest) -> tuple[Any, str]:
+    """(the token's user, "") for a valid token of an active user; else (None, the French
+    reason)."""
     for authentication in (BearerTokenAuthentication(), TokenAuthentication()):
         try:
             found = authentication.authenticate(request)
         except AuthenticationFailed as exc:
-            return False, str(exc.detail)
+            return None, str(exc.detail)
         if found is not None:
-            return True, ""
-    return False, TOKEN_REQUIRED_MESSAGE
+            return found[0], ""
+    return None, TOKEN_REQUIRED_MESSAGE
 
 
 class _ManagedApp:
@@ -115,8 +123,8 @@ def _wsgi_bridge():
 @csrf_exempt
 def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     """Authenticate, then hand the request to the MCP transport and return its answer."""
-    ok, reason = _authenticated(request)
-    if not ok:
+    user, reason = _authenticated(request)
+    if user is None:
         wait = refused_caller_wait(request)  # counted as the API counts a refused caller
         if wait is not None:
             response = api_error(THROTTLED_MESSAGE.format(wait=wait), status=429)
@@ -125,6 +133,10 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         response = api_error(reason, status=401)
         response["WWW-Authenticate"] = 'Bearer realm="makilab"'
         return response
+    if is_owner(user):
+        # Every tool writes as the agent (memory.mcp.tools): the owner's writes through it
+        # would be the agent's, which the agent's next statement overwrites.
+        return api_error(OWNER_TOKEN_MESSAGE, status=403)
     if request.method != "POST":
         response = api_error(POST_ONLY_MESSAGE, status=405)
         response["Allow"] = "POST"

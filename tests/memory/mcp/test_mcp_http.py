@@ -320,3 +320,27 @@ def test_a_resource_that_fails_is_said_in_french_without_its_details(
 
     assert refused.message == RESOURCE_FAILED_MESSAGE.format(uri="memory://settings")
     assert "secret" not in refused.message
+
+
+def test_the_owners_token_is_refused_in_french_and_writes_nothing(live_server, django_user_model):
+    """QA: the owner's (staff) token over /mcp wrote as the agent, so the agent's next
+    statement replaced the owner's value, where the same two writes over the API keep the
+    owner's. The MCP server writes for the agent: the owner's token is refused (403)."""
+    from memory.mcp.http import OWNER_TOKEN_MESSAGE
+
+    owner = django_user_model.objects.create_user(username="moi", password=None, is_staff=True)
+    key = Token.objects.create(user=owner).key
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "remember", "arguments": {"key": "boisson", "value": "Du thé vert"}},
+    }
+
+    for body in (INITIALIZE, call):
+        status, _, answer = _post(
+            f"{live_server.url}/mcp", body, {"Authorization": f"Bearer {key}"}
+        )
+        assert status == 403, answer
+        assert json.loads(answer)["message"] == OWNER_TOKEN_MESSAGE
+    assert not Fact.objects.exists()
