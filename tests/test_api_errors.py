@@ -164,5 +164,5 @@ def test_every_float_of_the_api_serializers_says_its_errors_in_french():
         english = {key: str(text) for key, text in serializers.FloatField().error_messages.items()}
     with translation.override(settings.LANGUAGE_CODE):
         french = {key: str(text) for key, text in FrenchFloatField().error_messages.items()}
-    assert french.keys() == english.keys()
-    assert [key for key in english if french[key] == english[key]] == []
+    assert english.keys() <= french.keys()  # DRF's own, and ours (a number in quotes)
+    assert [key for key in french if french[key] == english.get(key)] == []
