@@ -8,8 +8,10 @@ each save_model's service would refuse, are memory.admin_forms.
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -112,6 +114,7 @@ class FactAdmin(admin.ModelAdmin):
     exclude = ("kind", "category")
     inlines = [FactRevisionInline]
     actions = ["restore_facts", "forget_facts", "erase_facts"]
+    delete_confirmation_template = "admin/memory/fact/forget_confirmation.html"
 
     @admin.display(description="message d'origine")
     def source_message_shown(self, obj: Fact) -> str:
@@ -183,7 +186,17 @@ class FactAdmin(admin.ModelAdmin):
         self.message_user(request, f"{len(forgotten)} fait(s) oublié(s).", messages.SUCCESS)
 
     @admin.action(description="Effacer définitivement les faits sélectionnés (irréversible)")
-    def erase_facts(self, request: HttpRequest, queryset) -> None:
+    def erase_facts(self, request: HttpRequest, queryset) -> TemplateResponse | None:
+        """Asks first, as Django's delete does (QA: one POST erased for good)."""
+        if request.POST.get("post") != "yes":
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Effacer définitivement ?",
+                "opts": self.model._meta,
+                "queryset": queryset,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(request, "admin/memory/fact/erase_confirmation.html", context)
         # The default changelist hides nothing: forgotten facts can be erased too.
         erased = [fact_erase(fact=f, actor=Actor.ADMIN) for f in queryset]
         self.message_user(
@@ -191,6 +204,22 @@ class FactAdmin(admin.ModelAdmin):
             f"{len(erased)} fait(s) effacé(s) définitivement, avec leur historique.",
             messages.SUCCESS,
         )
+        return None
+
+    def get_actions(self, request: HttpRequest) -> dict:
+        """Without Django's « Supprimer les faits sélectionnés »: it forgets (delete_model),
+        which « Oublier les faits sélectionnés » says, while its page said deleted."""
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def response_delete(self, request: HttpRequest, obj_display: str, obj_id) -> HttpResponse:
+        """The delete view forgets (delete_model): said so, not « supprimé »."""
+        self.message_user(
+            request, f"« {obj_display} » est oublié : il reste restaurable.", messages.SUCCESS
+        )
+        opts = self.model._meta
+        return HttpResponseRedirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))
 
 
 @admin.register(AgentItem)

@@ -112,7 +112,7 @@ def test_an_agent_item_of_the_owners_kind_is_refused_on_its_add_form(admin_clien
     assert not AgentItem.objects.exists()
 
 
-@pytest.mark.parametrize("action", ["forget_facts", "delete_selected", "erase_facts"])
+@pytest.mark.parametrize("action", ["forget_facts", "erase_facts"])
 @pytest.mark.parametrize("selected", [["abc"], ["1.5"], ["abc", "1"], ["9" * 30]])
 def test_a_fact_action_on_a_value_that_is_no_row_id_changes_nothing(admin_client, action, selected):
     fact, _ = fact_store(key="adm1", value="v")

@@ -56,7 +56,8 @@ def _erase_through(entry: str, fact: Fact, *, staff_client, owner_api) -> None:
         assert response.json()["state"] == ForgettingState.PURGED
     elif entry == "admin":
         response = staff_client.post(
-            "/admin/memory/fact/", {"action": "erase_facts", "_selected_action": [fact.pk]}
+            "/admin/memory/fact/",
+            {"action": "erase_facts", "_selected_action": [fact.pk], "post": "yes"},
         )
         assert response.status_code == 302, response.content
     else:  # the /memory button, behind its French confirmation

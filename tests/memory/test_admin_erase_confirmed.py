@@ -1,0 +1,72 @@
+"""The admin's irreversible action asks first, and its delete says what it does.
+
+Black-box QA: « Effacer définitivement » erased on one POST of the changelist, with no
+« Êtes-vous sûr ? » step where Django's own delete has one; and « Supprimer » said the
+fact and its revisions « seront supprimés » when it only forgets (restorable)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from memory.models import Fact
+from memory.services.facts import fact_store
+
+pytestmark = pytest.mark.django_db
+
+CHANGELIST = reverse("admin:memory_fact_changelist")
+
+
+def test_erasing_from_the_admin_asks_first_and_erases_nothing_until_confirmed(admin_client):
+    fact, _ = fact_store(key="code_portail", value="Le code est 4521")
+
+    page = admin_client.post(CHANGELIST, {"action": "erase_facts", "_selected_action": [fact.pk]})
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "irréversible" in html and "code_portail" in html, html
+    assert 'name="post" value="yes"' in html
+    assert Fact.all_objects.filter(pk=fact.pk).exists()
+
+    done = admin_client.post(
+        CHANGELIST, {"action": "erase_facts", "_selected_action": [fact.pk], "post": "yes"}
+    )
+
+    assert done.status_code == 302
+    assert not Fact.all_objects.filter(pk=fact.pk).exists()
+
+
+def test_the_admin_offers_forgetting_not_a_delete_that_says_it_deletes(admin_client):
+    fact, _ = fact_store(key="velo", value="Le vélo est gris")
+    changelist = admin_client.get(CHANGELIST).content.decode()
+    assert 'value="delete_selected"' not in changelist  # « Oublier les faits sélectionnés »
+    assert 'value="forget_facts"' in changelist
+
+    page = admin_client.get(reverse("admin:memory_fact_delete", args=[fact.pk]))
+
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "oublié" in html and "restaur" in html, html
+    assert "seront supprimés" not in html
+
+    done = admin_client.post(
+        reverse("admin:memory_fact_delete", args=[fact.pk]), {"post": "yes"}, follow=True
+    )
+    assert "oublié" in done.content.decode()
+    assert Fact.all_objects.get(pk=fact.pk).forgotten
+
+
+def test_forgetting_an_agent_item_from_the_admin_goes_back_to_its_own_list(admin_client):
+    from memory.services.self_memory import agent_item_store
+
+    item = agent_item_store(
+        kind="self", category="capability", content="Je sais lire les notes", actor="agent"
+    ).item
+
+    done = admin_client.post(
+        reverse("admin:memory_agentitem_delete", args=[item.pk]), {"post": "yes"}
+    )
+
+    assert done.status_code == 302
+    assert done["Location"] == reverse("admin:memory_agentitem_changelist")
+    assert Fact.all_objects.get(pk=item.pk).forgotten
