@@ -20,6 +20,9 @@ NOT_STAFF_MESSAGE = "Ce compte n'a pas accès au tableau de bord de Makilab."
 QUERY_MAX_CHARS = 500
 PREVIEW_MAX_CHARS = 2_000
 NOTE_PATH_MAX_CHARS = 500
+TTL_AND_NO_EXPIRY_MESSAGE = (
+    "Une durée de vie ou « Sans expiration », pas les deux : lequel vaut n'est pas clair."
+)
 TTL_HELP = "Ex. « 30m », « 1h », « 7d », « 2w »."
 
 
@@ -127,6 +130,12 @@ class FactEditForm(_FactFieldsForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["ttl"].help_text = "Vide : expiration inchangée. " + TTL_HELP
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("ttl") and cleaned.get("no_expiry"):
+            raise forms.ValidationError(TTL_AND_NO_EXPIRY_MESSAGE)
+        return cleaned
 
     def changes(self) -> dict[str, object]:
         """The keyword arguments for fact_update: ttl only when the user asked for a change."""

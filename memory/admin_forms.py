@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from memory.exceptions import FactKeyLookAlike, MemoryServiceError
 from memory.form_errors import form_errors_add
@@ -26,6 +27,10 @@ from memory.services.search import DATE_RANGE_UTC_MESSAGE, moment_in_range
 from memory.services.self_memory_validate import agent_item_validate
 from memory.services.settings import EDITABLE_FIELDS, memory_settings_changes_clean
 
+EXPIRY_PAST_MESSAGE = (
+    "Cette date d'expiration est déjà passée : le fait quitterait la mémoire aussitôt. "
+    "Pour le retirer, oubliez-le."
+)
 KEY_TAKEN_MESSAGE = (
     "La clé « {key} » est déjà prise par une autre mémoire (un fait pris par un oubli "
     "encore annulable, ou un élément de l'agent) : choisissez-en une autre."
@@ -46,6 +51,14 @@ class FactAdminForm(forms.ModelForm):
         expires_at = self.cleaned_data.get("expires_at")
         if expires_at is not None and not moment_in_range(expires_at):
             raise ValidationError(DATE_RANGE_UTC_MESSAGE)
+        if (
+            expires_at is not None
+            and "expires_at" in self.changed_data
+            and (expires_at <= timezone.now())
+        ):
+            # The fact would leave the memory at once as expired (and the agent's next
+            # statement could overwrite it): forgetting it is what says that.
+            raise ValidationError(EXPIRY_PAST_MESSAGE)
         return expires_at
 
     def clean_key(self):

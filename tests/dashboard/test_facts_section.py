@@ -244,3 +244,20 @@ def test_a_value_over_the_limit_is_refused_in_french_not_cut_by_the_browser(staf
     assert response.status_code == 422
     assert f"limitée à {FACT_VALUE_MAX_CHARS:_}".replace("_", "\u202f") in response.content.decode()
     assert not Fact.objects.exists()
+
+
+def test_inline_edit_refuses_a_lifetime_and_no_expiry_together(staff_client):
+    """QA: « 1d » and « Sans expiration » together were saved as « jamais », silently."""
+    fact, _ = fact_store(key="k", value="v", ttl="7d")
+    expires_at = fact.expires_at
+
+    response = staff_client.post(
+        f"{FACTS}k/edit/",
+        {"value": "v", "memory_type": "fact", "importance": "0.6", "ttl": "1d", "no_expiry": "on"},
+        **HTMX,
+    )
+
+    assert response.status_code == 422
+    assert "pas les deux" in response.content.decode()
+    fact.refresh_from_db()
+    assert fact.expires_at == expires_at

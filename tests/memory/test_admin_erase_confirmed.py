@@ -70,3 +70,21 @@ def test_forgetting_an_agent_item_from_the_admin_goes_back_to_its_own_list(admin
     assert done.status_code == 302
     assert done["Location"] == reverse("admin:memory_agentitem_changelist")
     assert Fact.all_objects.get(pk=item.pk).forgotten
+
+
+def test_the_admin_refuses_an_expiry_already_past(admin_client):
+    """QA: an expiry of 2020 was saved, and the fact left the memory at once as expired (the
+    agent may then overwrite it): a fact is forgotten, not expired in the past."""
+    from tests.memory.admin_forms import fact_admin_form
+
+    fact, _ = fact_store(key="adm1", value="v")
+
+    response = admin_client.post(
+        reverse("admin:memory_fact_change", args=[fact.pk]),
+        fact_admin_form(expires_at_0="2020-01-01", expires_at_1="10:00:00"),
+    )
+
+    assert response.status_code == 200
+    assert "déjà passée" in response.content.decode()
+    fact.refresh_from_db()
+    assert fact.expires_at is None
