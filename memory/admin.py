@@ -8,7 +8,6 @@ each save_model's service would refuse, are memory.admin_forms.
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -16,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from memory.admin_confirm import erase_unconfirmed
 from memory.admin_forms import (
     AgentItemAdminForm,
     ChannelSettingsAdminForm,
@@ -187,16 +187,16 @@ class FactAdmin(admin.ModelAdmin):
 
     @admin.action(description="Effacer définitivement les faits sélectionnés (irréversible)")
     def erase_facts(self, request: HttpRequest, queryset) -> TemplateResponse | None:
-        """Asks first, as Django's delete does (QA: one POST erased for good)."""
-        if request.POST.get("post") != "yes":
-            context = {
-                **self.admin_site.each_context(request),
-                "title": "Effacer définitivement ?",
-                "opts": self.model._meta,
-                "queryset": queryset,
-                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            }
-            return TemplateResponse(request, "admin/memory/fact/erase_confirmation.html", context)
+        asked = erase_unconfirmed(
+            self,
+            request,
+            queryset,
+            action="erase_facts",
+            question=f"Effacer définitivement {len(queryset)} fait(s), avec leur historique ?",
+            rows=(f"« {fact.key} » : {fact.value[:120]}" for fact in queryset),
+        )
+        if asked is not None:
+            return asked
         # The default changelist hides nothing: forgotten facts can be erased too.
         erased = [fact_erase(fact=f, actor=Actor.ADMIN) for f in queryset]
         self.message_user(

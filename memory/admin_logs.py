@@ -11,10 +11,20 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from memory.admin_confirm import erase_unconfirmed
 from memory.exceptions import MemoryServiceError
 from memory.models import Actor, Digest, Forgetting, Job, MemoryRetrieval, Message, Summary
 from memory.services.erasing import forgetting_erase
 from memory.services.forgetting import forgetting_restore
+
+# The keys of Forgetting.counts (memory.services.forgetting_plan), in French.
+FORGETTING_COUNT_NAMES = (
+    ("exchanges", "échange(s)"),
+    ("messages", "message(s)"),
+    ("facts", "fait(s)"),
+    ("summaries", "résumé(s)"),
+    ("history", "ligne(s) d'historique"),
+)
 
 
 class ReadOnlyAdminMixin:
@@ -77,9 +87,34 @@ class ForgettingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def restore_forgettings(self, request, queryset) -> None:
         self._each(request, queryset, forgetting_restore, "Oubli n° {id} annulé.")
 
+    exclude = ("counts",)
+    readonly_fields = ("counts_shown",)
+
+    @admin.display(description="quantités")
+    def counts_shown(self, obj: Forgetting) -> str:
+        """What the forget took, in French (the JSON's keys are English)."""
+        return ", ".join(f"{obj.counts.get(key, 0)} {name}" for key, name in FORGETTING_COUNT_NAMES)
+
     @admin.action(description="Effacer maintenant ce que les oublis sélectionnés ont pris")
-    def erase_forgettings(self, request, queryset) -> None:
+    def erase_forgettings(self, request, queryset):
+        asked = erase_unconfirmed(
+            self,
+            request,
+            queryset,
+            action="erase_forgettings",
+            question=(
+                f"Effacer maintenant ce que {len(queryset)} oubli(s) ont pris (messages, faits, "
+                "résumés et leur historique), sans attendre la fin du délai d'annulation ?"
+            ),
+            rows=(
+                f"Oubli n° {forgetting.pk} « {forgetting.topic} » : {self.counts_shown(forgetting)}"
+                for forgetting in queryset
+            ),
+        )
+        if asked is not None:
+            return asked
         self._each(request, queryset, forgetting_erase, "Oubli n° {id} effacé définitivement.")
+        return None
 
     def _each(self, request, queryset, service, done: str) -> None:
         for forgetting in queryset:

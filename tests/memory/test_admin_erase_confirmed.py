@@ -88,3 +88,37 @@ def test_the_admin_refuses_an_expiry_already_past(admin_client):
     assert "déjà passée" in response.content.decode()
     fact.refresh_from_db()
     assert fact.expires_at is None
+
+
+def test_erasing_forgets_from_the_admin_asks_first(admin_client):
+    from memory.models import Forgetting
+    from memory.services.forgetting import topic_forget
+
+    fact_store(key="banque", value="Mon conseiller à la banque est M. Rami")
+    forgetting_id = topic_forget(topic="banque", actor="user").forgetting_id
+    changelist = reverse("admin:memory_forgetting_changelist")
+    selected = {"action": "erase_forgettings", "_selected_action": [forgetting_id]}
+
+    page = admin_client.post(changelist, selected)
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "irréversible" in html and "1 fait(s)" in html, html
+    assert Forgetting.objects.get(pk=forgetting_id).state != "purged"
+
+    assert admin_client.post(changelist, {**selected, "post": "yes"}).status_code == 302
+    assert Forgetting.objects.get(pk=forgetting_id).state == "purged"
+
+
+def test_a_forgets_page_says_what_it_took_in_french(admin_client):
+    from memory.services.forgetting import topic_forget
+
+    fact_store(key="banque", value="Mon conseiller à la banque est M. Rami")
+    forgetting_id = topic_forget(topic="banque", actor="user").forgetting_id
+
+    html = admin_client.get(
+        reverse("admin:memory_forgetting_change", args=[forgetting_id])
+    ).content.decode()
+
+    assert "1 fait(s)" in html and "0 message(s)" in html, html
+    assert '"exchanges"' not in html
