@@ -178,8 +178,10 @@ def _refused(identity: str, route: Route, method: str, response) -> str | None:
         return None if status in (401, 403) else f"API gave {status} to {identity}"
     if route.area == "local":  # no token, no session: only serve's local secret
         return None if status == 403 else f"maintenance gave {status} to {identity}"
-    if route.area == "mcp":  # the MCP endpoint takes a token, never a session
-        return None if status == 401 else f"MCP gave {status} to {identity}"
+    if route.area == "mcp":  # the MCP endpoint takes the agent's token, never a session
+        # The owner's token: 403, every tool writes as the agent (memory.mcp.http).
+        expected = 403 if identity == "owner_token" else 401
+        return None if status == expected else f"MCP gave {status} to {identity}"
     # dashboard and docs: the login page for a stranger, a French 403 for a non-staff account.
     if identity == "outsider_session":
         return None if status == 403 else f"dashboard gave {status} to a non-staff account"
@@ -228,6 +230,8 @@ def _requests(identity: str, route: Route) -> list[tuple[str, bool]]:
         return [("get", False), ("post", False)]
     if identity == "staff_session" and route.area != "mcp":
         return [("get", True)] + [(m, True) for m in owner_methods if m != "get"]
+    if identity == "owner_token" and route.area == "mcp":
+        return [("get", False), ("post", False)]
     if identity in ("agent_token", "owner_token") and route.area in ("api", "mcp"):
         if identity == "owner_token":
             return [("get", True)] + [(m, True) for m in owner_methods if m != "get"]
