@@ -5,7 +5,14 @@ refused (memory.services.facts writes by these rules)."""
 from __future__ import annotations
 
 from memory.exceptions import FactKeyLookAlike, FactNotFound
-from memory.models import FACT_ASIDE_KEY_PATTERN, Actor, Fact, fact_key_composed, fact_key_folded
+from memory.models import (
+    FACT_ASIDE_KEY_PATTERN,
+    Actor,
+    Fact,
+    FactKind,
+    fact_key_composed,
+    fact_key_folded,
+)
 
 KEY_LOOK_ALIKE_MESSAGE = (
     "La clé « {key} » ressemble trop à celle du fait « {other} » (seule l'écriture "
@@ -42,10 +49,11 @@ def _keys_alike(key: str, facts) -> list[str]:
     return list(folded.order_by("id").values_list("key", flat=True))
 
 
-def live_look_alike(key: str, *, but: int | None = None) -> str | None:
-    """The key of the oldest live fact that looks like ``key`` without being it (a
-    forgotten fact or one set aside is no live fact); ``but``: a fact left out."""
-    live = Fact.objects.filter(forgotten=False).exclude(key=key)
+def live_look_alike(key: str, *, but: int | None = None, kind: str = FactKind.OWNER) -> str | None:
+    """The key of the oldest live fact of ``kind`` that looks like ``key`` without being it
+    (a forgotten fact or one set aside is no live fact); ``but``: a fact left out."""
+    live = Fact.all_objects.filter(forgetting__isnull=True, kind=kind, forgotten=False)
+    live = live.exclude(key=key)
     if but is not None:
         live = live.exclude(pk=but)
     return next((k for k in _keys_alike(key, live) if not FACT_ASIDE_KEY_PATTERN.search(k)), None)
@@ -76,7 +84,7 @@ def fact_named(key: str, actor: str, *, any_kind: bool = False) -> Fact:
     if agent and fact.forgotten:
         # The live fact that looks like it is the one the agent's statement would land on
         # (memory.services.facts.fact_store): a 404 here told a forgotten one was there.
-        alike = live_look_alike(fact.key)
+        alike = live_look_alike(fact.key, kind=fact.kind)
         if alike is None:
             raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=key))
         fact = fact_get(key=alike, any_kind=any_kind)

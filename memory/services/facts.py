@@ -165,7 +165,7 @@ def fact_store(
             # Stated after the forget (checked above, on the forgotten fact): a live fact
             # that looks like the key (the owner's « Medecin_Traitant » beside the
             # forgotten « medecin_traitant ») is the one it is about, not a second one.
-            alike = live_look_alike(key)
+            alike = live_look_alike(key, kind=kind)
             if alike is not None:
                 existing = Fact.all_objects.select_for_update().filter(key=alike, kind=kind).first()
     if existing is not None and existing.kind != kind:

@@ -242,3 +242,25 @@ def test_the_agent_reads_no_forgotten_fact_without_a_live_look_alike():
 
     with pytest.raises(FactNotFound):
         fact_named("MEDECIN traitant", Actor.AGENT)
+
+
+def test_an_agent_items_statement_beside_a_forgotten_key_lands_on_its_live_look_alike():
+    """Review: the landing read the owner's facts only, so the agent's self item beside a
+    forgotten look-alike of its own kind still started a second one."""
+    from memory.models import FactKind
+
+    stated = {"kind": FactKind.SELF, "category": "capability", "actor": Actor.AGENT}
+    forgotten, _ = fact_store(key="lire_les_notes", value="Je lis les notes", **stated)
+    fact_forget(fact=forgotten, actor=Actor.USER)
+    alike = Fact.all_objects.create(
+        key="Lire_Les_Notes",
+        value="Je sais lire les notes",
+        kind=FactKind.SELF,
+        category="capability",
+    )
+
+    landed, created = fact_store(key="lire les notes", value="Je lis les notes Obsidian", **stated)
+
+    assert (landed.pk, created) == (alike.pk, False)
+    live = Fact.all_objects.filter(kind=FactKind.SELF, forgotten=False)
+    assert list(live.values_list("pk", flat=True)) == [alike.pk]
