@@ -102,6 +102,18 @@ class StrictInputSerializer(UnknownFieldsRefused, serializers.Serializer):
     """Refuses fields it does not know instead of silently ignoring them (typos)."""
 
 
+BODY_UNREAD_MESSAGE = (
+    "Cette requête ne lit aucun corps : envoyez-la sans corps, ou avec un objet JSON vide."
+)
+
+
+class NoBodySerializer(StrictInputSerializer):
+    """The body of a write that reads none (MemoryApi.bodiless_methods): every field is
+    unknown, and a body that is no object is said unwanted."""
+
+    default_error_messages = {"invalid": BODY_UNREAD_MESSAGE}
+
+
 class QuerySerializer(StrictInputSerializer):
     """A query string: its own parameters, and DRF's renderer choice (``?format=json``)."""
 

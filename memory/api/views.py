@@ -10,8 +10,6 @@ comes first so an anonymous client is told 401 with ``WWW-Authenticate: Token``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -36,6 +34,7 @@ from memory.api.serializers import (
     UNKNOWN_FIELD_MESSAGE,
     MemoryRetrievalSerializer,
     MemorySettingsSerializer,
+    NoBodySerializer,
     PagedQuerySerializer,
     QuerySerializer,
     RetrievalListQuerySerializer,
@@ -83,19 +82,7 @@ PAGE_NOT_FOUND = {
 
 
 # A query parameter given twice: DRF reads the last one without a word.
-BODY_UNREAD_MESSAGE = (
-    "Cette requête ne lit aucun corps : envoyez-la sans corps, ou avec un objet JSON vide."
-)
 PARAMETER_TWICE_MESSAGE = "Ce paramètre est donné deux fois : lequel vaut n'est pas connu."
-
-
-def _body_refuse(data) -> None:
-    """A body for a write that reads none: each field named, or the body said unwanted."""
-    if data is None or (isinstance(data, Mapping) and not data):
-        return  # no body, JSON null or {}
-    if isinstance(data, Mapping):
-        raise exceptions.ValidationError({name: [UNKNOWN_FIELD_MESSAGE] for name in sorted(data)})
-    raise exceptions.ValidationError(BODY_UNREAD_MESSAGE)
 
 
 class MemoryApi(APIView):
@@ -142,8 +129,8 @@ class MemoryApi(APIView):
             raise exceptions.ValidationError({name: [PARAMETER_TWICE_MESSAGE] for name in twice})
         if method not in self.query_methods:
             self._query_string_unread(request, method)
-        if method in self.bodiless_methods:
-            _body_refuse(request.data)
+        if method in self.bodiless_methods and request.data is not None:  # JSON null: no body
+            NoBodySerializer(data=request.data).is_valid(raise_exception=True)
 
     def _query_string_unread(self, request: Request, method: str) -> None:
         """What a query serializer would let through beside its own fields (``also_read``):
