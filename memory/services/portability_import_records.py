@@ -240,6 +240,10 @@ class Importer(MessageRecords):
             self.report.conflicts.append(CONFLICT_ERASED.format(key=key))
             return
         fact.source_message_id = self._row_id(source_message)
+        # The file's next look-alike key meets this fact as one already here (« Courses »
+        # after « courses » in one file started both, both in the prompt).
+        self._live_alike.add(alike)
+        self._live_keys_alike.setdefault(alike[0], key)
         self._fact_batch.append((fact, values["updated_at"], revisions))
         if len(self._fact_batch) >= BATCH:
             self._flush_facts()

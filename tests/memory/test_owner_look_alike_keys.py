@@ -264,3 +264,29 @@ def test_an_agent_items_statement_beside_a_forgotten_key_lands_on_its_live_look_
     assert (landed.pk, created) == (alike.pk, False)
     live = Fact.all_objects.filter(kind=FactKind.SELF, forgotten=False)
     assert list(live.values_list("pk", flat=True)) == [alike.pk]
+
+
+def test_an_import_file_holding_two_look_alike_keys_keeps_the_first():
+    """Left undone in an earlier session: a file holding « courses » and « Courses »
+    (other texts) started both facts in an empty memory, both in the prompt; the second
+    is a conflict naming the first, as beside a fact already here."""
+    import json
+
+    from memory.models import FactRevision
+    from memory.services.portability import export_lines
+    from memory.services.portability_import import memory_import_lines
+
+    fact_store(key="courses", value="Des tomates")
+    lines = [json.loads(line) for line in export_lines()]
+    FactRevision.all_objects.all().delete()
+    Fact.all_objects.all().delete()  # an empty memory (no erasure: nothing marked)
+    fact_line = next(record for record in lines if record.get("type") == "fact")
+    lines.append({**fact_line, "key": "Courses", "value": "Du pain", "revisions": []})
+
+    report = memory_import_lines([json.dumps(record, ensure_ascii=False) for record in lines])
+
+    kept = Fact.all_objects.order_by("id").values_list("key", "value")
+    assert list(kept) == [("courses", "Des tomates")]
+    assert any("« Courses »" in c and "« courses »" in c for c in report.conflicts), (
+        report.conflicts
+    )
