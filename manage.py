@@ -15,7 +15,7 @@ def main() -> None:
     except ImproperlyConfigured as exc:
         # A bad variable is its own one-line message: Django first fails to find the
         # command ("KeyError: 'memory_stats'") and the traceback buries the variable.
-        sys.stderr.write(f"ImproperlyConfigured: {exc}\n")
+        sys.stderr.write(f"Configuration invalide : {exc}\n")
         sys.exit(1)
 
 

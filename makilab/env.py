@@ -35,7 +35,7 @@ def env_bool(name: str, default: bool) -> bool:
         return True
     if raw in FALSE_VALUES:
         return False
-    raise ImproperlyConfigured(f"{name} must be true or false (or 1/0), not {raw!r}.")
+    raise ImproperlyConfigured(f"{name} doit valoir true ou false (ou 1/0), pas {raw!r}.")
 
 
 def env_int(
@@ -55,11 +55,11 @@ def env_int(
     try:
         value = int(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be an integer, not {raw!r}.") from None
+        raise ImproperlyConfigured(f"{name} doit être un nombre entier, pas {raw!r}.") from None
     if minimum is not None and value < minimum:
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {value}.")
+        raise ImproperlyConfigured(f"{name} doit être au moins {minimum}, pas {value}.")
     if maximum is not None and value > maximum:
-        raise ImproperlyConfigured(f"{name} must be at most {maximum}, not {value}.")
+        raise ImproperlyConfigured(f"{name} doit être au plus {maximum}, pas {value}.")
     return value
 
 
@@ -73,13 +73,13 @@ def env_float(
     try:
         value = float(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, not {raw!r}.") from None
+        raise ImproperlyConfigured(f"{name} doit être un nombre, pas {raw!r}.") from None
     if not math.isfinite(value):
-        raise ImproperlyConfigured(f"{name} must be a finite number, not {raw!r}.")
+        raise ImproperlyConfigured(f"{name} doit être un nombre fini, pas {raw!r}.")
     if positive and value <= 0:
-        raise ImproperlyConfigured(f"{name} must be greater than 0, not {raw}.")
+        raise ImproperlyConfigured(f"{name} doit être supérieur à 0, pas {raw}.")
     if minimum is not None and value < minimum:
-        raise ImproperlyConfigured(f"{name} must be at least {minimum:g}, not {raw}.")
+        raise ImproperlyConfigured(f"{name} doit être au moins {minimum:g}, pas {raw}.")
     return value
 
 
@@ -93,7 +93,9 @@ def env_choice(
     for choice in choices:
         if raw == choice or (ignore_case and raw.lower() == choice.lower()):
             return choice
-    raise ImproperlyConfigured(f"{name} must be one of {', '.join(sorted(choices))}, not {raw!r}.")
+    raise ImproperlyConfigured(
+        f"{name} doit être l'une des valeurs {', '.join(sorted(choices))}, pas {raw!r}."
+    )
 
 
 def env_time_zone(name: str, default: str) -> str:
@@ -107,7 +109,7 @@ def env_time_zone(name: str, default: str) -> str:
         ZoneInfo(raw)
     except (ZoneInfoNotFoundError, ValueError):
         raise ImproperlyConfigured(
-            f"{name} must be a time zone such as Europe/Paris or UTC, not {raw!r}."
+            f"{name} doit être un fuseau horaire tel que Europe/Paris ou UTC, pas {raw!r}."
         ) from None
     return raw
 
@@ -131,7 +133,8 @@ def env_language_code(name: str, default: str) -> str:
     )
     if not known:
         raise ImproperlyConfigured(
-            f"{name} must be a language Django is translated into, such as fr or en, not {raw!r}."
+            f"{name} doit être une langue dans laquelle Django est traduit, telle que fr ou en, "
+            f"pas {raw!r}."
         )
     return raw
 
@@ -157,23 +160,23 @@ def env_url(name: str, default: str = "", *, schemes: Collection[str]) -> str:
     raw = os.environ.get(name, default).strip()
     if raw == "":
         return raw
-    example = f"{sorted(schemes)[0]}://host:port"
+    example = f"{sorted(schemes)[0]}://hôte:port"
     try:
         parts = urlsplit(raw)
         _ = parts.port  # ValueError on a port that is not a number from 0 to 65535
     except ValueError:
         raise ImproperlyConfigured(
-            f"{name} must be a URL such as {example} (a port is a number), "
-            f"not {url_redacted(raw)!r}."
+            f"{name} doit être une URL telle que {example} (un port est un nombre), "
+            f"pas {url_redacted(raw)!r}."
         ) from None
     if parts.scheme.lower() not in schemes:
         raise ImproperlyConfigured(
-            f"{name} must start with {' or '.join(f'{s}://' for s in sorted(schemes))}, "
-            f"not {url_redacted(raw)!r}."
+            f"{name} doit commencer par {' ou '.join(f'{s}://' for s in sorted(schemes))}, "
+            f"pas {url_redacted(raw)!r}."
         )
     if not parts.hostname:
         raise ImproperlyConfigured(
-            f"{name} must name a host, such as {example}, not {url_redacted(raw)!r}."
+            f"{name} doit indiquer un hôte, par exemple {example}, pas {url_redacted(raw)!r}."
         )
     return raw
 
@@ -190,7 +193,7 @@ def env_proxy(name: str, default: str) -> str:
         return str(ipaddress.ip_address(raw))
     except ValueError:
         raise ImproperlyConfigured(
-            f"{name} must be an IP address (such as 127.0.0.1) or *, not {raw!r}."
+            f"{name} doit être une adresse IP (telle que 127.0.0.1) ou *, pas {raw!r}."
         ) from None
 
 
@@ -209,18 +212,19 @@ def env_broker_url(name: str, default: str) -> str:
         transport = scheme.partition("+")[0]
         if not separator or not transport:
             raise ImproperlyConfigured(
-                f"{name} must be a URL such as redis://127.0.0.1:6379/0, not {url_redacted(url)!r}."
+                f"{name} doit être une URL telle que redis://127.0.0.1:6379/0, "
+                f"pas {url_redacted(url)!r}."
             )
         if transport not in TRANSPORT_ALIASES and transport.lower() not in TRANSPORT_ALIASES:
             raise ImproperlyConfigured(
-                f"{name} names no Celery transport known to kombu ({transport!r}): "
-                "redis://, amqp://, sqs://, memory://... are."
+                f"{name} désigne un transport Celery inconnu de kombu ({transport!r}) : "
+                "redis://, amqp://, sqs://, memory://... sont connus."
             )
         try:
             _ = urlsplit(url).port
         except ValueError:
             raise ImproperlyConfigured(
-                f"{name} has a port that is not a number: {url_redacted(url)!r}."
+                f"{name} contient un port qui n'est pas un nombre : {url_redacted(url)!r}."
             ) from None
     return raw
 
@@ -241,9 +245,11 @@ def env_hours(name: str, default: list[int]) -> list[int]:
     try:
         hours = sorted({int(item) for item in raw.split(",") if item.strip()})
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be hours such as 2,6,10, not {raw!r}.") from None
+        raise ImproperlyConfigured(
+            f"{name} doit lister des heures, par exemple 2,6,10, pas {raw!r}."
+        ) from None
     if not hours or not all(0 <= h <= 23 for h in hours):
-        raise ImproperlyConfigured(f"{name} must be hours from 0 to 23, not {raw!r}.")
+        raise ImproperlyConfigured(f"{name} doit lister des heures de 0 à 23, pas {raw!r}.")
     return hours
 
 
@@ -253,9 +259,17 @@ def env_secret(name: str, default: str = "") -> str:
     if file_path:
         try:
             return Path(file_path).read_text(encoding="utf-8").strip()
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:
+            # The system's own reason is English: the owner reads it in French.
+            from memory.error_reasons import os_error_reason
+
+            reason = (
+                "ce n'est pas du texte UTF-8"
+                if isinstance(exc, UnicodeDecodeError)
+                else os_error_reason(exc)
+            )
             raise ImproperlyConfigured(
-                f"{name}_FILE points at {file_path!r}, which cannot be read: {exc.strerror}."
+                f"{name}_FILE désigne {file_path!r}, qui ne peut pas être lu : {reason}."
             ) from None
     return os.environ.get(name, default).strip()
 
@@ -271,7 +285,7 @@ def env_file_load(default: Path) -> Path | None:
     if not path.is_file():
         if named:
             raise ImproperlyConfigured(
-                f"MAKILAB_ENV_FILE points at {named!r}, which is not a readable file."
+                f"MAKILAB_ENV_FILE désigne {named!r}, qui n'est pas un fichier lisible."
             )
         return None
     from dotenv import load_dotenv
@@ -292,8 +306,8 @@ def env_rate(name: str, default: str | None) -> str | None:
         return None
     if not _RATE.match(raw.lower()):
         raise ImproperlyConfigured(
-            f"{name} must be a rate such as 600/minute (per second, minute, hour or day) "
-            f"or None, not {raw!r}."
+            f"{name} doit être une limite de débit telle que 600/minute "
+            f"(unités : second, minute, hour ou day) ou None, pas {raw!r}."
         )
     return raw.lower()
 

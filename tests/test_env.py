@@ -44,10 +44,10 @@ def test_env_int_parses_none_and_rejects_text(monkeypatch):
     monkeypatch.setenv("N", "42")
     assert env_int("N", 5) == 42
     monkeypatch.setenv("N", "10s")
-    with pytest.raises(ImproperlyConfigured, match="N must be an integer"):
+    with pytest.raises(ImproperlyConfigured, match="N doit être un nombre entier"):
         env_int("N", 5)
     monkeypatch.setenv("N", "-1")
-    with pytest.raises(ImproperlyConfigured, match="at least 0"):
+    with pytest.raises(ImproperlyConfigured, match="N doit être au moins 0, pas -1"):
         env_int("N", 5, minimum=0)
 
 
@@ -61,7 +61,20 @@ def test_env_secret_reads_the_file_named_by_var_file(monkeypatch, tmp_path):
 
 def test_env_secret_reports_an_unreadable_file(monkeypatch, tmp_path):
     monkeypatch.setenv("API_KEY_FILE", str(tmp_path / "missing"))
-    with pytest.raises(ImproperlyConfigured, match="API_KEY_FILE"):
+    # The system's reason in French, not its English strerror.
+    said = "API_KEY_FILE désigne .*, qui ne peut pas être lu : fichier ou dossier introuvable"
+    with pytest.raises(ImproperlyConfigured, match=said):
+        env_secret("API_KEY")
+
+
+def test_env_secret_reports_a_file_that_is_not_text(monkeypatch, tmp_path):
+    """A key file in another encoding (or a binary file named by mistake) stopped
+    start-up with a UnicodeDecodeError traceback instead of the one-line message."""
+    secret = tmp_path / "key"
+    secret.write_bytes(b"cl\xe9-latin1\n")
+    monkeypatch.setenv("API_KEY_FILE", str(secret))
+    said = "API_KEY_FILE désigne .*, qui ne peut pas être lu : ce n'est pas du texte UTF-8"
+    with pytest.raises(ImproperlyConfigured, match=said):
         env_secret("API_KEY")
 
 
@@ -119,25 +132,25 @@ def test_env_rate_reads_drf_rates_and_none(monkeypatch, raw, expected):
 @pytest.mark.parametrize("raw", ["600", "600/fortnight", "0/minute", "-1/s", "10 per minute"])
 def test_env_rate_rejects_anything_else_with_the_variable_name(monkeypatch, raw):
     monkeypatch.setenv("RATE", raw)
-    with pytest.raises(ImproperlyConfigured, match="RATE must be a rate"):
+    with pytest.raises(ImproperlyConfigured, match="RATE doit être une limite de débit"):
         env_rate("RATE", "1/hour")
 
 
 @pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "NaN"])
 def test_env_float_refuses_what_is_not_finite(monkeypatch, raw):
     monkeypatch.setenv("DELAY", raw)
-    with pytest.raises(ImproperlyConfigured, match="DELAY must be a finite number"):
+    with pytest.raises(ImproperlyConfigured, match="DELAY doit être un nombre fini"):
         env_float("DELAY", 1.0)
 
 
 def test_env_float_checks_positive_and_minimum(monkeypatch):
     monkeypatch.setenv("DELAY", "0")
     assert env_float("DELAY", 1.0) == 0.0
-    with pytest.raises(ImproperlyConfigured, match="DELAY must be greater than 0"):
+    with pytest.raises(ImproperlyConfigured, match="DELAY doit être supérieur à 0"):
         env_float("DELAY", 1.0, positive=True)
     monkeypatch.setenv("DELAY", "0.5")
     assert env_float("DELAY", 1.0, positive=True) == 0.5
-    with pytest.raises(ImproperlyConfigured, match="DELAY must be at least 1"):
+    with pytest.raises(ImproperlyConfigured, match="DELAY doit être au moins 1"):
         env_float("DELAY", 1.0, minimum=1)
 
 
@@ -154,7 +167,7 @@ def test_env_float_checks_positive_and_minimum(monkeypatch):
 )
 def test_env_url_refuses_a_bad_scheme_host_or_port(monkeypatch, raw):
     monkeypatch.setenv("SERVER_URL", raw)
-    with pytest.raises(ImproperlyConfigured, match="SERVER_URL must"):
+    with pytest.raises(ImproperlyConfigured, match="SERVER_URL doit"):
         env_url("SERVER_URL", schemes={"http", "https"})
 
 
@@ -205,7 +218,7 @@ def test_env_broker_url_refuses_what_kombu_cannot_resolve(monkeypatch, raw):
 def test_env_choice_returns_the_choice_as_spelled(monkeypatch):
     monkeypatch.setenv("LEVEL", "debug")
     assert env_choice("LEVEL", "INFO", ("DEBUG", "INFO"), ignore_case=True) == "DEBUG"
-    with pytest.raises(ImproperlyConfigured, match="LEVEL must be one of DEBUG, INFO"):
+    with pytest.raises(ImproperlyConfigured, match="LEVEL doit être l'une des valeurs DEBUG, INFO"):
         env_choice("LEVEL", "INFO", ("DEBUG", "INFO"))
 
 

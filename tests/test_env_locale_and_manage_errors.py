@@ -22,7 +22,7 @@ from tests.test_env_refuses_bad_values import manage_run
 def test_manage_refuses_a_bad_time_zone_or_language_naming_the_variable(tmp_path, name, value):
     result = manage_run(tmp_path, "check", **{name: value})
     assert result.returncode != 0
-    assert f"ImproperlyConfigured: {name} must be" in result.stderr
+    assert f"Configuration invalide : {name} doit être" in result.stderr
     assert repr(value) in result.stderr
 
 
@@ -32,7 +32,7 @@ def test_a_bad_variable_is_one_clear_line_on_stderr_without_a_keyerror(tmp_path)
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert lines == [
-        "ImproperlyConfigured: DJANGO_DEBUG must be true or false (or 1/0), not 'maybe'."
+        "Configuration invalide : DJANGO_DEBUG doit valoir true ou false (ou 1/0), pas 'maybe'."
     ]
     assert "KeyError" not in result.stderr and "Traceback" not in result.stderr
 
@@ -54,7 +54,7 @@ def test_a_real_time_zone_is_accepted(monkeypatch, value):
 @pytest.mark.parametrize("value", ["Mars/Olympus", "../etc/passwd", "Europe/", "Paris"])
 def test_an_unknown_time_zone_is_refused(monkeypatch, value):
     monkeypatch.setenv("TZ_VAR", value)
-    with pytest.raises(ImproperlyConfigured, match="TZ_VAR must be a time zone"):
+    with pytest.raises(ImproperlyConfigured, match="TZ_VAR doit être un fuseau horaire"):
         env_time_zone("TZ_VAR", "Europe/Paris")
 
 
@@ -67,7 +67,7 @@ def test_a_language_django_is_translated_into_is_accepted(monkeypatch, value):
 @pytest.mark.parametrize("value", ["xx", "français", "fr_FR.UTF-8", "../fr", "en_US", "pt_BR"])
 def test_an_unknown_language_is_refused(monkeypatch, value):
     monkeypatch.setenv("LANG_VAR", value)
-    with pytest.raises(ImproperlyConfigured, match="LANG_VAR must be a language"):
+    with pytest.raises(ImproperlyConfigured, match="LANG_VAR doit être une langue"):
         env_language_code("LANG_VAR", "fr")
 
 

@@ -135,7 +135,7 @@ def test_a_bad_https_switch_stops_start_up(tmp_path):
         timeout=120,
     )
     assert result.returncode != 0
-    assert "MAKILAB_HTTPS must be true or false" in result.stderr
+    assert "MAKILAB_HTTPS doit valoir true ou false" in result.stderr
 
 
 @pytest.mark.django_db

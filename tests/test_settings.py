@@ -53,7 +53,7 @@ def test_a_bad_boolean_in_the_environment_stops_start_up(tmp_path):
         "from django.conf import settings; settings.DEBUG", tmp_path, DJANGO_DEBUG="yes"
     )
     assert result.returncode != 0
-    assert "DJANGO_DEBUG must be true or false" in result.stderr
+    assert "DJANGO_DEBUG doit valoir true ou false" in result.stderr
 
 
 def test_settings_read_the_env_file_and_the_environment_wins(tmp_path):

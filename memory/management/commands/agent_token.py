@@ -24,13 +24,14 @@ STAFF_REFUSED = (
 
 class Command(FrenchCommand):
     help = (
-        "Print the API token of the agent's account (the agent's scope: chat, context, "
-        "messages, search, facts, forget, MCP), creating the plain, non-staff account "
-        "and its token when missing. Idempotent: a second run prints the same token."
+        "Affiche le jeton d'API du compte de l'agent (la portée de l'agent : chat, contexte, "
+        "messages, recherche, faits, oubli, MCP), en créant ce compte ordinaire (non "
+        "administrateur) et son jeton s'ils manquent. Idempotente : une seconde exécution "
+        "affiche le même jeton."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("username", help="The agent's account, e.g. gateway.")
+        parser.add_argument("username", help="Le compte de l'agent, par exemple gateway.")
 
     def handle(self, *args, username: str, **options):
         from rest_framework.authtoken.models import Token

@@ -9,58 +9,70 @@ from memory.management.french import FrenchCommand
 
 class Command(FrenchCommand):
     help = (
-        "Measure indexing throughput, auto-retrieval latency, the context endpoint over HTTP "
-        "or the import rate on a throw-away memory."
+        "Mesure le débit d'indexation, la latence de l'auto-retrieval, celle de l'endpoint "
+        "context en HTTP ou le débit d'import, sur une mémoire jetable."
     )
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="which", required=True)
-        indexing = sub.add_parser("indexing", help="Documents embedded and indexed per second.")
+        indexing = sub.add_parser("indexing", help="Documents vectorisés et indexés par seconde.")
         indexing.add_argument("--n", type=int, default=1000)
         indexing.add_argument("--batch-size", type=int, default=32)
         indexing.add_argument(
-            "--per-row", type=int, default=100, help="Rows timed one by one (the task path)."
+            "--per-row",
+            type=int,
+            default=100,
+            help="Lignes chronométrées une à une (comme les indexe une tâche).",
         )
         serve = sub.add_parser(
             "serve-indexing",
-            help="Rows indexed per second by a real `serve` fed over HTTP, beside the floor.",
+            help="Lignes indexées par seconde par un vrai `serve` alimenté en HTTP, comparées au "
+            "plancher (embed + upsert seuls).",
         )
         serve.add_argument("--n", type=int, default=1000)
-        retrieval = sub.add_parser("retrieval", help="auto_retrieve latency per stage.")
+        retrieval = sub.add_parser("retrieval", help="Latence d'auto_retrieve par étape.")
         retrieval.add_argument("--memories", type=int, default=10_000)
         retrieval.add_argument("--queries", type=int, default=500)
         retrieval.add_argument(
-            "--live", type=int, default=0, help="Messages of an observed room seeded in live."
+            "--live",
+            type=int,
+            default=0,
+            help="Messages d'un salon observé placés dans la mémoire live.",
         )
         retrieval.add_argument(
-            "--notes", type=int, default=0, help="Notes seeded in the vault folder (50 a folder)."
+            "--notes",
+            type=int,
+            default=0,
+            help="Notes créées dans le dossier du coffre (50 par dossier).",
         )
         retrieval.add_argument(
             "--concurrency",
             default="",
-            help="Also run the pre-hook with this many callers at once, e.g. 1,2,4.",
+            help="Lancer aussi le pré-hook avec autant d'appelants simultanés, par exemple 1,2,4.",
         )
         retrieval.add_argument(
-            "--calls", type=int, default=200, help="Calls per concurrency level."
+            "--calls", type=int, default=200, help="Appels par niveau de concurrence."
         )
         context = sub.add_parser(
-            "context", help="POST /api/memory/context latency over HTTP (p50/p95)."
+            "context", help="Latence de POST /api/memory/context en HTTP (p50/p95)."
         )
         context.add_argument("--memories", type=int, default=10_000)
         context.add_argument("--queries", type=int, default=300)
-        context.add_argument("--threads", type=int, default=4, help="waitress threads.")
+        context.add_argument("--threads", type=int, default=4, help="Threads de waitress.")
         context.add_argument(
             "--gap-ms",
             type=int,
             default=100,
-            help="Pause before each request: messages arrive apart, not back to back.",
+            help="Pause avant chaque requête : les messages arrivent espacés, pas à la chaîne.",
         )
-        importing = sub.add_parser("import", help="memory_import rate (lines/s, rows/s).")
-        importing.add_argument("--n", type=int, default=2000, help="Exchanges (facts: n/2).")
+        importing = sub.add_parser(
+            "import", help="Débit de memory_import (lignes/s, enregistrements/s)."
+        )
+        importing.add_argument("--n", type=int, default=2000, help="Échanges (faits : n/2).")
         history = sub.add_parser(
             "history",
-            help="Side-table operations (/costs, recent injections, compaction check, text "
-            "search) at a tenth of the history and at full size.",
+            help="Opérations sur les tables annexes (/costs, injections récentes, vérification "
+            "de la compaction, recherche textuelle) au dixième de l'historique et à taille réelle.",
         )
         history.add_argument("--usage", type=int, default=300_000)
         history.add_argument("--logs", type=int, default=200_000)

@@ -26,10 +26,10 @@ from memory.management.french import FrenchCommand
 
 
 class Command(FrenchCommand):
-    help = "Serve the memory to an MCP client over stdio."
+    help = "Sert la mémoire à un client MCP sur stdio."
 
     def add_arguments(self, parser):
-        parser.add_argument("--no-migrate", action="store_true", help="Skip `migrate`.")
+        parser.add_argument("--no-migrate", action="store_true", help="Ne pas lancer `migrate`.")
 
     def handle(self, *args, **options):
         from makilab.celery import app as celery_app

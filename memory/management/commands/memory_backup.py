@@ -12,12 +12,13 @@ from memory.management.french import FrenchCommand
 
 class Command(FrenchCommand):
     help = (
-        "Copy the live SQLite database into DIR with SQLite's online backup API (a consistent "
-        "snapshot, safe while serve runs), plus backup.json with the notes settings."
+        "Copie la base SQLite en cours d'utilisation dans le dossier donné avec l'API de "
+        "sauvegarde en ligne de SQLite (un instantané cohérent, sans risque pendant que serve "
+        "tourne), plus backup.json avec les réglages des notes."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("directory", type=Path, help="A new or empty folder.")
+        parser.add_argument("directory", type=Path, help="Un dossier nouveau ou vide.")
 
     def handle(self, *args, directory: Path, **options):
         from memory.services.backup import memory_backup

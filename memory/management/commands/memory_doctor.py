@@ -12,15 +12,16 @@ REPAIR_FAILED_ERROR = "memory_doctor --fix n'a pas tout réparé : des différen
 
 class Command(FrenchCommand):
     help = (
-        "Find rows without a point, points without a live row, points of another version, "
-        "failed rows and a wrong dimension. While serve runs, serve does it."
+        "Cherche les lignes sans point, les points sans ligne active, les points d'une autre "
+        "version, les lignes en échec et une mauvaise dimension. "
+        "Pendant que serve tourne, c'est serve qui le fait."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "--collection", choices=["conversations", "knowledge", "live", "all"], default="all"
         )
-        parser.add_argument("--fix", action="store_true", help="Repair what is found.")
+        parser.add_argument("--fix", action="store_true", help="Réparer ce qui est trouvé.")
 
     def handle(self, *args, collection, fix, **options):
         from memory.services.serve_link import maintenance_dispatch

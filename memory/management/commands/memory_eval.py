@@ -12,17 +12,20 @@ from memory.management.paths import file_check
 
 class Command(FrenchCommand):
     help = (
-        "Load the evaluation set into a throw-away memory and print recall@5/@10 and MRR per mode."
+        "Charge le jeu d'évaluation dans une mémoire jetable et affiche recall@5/@10 et le MRR "
+        "par mode."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--mode", choices=["semantic", "text", "hybrid", "all"], default="all")
-        parser.add_argument("--dataset", type=Path, default=None, help="Another dataset file.")
         parser.add_argument(
-            "--tags", action="store_true", help="Also print the scores per question tag."
+            "--dataset", type=Path, default=None, help="Un autre fichier de jeu d'évaluation."
         )
         parser.add_argument(
-            "--misses", action="store_true", help="Also list the questions missed at 10."
+            "--tags", action="store_true", help="Afficher aussi les scores par tag de question."
+        )
+        parser.add_argument(
+            "--misses", action="store_true", help="Lister aussi les questions manquées à 10."
         )
 
     def handle(self, *args, mode, dataset, tags, misses, **options):

@@ -19,13 +19,17 @@ TYPE_LABELS = {
 
 
 class Command(FrenchCommand):
-    help = "Export facts (with revisions), messages, summaries and settings as JSONL."
+    help = (
+        "Exporte les faits (avec leurs révisions), les messages, les résumés et les réglages "
+        "en JSONL."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("file", type=Path, help="The JSONL file to write.")
+        parser.add_argument("file", type=Path, help="Le fichier JSONL à écrire.")
         parser.add_argument(
             "--since",
-            help="Only what changed since this date (YYYY-MM-DD or ISO 8601); settings always.",
+            help="Seulement ce qui a changé depuis cette date (AAAA-MM-JJ ou ISO 8601) ; "
+            "les réglages toujours.",
         )
 
     def handle(self, *args, file: Path, since: str | None, **options):

@@ -15,16 +15,16 @@ LABELS = {"message": "messages", "summary": "résumés", "fact": "faits", "revis
 
 class Command(FrenchCommand):
     help = (
-        "Import a memory_export file. Nothing is imported if a line is invalid; "
-        "running it twice changes nothing. New rows are left pending for the indexer."
+        "Importe un fichier de memory_export. Rien n'est importé si une ligne est invalide ; "
+        "le relancer ne change rien. Les nouveaux éléments restent en attente d'indexation."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("file", type=Path, help="The JSONL file to read.")
+        parser.add_argument("file", type=Path, help="Le fichier JSONL à lire.")
         parser.add_argument(
             "--dry-run",
             action="store_true",
-            help="Check the whole file and report what an import would do; change nothing.",
+            help="Vérifier tout le fichier et dire ce que ferait l'import, sans rien modifier.",
         )
 
     def handle(self, *args, file: Path, dry_run: bool, **options):

@@ -13,16 +13,18 @@ from memory.management.french import FrenchCommand
 
 class Command(FrenchCommand):
     help = (
-        "Restore a memory_backup folder into the configured SQLite database (stop serve first). "
-        "Refuses a data dir that holds a memory unless --force. The restored rows are queued "
-        "for indexing (the sweep of serve rebuilds the vectors; `reindex` does it at once), "
-        "then run `memory_doctor`."
+        "Restaure un dossier de memory_backup dans la base SQLite configurée (arrêtez serve "
+        "d'abord). Refuse un dossier de données qui contient une mémoire, sauf avec --force. "
+        "Les éléments restaurés attendent l'indexation (le balayage de serve reconstruit les "
+        "vecteurs ; `reindex` le fait tout de suite) ; lancez ensuite `memory_doctor`."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("directory", type=Path, help="The folder memory_backup wrote.")
+        parser.add_argument("directory", type=Path, help="Le dossier écrit par memory_backup.")
         parser.add_argument(
-            "--force", action="store_true", help="Overwrite a data dir that holds a memory."
+            "--force",
+            action="store_true",
+            help="Écraser un dossier de données qui contient une mémoire.",
         )
 
     def handle(self, *args, directory: Path, force: bool, **options):

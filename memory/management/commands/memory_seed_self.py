@@ -13,14 +13,15 @@ from memory.management.paths import file_check, file_unreadable
 
 class Command(FrenchCommand):
     help = (
-        "Load starting items about the agent itself and its goals: a JSON list or JSONL of "
-        '{"kind": "self"|"goal", "category": ..., "content": ...}. All or nothing; '
-        "items already there are left as they are. Example: memory/seeds/agent_self.example.jsonl. "
-        "While serve runs, serve does it."
+        "Charge les éléments de départ de l'agent sur lui-même et ses objectifs : une liste "
+        'JSON ou du JSONL de {"kind": "self"|"goal", "category": ..., "content": ...}. '
+        "Tout ou rien ; les éléments déjà présents restent tels quels. "
+        "Exemple : memory/seeds/agent_self.example.jsonl. "
+        "Pendant que serve tourne, c'est serve qui le fait."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("file", type=Path, help="The JSON or JSONL file to read.")
+        parser.add_argument("file", type=Path, help="Le fichier JSON ou JSONL à lire.")
 
     def handle(self, *args, file: Path, **options):
         from memory.services.self_seed import seed_file_read, seed_items_parse

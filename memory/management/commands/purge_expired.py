@@ -8,8 +8,8 @@ from memory.management.french import FrenchCommand
 
 class Command(FrenchCommand):
     help = (
-        "Forget expired facts (revision 'expired') and remove their points. "
-        "While serve runs, serve does it."
+        "Oublie les faits expirés (révision « expired ») et supprime leurs points. "
+        "Pendant que serve tourne, c'est serve qui le fait."
     )
 
     def handle(self, *args, **options):

@@ -11,8 +11,8 @@ from memory.management.progress import ProgressBars
 
 class Command(FrenchCommand):
     help = (
-        "Rebuild Qdrant from SQLite; safe to interrupt and run again. "
-        "While serve runs, serve does it."
+        "Reconstruit Qdrant depuis SQLite ; peut être interrompu et relancé sans risque. "
+        "Pendant que serve tourne, c'est serve qui le fait."
     )
 
     def add_arguments(self, parser):
@@ -23,7 +23,7 @@ class Command(FrenchCommand):
         parser.add_argument(
             "--recreate",
             action="store_true",
-            help="Drop the collections first (after an embedder change).",
+            help="Supprimer d'abord les collections (après un changement d'embedder).",
         )
 
     def handle(self, *args, collection, batch_size, recreate, **options):

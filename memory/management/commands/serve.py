@@ -118,19 +118,22 @@ def waitress_proxy_options() -> dict:
 
 
 class Command(FrenchCommand):
-    help = "Migrate, then serve Makilab Memory on its embedded defaults."
+    help = (
+        "Applique les migrations, puis sert Makilab Memory avec ses composants embarqués "
+        "par défaut."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=settings.MAKILAB_HOST)
         parser.add_argument("--port", type=int, default=settings.MAKILAB_PORT)
         parser.add_argument("--threads", type=int, default=settings.MAKILAB_THREADS)
-        parser.add_argument("--no-migrate", action="store_true", help="Skip `migrate`.")
+        parser.add_argument("--no-migrate", action="store_true", help="Ne pas lancer `migrate`.")
         parser.add_argument(
             "--worker",
             choices=["auto", "yes", "no"],
             default="auto",
-            help="Run the Celery worker and scheduler in this process "
-            "(auto: only with the in-process broker).",
+            help="Lancer le worker Celery et le planificateur dans ce processus "
+            "(auto : seulement avec le broker en processus).",
         )
 
     def handle(self, *args, **options):
