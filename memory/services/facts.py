@@ -125,9 +125,9 @@ def fact_store(
     A restatement changes only what it states: an argument left None keeps the
     stored field (defaults apply to a new fact only), an unchanged restatement
     writes nothing (no revision, no re-embedding), and the agent never
-    overwrites what the owner set (see fact_update). A fact forgotten by the
-    owner and stated again comes back, with its history; a fact taken by a topic
-    forget comes back as a new fact, without the forgotten history. ``kind``
+    overwrites what the owner set (see fact_update). A fact the owner forgot (one by
+    one or by a topic) and stated again, by anyone, is a new fact without the forgotten
+    history; the forgotten one stays forgotten, restorable. ``kind``
     (owner, or the agent's self / goal with its ``category``) never changes: a
     key of another kind is refused. ``dated_by``: the message the forget checks date the
     statement by, when not its source (memory.services.dedup.fact_remember); ``drawn_from``:
@@ -150,15 +150,15 @@ def fact_store(
         # Read before the owner forgot it (a slow or retried extraction): the forget stands.
         logger.info("%s was forgotten after the message it comes from: not stored", key)
         return existing, False
-    if existing is not None and (
-        existing.forgetting_id is not None or (actor == Actor.AGENT and owner_forgot(existing))
-    ):
+    if existing is not None and (existing.forgetting_id is not None or owner_forgot(existing)):
         # Taken by a topic forget that can still be undone: the new statement starts a
         # new fact, and the forgotten one, hidden with its history, moves to a key of its
         # own until the undo gives its key back (forgetting_restore) or the purge ends it.
-        # So does a fact the owner forgot one by one when the agent states its key: the
+        # So does a fact the owner forgot one by one when its key is stated again: the
         # agent neither brings it back nor sees anything of it (its subjects, its
-        # history); the owner can still restore it (fact_restore).
+        # history), nor does the owner's new value (QA: the forgotten words came back in
+        # the revisions, a keyword search and the export); the owner can still restore
+        # it (fact_restore).
         set_aside(existing)
         existing = None
         if actor == Actor.AGENT:

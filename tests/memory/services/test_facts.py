@@ -145,11 +145,14 @@ def test_forget_is_a_soft_delete_that_restore_undoes():
 
 
 @pytest.mark.django_db
-def test_storing_a_forgotten_key_again_brings_it_back():
-    fact, _ = fact_store(key="pet", value="un chat")
-    fact_forget(fact=fact, actor=Actor.USER)
+def test_storing_a_forgotten_key_again_starts_a_new_fact_and_leaves_the_forgotten_one():
+    """It brought the forgotten fact back with its history (QA: the forgotten words then
+    reached the agent's revisions, a search and the export); the owner restores it apart."""
+    old, _ = fact_store(key="pet", value="un chat")
+    fact_forget(fact=old, actor=Actor.USER)
     fact, created = fact_store(key="pet", value="deux chats")
-    assert not created and not fact.forgotten and fact.value == "deux chats"
+    assert created and not fact.forgotten and fact.value == "deux chats"
+    assert fact.pk != old.pk and Fact.all_objects.get(pk=old.pk).forgotten
 
 
 @pytest.mark.django_db
