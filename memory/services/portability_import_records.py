@@ -96,6 +96,8 @@ class Importer(MessageRecords):
         self._forgotten_alike: set[tuple[str, str]] | None = None
         self._live_alike: set[tuple[str, str]] = set()  # the live facts, read with _facts
         self._live_keys_alike: dict[str, str] = {}  # their folded keys -> their keys
+        # The folded keys of the file's new facts -> their keys (a key as typed today only).
+        self._file_keys_alike: dict[str, str] = {}
         self._fact_batch: list[tuple[Fact, datetime, list[FactRevision]]] = []
 
     def record(self, line: int, record: object) -> None:
@@ -193,7 +195,11 @@ class Importer(MessageRecords):
         self.fact_keys.add(key)
         fact = Fact(**values)
         exclude = ["source_message", "forgetting"]
-        if fact_key_reserved(key) or invisible_in(key) is not None:
+        # A key kept from before a rule (below, or a twin 0027 kept typed apart) is no key
+        # the owner could type today: no look-alike of the file's other keys.
+        kept = fact_key_reserved(key) or invisible_in(key) is not None
+        kept_as_typed = kept or fact_key_composed(key) != key
+        if kept:
             # A fact this memory restored beside the owner's newer one keeps the key a
             # forget set it aside under (memory.services.forgetting_restated), and a key
             # stored before invisible characters (or look-alikes of that key) were refused
@@ -229,7 +235,10 @@ class Importer(MessageRecords):
             self.report.conflicts.append(CONFLICT_FORGOTTEN.format(key=key))
             self.report.count(self.report.unchanged, "fact")
             return
-        other = self._live_keys_alike.get(alike[0])
+        folded = fact_key_folded(key)  # an aside key as it is (alike[0] is without its suffix)
+        other = self._live_keys_alike.get(folded)
+        if other is None and not kept_as_typed:
+            other = self._file_keys_alike.get(folded)
         if other is not None:
             # Another text under a key that only looks like a live fact's (« Courses » beside
             # « courses »): the owner's new keys are refused so (fact_keys), and so is this.
@@ -240,10 +249,10 @@ class Importer(MessageRecords):
             self.report.conflicts.append(CONFLICT_ERASED.format(key=key))
             return
         fact.source_message_id = self._row_id(source_message)
-        # The file's next look-alike key meets this fact as one already here (« Courses »
-        # after « courses » in one file started both, both in the prompt).
-        self._live_alike.add(alike)
-        self._live_keys_alike.setdefault(alike[0], key)
+        if not kept_as_typed:
+            # The file's next look-alike key meets this fact as one already here (« Courses »
+            # after « courses » in one file started both, both in the prompt).
+            self._file_keys_alike.setdefault(folded, key)
         self._fact_batch.append((fact, values["updated_at"], revisions))
         if len(self._fact_batch) >= BATCH:
             self._flush_facts()
