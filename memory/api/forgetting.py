@@ -80,6 +80,14 @@ class ForgetPlanSerializer(NotTakenFields):
     facts = JsonListField(child=serializers.DictField())
     summaries = JsonListField(child=serializers.DictField())
     history = JsonListField(child=serializers.DictField())
+    notes = JsonListField(
+        child=StrictCharField(),
+        required=False,
+        help_text=(
+            "Les notes Obsidian du contexte qui parlent du sujet (aperçu seulement) : un oubli "
+            "ne modifie pas le coffre, elles restent injectées."
+        ),
+    )
 
 
 class ForgettingSerializer(serializers.ModelSerializer):

@@ -45,7 +45,12 @@ from memory.models import (
     Summary,
 )
 from memory.services.erased_marks import marks_record
-from memory.services.forgetting_plan import ForgetPlan, ForgetResult, plan_of
+from memory.services.forgetting_plan import (
+    ForgetPlan,
+    ForgetResult,
+    context_notes_about,
+    plan_of,
+)
 from memory.services.forgetting_restated import key_back
 from memory.services.forgetting_select import (  # re-exported
     TOPIC_EMPTY_MESSAGE,
@@ -93,7 +98,9 @@ def _clean_topic(topic: str) -> str:
 def topic_forget_preview(*, topic: str, keep_message_ids: Iterable[int] = ()) -> ForgetPlan:
     """The dry run: what ``topic_forget`` would take now. Changes nothing."""
     topic = _clean_topic(topic)
-    return plan_of(topic, select(topic, keep=keep_message_ids))
+    plan = plan_of(topic, select(topic, keep=keep_message_ids))
+    plan.notes = context_notes_about(topic)
+    return plan
 
 
 def topic_forget(

@@ -10,7 +10,12 @@ from django.utils import timezone
 
 from memory.models import FactRevision
 from memory.models.choices import fact_kind_label, is_owner_kind
-from memory.services.forgetting_select import EXCERPT_CHARS, Selection, topic_terms
+from memory.services.forgetting_select import (
+    EXCERPT_CHARS,
+    Selection,
+    contains_all,
+    topic_terms,
+)
 from memory.services.search_hits import excerpt
 
 FORGOTTEN_VALUE = "(déjà oublié)"
@@ -19,6 +24,11 @@ IDS_NOT_TAKEN_MESSAGE = (
     "Refaites l'aperçu (dry_run) et confirmez ses ids."
 )
 AGENT_ITEMS = "élément(s) de l'agent"
+NOTES_LEFT_MESSAGE = (
+    "Ces notes Obsidian du contexte en parlent aussi : {paths}. Un oubli ne modifie pas "
+    "le coffre, elles resteront injectées : retirez-les des notes en contexte (page "
+    "Mémoire, section Notes Obsidian, ou leur tag) ou modifiez-les dans Obsidian."
+)
 
 
 def facts_total_text(count: int) -> str:
@@ -40,6 +50,9 @@ class ForgetPlan:
     # The items ("fact:3", "revision:7") of facts already forgotten one by one: the owner's
     # scope lists them (by their key, their words hidden), the agent's never does.
     forgotten: set[str] = field(default_factory=set)
+    # The context notes (fixed or tagged) that speak of the topic: the vault is the owner's
+    # and a forget never changes it, so the dry run says which notes still bring it in.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -86,6 +99,7 @@ class ForgetPlan:
             "facts": plan.facts,
             "summaries": plan.summaries,
             "history": plan.history,
+            "notes": plan.notes,
         }
 
     def as_text(self, *, owner: bool = False) -> str:
@@ -93,7 +107,9 @@ class ForgetPlan:
         agent (its tools, MCP) unless ``owner``: the agent's scope (``for_agent``)."""
         plan = self if owner else self.for_agent()
         if plan.empty:
-            return f"Rien à oublier sur « {plan.topic} »."
+            return " ".join(
+                filter(None, [f"Rien à oublier sur « {plan.topic} ».", plan.notes_text()])
+            )
         lines = [f"Oublier « {plan.topic} » prendrait :"]
         lines.extend(f"- [{e['channel']}] {e['excerpt']}" for e in plan.exchanges[:10])
         lines.extend(f"- {_item_name(f)} : {f['value'][:EXCERPT_CHARS]}" for f in plan.facts[:20])
@@ -101,7 +117,13 @@ class ForgetPlan:
         lines.extend(
             f"- {_item_name(h)}, ancienne valeur : {h['excerpt']}" for h in plan.history[:10]
         )
-        return "\n".join(lines)
+        return "\n".join(filter(None, [*lines, plan.notes_text()]))
+
+    def notes_text(self) -> str:
+        """The context notes that speak of the topic, said in French; "" when none."""
+        if not self.notes:
+            return ""
+        return NOTES_LEFT_MESSAGE.format(paths=", ".join(self.notes))
 
     def counts_text(self) -> str:
         """What it takes, counted in French: the owner's facts and the agent's items apart."""
@@ -251,3 +273,14 @@ def _line_text(line: FactRevision, terms: list[str]) -> str:
 
     texts = (line.old_value, line.new_value, str(line.changes))
     return next((text for text in texts if contains_all(text, terms)), line.old_value)
+
+
+def context_notes_about(topic: str) -> list[str]:
+    """The paths of the context notes (fixed, then tagged) holding every word of ``topic``
+    (the forget's word rule, forgetting_select.contains_all). Never raises."""
+    from memory.services.notes import context_notes_get
+
+    terms = topic_terms(topic)
+    if not terms:
+        return []
+    return [note.path for note in context_notes_get().notes if contains_all(note.content, terms)]

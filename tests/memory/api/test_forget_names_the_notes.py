@@ -1,0 +1,62 @@
+"""A forget's preview names the context notes that speak of its topic.
+
+QA: with a note tagged #makilab about « clafoutis », forgetting « clafoutis » said
+« Rien dans la mémoire ne parle de « clafoutis » » and the note kept being injected:
+the vault is the owner's (a forget never changes it), so the preview says which
+notes still bring the topic into the prompt, and where to change that.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.services.forgetting import topic_forget_preview
+
+pytestmark = pytest.mark.django_db
+
+NOTE = "Desserts/Clafoutis.md"
+
+
+@pytest.fixture
+def vault(vector_store, local_embedder, settings, tmp_path):
+    from memory.services.notes import notes_cache_clear
+
+    settings.OBSIDIAN_API_URL = ""
+    settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
+    (tmp_path / "vault" / "Desserts").mkdir(parents=True)
+    (tmp_path / "vault" / NOTE).write_text(
+        "#makilab\n# Recette du clafoutis\nCerises, œufs, lait : le clafoutis de grand-mère.\n"
+    )
+    (tmp_path / "vault" / "Velo.md").write_text("#makilab\nRévision du vélo en mars.\n")
+    (tmp_path / "vault" / "Brouillon.md").write_text("Un clafoutis sans tag.\n")
+    notes_cache_clear()
+    yield tmp_path / "vault"
+    notes_cache_clear()
+
+
+def test_the_preview_names_the_context_notes_about_the_topic(vault):
+    plan = topic_forget_preview(topic="clafoutis")
+
+    assert plan.empty  # nothing in the memory itself
+    assert plan.notes == [NOTE]  # a context note; the untagged draft is never injected
+    assert NOTE in plan.as_text(owner=True) and NOTE in plan.as_text()
+    assert "Obsidian" in plan.as_text()
+    assert plan.as_dict()["notes"] == [NOTE]
+
+
+def test_the_api_dry_run_and_the_page_name_them(vault, owner_api, staff_client):
+    answer = owner_api.post(
+        "/api/v1/memory/forget", {"topic": "clafoutis", "dry_run": True}, format="json"
+    )
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["notes"] == [NOTE]
+
+    from django.urls import reverse
+
+    page = staff_client.post(reverse("dashboard:forget-preview"), {"topic": "clafoutis"})
+    assert page.status_code == 200
+    assert NOTE in page.content.decode()
+
+
+def test_a_topic_no_note_speaks_of_names_none(vault):
+    assert topic_forget_preview(topic="tarte aux pommes").notes == []
