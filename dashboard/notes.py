@@ -25,7 +25,7 @@ from dashboard.sections import (
     section,
     section_url,
 )
-from memory.exceptions import MemoryServiceError, StoreUnavailable
+from memory.exceptions import MemoryServiceError, StoreUnavailable, UnsafeNotePath
 from memory.form_errors import form_errors_add
 from memory.selectors import memory_settings_get
 from memory.services.settings import memory_settings_update
@@ -171,4 +171,6 @@ def note_preview(request: HtmxHttpRequest) -> HttpResponse:
             context["note"] = _notes_service_or_error().note_preview(path=form.cleaned_data["path"])
         except MemoryServiceError as exc:  # NoteNotFound, UnsafeNotePath, StoreUnavailable
             context["note_error"] = str(exc)
+            if isinstance(exc, UnsafeNotePath):  # bad input, as an empty path is
+                status = UNPROCESSABLE
     return fragment(request, "dashboard/memory/_note_preview.html", context, status=status)

@@ -237,11 +237,16 @@ def tag_matches(note_tag: str, wanted: str) -> bool:
     return note_tag == wanted or note_tag.startswith(wanted + "/")
 
 
+# Control characters (C0 but tab and line breaks, DEL, C1): a note is the owner's file, and
+# a NUL or \x01 in it reached /memory's HTML raw (the prompt block drops them anyway).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
 def note_build(
     *, path: str, text: str, source: NoteSource, stamp: tuple[int, int] | None = None
 ) -> Note:
     _, body = split_front_matter(text)
-    content = body.strip()
+    content = _CONTROLS.sub("", body).strip()
     return Note(
         path=path, content=content, excerpt=excerpt_cut(content), source=source, stamp=stamp
     )

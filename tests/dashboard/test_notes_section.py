@@ -104,3 +104,12 @@ def test_the_section_names_the_obsidian_api_when_notes_come_from_it(staff_client
     settings.OBSIDIAN_TIMEOUT_S = 0.5
     html = staff_client.get("/memory/notes/", **HTMX).content.decode()
     assert "Notes lues depuis l&#x27;API Obsidian <code>https://127.0.0.1:9/</code>" in html
+
+
+@pytest.mark.parametrize("path", ["../secret_key", "/etc/passwd"])
+def test_the_preview_of_a_path_out_of_the_vault_is_refused_as_bad_input(staff_client, vault, path):
+    """QA: a refused path answered 200 (the French reason inside) while an empty path or a
+    NUL character answered 422: a path the vault refuses is bad input too."""
+    response = staff_client.get("/memory/notes/preview/", {"path": path}, **HTMX)
+    assert response.status_code == 422
+    assert 'class="alert"' in response.content.decode()

@@ -202,3 +202,12 @@ def test_it_refuses_paths_that_leave_the_vault(raw, message):
 def test_it_refuses_control_characters_in_a_path():
     with pytest.raises(UnsafeNotePath):
         note_path_normalize("a\x00b.md")
+
+
+def test_a_notes_control_characters_never_reach_a_page_or_the_prompt():
+    """QA: a note holding NUL or \\x01 bytes had them written raw into /memory's HTML (the
+    prompt block dropped them); the note is read without them, line breaks and tabs kept."""
+    note = note_build(path="a.md", text="Ligne\x00 un\x01\n\tdeux\x7f\x9b fin", source="fixed")
+
+    assert note.content == "Ligne un\n\tdeux fin"
+    assert not any(char in note.excerpt for char in "\x00\x01\x7f\x9b")
