@@ -1,4 +1,4 @@
-"""French relative times and the fenced prompt block of memories (pure; test with a frozen clock)."""
+"""French counts, relative times and the fenced prompt block of memories (pure; frozen clock)."""
 
 from __future__ import annotations
 
@@ -57,6 +57,14 @@ SELF_TITLE = "Qui je suis (mes souvenirs sur moi-même)"
 GOALS_TITLE = "Ce que j'aimerais (mes objectifs)"
 
 
+def count_fr(n: int, singular: str, plural: str | None = None) -> str:
+    """ "0 fait", "1 fait", "2 faits": in French 0 and 1 take the singular.
+
+    The plural adds an "s" unless given ("1 ligne remise", "2 lignes remises").
+    """
+    return f"{n} {singular if abs(n) < 2 else (plural or singular + 's')}"
+
+
 def relative_time_fr(moment: datetime, *, now: datetime, tz: tzinfo) -> str:
     """ "à l'instant", "il y a 3 heures", "hier", "il y a 3 jours", "le 28 février", "le 3 mars 2024"."""
     local_moment, local_now = moment.astimezone(tz), now.astimezone(tz)
@@ -67,11 +75,11 @@ def relative_time_fr(moment: datetime, *, now: datetime, tz: tzinfo) -> str:
         return "à l'instant"
     if delta < timedelta(hours=1):
         minutes = int(delta.total_seconds() // 60)
-        return f"il y a {minutes} minute{'s' if minutes > 1 else ''}"
+        return f"il y a {count_fr(minutes, 'minute')}"
     days = (local_now.date() - local_moment.date()).days
     if days == 0 or delta < timedelta(hours=6):
         hours = int(delta.total_seconds() // 3600)
-        return f"il y a {hours} heure{'s' if hours > 1 else ''}"
+        return f"il y a {count_fr(hours, 'heure')}"
     if days == 1:
         return "hier"
     if days < 7:

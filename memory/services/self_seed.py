@@ -18,6 +18,7 @@ from django.db import transaction
 
 from memory.exceptions import MemoryServiceError
 from memory.models import Actor, Fact
+from memory.services.formatting import count_fr
 
 FIELDS = ("kind", "category", "content")
 LINE_ERROR = "{where} : {detail}"
@@ -160,8 +161,9 @@ def seed_report_lines(report: SeedReport) -> list[str]:
     """What memory_seed_self prints, wherever the seed ran."""
     lines = [f"{item.where} : fusionné avec un élément existant" for item in report.merged]
     lines.append(
-        f"Graine chargée : {len(report.added)} ajoutés, {len(report.present)} déjà présents, "
-        f"{len(report.merged)} fusionnés. Ils seront indexés par le service "
+        f"Graine chargée : {count_fr(len(report.added), 'ajouté')}, "
+        f"{count_fr(len(report.present), 'déjà présent', 'déjà présents')}, "
+        f"{count_fr(len(report.merged), 'fusionné')}. Ils seront indexés par le service "
         "(ou `manage.py reindex`)."
     )
     return lines

@@ -8,6 +8,7 @@ from django.core.management.base import CommandError
 
 from memory.exceptions import MemoryServiceError
 from memory.management.french import FrenchCommand
+from memory.services.formatting import count_fr
 
 
 class Command(FrenchCommand):
@@ -30,6 +31,7 @@ class Command(FrenchCommand):
         counts = report.counts
         self.stdout.write(
             f"Sauvegarde écrite dans {report.directory} : {report.bytes / 1e6:.1f} Mo, "
-            f"{counts.get('core_memory', 0)} faits, {counts.get('messages', 0)} messages, "
-            f"{counts.get('memory_summary', 0)} résumés, en {report.seconds:.1f} s."
+            f"{count_fr(counts.get('core_memory', 0), 'fait')}, "
+            f"{count_fr(counts.get('messages', 0), 'message')}, "
+            f"{count_fr(counts.get('memory_summary', 0), 'résumé')}, en {report.seconds:.1f} s."
         )

@@ -4,6 +4,7 @@ from django.core.management.base import CommandError
 
 from memory.exceptions import MemoryServiceError
 from memory.management.french import FrenchCommand
+from memory.services.formatting import count_fr
 
 
 class Command(FrenchCommand):
@@ -34,6 +35,8 @@ class Command(FrenchCommand):
                 "dans la mémoire live, il sera réessayé."
             )
         self.stdout.write(
-            f"Digest terminé : {digest['messages']} messages digérés, "
-            f"{digest['facts']} faits enregistrés, coût {digest['cost_usd']} $."
+            "Digest terminé : "
+            f"{count_fr(digest['messages'], 'message digéré', 'messages digérés')}, "
+            f"{count_fr(digest['facts'], 'fait enregistré', 'faits enregistrés')}, "
+            f"coût {digest['cost_usd']} $."
         )

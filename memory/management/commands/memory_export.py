@@ -9,12 +9,13 @@ from django.core.management.base import CommandError
 from memory.error_reasons import os_error_reason
 from memory.management.french import FrenchCommand
 from memory.management.paths import folder_check, not_a_folder_check
+from memory.services.formatting import count_fr
 from memory.services.portability import parse_since
 
 TYPE_LABELS = {
-    "message": "messages",
-    "summary": "résumés",
-    "fact": "faits",
+    "message": "message",
+    "summary": "résumé",
+    "fact": "fait",
 }
 
 
@@ -47,5 +48,5 @@ class Command(FrenchCommand):
             # The earlier export, if any, is untouched (memory_export writes aside first).
             reason = os_error_reason(exc)
             raise CommandError(f"Impossible d'écrire l'export dans {file} : {reason}") from None
-        parts = ", ".join(f"{counts.get(t, 0)} {label}" for t, label in TYPE_LABELS.items())
+        parts = ", ".join(count_fr(counts.get(t, 0), label) for t, label in TYPE_LABELS.items())
         self.stdout.write(f"Export écrit dans {file} : {parts}, réglages.")

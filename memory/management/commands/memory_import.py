@@ -9,8 +9,9 @@ from django.core.management.base import CommandError
 from memory.exceptions import MemoryServiceError
 from memory.management.french import FrenchCommand
 from memory.management.paths import file_check, file_unreadable
+from memory.services.formatting import count_fr
 
-LABELS = {"message": "messages", "summary": "résumés", "fact": "faits", "revision": "révisions"}
+LABELS = {"message": "message", "summary": "résumé", "fact": "fait", "revision": "révision"}
 
 
 class Command(FrenchCommand):
@@ -41,17 +42,19 @@ class Command(FrenchCommand):
             self.stdout.write(f"conflit : {conflict}")
         if report.settings_changed:
             self.stdout.write("réglages modifiés : " + ", ".join(report.settings_changed))
-        created = ", ".join(f"{report.created.get(k, 0)} {v}" for k, v in LABELS.items())
-        unchanged = sum(report.unchanged.values())
+        created = ", ".join(count_fr(report.created.get(k, 0), v) for k, v in LABELS.items())
+        others = (
+            f"{count_fr(sum(report.unchanged.values()), 'déjà présent', 'déjà présents')}, "
+            f"{count_fr(len(report.conflicts), 'conflit')}"
+        )
         if dry_run:
             self.stdout.write(
                 f"Simulation, rien n'a été modifié. Le fichier est valide ; l'import créerait "
-                f"{created} ; {unchanged} déjà présents, {len(report.conflicts)} conflits."
+                f"{created} ; {others}."
             )
             return
         self.stdout.write(
-            f"Import terminé : {created} créés ; {unchanged} déjà présents, "
-            f"{len(report.conflicts)} conflits ; {report.records} lignes en "
-            f"{report.seconds:.2f} s ({report.rate:.0f} lignes/s). "
+            f"Import terminé, créés : {created} ; {others} ; {count_fr(report.records, 'ligne')} "
+            f"en {report.seconds:.2f} s ({report.rate:.0f} lignes/s). "
             "Les nouveaux éléments attendent l'indexation (service lancé, ou `manage.py reindex`)."
         )

@@ -9,6 +9,7 @@ from django.core.management.base import CommandError
 
 from memory.exceptions import MemoryServiceError
 from memory.management.french import FrenchCommand
+from memory.services.formatting import count_fr
 
 
 class Command(FrenchCommand):
@@ -40,21 +41,24 @@ class Command(FrenchCommand):
         counts = manifest["restored_counts"]
         self.stdout.write(
             f"Sauvegarde du {manifest.get('created_at', '?')} restaurée : "
-            f"{counts.get('core_memory', 0)} faits, {counts.get('messages', 0)} messages, "
-            f"{counts.get('memory_summary', 0)} résumés."
+            f"{count_fr(counts.get('core_memory', 0), 'fait')}, "
+            f"{count_fr(counts.get('messages', 0), 'message')}, "
+            f"{count_fr(counts.get('memory_summary', 0), 'résumé')}."
         )
         forgotten, again = done["forgotten"], done["erased"]
         if forgotten["forgets"]:
             self.stdout.write(
                 "Oublié à nouveau (oublié ici après la sauvegarde) : "
-                f"{forgotten['forgets']} oublis, {forgotten['facts']} faits, "
-                f"{forgotten['messages']} messages, {forgotten['summaries']} résumés."
+                f"{count_fr(forgotten['forgets'], 'oubli')}, "
+                f"{count_fr(forgotten['facts'], 'fait')}, "
+                f"{count_fr(forgotten['messages'], 'message')}, "
+                f"{count_fr(forgotten['summaries'], 'résumé')}."
             )
         if any(again.values()):
             self.stdout.write(
                 "Effacé à nouveau (effacé ici après la sauvegarde) : "
-                f"{again['facts']} faits, {again['messages']} messages, "
-                f"{again['summaries']} résumés."
+                f"{count_fr(again['facts'], 'fait')}, {count_fr(again['messages'], 'message')}, "
+                f"{count_fr(again['summaries'], 'résumé')}."
             )
         saved = manifest.get("notes") or {}
         here = notes_settings()
@@ -65,8 +69,9 @@ class Command(FrenchCommand):
                 )
         dropped = f" ; collections Qdrant de {done['dropped']} vidées" if done["dropped"] else ""
         self.stdout.write(
-            f"{done['requeued']} lignes remises en attente d'indexation (une sauvegarde ne "
-            f"contient pas les vecteurs){dropped} : `serve` les reconstruit à son démarrage ; "
+            f"{count_fr(done['requeued'], 'ligne remise', 'lignes remises')} en attente "
+            f"d'indexation (une sauvegarde ne contient pas les vecteurs){dropped} : "
+            "`serve` les reconstruit à son démarrage ; "
             "tout de suite : "
             "`python manage.py reindex` (`reindex --recreate` avec un serveur Qdrant), "
             "puis vérifiez : `python manage.py memory_doctor`."

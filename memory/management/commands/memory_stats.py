@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from memory.management.french import FrenchCommand
 from memory.models import IndexState, JobState
+from memory.services.formatting import count_fr
 
 # What the owner reads: French labels for the selector's keys (--json keeps the keys).
 TIERS = {"facts": "faits", "messages": "messages", "summaries": "résumés"}
@@ -93,5 +94,5 @@ class Command(FrenchCommand):
         for failure in stats["index_failures"][:5]:
             self.stdout.write(
                 f"  échec d'indexation {failure['kind']} {failure['id']} "
-                f"({failure['attempts']} tentatives) : {failure['error']}"
+                f"({count_fr(failure['attempts'], 'tentative')}) : {failure['error']}"
             )

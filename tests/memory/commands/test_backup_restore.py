@@ -103,7 +103,7 @@ def test_backup_refuses_a_folder_that_holds_a_backup(tmp_path, memory):
     out = StringIO()
     call_command("memory_backup", str(tmp_path / "b"), stdout=out)
     assert out.getvalue().startswith(f"Sauvegarde écrite dans {tmp_path / 'b'} : ")
-    assert "2 faits, 40 messages, 0 résumés" in out.getvalue()
+    assert "2 faits, 40 messages, 0 résumé," in out.getvalue()
     with pytest.raises(CommandError, match="contient déjà une sauvegarde"):
         call_command("memory_backup", str(tmp_path / "b"), stdout=StringIO())
 
@@ -133,7 +133,7 @@ def test_restore_into_a_fresh_data_dir_then_reindex_leaves_the_doctor_clean(tmp_
 
     restored = _manage(fresh, "memory_restore", str(tmp_path / "sauvegarde"))
     assert restored.returncode == 0, restored.stderr
-    assert f"restaurée : 2 faits, {messages} messages, 0 résumés." in restored.stdout
+    assert f"restaurée : 2 faits, {messages} messages, 0 résumé." in restored.stdout
     assert "reindex --recreate" in restored.stdout
 
     reindexed = _manage(fresh, "reindex", "--recreate")

@@ -48,9 +48,9 @@ def test_a_seed_beside_serve_merges_a_near_identical_item_as_it_does_alone(tmp_p
             env, "memory_seed_self", str(_seed_file(tmp_path / "b.jsonl", SPEAKS_AGAIN))
         )
     assert second.returncode == 0, second.stderr[-3000:]
-    assert "1 ajoutés" not in second.stdout, second.stdout + second.stderr[-3000:]
+    assert "1 ajouté" not in second.stdout, second.stdout + second.stderr[-3000:]
     assert "ligne 1 : fusionné avec un élément existant" in second.stdout
-    assert "0 ajoutés, 0 déjà présents, 1 fusionnés" in second.stdout
+    assert "0 ajouté, 0 déjà présent, 1 fusionné." in second.stdout
     rows = _rows(tmp_path, "SELECT value FROM core_memory WHERE kind = 'self' AND forgotten = 0")
     assert rows == [(SPEAKS_AGAIN,)]
 
@@ -113,7 +113,7 @@ message_save(channel={ROOM!r}, role="user", content="Paul a adopté Rex, un chie
     with serve_beside(env, tmp_path):
         digest = _manage(env, "memory_digest")
     assert digest.returncode == 0, digest.stdout + digest.stderr[-3000:]
-    assert "Digest terminé : 1 messages digérés, 0 faits enregistrés" in digest.stdout
+    assert "Digest terminé : 1 message digéré, 0 fait enregistré," in digest.stdout
     assert digest_llm.handler.dedup_asked == 1
     rows = _rows(tmp_path, "SELECT key FROM core_memory WHERE kind = 'owner' AND forgotten = 0")
     assert rows == [("chien_paul",)]

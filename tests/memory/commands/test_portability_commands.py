@@ -32,14 +32,32 @@ def test_export_then_import_prints_counts_and_a_rate(tmp_path):
     path = tmp_path / "memoire.jsonl"
 
     out = _run("memory_export", str(path))
-    assert out.strip() == f"Export écrit dans {path} : 2 messages, 0 résumés, 1 faits, réglages."
+    assert out.strip() == f"Export écrit dans {path} : 2 messages, 0 résumé, 1 fait, réglages."
 
     Fact.all_objects.all().delete()
     out = _run("memory_import", str(path))
-    assert "Import terminé : 0 messages, 0 résumés, 1 faits, 1 révisions créés" in out
-    assert "2 déjà présents, 0 conflits ; 5 lignes en" in out
+    assert "Import terminé, créés : 0 message, 0 résumé, 1 fait, 1 révision ;" in out
+    assert "2 déjà présents, 0 conflit ; 5 lignes en" in out
     assert "lignes/s" in out
     assert Fact.objects.get(key="potager").value == "Le potager est au fond du jardin"
+
+
+def test_one_of_a_kind_is_counted_in_the_singular(tmp_path):
+    """French: « 0 résumé, 1 fait », never « 1 faits »."""
+    message_save(channel="whatsapp", role="user", content="Le potager a soif")
+    fact_store(key="potager", value="Le potager est au fond du jardin")
+    path = tmp_path / "memoire.jsonl"
+
+    exported = _run("memory_export", str(path))
+    Fact.all_objects.all().delete()
+    Message.all_objects.all().delete()
+    imported = _run("memory_import", str(path))
+
+    assert exported.strip() == f"Export écrit dans {path} : 1 message, 0 résumé, 1 fait, réglages."
+    assert "créés : 1 message, 0 résumé, 1 fait, 1 révision ; 0 déjà présent, 0 conflit ;" in (
+        imported
+    )
+    assert "1 faits" not in exported + imported and "1 messages" not in exported + imported
 
 
 def test_import_reports_a_conflict_and_keeps_the_memory_value(tmp_path):
@@ -118,6 +136,6 @@ def test_dry_run_reports_what_an_import_would_do_and_changes_nothing(tmp_path):
 
     assert out.strip() == (
         "Simulation, rien n'a été modifié. Le fichier est valide ; l'import créerait "
-        "1 messages, 0 résumés, 1 faits, 1 révisions ; 0 déjà présents, 0 conflits."
+        "1 message, 0 résumé, 1 fait, 1 révision ; 0 déjà présent, 0 conflit."
     )
     assert not Fact.all_objects.exists() and not Message.all_objects.exists()

@@ -91,5 +91,5 @@ def test_restore_over_an_unreadable_database_needs_force_then_replaces_it(tmp_pa
 
     forced = _manage(data, "memory_restore", "--force", str(backup))
     assert forced.returncode == 0, forced.stderr[-600:]
-    assert "restaurée : 3 faits, 0 messages, 0 résumés." in forced.stdout
+    assert "restaurée : 3 faits, 0 message, 0 résumé." in forced.stdout
     assert _facts(data / DATABASE_FILE) == 3

@@ -47,7 +47,7 @@ def test_a_restored_backup_does_not_bring_back_what_was_erased_since(tmp_path):
 
     restored = _run(data, "memory_restore", "--force", str(backup))
 
-    assert "Effacé à nouveau" in restored and "1 faits, 2 messages" in restored, restored
+    assert "Effacé à nouveau" in restored and "1 fait, 2 messages" in restored, restored
     assert _run(data, "shell", "-c", LOOK).strip().splitlines()[-1] == "0 0 0 1"
 
 

@@ -61,7 +61,7 @@ def test_a_forced_restore_keeps_what_was_forgotten_since_the_backup_forgotten(tm
     assert forgets == f"['code garage active user {purge_after}']"
     assert undone == "(1, 1, 1, 1)"  # the owner can still undo it
     assert "Oublié à nouveau" in restored.stdout, restored.stdout
-    assert "1 oublis, 1 faits, 2 messages, 0 résumés" in restored.stdout
+    assert "1 oubli, 1 fait, 2 messages, 0 résumé." in restored.stdout
 
 
 ALONE = """
@@ -107,7 +107,7 @@ def test_a_fact_forgotten_alone_since_the_backup_stays_forgotten(tmp_path):
     assert forgotten == "(0, 0, 1)"  # the fact, by meaning or keyword; not the bike
     assert at == forgotten_at
     assert undone == "(1, 1, 1)"  # the owner can still undo it
-    assert "1 faits" in restored.stdout, restored.stdout
+    assert "1 oubli, 1 fait," in restored.stdout, restored.stdout
 
 
 THEN_TOPIC = """

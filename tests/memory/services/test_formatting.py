@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from memory.services.formatting import (
     BlockLine,
     clean_text,
+    count_fr,
     estimate_tokens,
     prompt_block,
     relative_time_fr,
@@ -45,6 +46,22 @@ NOW = datetime(2026, 3, 20, 18, 0, tzinfo=PARIS)
 )
 def test_relative_time_phrases(moment, expected):
     assert relative_time_fr(moment, now=NOW, tz=PARIS) == expected
+
+
+@pytest.mark.parametrize(
+    ("n", "words", "expected"),
+    [
+        (0, ("fait",), "0 fait"),
+        (1, ("fait",), "1 fait"),
+        (2, ("fait",), "2 faits"),
+        (40, ("résumé",), "40 résumés"),
+        (1, ("ligne remise", "lignes remises"), "1 ligne remise"),
+        (2, ("ligne remise", "lignes remises"), "2 lignes remises"),
+        (3, ("travail", "travaux"), "3 travaux"),
+    ],
+)
+def test_a_french_count_takes_the_singular_below_two(n, words, expected):
+    assert count_fr(n, *words) == expected
 
 
 def test_relative_time_uses_the_configured_time_zone_for_calendar_days():

@@ -202,7 +202,7 @@ def test_the_seed_command_is_idempotent(tmp_path, no_llm, capsys):
     )
 
     call_command("memory_seed_self", str(seed))
-    assert "2 ajoutés, 0 déjà présents" in capsys.readouterr().out
+    assert "2 ajoutés, 0 déjà présent," in capsys.readouterr().out
     first = {(f.kind, f.category, f.value) for f in Fact.all_objects.all()}
     assert first == {
         ("self", "context", "Je vis dans Organizer"),
@@ -211,7 +211,7 @@ def test_the_seed_command_is_idempotent(tmp_path, no_llm, capsys):
     revisions = FactRevision.objects.count()
 
     call_command("memory_seed_self", str(seed))
-    assert "0 ajoutés, 2 déjà présents" in capsys.readouterr().out
+    assert "0 ajouté, 2 déjà présents," in capsys.readouterr().out
     assert {(f.kind, f.category, f.value) for f in Fact.all_objects.all()} == first
     assert FactRevision.objects.count() == revisions
     assert not Fact.objects.exists()  # the owner's facts: none
@@ -310,7 +310,7 @@ def test_with_qdrant_out_of_reach_the_agents_items_are_all_compared_on_the_spot(
     assert again.action != "added"
     assert again.item.pk == first.item.pk
     # Compared under its own key (not "déjà présent"), and found.
-    assert "0 ajoutés, 0 déjà présents, 1 fusionnés" in out.getvalue(), out.getvalue()
+    assert "0 ajouté, 0 déjà présent, 1 fusionné." in out.getvalue(), out.getvalue()
     assert Fact.all_objects.filter(kind=kind, forgotten=False).count() == 2
 
 
@@ -603,7 +603,7 @@ def test_after_a_model_switch_the_agents_items_are_compared_on_the_spot(
     call_command("memory_seed_self", str(seed), stdout=out)
 
     assert [c.fact.pk for c in found] == [item.pk]
-    assert "0 ajoutés" in out.getvalue(), out.getvalue()
+    assert "0 ajouté," in out.getvalue(), out.getvalue()
     assert Fact.all_objects.filter(kind=FactKind.SELF, forgotten=False).count() == 1
 
 
@@ -623,7 +623,7 @@ def test_a_seed_longer_than_the_pending_window_checks_its_last_line_against_its_
     lines.append(json.dumps({"kind": "self", "category": "capability", "content": REORDERED}))
     out = io.StringIO()
     call_command("memory_seed_self", str(_write(tmp_path / "seed.jsonl", lines)), stdout=out)
-    assert "1 fusionnés" in out.getvalue(), out.getvalue()
+    assert "1 fusionné." in out.getvalue(), out.getvalue()
 
 
 def test_past_the_cap_of_pending_items_with_qdrant_searchable_the_latest_are_compared(
