@@ -99,7 +99,7 @@ def topic_forget_preview(*, topic: str, keep_message_ids: Iterable[int] = ()) ->
     """The dry run: what ``topic_forget`` would take now. Changes nothing."""
     topic = _clean_topic(topic)
     plan = plan_of(topic, select(topic, keep=keep_message_ids))
-    plan.notes = context_notes_about(topic)
+    plan.notes, plan.notes_unread = context_notes_about(topic)
     return plan
 
 

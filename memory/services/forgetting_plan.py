@@ -24,8 +24,12 @@ IDS_NOT_TAKEN_MESSAGE = (
     "Refaites l'aperçu (dry_run) et confirmez ses ids."
 )
 AGENT_ITEMS = "élément(s) de l'agent"
+NOTES_UNREAD_MESSAGE = (
+    "Les notes Obsidian du contexte n'ont pas pu être lues : cet aperçu ne dit pas si "
+    "elles parlent de ce sujet."
+)
 NOTES_LEFT_MESSAGE = (
-    "Ces notes Obsidian du contexte en parlent aussi : {paths}. Un oubli ne modifie pas "
+    "Ces notes Obsidian du contexte parlent de ce sujet : {paths}. Un oubli ne modifie pas "
     "le coffre, elles resteront injectées : retirez-les des notes en contexte (page "
     "Mémoire, section Notes Obsidian, ou leur tag) ou modifiez-les dans Obsidian."
 )
@@ -53,6 +57,7 @@ class ForgetPlan:
     # The context notes (fixed or tagged) that speak of the topic: the vault is the owner's
     # and a forget never changes it, so the dry run says which notes still bring it in.
     notes: list[str] = field(default_factory=list)
+    notes_unread: bool = False  # the notes could not be read: the preview cannot tell
 
     @property
     def empty(self) -> bool:
@@ -121,6 +126,8 @@ class ForgetPlan:
 
     def notes_text(self) -> str:
         """The context notes that speak of the topic, said in French; "" when none."""
+        if self.notes_unread:
+            return NOTES_UNREAD_MESSAGE
         if not self.notes:
             return ""
         return NOTES_LEFT_MESSAGE.format(paths=", ".join(self.notes))
@@ -275,12 +282,16 @@ def _line_text(line: FactRevision, terms: list[str]) -> str:
     return next((text for text in texts if contains_all(text, terms)), line.old_value)
 
 
-def context_notes_about(topic: str) -> list[str]:
-    """The paths of the context notes (fixed, then tagged) holding every word of ``topic``
-    (the forget's word rule, forgetting_select.contains_all). Never raises."""
-    from memory.services.notes import context_notes_get
+def context_notes_about(topic: str) -> tuple[list[str], bool]:
+    """The paths of the context notes (fixed, then tagged) whose injected excerpt holds every
+    word of ``topic`` (the forget's word rule, forgetting_select.contains_all), and whether
+    the notes' source could not be read. Never raises."""
+    from memory.services.notes import FAILURE_SOURCE, context_notes_get
 
     terms = topic_terms(topic)
     if not terms:
-        return []
-    return [note.path for note in context_notes_get().notes if contains_all(note.content, terms)]
+        return [], False
+    notes = context_notes_get()
+    # The excerpt: what the block injects of a note (retrieval.block).
+    paths = [note.path for note in notes.notes if contains_all(note.excerpt, terms)]
+    return paths, FAILURE_SOURCE in notes.failures

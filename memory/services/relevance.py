@@ -25,6 +25,7 @@ ones that fall below the margin (see embedders.LOCAL_GATE_MARGIN).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 from typing import Any
@@ -156,6 +157,33 @@ def _content_words(text: str) -> list[str]:
 @functools.lru_cache(maxsize=4096)
 def _content_words_cached(text: str) -> tuple[str, ...]:
     return tuple(_content_words(text))
+
+
+# A context note a gated message is about: it shares this many of the message's content
+# words (all of them when the message has fewer).
+NOTE_SHARED_WORDS = 2
+
+
+def notes_about(notes: Any, text: str) -> Any:
+    """Of ``notes`` (a NotesResult), the notes ``text`` is about, for a message the gate
+    kept the memories from: the gate reads the memories' evidence, and a question about a
+    note alone (« Sur quelle machine tourne le projet Zéphyrin ? ») lost its note with
+    them. None when no note is left (its failures stay reported apart)."""
+    if notes is None or not notes.notes:
+        return None
+    words = set(content_words(text))
+    needed = min(NOTE_SHARED_WORDS, len(words))
+    if not needed:
+        return None
+    # The excerpt: what the block injects of a note (retrieval.block).
+    kept = [n for n in notes.notes if len(words & _note_words(n.excerpt)) >= needed]
+    return dataclasses.replace(notes, notes=kept) if kept else None
+
+
+@functools.lru_cache(maxsize=256)
+def _note_words(text: str) -> frozenset[str]:
+    """A note's content words (the context notes are few and read again every call)."""
+    return frozenset(_content_words(text))
 
 
 def is_small_talk(text: str) -> bool:

@@ -115,7 +115,7 @@ def _retrieve(
     result = RetrievalResult(channel=channel, message=message, summary=summary)
     limit = max(CANDIDATES_MIN, memory_settings.max_results * CANDIDATES_PER_RESULT)
     text = message[:4000]
-    from memory.services.relevance import content_words, gate_passes, is_small_talk
+    from memory.services.relevance import content_words, gate_passes, is_small_talk, notes_about
 
     if is_small_talk(text):
         # "ok", "merci", "👍": the relevance gate recalls nothing at all.
@@ -230,9 +230,11 @@ def _retrieve(
         semantic_ids=seen.unseen(ranked.get(SOURCE_SEMANTIC, [])),
         keyword_ids=seen.unseen(ranked.get(SOURCE_KEYWORDS, [])),
     ):
-        # Nothing new about this message; what the last turns found is still carried.
-        result.gate = "off_topic"
-        ranked, core, notes = {}, [], None
+        # Nothing new about this message; what the last turns found is still carried,
+        # and a context note the message is about still comes (notes_about).
+        notes = notes_about(notes, text)
+        result.gate = "off_topic" if notes is None else ""
+        ranked, core = {}, []
 
     # 4. Fuse, hydrate from T1, drop what the channel already has, cap.
     start = time.perf_counter()

@@ -60,3 +60,33 @@ def test_the_api_dry_run_and_the_page_name_them(vault, owner_api, staff_client):
 
 def test_a_topic_no_note_speaks_of_names_none(vault):
     assert topic_forget_preview(topic="tarte aux pommes").notes == []
+
+
+def test_a_note_speaking_of_it_past_its_injected_excerpt_is_not_named(vault):
+    """Review: only a note's excerpt reaches the prompt; a word past it is not injected."""
+    from memory.services.notes import notes_cache_clear
+
+    (vault / "Journal.md").write_text("#makilab\n" + "Rien de spécial. " * 100 + "Un flan.\n")
+    notes_cache_clear()
+
+    assert topic_forget_preview(topic="flan").notes == []
+
+
+def test_notes_that_cannot_be_read_are_said_so(vault, settings):
+    """Review: with the notes' source down, the preview said « Rien à oublier » as if no
+    note spoke of it."""
+    import socket
+
+    from memory.services.notes import notes_cache_clear
+
+    with socket.socket() as closed:  # a port nothing listens on: Obsidian is not running
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    settings.OBSIDIAN_API_URL = f"http://127.0.0.1:{port}"
+    settings.OBSIDIAN_API_KEY = "k"
+    notes_cache_clear()
+
+    plan = topic_forget_preview(topic="clafoutis")
+
+    assert plan.notes == [] and plan.notes_unread
+    assert "n'ont pas pu être lues" in plan.as_text(owner=True)
