@@ -15,6 +15,7 @@ from memory.models import (
     AgentItem,
     ChannelSettings,
     Fact,
+    FactKind,
     MemorySettings,
     fact_key_composed,
     validate_fact_key_shape,
@@ -32,8 +33,8 @@ EXPIRY_PAST_MESSAGE = (
     "Pour le retirer, oubliez-le."
 )
 KEY_TAKEN_MESSAGE = (
-    "La clé « {key} » est déjà prise par une autre mémoire (un fait pris par un oubli "
-    "encore annulable, ou un élément de l'agent) : choisissez-en une autre."
+    "La clé « {key} » est déjà prise par une autre mémoire (un fait, ou un élément de "
+    "l'agent) : choisissez-en une autre."
 )
 
 
@@ -65,7 +66,9 @@ class FactAdminForm(forms.ModelForm):
         key = self.cleaned_data["key"]
         if "key" in self.changed_data:
             key = fact_key_composed(key)  # an accent typed apart is the composed key
-        if Fact.all_objects.filter(key=key).exclude(pk=self.instance.pk).exists():
+        holder = Fact.all_objects.filter(key=key).exclude(pk=self.instance.pk).first()
+        self._stated_anew = holder is not None and self.instance.pk is None and _stated_anew(holder)
+        if holder is not None and not self._stated_anew:
             raise ValidationError(KEY_TAKEN_MESSAGE.format(key=key))
         if self.instance.pk is None or "key" in self.changed_data:
             try:
@@ -78,6 +81,8 @@ class FactAdminForm(forms.ModelForm):
 
     def _get_validation_exclusions(self):
         exclude = super()._get_validation_exclusions()
+        if getattr(self, "_stated_anew", False):
+            exclude.add("key")  # its holder moves aside in fact_store: not a duplicate
         if self._keeps_its_key():
             # A fact restored beside the owner's newer one keeps the key a forget set it
             # aside under, and one stored before invisible characters were refused keeps
@@ -93,6 +98,15 @@ class FactAdminForm(forms.ModelForm):
             and "key" not in self.changed_data
             and (FACT_ASIDE_KEY_PATTERN.search(key) is not None or invisible_in(key) is not None)
         )
+
+
+def _stated_anew(holder: Fact) -> bool:
+    """Whether the owner's new fact may take ``holder``'s key: an owner's fact that is not
+    live (forgotten, taken by a forget, expired), which fact_store sets aside or brings
+    back, as the API and /memory do (the admin refused it, its words pointing at a forget)."""
+    return holder.kind == FactKind.OWNER and (
+        holder.forgotten or holder.forgetting_id is not None or holder.is_expired
+    )
 
 
 class MemorySettingsAdminForm(forms.ModelForm):

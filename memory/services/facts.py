@@ -127,7 +127,8 @@ def fact_store(
     writes nothing (no revision, no re-embedding), and the agent never
     overwrites what the owner set (see fact_update). A fact the owner forgot (one by
     one or by a topic) and stated again, by anyone, is a new fact without the forgotten
-    history; the forgotten one stays forgotten, restorable. ``kind``
+    history; the forgotten one stays forgotten, restorable (an agent's item the owner adds
+    again comes back: its key is its words). ``kind``
     (owner, or the agent's self / goal with its ``category``) never changes: a
     key of another kind is refused. ``dated_by``: the message the forget checks date the
     statement by, when not its source (memory.services.dedup.fact_remember); ``drawn_from``:
@@ -150,7 +151,11 @@ def fact_store(
         # Read before the owner forgot it (a slow or retried extraction): the forget stands.
         logger.info("%s was forgotten after the message it comes from: not stored", key)
         return existing, False
-    if existing is not None and (existing.forgetting_id is not None or owner_forgot(existing)):
+    if existing is not None and (
+        existing.forgetting_id is not None
+        # The owner adding an item of the agent's again (its key is its words) brings it back.
+        or (owner_forgot(existing) and (actor == Actor.AGENT or kind == FactKind.OWNER))
+    ):
         # Taken by a topic forget that can still be undone: the new statement starts a
         # new fact, and the forgotten one, hidden with its history, moves to a key of its
         # own until the undo gives its key back (forgetting_restore) or the purge ends it.

@@ -195,10 +195,9 @@ class Importer(MessageRecords):
         self.fact_keys.add(key)
         fact = Fact(**values)
         exclude = ["source_message", "forgetting"]
-        # A key kept from before a rule (below, or a twin 0027 kept typed apart) is no key
-        # the owner could type today: no look-alike of the file's other keys.
+        # A key kept from before a rule (below) is no key the owner could type today: no
+        # look-alike of the file's other keys.
         kept = fact_key_reserved(key) or invisible_in(key) is not None
-        kept_as_typed = kept or fact_key_composed(key) != key
         if kept:
             # A fact this memory restored beside the owner's newer one keeps the key a
             # forget set it aside under (memory.services.forgetting_restated), and a key
@@ -237,8 +236,10 @@ class Importer(MessageRecords):
             return
         folded = fact_key_folded(key)  # an aside key as it is (alike[0] is without its suffix)
         other = self._live_keys_alike.get(folded)
-        if other is None and not kept_as_typed:
+        if other is None and not kept:
             other = self._file_keys_alike.get(folded)
+            if other is not None and fact_key_composed(other) == composed:
+                other = None  # its twin typed apart, which migration 0027 kept beside it
         if other is not None:
             # Another text under a key that only looks like a live fact's (« Courses » beside
             # « courses »): the owner's new keys are refused so (fact_keys), and so is this.
@@ -249,7 +250,7 @@ class Importer(MessageRecords):
             self.report.conflicts.append(CONFLICT_ERASED.format(key=key))
             return
         fact.source_message_id = self._row_id(source_message)
-        if not kept_as_typed:
+        if not kept:
             # The file's next look-alike key meets this fact as one already here (« Courses »
             # after « courses » in one file started both, both in the prompt).
             self._file_keys_alike.setdefault(folded, key)

@@ -316,8 +316,11 @@ def _fact_form(fact, **over):
     return fact_admin_form(**{**stored, **over})
 
 
-@pytest.mark.parametrize("holder", ["topic_forgotten", "agent_item"])
-@pytest.mark.parametrize("adding", [False, True], ids=["rename", "add"])
+@pytest.mark.parametrize(
+    ("holder", "adding"),
+    [("topic_forgotten", False), ("agent_item", False), ("agent_item", True)],
+    ids=["rename-topic_forgotten", "rename-agent_item", "add-agent_item"],
+)
 def test_a_key_held_by_a_row_the_fact_list_hides_is_refused_in_french(staff_client, holder, adding):
     """The key of a fact a topic forget took (still undoable) or of the agent's own item:
     the form says it is taken (it answered 500: UNIQUE constraint, or the store's error)."""
@@ -361,3 +364,26 @@ def test_a_date_drill_down_past_the_calendar_is_refused_not_a_500(staff_client, 
 
     assert response.status_code == 302 and response.url.endswith("?e=1")
     assert staff_client.get(url, {"created_at__year": "2026"}).status_code == 200
+
+
+@pytest.mark.parametrize("forget", ["one_by_one", "topic"])
+def test_adding_a_key_the_owner_forgot_starts_a_new_fact_as_the_api_does(staff_client, forget):
+    """Review: the admin's add refused a key whose fact the owner forgot (« prise par un
+    oubli encore annulable »), where POST /facts and /memory start a new fact and leave the
+    forgotten one forgotten, restorable."""
+    from memory.services.facts import fact_forget
+    from memory.services.forgetting import topic_forget
+
+    old = fact_store(key="marie_birthday", value="Marie est née le 3 mars")[0]
+    if forget == "topic":
+        topic_forget(topic="Marie", actor="user")
+    else:
+        fact_forget(fact=old, actor="admin")
+    new = Fact(key="marie_birthday", value="autre chose", memory_type="fact", importance=0.5)
+
+    response = staff_client.post(reverse("admin:memory_fact_add"), _fact_form(new))
+
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert Fact.objects.get(key="marie_birthday").value == "autre chose"
+    assert Fact.all_objects.get(pk=old.pk).value == "Marie est née le 3 mars"
+    assert Fact.all_objects.get(pk=old.pk).key != "marie_birthday"  # set aside, restorable

@@ -290,3 +290,33 @@ def test_an_import_file_holding_two_look_alike_keys_keeps_the_first():
     assert any("« Courses »" in c and "« courses »" in c for c in report.conflicts), (
         report.conflicts
     )
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("e\u0301cole", "Ecole"), ("Ecole", "e\u0301cole")],
+    ids=["decomposed-first", "decomposed-second"],
+)
+def test_a_lone_key_typed_apart_is_a_look_alike_of_the_files_other_keys(first, second):
+    """Review: every key typed apart (an export older than migration 0027) was exempted from
+    the file's look-alike rule, so « école » typed apart beside « Ecole » started both; only
+    its own composed twin (kept by 0027 beside it) is no look-alike of it."""
+    import json
+
+    from memory.models import FactRevision
+    from memory.services.portability import export_lines
+    from memory.services.portability_import import memory_import_lines
+
+    fact_store(key="pointure", value="42")
+    lines = [json.loads(line) for line in export_lines()]
+    FactRevision.all_objects.all().delete()
+    Fact.all_objects.all().delete()
+    fact_line = next(record for record in lines if record.get("type") == "fact")
+    lines.remove(fact_line)
+    for key, value in ((first, "La première"), (second, "La seconde")):
+        lines.append({**fact_line, "key": key, "value": value, "revisions": []})
+
+    report = memory_import_lines([json.dumps(record, ensure_ascii=False) for record in lines])
+
+    assert list(Fact.all_objects.values_list("key", flat=True)) == [first]
+    assert len(report.conflicts) == 1, report.conflicts

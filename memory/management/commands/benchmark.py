@@ -22,7 +22,7 @@ class Command(FrenchCommand):
             "--per-row",
             type=int,
             default=100,
-            help="Lignes chronométrées une à une (comme les indexe une tâche).",
+            help="Lignes chronométrées une à une (comme une tâche les indexe).",
         )
         serve = sub.add_parser(
             "serve-indexing",

@@ -643,3 +643,21 @@ def test_past_the_cap_of_pending_items_with_qdrant_searchable_the_latest_are_com
     found = fact_candidates(key="k", value=REORDERED, kind=FactKind.SELF)
 
     assert [c.fact.pk for c in found] == [latest.pk]
+
+
+@pytest.mark.django_db
+def test_an_item_the_owner_deleted_then_added_again_comes_back_once():
+    """Review: since the owner's new statement of a key the owner forgot starts a new fact,
+    an agent item deleted then added again with the same words made a second row, and
+    restoring the deleted one left two identical items in the prompt. An agent item's key
+    is its words: adding them again brings that item back."""
+    from memory.services.facts import fact_forget, fact_restore
+    from memory.services.self_memory import agent_item_store
+
+    content = {"kind": "self", "category": "capability", "content": "Je peux lire le Lobby"}
+    item = agent_item_store(**content, actor="admin").item
+    fact_forget(fact=item, actor="user")
+    agent_item_store(**content, actor="user")
+    fact_restore(fact=Fact.all_objects.get(pk=item.pk), actor="user")
+
+    assert Fact.all_objects.filter(kind=FactKind.SELF, forgotten=False).count() == 1
