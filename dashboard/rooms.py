@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.auth import staff_required
 from dashboard.sections import section
+from memory.api.fields import BOOLEAN_EXPECTED, StrictBooleanField
 from memory.services.channels import channel_settings_set
 from memory.services.digest import digest_request, digest_status_get
 
@@ -23,6 +24,18 @@ ROOM_RELEASED = "Le salon « {channel} » n'est plus observé."
 
 class RoomForm(forms.Form):
     channel = forms.CharField(label="Salon à observer", max_length=64)
+    # The page's own forms send nothing (observe) or « false » (stop observing).
+    observed = forms.CharField(label="Observé", required=False, strip=False)
+
+    def clean_observed(self) -> bool:
+        """The words a form carries for yes or no, as the API reads them: anything but the
+        exact « false » observed the room (« 0 », « no », « maybe »)."""
+        if "observed" not in self.data:
+            return True
+        said = StrictBooleanField.WORDS.get(self.cleaned_data["observed"].strip().lower())
+        if said is None:
+            raise ValidationError(BOOLEAN_EXPECTED)
+        return said
 
 
 def rooms_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
@@ -48,8 +61,8 @@ def rooms_section(request: HttpRequest) -> HttpResponse:
 @require_POST
 def room_observe(request: HttpRequest) -> HttpResponse:
     form = RoomForm(request.POST)
-    observed = request.POST.get("observed", "true") != "false"
     if form.is_valid():
+        observed = form.cleaned_data["observed"]
         try:
             room = channel_settings_set(channel=form.cleaned_data["channel"], observed=observed)
         except ValidationError as exc:

@@ -44,3 +44,29 @@ def test_a_bad_room_name_is_refused_in_french(staff_client):
     )
     assert response.status_code == 422
     assert "Le canal doit être un nom court" in response.content.decode()
+
+
+@pytest.mark.parametrize("said", ["no", "maybe", "", "oui", "off"])
+def test_a_yes_or_no_the_page_does_not_send_is_refused_and_observes_nothing(staff_client, said):
+    """QA: any « observed » but the exact word false (« 0 », « no », « False », « maybe »)
+    observed the room: the owner got the opposite of what was asked."""
+    response = staff_client.post(
+        "/memory/rooms/observe/",
+        {"channel": "lobby", "observed": said},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 422
+    assert "Un booléen est attendu" in response.content.decode()
+    assert not ChannelSettings.objects.filter(channel="lobby", observed=True).exists()
+
+
+@pytest.mark.parametrize(("said", "observed"), [("0", False), ("False", False), ("1", True)])
+def test_the_words_of_a_form_are_read_as_everywhere(staff_client, said, observed):
+    ChannelSettings.objects.create(channel="lobby", observed=not observed)
+    response = staff_client.post(
+        "/memory/rooms/observe/",
+        {"channel": "lobby", "observed": said},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200
+    assert ChannelSettings.objects.get(channel="lobby").observed is observed
