@@ -117,7 +117,9 @@ def search(
     until: Annotated[
         str | None, Field(description="Before this date, exclusive (ISO 8601 or YYYY-MM-DD).")
     ] = None,
-    limit: Annotated[int, Field(description="How many results (1-50).", ge=1, le=50)] = 10,
+    limit: Annotated[
+        int, Field(description="How many results (1-50).", ge=1, le=50, strict=True)
+    ] = 10,
 ) -> dict[str, Any]:
     """Search the owner's long-term memory: past exchanges on every channel, summaries and
     facts. Each result has an id, a kind (exchange, message, fact, summary), a score, its
@@ -180,7 +182,8 @@ def remember(
         ),
     ] = None,
     importance: Annotated[
-        float | None, Field(description="0 to 1; default: the type's importance.", ge=0, le=1)
+        float | None,
+        Field(description="0 to 1; default: the type's importance.", ge=0, le=1, strict=True),
     ] = None,
     subjects: Annotated[
         list[str] | None, Field(description='Flat tags, e.g. ["mickael", "sport"].')
@@ -263,7 +266,9 @@ def forget(
 
 
 def recent(
-    limit: Annotated[int, Field(description="How many facts (1-50).", ge=1, le=RECENT_MAX)] = 10,
+    limit: Annotated[
+        int, Field(description="How many facts (1-50).", ge=1, le=RECENT_MAX, strict=True)
+    ] = 10,
 ) -> dict[str, Any]:
     """The facts most recently remembered or changed, newest first."""
     from memory.selectors import facts_recent

@@ -51,7 +51,9 @@ def self_search(
     category: Annotated[
         str | None, Field(description=f"Only this category ({CATEGORIES_TEXT}).")
     ] = None,
-    limit: Annotated[int, Field(description="How many (1-20).", ge=1, le=SEARCH_MAX)] = 5,
+    limit: Annotated[
+        int, Field(description="How many (1-20).", ge=1, le=SEARCH_MAX, strict=True)
+    ] = 5,
 ) -> dict[str, Any]:
     """What the agent knows about itself (its context, capabilities, limits, preferences,
     relations) or its goals, closest to the query first: by meaning, else by shared words,
@@ -94,7 +96,7 @@ def self_remember(
 
 
 def self_forget(
-    id: Annotated[int, Field(description="The id a self_search gave.", ge=1)],
+    id: Annotated[int, Field(description="The id a self_search gave.", ge=1, strict=True)],
     reason: Annotated[
         str,
         Field(
