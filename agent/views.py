@@ -15,7 +15,7 @@ from django_htmx.middleware import HtmxDetails
 
 from agent.exceptions import LlmError
 from agent.forms import ChatForm
-from agent.loop import handle_message
+from agent.loop import OBSERVED_STOP_REASON, handle_message
 from agent.selectors import ChatTurn, chat_turns
 from dashboard.auth import staff_required
 from memory.models import Message
@@ -26,6 +26,10 @@ PAGE_TEMPLATE = "agent/chat.html"
 PANEL_TEMPLATE = "agent/_chat.html"
 TURN_TEMPLATE = "agent/_turn.html"
 ERRORS_TEMPLATE = "agent/_form_errors.html"
+OBSERVED_ROOM_MESSAGE = (
+    "Le salon « {channel} » est observé : l'agent n'y répond pas (le message est gardé pour "
+    "le digest). Arrêtez de l'observer (Mémoire, Salons observés) pour discuter ici."
+)
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -77,6 +81,8 @@ def chat_send(request: HtmxHttpRequest) -> HttpResponse:
     try:
         result = handle_message(channel=CHAT_CHANNEL, text=text, author=request.user.get_username())
         turn = _turn_from_result(result)
+        if result.stop_reason == OBSERVED_STOP_REASON:  # no answer there, by design: say so
+            turn.error = OBSERVED_ROOM_MESSAGE.format(channel=result.channel)
     except LlmError as exc:
         # The message is saved; say why there is no answer.
         turn = ChatTurn(

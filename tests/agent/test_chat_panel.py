@@ -91,3 +91,20 @@ def test_an_empty_message_is_refused_in_place(staff_client):
     assert response["HX-Retarget"] == "#chat-form-errors"
     assert "Ce champ est obligatoire." in response.content.decode()
     assert Message.objects.count() == 0
+
+
+def test_in_an_observed_room_the_panel_says_why_there_is_no_answer(staff_client, settings):
+    """QA: with mission_control observed, a message got an empty turn (the agent does not
+    answer an observed room, by design) and the owner was told nothing."""
+    from memory.models import ChannelSettings
+
+    settings.AGENT_COALESCE_SECONDS = 0
+    ChannelSettings.objects.create(channel="mission_control", observed=True)
+
+    response = staff_client.post(
+        reverse("agent:chat-send"), {"message": "Tu es là ?"}, HTTP_HX_REQUEST="true"
+    )
+
+    html = response.content.decode()
+    assert "est observé" in html and 'class="alert"' in html
+    assert Message.objects.filter(role="user", content="Tu es là ?").count() == 1
