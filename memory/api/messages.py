@@ -136,6 +136,7 @@ class MessageBatchInputSerializer(StrictInputSerializer):
     messages = MessageItemsField(
         min_length=1,
         max_length=BATCH_MAX,
+        error_messages={"min_length": "Au moins un message est attendu."},
         help_text="Les messages dans l'ordre; tous enregistrés ou aucun.",
     )
     idempotency_key = idempotency_key_field()

@@ -398,3 +398,11 @@ def test_the_daily_purge_drops_keys_past_their_retention(world):
 
     assert list(MessageRecording.objects.values_list("key", flat=True)) == ["b"]
     assert Message.objects.count() == 2  # the messages themselves stay
+
+
+def test_an_empty_batch_is_said_in_good_french(world, agent_api):
+    """QA: « Assurez-vous que ce champ a au moins 1 éléments. » (DRF's own words)."""
+    response = _post(agent_api, {"messages": []})
+
+    assert response.status_code == 400
+    assert response.json()["extra"]["fields"]["messages"] == ["Au moins un message est attendu."]
