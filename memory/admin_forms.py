@@ -18,6 +18,7 @@ from memory.models import (
     FactKind,
     MemorySettings,
     fact_key_composed,
+    validate_fact_key,
     validate_fact_key_shape,
 )
 from memory.models.rules import invisible_in
@@ -70,6 +71,10 @@ class FactAdminForm(forms.ModelForm):
         self._stated_anew = holder is not None and self.instance.pk is None and _stated_anew(holder)
         if holder is not None and not self._stated_anew:
             raise ValidationError(KEY_TAKEN_MESSAGE.format(key=key))
+        if self._stated_anew:
+            # The model's checks of this field are left out below (its holder is no
+            # duplicate): the key rule is not (an aside key typed by hand was a 500).
+            validate_fact_key(key)
         if self.instance.pk is None or "key" in self.changed_data:
             try:
                 key_look_alike_refuse(key, but=self.instance.pk)

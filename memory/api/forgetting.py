@@ -88,6 +88,11 @@ class ForgetPlanSerializer(NotTakenFields):
             "ne modifie pas le coffre, elles restent injectées."
         ),
     )
+    notes_unread = serializers.BooleanField(
+        required=False,
+        help_text="Des notes du contexte n'ont pas pu être lues : l'aperçu ne dit pas si elles "
+        "parlent du sujet.",
+    )
 
 
 class ForgettingSerializer(serializers.ModelSerializer):

@@ -25,7 +25,7 @@ IDS_NOT_TAKEN_MESSAGE = (
 )
 AGENT_ITEMS = "élément(s) de l'agent"
 NOTES_UNREAD_MESSAGE = (
-    "Les notes Obsidian du contexte n'ont pas pu être lues : cet aperçu ne dit pas si "
+    "Des notes Obsidian du contexte n'ont pas pu être lues : cet aperçu ne dit pas si "
     "elles parlent de ce sujet."
 )
 NOTES_LEFT_MESSAGE = (
@@ -57,7 +57,8 @@ class ForgetPlan:
     # The context notes (fixed or tagged) that speak of the topic: the vault is the owner's
     # and a forget never changes it, so the dry run says which notes still bring it in.
     notes: list[str] = field(default_factory=list)
-    notes_unread: bool = False  # the notes could not be read: the preview cannot tell
+    notes_unread: bool = False  # notes could not be read: the preview cannot tell
+    NOTES_UNREAD = NOTES_UNREAD_MESSAGE  # what /memory says then
 
     @property
     def empty(self) -> bool:
@@ -105,6 +106,7 @@ class ForgetPlan:
             "summaries": plan.summaries,
             "history": plan.history,
             "notes": plan.notes,
+            "notes_unread": plan.notes_unread,
         }
 
     def as_text(self, *, owner: bool = False) -> str:
@@ -126,11 +128,10 @@ class ForgetPlan:
 
     def notes_text(self) -> str:
         """The context notes that speak of the topic, said in French; "" when none."""
+        said = [NOTES_LEFT_MESSAGE.format(paths=", ".join(self.notes))] if self.notes else []
         if self.notes_unread:
-            return NOTES_UNREAD_MESSAGE
-        if not self.notes:
-            return ""
-        return NOTES_LEFT_MESSAGE.format(paths=", ".join(self.notes))
+            said.append(NOTES_UNREAD_MESSAGE)
+        return " ".join(said)
 
     def counts_text(self) -> str:
         """What it takes, counted in French: the owner's facts and the agent's items apart."""
@@ -286,12 +287,13 @@ def context_notes_about(topic: str) -> tuple[list[str], bool]:
     """The paths of the context notes (fixed, then tagged) whose injected excerpt holds every
     word of ``topic`` (the forget's word rule, forgetting_select.contains_all), and whether
     the notes' source could not be read. Never raises."""
-    from memory.services.notes import FAILURE_SOURCE, context_notes_get
+    from memory.services.formatting import note_injected_text
+    from memory.services.notes import FAILURE_SOURCE, FAILURE_TAG, context_notes_get
 
     terms = topic_terms(topic)
     if not terms:
         return [], False
     notes = context_notes_get()
     # The excerpt: what the block injects of a note (retrieval.block).
-    paths = [note.path for note in notes.notes if contains_all(note.excerpt, terms)]
-    return paths, FAILURE_SOURCE in notes.failures
+    paths = [n.path for n in notes.notes if contains_all(note_injected_text(n), terms)]
+    return paths, bool(notes.failures.keys() & {FAILURE_SOURCE, FAILURE_TAG})

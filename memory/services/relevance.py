@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import threading
 from typing import Any
 
-from memory.services.keywords import keyword_terms
+from memory.services.keywords import STOP_WORDS, keyword_terms
 from memory.stores.fts import fold, query_terms
 
 # Words that carry no topic in a chat message, folded like the index (FR and EN).
@@ -159,31 +160,47 @@ def _content_words_cached(text: str) -> tuple[str, ...]:
     return tuple(_content_words(text))
 
 
-# A context note a gated message is about: it shares this many of the message's content
-# words (all of them when the message has fewer).
+# A context note a gated message is about shares this many of its strong words: folded
+# words of at least NOTE_WORD_MIN_CHARS letters, no number, no stop word or small talk,
+# not the context tag (every tagged note holds it). Measured: one shared word let « Tu
+# fais quoi ce soir ? » bring a note about Tuesday evenings, numbers a note dated « le 12
+# mars à 7 heures » to « Combien font 12 fois 7 ? ».
 NOTE_SHARED_WORDS = 2
+NOTE_WORD_MIN_CHARS = 4
+_LETTERS = re.compile(r"[^\W\d_]+")
 
 
-def notes_about(notes: Any, text: str) -> Any:
+def notes_about(notes: Any, text: str, *, tag: str = "") -> Any:
     """Of ``notes`` (a NotesResult), the notes ``text`` is about, for a message the gate
     kept the memories from: the gate reads the memories' evidence, and a question about a
     note alone (« Sur quelle machine tourne le projet Zéphyrin ? ») lost its note with
-    them. None when no note is left (its failures stay reported apart)."""
+    them. The note is read as the block injects it (formatting.note_injected_text). None
+    when no note is left (its failures stay reported apart)."""
+    from memory.services.formatting import note_injected_text
+
     if notes is None or not notes.notes:
         return None
-    words = set(content_words(text))
-    needed = min(NOTE_SHARED_WORDS, len(words))
-    if not needed:
+    ignored = {fold(tag).strip("#")} if tag else set()
+    words = _strong_words(text) - ignored
+    if len(words) < NOTE_SHARED_WORDS:
         return None
-    # The excerpt: what the block injects of a note (retrieval.block).
-    kept = [n for n in notes.notes if len(words & _note_words(n.excerpt)) >= needed]
+    kept = [
+        n
+        for n in notes.notes
+        if len(words & _strong_words(note_injected_text(n))) >= NOTE_SHARED_WORDS
+    ]
     return dataclasses.replace(notes, notes=kept) if kept else None
 
 
-@functools.lru_cache(maxsize=256)
-def _note_words(text: str) -> frozenset[str]:
-    """A note's content words (the context notes are few and read again every call)."""
-    return frozenset(_content_words(text))
+@functools.lru_cache(maxsize=512)
+def _strong_words(text: str) -> frozenset[str]:
+    """The words of ``text`` that can name what a note is about (see NOTE_SHARED_WORDS):
+    every one of them, not the first few (keyword_terms keeps twelve)."""
+    return frozenset(
+        word
+        for word in _LETTERS.findall(fold(text))
+        if len(word) >= NOTE_WORD_MIN_CHARS and word not in STOP_WORDS and word not in SMALL_TALK
+    )
 
 
 def is_small_talk(text: str) -> bool:

@@ -387,3 +387,28 @@ def test_adding_a_key_the_owner_forgot_starts_a_new_fact_as_the_api_does(staff_c
     assert Fact.objects.get(key="marie_birthday").value == "autre chose"
     assert Fact.all_objects.get(pk=old.pk).value == "Marie est née le 3 mars"
     assert Fact.all_objects.get(pk=old.pk).key != "marie_birthday"  # set aside, restorable
+
+
+@pytest.mark.parametrize("forget", ["one_by_one", "topic"])
+def test_adding_the_key_a_forget_set_aside_is_refused_in_french_not_a_500(staff_client, forget):
+    """Review: beside a fact the owner forgot then stated again, typing the key the
+    forgotten one waits under skipped the key rule with the duplicate check (a 500)."""
+    from memory.services.facts import fact_forget
+    from memory.services.forgetting import topic_forget
+
+    old = fact_store(key="marie_birthday", value="Marie est née le 3 mars")[0]
+    if forget == "topic":
+        topic_forget(topic="Marie", actor="user")
+    else:
+        fact_forget(fact=old, actor="admin")
+    fact_store(key="marie_birthday", value="Marie est née le 4 mars")
+    aside = Fact.all_objects.get(pk=old.pk).key
+    assert aside != "marie_birthday"
+    new = Fact(key=aside, value="autre chose", memory_type="fact", importance=0.5)
+
+    staff_client.raise_request_exception = False
+    response = staff_client.post(reverse("admin:memory_fact_add"), _fact_form(new))
+
+    assert response.status_code == 200
+    assert "mis de côté" in unescape(response.content.decode())
+    assert Fact.all_objects.filter(key=aside).count() == 1

@@ -7,12 +7,12 @@ from datetime import datetime
 
 from memory.models import Fact, MemorySettings, MemoryType
 from memory.services.formatting import (
-    NOTE_MAX_CHARS,
     BlockLine,
     block_within_budget,
     clean_text,
     estimate_tokens,
     new_marker,
+    note_injected_text,
     relative_time_fr,
 )
 from memory.services.retrieval.candidates import Seen, fact_line
@@ -60,7 +60,7 @@ def block_fill(
         {
             "path": n.path,
             "source": n.source,
-            "text": clean_text(n.excerpt, max_chars=NOTE_MAX_CHARS),
+            "text": note_injected_text(n),
         }
         for n in (notes.notes if notes is not None else [])
     ]

@@ -232,7 +232,7 @@ def _retrieve(
     ):
         # Nothing new about this message; what the last turns found is still carried,
         # and a context note the message is about still comes (notes_about).
-        notes = notes_about(notes, text)
+        notes = notes_about(notes, text, tag=memory_settings.obsidian_context_tag)
         result.gate = "off_topic" if notes is None else ""
         ranked, core = {}, []
 

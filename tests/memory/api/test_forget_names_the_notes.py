@@ -90,3 +90,15 @@ def test_notes_that_cannot_be_read_are_said_so(vault, settings):
 
     assert plan.notes == [] and plan.notes_unread
     assert "n'ont pas pu être lues" in plan.as_text(owner=True)
+
+
+def test_a_note_found_is_named_even_when_other_notes_could_not_be_read():
+    """Review: a fixed note read, the tagged ones not: the preview said only that notes
+    could not be read, and dropped the one it had found."""
+    from memory.services.forgetting_plan import ForgetPlan
+
+    plan = ForgetPlan(topic="clafoutis", selection="words", notes=[NOTE], notes_unread=True)
+
+    assert NOTE in plan.as_text(owner=True)
+    assert "n'ont pas pu être lues" in plan.as_text(owner=True)
+    assert plan.as_dict()["notes_unread"] is True

@@ -36,6 +36,14 @@ def world(vector_store, local_embedder, settings, tmp_path):
     (vault / CLAFOUTIS).write_text(
         "#makilab\nRecette du clafoutis de grand-mère : cerises, œufs, lait, sucre.\n"
     )
+    (vault / "Divers.md").write_text(
+        "#makilab\nNotes diverses : courses du samedi, pain, beurre, lait, œufs, farine, "
+        "sucre, sel, poivre, huile, riz. Le projet Zéphyrin tourne sur la machine Hermès.\n"
+    )
+    (vault / "Agenda.md").write_text(
+        "#makilab\nAujourd'hui : appeler le plombier. Le club de lecture se réunit le mardi "
+        "soir. Réunion de copropriété le 12 mars à 7 heures.\n"
+    )
     fact_store(key="chat", value="Le chat s'appelle Pistache")
     fact_store(key="velo", value="Le vélo est un Peugeot bleu")
     index_rows(KIND_FACT, list(Fact.all_objects.values_list("id", flat=True)))
@@ -45,21 +53,32 @@ def world(vector_store, local_embedder, settings, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("message", "path"),
+    ("message", "paths"),
     [
-        ("Sur quelle machine tourne le projet Zéphyrin ?", ZEPHYRIN),
-        ("Comment fait-on le clafoutis de grand-mère ?", CLAFOUTIS),
+        # Divers.md says it past its twelfth word (review: only its first twelve were read).
+        ("Sur quelle machine tourne le projet Zéphyrin ?", [ZEPHYRIN, "Divers.md"]),
+        ("Comment fait-on le clafoutis de grand-mère ?", [CLAFOUTIS]),
     ],
 )
-def test_a_question_about_a_note_receives_it_and_only_it(world, message, path):
+def test_a_question_about_a_note_receives_it_and_only_it(world, message, paths):
     result = auto_retrieve(message=message, channel="mission_control")
 
-    assert [note["path"] for note in result.notes] == [path]
-    assert path in result.prompt_block
+    assert sorted(note["path"] for note in result.notes) == sorted(paths)
+    assert all(path in result.prompt_block for path in paths)
 
 
 @pytest.mark.parametrize(
-    "message", ["Quelle est la capitale de l'Australie ?", "merci", "ok super"]
+    "message",
+    [
+        "Quelle est la capitale de l'Australie ?",
+        "merci",
+        "ok super",
+        # Review: a word cut at its apostrophe, one generic word, numbers, the tag.
+        "Comment ça va aujourd'hui ?",
+        "Tu fais quoi ce soir ?",
+        "Combien font 12 fois 7 ?",
+        "Makilab, quelle heure est-il ?",
+    ],
 )
 def test_a_message_no_note_speaks_of_still_receives_nothing(world, message):
     result = auto_retrieve(message=message, channel="mission_control")
