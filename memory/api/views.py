@@ -155,10 +155,13 @@ class MemoryApi(APIView):
         the agent (a plain account's token), as the scopes say (permissions.is_owner)."""
         return Actor.USER if is_owner(request.user) else Actor.AGENT
 
-    def paginate(self, request: Request, queryset, serializer_class) -> Response:
+    def paginate(
+        self, request: Request, queryset, serializer_class, context: dict | None = None
+    ) -> Response:
         paginator = (self.pagination_class or MemoryPagination)()
         page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response(serializer_class(page, many=True).data)
+        data = serializer_class(page, many=True, context=context or {}).data
+        return paginator.get_paginated_response(data)
 
 
 def fact_or_404(key: str, *, actor: str) -> Fact:
@@ -265,4 +268,7 @@ class RetrievalListApi(MemoryApi):
         query = RetrievalListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         retrievals = retrieval_list(**query.validated_data)
-        return self.paginate(request, retrievals, MemoryRetrievalSerializer)
+        owner = self.actor(request) == Actor.USER
+        return self.paginate(
+            request, retrievals, MemoryRetrievalSerializer, context={"owner": owner}
+        )

@@ -188,7 +188,11 @@ def test_a_single_fact_forgotten_leaves_no_path_but_its_restorable_row(
     leaks = _leaks(_every_path(staff_client, agent_api))
     # Restorable from the owner's page, by design; the agent's token reads nothing of it.
     assert sorted(leaks) == ["facts page"]
-    assert "[oublié]" in agent_api.get("/api/memory/retrievals").content.decode()
+    # The owner's log keeps the placeholder; the agent's drops the entry (it told a memory
+    # was there and is forgotten).
+    assert "[oublié]" in staff_client.get("/api/memory/retrievals").content.decode()
+    logged = agent_api.get("/api/memory/retrievals").json()["results"]
+    assert all(m["text"] != "[oublié]" for row in logged for m in row["memories"])
 
 
 @contextlib.contextmanager

@@ -74,3 +74,22 @@ def test_a_page_out_of_range_is_a_404_json(agent_api):
     response = agent_api.get(RETRIEVALS, {"page": 99})
     assert response.status_code == 404
     assert response.json()["message"]
+
+
+def test_the_agent_cannot_tell_a_forgotten_memory_was_in_the_log(agent_api, owner_api):
+    """QA: after the owner forgot a fact, the agent's /retrievals still listed its entry
+    (« fact:27 », its sources and scores, the text « [oublié] »): the agent learnt a fact
+    had been there and was forgotten, which no other path tells it. Its entry leaves the
+    agent's answer; the owner's keeps the placeholder."""
+    from memory.services.preview_rule import REDACTED
+
+    kept = {"id": "fact:1", "kind": "fact", "sources": {}, "rrf": 0.02, "text": "épaule"}
+    gone = {"id": "fact:27", "kind": "fact", "sources": {"t1": {}}, "rrf": 0.03, "text": REDACTED}
+    log(1, memories=[gone, kept])
+
+    agents = agent_api.get(RETRIEVALS).json()["results"][0]["memories"]
+    owners = owner_api.get(RETRIEVALS).json()["results"][0]["memories"]
+
+    assert [m["id"] for m in agents] == ["fact:1"]
+    assert "fact:27" not in agent_api.get(RETRIEVALS).content.decode()
+    assert [m["id"] for m in owners] == ["fact:27", "fact:1"]
