@@ -269,3 +269,15 @@ def test_a_look_alike_of_a_reserved_key_stored_before_the_rule_is_exported_and_i
     memory_import_lines(lines)
 
     assert Fact.objects.get().key == legacy
+
+
+@pytest.mark.parametrize("key", ["bad\x01key", "bad\tkey"])
+def test_a_key_holding_a_control_character_is_told_so(key):
+    """QA: « bad\\x01key » was refused for « / », « \\ », a line break, being empty or
+    spaces around it: none of which it held."""
+    from django.core.exceptions import ValidationError
+
+    from memory.models import validate_fact_key
+
+    with pytest.raises(ValidationError, match="caractère de contrôle"):
+        validate_fact_key(key)
