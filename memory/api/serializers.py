@@ -438,7 +438,7 @@ class MemoryRetrievalSerializer(ApiModelSerializer):
         entry (an id, its sources, « [oublié] ») told a memory was there and is forgotten,
         which no other path tells the agent. The owner's scope keeps the placeholder."""
         data = super().to_representation(instance)
-        if not self.context.get("owner", True):
+        if not self.context.get("owner", False):  # the agent's scope unless told otherwise
             data["memories"] = [m for m in data["memories"] or [] if m.get("text") != REDACTED]
         return data
 

@@ -267,8 +267,8 @@ class RetrievalListApi(MemoryApi):
     def get(self, request: Request) -> Response:
         query = RetrievalListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        retrievals = retrieval_list(**query.validated_data)
         owner = self.actor(request) == Actor.USER
+        retrievals = retrieval_list(**query.validated_data, owner=owner)
         return self.paginate(
             request, retrievals, MemoryRetrievalSerializer, context={"owner": owner}
         )

@@ -13,9 +13,9 @@ from django.utils.deconstruct import deconstructible
 from django.utils.formats import number_format
 
 FACT_KEY_MESSAGE = (
-    "La clé d'un fait ne peut pas contenir « / », « \\ », de retour à la ligne ni "
-    "d'autre caractère de contrôle (une tabulation par exemple), ni être vide, ni "
-    "commencer ou finir par un espace."
+    "La clé d'un fait ne peut contenir ni « / », ni « \\ », ni retour à la ligne, ni "
+    "autre caractère de contrôle (une tabulation par exemple) ; elle ne peut pas non plus "
+    "être vide, ni commencer ou finir par une espace."
 )
 
 

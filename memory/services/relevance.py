@@ -161,8 +161,8 @@ def _content_words_cached(text: str) -> tuple[str, ...]:
 
 
 # A context note a gated message is about shares this many of its strong words: folded
-# words of at least NOTE_WORD_MIN_CHARS letters, no number, no stop word or small talk,
-# not the context tag (every tagged note holds it). Measured: one shared word let « Tu
+# words of at least NOTE_WORD_MIN_CHARS letters, no number, no stop word, small talk or
+# word of time (NOTE_WEAK_WORDS), not the context tag (every tagged note holds it). Measured: one shared word let « Tu
 # fais quoi ce soir ? » bring a note about Tuesday evenings, numbers a note dated « le 12
 # mars à 7 heures » to « Combien font 12 fois 7 ? ».
 NOTE_SHARED_WORDS = 2
@@ -180,27 +180,53 @@ def notes_about(notes: Any, text: str, *, tag: str = "") -> Any:
 
     if notes is None or not notes.notes:
         return None
-    ignored = {fold(tag).strip("#")} if tag else set()
-    words = _strong_words(text) - ignored
+    # The tag cut as the text is (« #vie-perso » holds « perso »); a goodbye's phrases out.
+    words = _strong_words(_without_phrases(text)) - _strong_words(tag)
     if len(words) < NOTE_SHARED_WORDS:
         return None
     kept = [
         n
         for n in notes.notes
-        if len(words & _strong_words(note_injected_text(n))) >= NOTE_SHARED_WORDS
+        if len(words & _note_strong_words(note_injected_text(n))) >= NOTE_SHARED_WORDS
     ]
     return dataclasses.replace(notes, notes=kept) if kept else None
 
 
-@functools.lru_cache(maxsize=512)
+# Words of time a chat is full of: they tell when, not what a note is about (« Tu
+# préfères le matin ou le soir ? » and a note « Mardi soir : escalade. Jeudi matin… »).
+_WEEKDAYS = "lundi mardi mercredi jeudi vendredi samedi dimanche"
+_TIMES = "matin matinee soir soiree nuit midi journee semaine weekend demain hier aujourd"
+_TIMES_EN = "morning evening night tonight today tomorrow yesterday week weekend"
+NOTE_WEAK_WORDS = frozenset(f"{_WEEKDAYS} {_TIMES} {_TIMES_EN}".split())
+
+
 def _strong_words(text: str) -> frozenset[str]:
     """The words of ``text`` that can name what a note is about (see NOTE_SHARED_WORDS):
     every one of them, not the first few (keyword_terms keeps twelve)."""
     return frozenset(
         word
         for word in _LETTERS.findall(fold(text))
-        if len(word) >= NOTE_WORD_MIN_CHARS and word not in STOP_WORDS and word not in SMALL_TALK
+        if len(word) >= NOTE_WORD_MIN_CHARS
+        and word not in STOP_WORDS
+        and word not in SMALL_TALK
+        and word not in NOTE_WEAK_WORDS
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _note_strong_words(text: str) -> frozenset[str]:
+    """A note's strong words: the context notes are few and read again every call (a
+    message is read once, uncached: it may be long)."""
+    return _strong_words(text)
+
+
+def _without_phrases(text: str) -> str:
+    """``text`` spoken (_spoken), its small-talk phrases taken out (« bonne soirée »)."""
+    spoken = _spoken(text)
+    for phrase in SMALL_TALK_PHRASES:
+        while phrase in spoken:  # "bonne nuit bonne nuit": the matches share a space
+            spoken = spoken.replace(phrase, " ")
+    return spoken
 
 
 def is_small_talk(text: str) -> bool:
@@ -211,10 +237,7 @@ def is_small_talk(text: str) -> bool:
         return True
     if len(text) > 80:
         return False
-    spoken = _spoken(text)
-    for phrase in SMALL_TALK_PHRASES:
-        while phrase in spoken:  # "bonne nuit bonne nuit": the matches share a space
-            spoken = spoken.replace(phrase, " ")
+    spoken = _without_phrases(text)
     words = content_words(spoken)
     if not words:
         return True

@@ -109,7 +109,7 @@ def test_adding_an_existing_key_updates_it(staff_client):
             {"key": "k", "value": "v", "memory_type": "fact", "ttl": "bientôt"},
             "Durée de vie invalide",
         ),
-        ({"key": "a/b", "value": "v", "memory_type": "fact"}, "ne peut pas contenir"),
+        ({"key": "a/b", "value": "v", "memory_type": "fact"}, "ne peut contenir ni"),
         ({"key": "k", "value": "v", "memory_type": "rumeur"}, "Sélectionnez un choix valide"),
     ],
 )

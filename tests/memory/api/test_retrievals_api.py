@@ -93,3 +93,29 @@ def test_the_agent_cannot_tell_a_forgotten_memory_was_in_the_log(agent_api, owne
     assert [m["id"] for m in agents] == ["fact:1"]
     assert "fact:27" not in agent_api.get(RETRIEVALS).content.decode()
     assert [m["id"] for m in owners] == ["fact:27", "fact:1"]
+
+
+def test_the_agent_does_not_see_a_row_whose_message_a_forget_took(agent_api, owner_api):
+    """Review: the message preview a forget redacted (« [oublié] ») still reached the
+    agent, with its channel and time: that row leaves the agent's log."""
+    from memory.services.preview_rule import REDACTED
+
+    taken = log(2)
+    MemoryRetrieval.objects.filter(pk=taken.pk).update(message_preview=REDACTED)
+    log(1)
+
+    agents = agent_api.get(RETRIEVALS).json()
+    owners = owner_api.get(RETRIEVALS).json()
+
+    assert agents["count"] == 1 and REDACTED not in str(agents)
+    assert owners["count"] == 2 and REDACTED in str(owners)
+
+
+def test_without_being_told_the_serializer_shows_the_agents_scope():
+    """Review: a caller forgetting the owner's context fails closed."""
+    from memory.api.serializers import MemoryRetrievalSerializer
+    from memory.services.preview_rule import REDACTED
+
+    row = log(1, memories=[{"id": "fact:27", "kind": "fact", "text": REDACTED}])
+
+    assert MemoryRetrievalSerializer(row).data["memories"] == []

@@ -40,6 +40,10 @@ def world(vector_store, local_embedder, settings, tmp_path):
         "#makilab\nNotes diverses : courses du samedi, pain, beurre, lait, œufs, farine, "
         "sucre, sel, poivre, huile, riz. Le projet Zéphyrin tourne sur la machine Hermès.\n"
     )
+    (vault / "Routine.md").write_text(
+        "#vie-perso #makilab\nRoutine : sport le matin, lecture en soirée. Mardi soir : "
+        "escalade. Jeudi matin : piscine.\n"
+    )
     (vault / "Agenda.md").write_text(
         "#makilab\nAujourd'hui : appeler le plombier. Le club de lecture se réunit le mardi "
         "soir. Réunion de copropriété le 12 mars à 7 heures.\n"
@@ -78,6 +82,10 @@ def test_a_question_about_a_note_receives_it_and_only_it(world, message, paths):
         "Tu fais quoi ce soir ?",
         "Combien font 12 fois 7 ?",
         "Makilab, quelle heure est-il ?",
+        # Second review: words of time, a goodbye's phrases, the tag cut as text is.
+        "Tu préfères le matin ou le soir ?",
+        "Merci, bonne soirée à toi aussi, à demain matin !",
+        "Un conseil perso pour ce soir ?",
     ],
 )
 def test_a_message_no_note_speaks_of_still_receives_nothing(world, message):
