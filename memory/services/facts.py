@@ -11,6 +11,7 @@ from django.utils import timezone
 from memory.exceptions import MemoryServiceError, SourceForgotten
 from memory.models import (
     DEFAULT_IMPORTANCE,
+    FACT_ASIDE_KEY_PATTERN,
     Actor,
     Fact,
     FactKind,
@@ -386,6 +387,15 @@ def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
         current.owner_fields = owned_after(current.owner_fields or [], actor, ["expires_at"])
     written = ["forgotten", "forgotten_at", "expires_at", "owner_fields", "updated_at"]
     written += _key_back(current)
+    if not FACT_ASIDE_KEY_PATTERN.search(current.key) and live_look_alike(
+        current.key, but=current.pk, kind=current.kind
+    ):
+        # A live fact's key looks like it (« Sport » stated since « sport » was forgotten):
+        # both stay visible, this one under a key of its own, as beside the same key (QA:
+        # two live look-alikes, both in the prompt, the agent's writes on one of them).
+        set_aside(current)
+        current.key = Fact.all_objects.values_list("key", flat=True).get(pk=current.pk)
+        written = [name for name in written if name != "key"]
     current.save(update_fields=written)
     revision_record(
         fact=current,

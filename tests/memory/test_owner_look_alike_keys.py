@@ -320,3 +320,23 @@ def test_a_lone_key_typed_apart_is_a_look_alike_of_the_files_other_keys(first, s
 
     assert list(Fact.all_objects.values_list("key", flat=True)) == [first]
     assert len(report.conflicts) == 1, report.conflicts
+
+
+def test_restored_beside_a_newer_look_alike_it_waits_under_a_key_of_its_own():
+    """QA (and left undone before): « sport » forgotten, the owner's « Sport » added since,
+    then « sport » restored: two live look-alikes, both in the prompt, the agent's writes
+    folding onto one of them. Restored, it stays visible under a key of its own, as beside
+    the same key; the owner's newer fact keeps its key."""
+    from memory.models import FACT_ASIDE_KEY_PATTERN
+    from memory.services.facts import fact_restore
+
+    old, _ = fact_store(key="sport", value="Le sport préféré est le kayak de mer")
+    fact_forget(fact=old, actor=Actor.USER)
+    fact_store(key="Sport", value="Le sport préféré est le ski")
+
+    restored = fact_restore(fact=Fact.all_objects.get(pk=old.pk), actor=Actor.USER)
+
+    assert not restored.forgotten and FACT_ASIDE_KEY_PATTERN.search(restored.key)
+    assert Fact.all_objects.get(pk=old.pk).key == restored.key
+    live = Fact.objects.values_list("key", flat=True)
+    assert sorted(live) == sorted(["Sport", restored.key])
