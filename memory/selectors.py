@@ -263,16 +263,11 @@ def index_failures_get(*, limit: int = 20) -> list[dict[str, object]]:
     return failures[:limit]
 
 
-def retrieval_list(*, channel: str = "", owner: bool = True):
-    """Auto-retrieval logs, newest first; one channel's when ``channel`` is given. Not the
-    owner's (the agent's token): without the rows whose message a forget took since (their
-    preview « [oublié] » told a message had been there)."""
+def retrieval_list(*, channel: str = ""):
+    """Auto-retrieval logs, newest first; one channel's when ``channel`` is given."""
     from memory.models import MemoryRetrieval
-    from memory.services.preview_rule import REDACTED
 
     retrievals = MemoryRetrieval.objects.order_by("-created_at", "-id")
     if channel:
         retrievals = retrievals.filter(channel=channel)
-    if not owner:
-        retrievals = retrievals.exclude(message_preview=REDACTED)
     return retrievals

@@ -50,7 +50,7 @@ def test_drf_error_messages_are_french(token, accept_language):
     cases = [
         (anonymous.get("/api/memory/facts"), 401, "Informations d'authentification non fournies."),
         (bad_token.get("/api/memory/facts"), 401, "Token non valide."),
-        (agent.get("/api/memory/retrievals?page=999"), 404, "Page non valide."),
+        (agent.get("/api/memory/facts?page=999"), 404, "Page non valide."),
         (agent.put("/api/memory/settings"), 405, "Méthode «\xa0PUT\xa0» non autorisée."),
         (
             agent.post("/api/memory/facts", "a=b", content_type="text/plain"),

@@ -39,6 +39,7 @@ OWNER_ONLY_API = {
     "memory-api:fact-restore": {"post"},
     "memory-api:fact-erase": {"post"},
     "memory-api:forgettings": {"get"},
+    "memory-api:retrievals": {"get"},
     "memory-api:forgetting-restore": {"post"},
     "memory-api:forgetting-erase": {"post"},
     "memory-api:channel": {"put"},

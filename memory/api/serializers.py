@@ -43,7 +43,6 @@ from memory.models import (
 )
 from memory.selectors import FACTS_RECENT_MAX
 from memory.services.fact_ownership import owner_kept_answer
-from memory.services.preview_rule import REDACTED
 from memory.services.search import MAX_LIMIT, SEARCH_MODES
 from memory.services.settings import EDITABLE_FIELDS, model_field_range
 from memory.services.ttl import parse_ttl
@@ -432,15 +431,6 @@ class MemoryRetrievalSerializer(ApiModelSerializer):
             "failed_sources",
         )
         read_only_fields = fields
-
-    def to_representation(self, instance):
-        """To the agent's token, a memory a forget took since is not in the log at all: its
-        entry (an id, its sources, « [oublié] ») told a memory was there and is forgotten,
-        which no other path tells the agent. The owner's scope keeps the placeholder."""
-        data = super().to_representation(instance)
-        if not self.context.get("owner", False):  # the agent's scope unless told otherwise
-            data["memories"] = [m for m in data["memories"] or [] if m.get("text") != REDACTED]
-        return data
 
 
 class RetrievalListQuerySerializer(PagedQuerySerializer):

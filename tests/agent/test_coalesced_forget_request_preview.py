@@ -76,7 +76,7 @@ def test_a_coalesced_request_to_forget_leaves_no_preview_in_the_retrieval_log(
     assert not Message.objects.filter(pk__in=ids).exists()
 
     seen = {
-        "api retrievals": agent_api.get("/api/memory/retrievals").content.decode(),
+        "api retrievals": staff_client.get("/api/memory/retrievals").content.decode(),
         "/memory retrieval": staff_client.get(
             "/memory/retrieval/", HTTP_HX_REQUEST="true"
         ).content.decode(),

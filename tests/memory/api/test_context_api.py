@@ -49,7 +49,7 @@ def test_it_returns_the_block_the_memories_with_scores_and_the_tokens(agent_api,
     assert body["message_ids"] == []
 
 
-def test_each_call_is_logged_in_the_retrievals_like_the_agents(agent_api, dentist):
+def test_each_call_is_logged_in_the_retrievals_like_the_agents(agent_api, owner_api, dentist):
     body = _post(agent_api, {"message": "quand est le dentiste ?", "channel": "gateway"}).json()
 
     row = MemoryRetrieval.objects.get(pk=body["retrieval_id"])
@@ -57,7 +57,7 @@ def test_each_call_is_logged_in_the_retrievals_like_the_agents(agent_api, dentis
     assert row.message_preview == "quand est le dentiste ?"
     assert [m["id"] for m in row.memories] == [m["id"] for m in body["memories"]]
     assert row.tokens_added == body["tokens_added"]
-    listed = agent_api.get("/api/memory/retrievals", {"channel": "gateway"}).json()["results"]
+    listed = owner_api.get("/api/memory/retrievals", {"channel": "gateway"}).json()["results"]
     assert [r["id"] for r in listed] == [row.id]
 
 

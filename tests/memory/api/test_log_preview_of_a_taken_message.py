@@ -44,14 +44,13 @@ def test_a_forgotten_message_s_preview_leaves_the_retrieval_log(
     from memory.services.retrieval.log import retrieval_logs_wait
 
     retrieval_logs_wait()
-    assert DETAIL in agent_api.get("/api/memory/retrievals").content.decode()
+    assert DETAIL in owner_api.get("/api/memory/retrievals").content.decode()
 
     result = topic_forget(topic="le voyage à Zanzibar", actor="user")
     assert result.forgetting_id is not None
     assert not Message.objects.filter(pk=message_id).exists(), "the forget took the message"
 
     seen = {
-        "api retrievals (agent)": agent_api.get("/api/memory/retrievals").content.decode(),
         "api retrievals (owner)": owner_api.get("/api/memory/retrievals").content.decode(),
         "/memory retrieval": staff_client.get("/memory/retrieval/", **HTMX).content.decode(),
         "admin list": staff_client.get(

@@ -14,9 +14,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.mark.parametrize("url", ["/api/v1/memory/facts", "/api/v1/memory/retrievals"])
 @pytest.mark.parametrize("size", ["0", "-3", "abc", "1.5", " "])
-def test_a_page_size_that_is_no_whole_number_of_at_least_one_is_refused(agent_api, url, size):
+def test_a_page_size_that_is_no_whole_number_of_at_least_one_is_refused(owner_api, url, size):
     fact_store(key="sport", value="course à pied")
-    response = agent_api.get(url, {"page_size": size})
+    response = owner_api.get(url, {"page_size": size})
 
     assert response.status_code == 400, response.content
     assert response.json()["extra"] == {"fields": {"page_size": [PAGE_SIZE_MESSAGE]}}
