@@ -393,8 +393,7 @@ def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
         # A live fact's key looks like it (« Sport » stated since « sport » was forgotten):
         # both stay visible, this one under a key of its own, as beside the same key (QA:
         # two live look-alikes, both in the prompt, the agent's writes on one of them).
-        set_aside(current)
-        current.key = Fact.all_objects.values_list("key", flat=True).get(pk=current.pk)
+        current.key = set_aside(current)
         written = [name for name in written if name != "key"]
     current.save(update_fields=written)
     revision_record(

@@ -16,6 +16,7 @@ from memory.services.forgetting_select import (
     contains_all,
     topic_terms,
 )
+from memory.services.formatting import note_injected_text
 from memory.services.search_hits import excerpt
 
 FORGOTTEN_VALUE = "(déjà oublié)"
@@ -287,7 +288,6 @@ def context_notes_about(topic: str) -> tuple[list[str], bool]:
     """The paths of the context notes (fixed, then tagged) whose injected excerpt holds every
     word of ``topic`` (the forget's word rule, forgetting_select.contains_all), and whether
     the notes' source could not be read. Never raises."""
-    from memory.services.formatting import note_injected_text
     from memory.services.notes import FAILURE_SOURCE, FAILURE_TAG, context_notes_get
 
     terms = topic_terms(topic)

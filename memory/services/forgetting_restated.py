@@ -112,7 +112,7 @@ def key_unaside(key: str) -> str:
     return ASIDE_PATTERN.sub("", key)
 
 
-def set_aside(fact: Fact) -> None:
+def set_aside(fact: Fact) -> str:
     """Free the key of a forgotten fact for a new one: a fact a topic forget took, under its
     forget's number (``fact.forgetting_id``); one forgotten one by one, under its own id
     (fact_restore gives it its key back when the key is free again)."""
@@ -127,6 +127,7 @@ def set_aside(fact: Fact) -> None:
             number += 1
             keys.append(aside_key(fact.key, number, FACT_ASIDE_KEY))
     Fact.all_objects.filter(pk=fact.pk).update(key=keys[0])
+    return keys[0]
 
 
 def key_back(fact: Fact, forgetting: Forgetting) -> None:

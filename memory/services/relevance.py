@@ -31,6 +31,7 @@ import re
 import threading
 from typing import Any
 
+from memory.services.formatting import note_injected_text
 from memory.services.keywords import STOP_WORDS, keyword_terms
 from memory.stores.fts import fold, query_terms
 
@@ -162,9 +163,9 @@ def _content_words_cached(text: str) -> tuple[str, ...]:
 
 # A context note a gated message is about shares this many of its strong words: folded
 # words of at least NOTE_WORD_MIN_CHARS letters, no number, no stop word, small talk or
-# word of time (NOTE_WEAK_WORDS), not the context tag (every tagged note holds it). Measured: one shared word let « Tu
-# fais quoi ce soir ? » bring a note about Tuesday evenings, numbers a note dated « le 12
-# mars à 7 heures » to « Combien font 12 fois 7 ? ».
+# word of time (NOTE_WEAK_WORDS), not the context tag (every tagged note holds it).
+# Measured: one shared word let « Tu fais quoi ce soir ? » bring a note about Tuesday
+# evenings, numbers a note dated « le 12 mars à 7 heures » to « Combien font 12 fois 7 ? ».
 NOTE_SHARED_WORDS = 2
 NOTE_WORD_MIN_CHARS = 4
 _LETTERS = re.compile(r"[^\W\d_]+")
@@ -176,8 +177,6 @@ def notes_about(notes: Any, text: str, *, tag: str = "") -> Any:
     note alone (« Sur quelle machine tourne le projet Zéphyrin ? ») lost its note with
     them. The note is read as the block injects it (formatting.note_injected_text). None
     when no note is left (its failures stay reported apart)."""
-    from memory.services.formatting import note_injected_text
-
     if notes is None or not notes.notes:
         return None
     # The tag cut as the text is (« #vie-perso » holds « perso »); a goodbye's phrases out.
