@@ -30,7 +30,7 @@ from django.db.models import Q
 from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
 from memory.models import Fact, FactKind, FactRevision, Message, MessageRole, Summary
 from memory.services.keywords import STOP_WORDS
-from memory.stores.fts import fts_search, fts_search_facts, query_terms
+from memory.stores.fts import fts_search, fts_search_facts, query_terms, text_words
 
 logger = logging.getLogger(__name__)
 
@@ -64,13 +64,13 @@ def _stem(word: str) -> str:
 
 
 def _shares_a_word(text: str, terms: Iterable[str]) -> bool:
-    words = {_stem(w) for w in query_terms(text or "")}
+    words = {_stem(w) for w in text_words(text or "")}
     return any(_stem(term) in words for term in terms)
 
 
 def contains_all(text: str, terms: Iterable[str]) -> bool:
-    """Whether ``text`` holds every term (folded words, plural s/x ignored)."""
-    words = {_stem(w) for w in query_terms(text or "")}
+    """Whether ``text`` holds every term (folded words, plural s/x ignored), read whole."""
+    words = {_stem(w) for w in text_words(text or "")}
     return all(_stem(term) in words for term in terms)
 
 

@@ -71,6 +71,12 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+def text_words(text: str) -> set[str]:
+    """Every word of a text, folded as the index folds it: what a text holds, read whole
+    (query_terms stops at MAX_QUERY_TERMS, a query's bound, not a text's)."""
+    return set(_WORD.findall(fold(text)))
+
+
 def literal_words(text: str) -> list[str]:
     """The one-letter words with symbols attached of a user's text, lower case, in order,
     without repeats ("C++ ou C#" -> ["c++", "c#"]): words FTS5 cannot tell from a letter,
