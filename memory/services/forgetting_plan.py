@@ -16,7 +16,6 @@ from memory.services.forgetting_select import (
     contains_all,
     topic_terms,
 )
-from memory.services.formatting import note_injected_text
 from memory.services.search_hits import excerpt
 
 FORGOTTEN_VALUE = "(déjà oublié)"
@@ -285,15 +284,16 @@ def _line_text(line: FactRevision, terms: list[str]) -> str:
 
 
 def context_notes_about(topic: str) -> tuple[list[str], bool]:
-    """The paths of the context notes (fixed, then tagged) whose injected excerpt holds every
-    word of ``topic`` (the forget's word rule, forgetting_select.contains_all), and whether
-    the notes' source could not be read. Never raises."""
+    """The paths of the context notes (fixed, then tagged) holding every word of ``topic``
+    (the forget's word rule, forgetting_select.contains_all), and whether the notes' source
+    could not be read. Never raises."""
     from memory.services.notes import FAILURE_SOURCE, FAILURE_TAG, context_notes_get
 
     terms = topic_terms(topic)
     if not terms:
         return [], False
     notes = context_notes_get()
-    # The excerpt: what the block injects of a note (retrieval.block).
-    paths = [n.path for n in notes.notes if contains_all(note_injected_text(n), terms)]
+    # The whole note: a message about the topic gets the passage speaking of it
+    # (notes_relevance.note_injected_text), wherever it is in the note.
+    paths = [n.path for n in notes.notes if contains_all(n.content, terms)]
     return paths, bool(notes.failures.keys() & {FAILURE_SOURCE, FAILURE_TAG})

@@ -118,12 +118,6 @@ def clean_text(text: str, *, max_chars: int = ITEM_MAX_CHARS) -> str:
     return _cut(_SPACES.sub(" ", "".join(kept)).strip(), max_chars)
 
 
-def note_injected_text(note) -> str:
-    """What the block injects of an Obsidian note (a Note): its excerpt, made safe for one
-    prompt line. What a forget's preview and the gate's notes read too."""
-    return clean_text(note.excerpt, max_chars=NOTE_MAX_CHARS)
-
-
 def _cut(flat: str, max_chars: int) -> str:
     if len(flat) > max_chars:
         cut = flat[: max_chars - 1]

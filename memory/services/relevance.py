@@ -25,14 +25,11 @@ ones that fall below the margin (see embedders.LOCAL_GATE_MARGIN).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import re
 import threading
 from typing import Any
 
-from memory.services.formatting import note_injected_text
-from memory.services.keywords import STOP_WORDS, keyword_terms
+from memory.services.keywords import keyword_terms
 from memory.stores.fts import fold, query_terms
 
 # Words that carry no topic in a chat message, folded like the index (FR and EN).
@@ -161,65 +158,7 @@ def _content_words_cached(text: str) -> tuple[str, ...]:
     return tuple(_content_words(text))
 
 
-# A context note a gated message is about shares this many of its strong words: folded
-# words of at least NOTE_WORD_MIN_CHARS letters, no number, no stop word, small talk or
-# word of time (NOTE_WEAK_WORDS), not the context tag (every tagged note holds it).
-# Measured: one shared word let « Tu fais quoi ce soir ? » bring a note about Tuesday
-# evenings, numbers a note dated « le 12 mars à 7 heures » to « Combien font 12 fois 7 ? ».
-NOTE_SHARED_WORDS = 2
-NOTE_WORD_MIN_CHARS = 4
-_LETTERS = re.compile(r"[^\W\d_]+")
-
-
-def notes_about(notes: Any, text: str, *, tag: str = "") -> Any:
-    """Of ``notes`` (a NotesResult), the notes ``text`` is about, for a message the gate
-    kept the memories from: the gate reads the memories' evidence, and a question about a
-    note alone (« Sur quelle machine tourne le projet Zéphyrin ? ») lost its note with
-    them. The note is read as the block injects it (formatting.note_injected_text). None
-    when no note is left (its failures stay reported apart)."""
-    if notes is None or not notes.notes:
-        return None
-    # The tag cut as the text is (« #vie-perso » holds « perso »); a goodbye's phrases out.
-    words = _strong_words(_without_phrases(text)) - _strong_words(tag)
-    if len(words) < NOTE_SHARED_WORDS:
-        return None
-    kept = [
-        n
-        for n in notes.notes
-        if len(words & _note_strong_words(note_injected_text(n))) >= NOTE_SHARED_WORDS
-    ]
-    return dataclasses.replace(notes, notes=kept) if kept else None
-
-
-# Words of time a chat is full of: they tell when, not what a note is about (« Tu
-# préfères le matin ou le soir ? » and a note « Mardi soir : escalade. Jeudi matin… »).
-_WEEKDAYS = "lundi mardi mercredi jeudi vendredi samedi dimanche"
-_TIMES = "matin matinee soir soiree nuit midi journee semaine weekend demain hier aujourd"
-_TIMES_EN = "morning evening night tonight today tomorrow yesterday week weekend"
-NOTE_WEAK_WORDS = frozenset(f"{_WEEKDAYS} {_TIMES} {_TIMES_EN}".split())
-
-
-def _strong_words(text: str) -> frozenset[str]:
-    """The words of ``text`` that can name what a note is about (see NOTE_SHARED_WORDS):
-    every one of them, not the first few (keyword_terms keeps twelve)."""
-    return frozenset(
-        word
-        for word in _LETTERS.findall(fold(text))
-        if len(word) >= NOTE_WORD_MIN_CHARS
-        and word not in STOP_WORDS
-        and word not in SMALL_TALK
-        and word not in NOTE_WEAK_WORDS
-    )
-
-
-@functools.lru_cache(maxsize=256)
-def _note_strong_words(text: str) -> frozenset[str]:
-    """A note's strong words: the context notes are few and read again every call (a
-    message is read once, uncached: it may be long)."""
-    return _strong_words(text)
-
-
-def _without_phrases(text: str) -> str:
+def without_phrases(text: str) -> str:
     """``text`` spoken (_spoken), its small-talk phrases taken out (« bonne soirée »)."""
     spoken = _spoken(text)
     for phrase in SMALL_TALK_PHRASES:
@@ -236,7 +175,7 @@ def is_small_talk(text: str) -> bool:
         return True
     if len(text) > 80:
         return False
-    spoken = _without_phrases(text)
+    spoken = without_phrases(text)
     words = content_words(spoken)
     if not words:
         return True

@@ -12,9 +12,9 @@ from memory.services.formatting import (
     clean_text,
     estimate_tokens,
     new_marker,
-    note_injected_text,
     relative_time_fr,
 )
+from memory.services.notes_relevance import note_injected_text
 from memory.services.retrieval.candidates import Seen, fact_line
 from memory.services.retrieval.result import Candidate, RetrievalResult, failure_text
 from memory.services.retrieval.selection import carried_memories
@@ -60,7 +60,7 @@ def block_fill(
         {
             "path": n.path,
             "source": n.source,
-            "text": note_injected_text(n),
+            "text": note_injected_text(n, text, tag=memory_settings.obsidian_context_tag),
         }
         for n in (notes.notes if notes is not None else [])
     ]

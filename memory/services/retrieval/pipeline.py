@@ -115,7 +115,8 @@ def _retrieve(
     result = RetrievalResult(channel=channel, message=message, summary=summary)
     limit = max(CANDIDATES_MIN, memory_settings.max_results * CANDIDATES_PER_RESULT)
     text = message[:4000]
-    from memory.services.relevance import content_words, gate_passes, is_small_talk, notes_about
+    from memory.services.notes_relevance import notes_about
+    from memory.services.relevance import content_words, gate_passes, is_small_talk
 
     if is_small_talk(text):
         # "ok", "merci", "👍": the relevance gate recalls nothing at all.

@@ -62,14 +62,15 @@ def test_a_topic_no_note_speaks_of_names_none(vault):
     assert topic_forget_preview(topic="tarte aux pommes").notes == []
 
 
-def test_a_note_speaking_of_it_past_its_injected_excerpt_is_not_named(vault):
-    """Review: only a note's excerpt reaches the prompt; a word past it is not injected."""
+def test_a_note_speaking_of_it_past_its_head_is_named(vault):
+    """A message about the topic receives the passage speaking of it, wherever it is in the
+    note (notes_relevance.note_passage): past the note's head too."""
     from memory.services.notes import notes_cache_clear
 
     (vault / "Journal.md").write_text("#makilab\n" + "Rien de spécial. " * 100 + "Un flan.\n")
     notes_cache_clear()
 
-    assert topic_forget_preview(topic="flan").notes == []
+    assert topic_forget_preview(topic="flan").notes == ["Journal.md"]
 
 
 def test_notes_that_cannot_be_read_are_said_so(vault, settings):
