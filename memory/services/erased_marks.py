@@ -175,9 +175,12 @@ def marks_record(
     for key, value in facts.values_list("key", "value"):
         digests |= fact_key_marks(key_unaside(key)) | fact_marks(key, value)
         digests.add(fact_text_mark(value))
-    for key, old, new in revisions.values_list("fact__key", "old_value", "new_value"):
+    staying = _texts_staying(facts, revisions)
+    for fact_id, key, old, new in revisions.values_list(
+        "fact_id", "fact__key", "old_value", "new_value"
+    ):
         for text in (old, new):
-            if text:
+            if text and text not in staying.get(fact_id, ()):
                 digests |= fact_marks(key, text)
                 digests.add(fact_text_mark(text))
     for row in messages.values(*MESSAGE_KEY):
@@ -189,6 +192,24 @@ def marks_record(
         [ErasedMark(digest=d, erased_at=moment) for d in sorted(digests)], batch_size=500
     )
     return len(digests)
+
+
+def _texts_staying(facts: QuerySet[Fact], revisions: QuerySet[FactRevision]) -> dict[int, set[str]]:
+    """Per fact that stays, the texts it still holds once ``revisions`` are deleted: its
+    value and its other history lines' texts. A forget takes the history lines of a fact it
+    leaves (an old value about the topic); a line's other text is often the live value
+    (QA: marked erased with the line, it was deleted by a restore and refused by the
+    import and the agent's statements)."""
+    leaving = set(facts.values_list("id", flat=True))
+    lines = set(revisions.values_list("id", flat=True))
+    kept = set(revisions.values_list("fact_id", flat=True)) - leaving
+    staying: dict[int, set[str]] = {}
+    for fact_id, value in Fact.all_objects.filter(pk__in=kept).values_list("id", "value"):
+        staying.setdefault(fact_id, set()).add(value)
+    others = FactRevision.all_objects.filter(fact_id__in=kept).exclude(pk__in=lines)
+    for fact_id, old, new in others.values_list("fact_id", "old_value", "new_value"):
+        staying.setdefault(fact_id, set()).update((old, new))
+    return staying
 
 
 def marks_known() -> set[str]:
