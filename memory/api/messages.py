@@ -73,7 +73,10 @@ class MessageInputSerializer(StrictInputSerializer):
     )
     author = StrictCharField(max_length=128, required=False, default="", allow_blank=True)
     timestamp = DateTimeInRangeField(
-        required=False, default=None, help_text="Date d'origine (imports); absente : maintenant."
+        required=False,
+        default=None,
+        help_text="Date d'origine (imports) : un message oublié ou effacé ici, envoyé à sa date "
+        "d'origine, est refusé. Absente : maintenant.",
     )
     memory_excluded = StrictBooleanField(
         default=False,

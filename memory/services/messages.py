@@ -213,6 +213,8 @@ def _record_one(draft: MessageDraft) -> Message:
         "source": source,
         "created_at": draft.created_at,
     }
+    if draft.created_at is not None:
+        _not_forgotten_here(fields)
     from memory.services.channels import channel_is_observed
 
     if role != MessageRole.ASSISTANT or channel_is_observed(fields["channel"]):
@@ -280,6 +282,31 @@ def messages_record(*, drafts: Sequence[MessageDraft], idempotency_key: str = ""
 def item_errors_text(errors: Mapping[str, Iterable]) -> str:
     """A message's field errors as one French line: "content : Le message est vide."."""
     return "; ".join(f"{name} : {' '.join(map(str, msgs))}" for name, msgs in errors.items())
+
+
+FORGOTTEN_MESSAGE = (
+    "Ce message a été oublié dans cette mémoire (à sa date d'origine) : il n'est pas réenregistré."
+)
+ERASED_MESSAGE = (
+    "Ce message a été effacé de cette mémoire (à sa date d'origine) : il n'est pas réenregistré."
+)
+
+
+def _not_forgotten_here(fields: dict) -> None:
+    """A message sent with its original date (an import) that the owner forgot or erased
+    here is refused, as memory_import leaves it out (QA: it came back through the API).
+    The same words said now are news."""
+    from memory.services.erased_marks import erased_since, message_mark, said_alike_mark
+
+    held = Message.all_objects.filter(
+        **{name: fields[name] for name in ("channel", "role", "author", "source", "content")},
+        created_at=fields["created_at"],
+        forgetting__isnull=False,
+    )
+    if held.exists():
+        raise ValidationError(FORGOTTEN_MESSAGE)
+    if erased_since([message_mark(fields), said_alike_mark("message", fields)], None):
+        raise ValidationError(ERASED_MESSAGE)
 
 
 def _detail(exc: ValidationError) -> str:
