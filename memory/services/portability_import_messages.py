@@ -62,6 +62,7 @@ class MessageRecords:
     def __init__(self) -> None:
         self.message_ids: dict[int, int | Message | None] = {}  # file id -> row (id or to insert)
         self.forgotten: set[int] = set()  # file ids of messages forgotten in this memory
+        self.erased: set[int] = set()  # those of them erased for good
         # What this memory holds, read once: the matching keys of its messages, and the
         # same rows as they look (erased_marks.said_alike_mark).
         self._messages: dict[tuple, tuple[int | Message, bool]] | None = None
@@ -112,8 +113,8 @@ class MessageRecords:
         message = Message(**values)
         model_check(line, message, exclude=["reply_to", "forgetting"])
         if reply_to in self.forgotten:
-            # Its exchange is forgotten here: the reply stays out too.
-            self._left_out(file_id, values)
+            # Its exchange is forgotten (or erased) here: the reply stays out too.
+            self._left_out(file_id, values, erased=reply_to in self.erased)
             return
         existing = self._existing_messages()
         key = _message_key(values)
@@ -140,6 +141,8 @@ class MessageRecords:
         """A message forgotten or erased here: neither it nor what points at it comes in."""
         self.message_ids[file_id] = None
         self.forgotten.add(file_id)
+        if erased:
+            self.erased.add(file_id)
         self._kept("message", True, values["created_at"], present=False, erased=erased)
 
     def _row_id(self, file_id: int | None) -> int | None:

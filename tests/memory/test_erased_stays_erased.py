@@ -570,3 +570,18 @@ def test_a_text_that_says_another_thing_is_not_the_erased_one(tmp_path, erased, 
     out = _run("memory_import", str(path))
 
     assert Fact.objects.get(key="seuil_chauffage").value == offered, out
+
+
+def test_an_erased_exchanges_reply_is_said_erased_not_forgotten(tmp_path):
+    """QA: importing an older export after an erasure said « effacé » for each question
+    and « oublié dans cette mémoire » for each reply, though nothing was left forgotten."""
+    _world()
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    result = topic_forget(topic="code porte garage", actor=Actor.USER)
+    forgetting_erase(forgetting_id=result.forgetting_id, actor=Actor.USER)
+
+    out = _run("memory_import", str(path))
+
+    assert "oublié dans cette mémoire" not in out, out
+    assert out.count("message du") == 2 and "effacé de cette mémoire" in out, out
