@@ -33,6 +33,9 @@ from memory.services.forgetting_plan import facts_total_text
 
 PARTIAL = "dashboard/memory/_forget.html"
 RECENT_MAX = 10
+CONFIRM_WITHOUT_PREVIEW = (
+    "Rien n'est oublié sans aperçu : affichez d'abord l'aperçu de ce sujet, puis confirmez-le."
+)
 
 
 class ForgetForm(forms.Form):
@@ -81,13 +84,14 @@ def forget_confirm(request: HttpRequest) -> HttpResponse:
     form = ForgetForm(request.POST)
     if not form.is_valid():
         return _render(request, status=422, forget_form=form)
+    items = request.POST.getlist("item")
+    if not items:
+        # No preview behind it (QA: it took everything the topic matched).
+        form.add_error("topic", CONFIRM_WITHOUT_PREVIEW)
+        return _render(request, status=422, forget_form=form)
     try:
         # Only what the preview showed: a new selection may not take more.
-        result = topic_forget(
-            topic=form.cleaned_data["topic"],
-            actor=Actor.USER,
-            only=request.POST.getlist("item") if "item" in request.POST else None,
-        )
+        result = topic_forget(topic=form.cleaned_data["topic"], actor=Actor.USER, only=items)
     except MemoryServiceError as exc:
         form.add_error("topic", str(exc))
         return _render(request, status=422, forget_form=form)

@@ -29,3 +29,14 @@ def vault(tmp_path, settings):
     notes_cache_clear()
     yield folder
     notes_cache_clear()
+
+
+def forget_confirmed(client, topic: str, **headers):
+    """The owner's path on /memory: the preview, then its confirmation with the items it
+    showed (the page's hidden ``item`` fields)."""
+    import html as html_lib
+    import re
+
+    preview = client.post("/memory/forget/preview/", {"topic": topic}, **HTMX).content.decode()
+    items = [html_lib.unescape(i) for i in re.findall(r'name="item" value="([^"]+)"', preview)]
+    return client.post("/memory/forget/confirm/", {"topic": topic, "item": items}, **headers)

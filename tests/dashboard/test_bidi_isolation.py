@@ -20,7 +20,7 @@ from django.conf import settings as django_settings
 from memory.models import Actor, Fact, FactKind, MemoryRetrieval, MemorySettings, Message
 from memory.services.facts import fact_store, fact_update
 from memory.services.self_memory import agent_item_store
-from tests.dashboard.conftest import HTMX
+from tests.dashboard.conftest import HTMX, forget_confirmed
 
 pytestmark = pytest.mark.django_db
 
@@ -161,7 +161,7 @@ def test_the_forget_preview_and_the_recent_forgets_isolate_topic_and_items(
     html = staff_client.post("/memory/forget/preview/", {"topic": topic}, **HTMX).content.decode()
     assert "Confirmer l'oubli" in html
     assert_isolated(html, at_least=5)
-    html = staff_client.post("/memory/forget/confirm/", {"topic": topic}, **HTMX).content.decode()
+    html = forget_confirmed(staff_client, topic, **HTMX).content.decode()
     assert "Oublié" in html
     assert_isolated(html)
 

@@ -3,7 +3,7 @@
 import pytest
 
 from memory.models import Forgetting, ForgettingState, Message
-from tests.dashboard.conftest import HTMX
+from tests.dashboard.conftest import HTMX, forget_confirmed
 from tests.memory.world import marie_messages_save
 
 pytestmark = pytest.mark.django_db
@@ -30,9 +30,7 @@ def test_the_preview_shows_what_would_be_taken_and_changes_nothing(staff_client,
 
 
 def test_confirming_forgets_and_undo_brings_it_back(staff_client, memory):
-    response = staff_client.post(
-        "/memory/forget/confirm/", {"topic": "le mariage de Marie à Lisbonne"}, **HTMX
-    )
+    response = forget_confirmed(staff_client, "le mariage de Marie à Lisbonne", **HTMX)
     assert response.status_code == 200 and "Oublié : 1 échange(s)" in response.content.decode()
     assert Message.objects.count() == 1
     forgetting = Forgetting.objects.get()
@@ -122,6 +120,18 @@ def test_the_confirmation_takes_only_the_items_the_preview_showed(staff_client, 
     assert Message.objects.count() == 2
 
 
+def test_a_confirmation_without_the_previews_items_takes_nothing(staff_client, memory):
+    """QA: a confirmation posted without ``item`` (no preview behind it) took everything
+    the topic matched, though a confirmation takes nothing its preview did not show."""
+    response = staff_client.post(
+        "/memory/forget/confirm/", {"topic": "le mariage de Marie à Lisbonne"}, **HTMX
+    )
+
+    assert response.status_code == 422
+    assert "aperçu" in response.content.decode()
+    assert Message.objects.count() == 2 and not Forgetting.objects.exists()
+
+
 @pytest.mark.parametrize("headers", [HTMX, {}], ids=["htmx-preview", "full-page-preview"])
 def test_the_preview_names_the_agents_items_by_their_kind_and_text_not_their_key(
     staff_client, memory, agent_items_about_the_wedding, headers
@@ -201,9 +211,7 @@ def test_an_old_value_of_the_agents_item_is_counted_as_such(
 def test_a_forget_of_agents_items_is_not_worded_as_facts_only(
     staff_client, memory, agent_items_about_the_wedding
 ):
-    response = staff_client.post(
-        "/memory/forget/confirm/", {"topic": "mariage Marie Lisbonne"}, **HTMX
-    )
+    response = forget_confirmed(staff_client, "mariage Marie Lisbonne", **HTMX)
     html = response.content.decode()
     message = html[html.index("Oublié :") : html.index("Annulable")]
     assert "2 fait(s) ou élément(s) de l&#x27;agent" in message
@@ -228,9 +236,7 @@ def test_the_confirmation_gives_the_undo_date_the_list_gives(staff_client, memor
 
     moment = dt.datetime(2026, 11, 29, 23, 30, tzinfo=dt.UTC)
     with time_machine.travel(moment, tick=False):
-        response = staff_client.post(
-            "/memory/forget/confirm/", {"topic": "le mariage de Marie à Lisbonne"}, **HTMX
-        )
+        response = forget_confirmed(staff_client, "le mariage de Marie à Lisbonne", **HTMX)
     html = response.content.decode()
     assert "Annulable jusqu&#x27;au 07/12/2026." in html, html
     assert "définitif le 07/12/2026" in html
