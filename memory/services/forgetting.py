@@ -328,11 +328,24 @@ def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> 
     # Replies first: nothing may point at a deleted row.
     messages.filter(reply_to__isnull=False).delete()
     messages.delete()
+    _undone_topics_redact(forgetting.topic)
     forgetting.topic = PURGED_TOPIC
     forgetting.state = ForgettingState.PURGED
     forgetting.purged_at = now or timezone.now()
     forgetting.save(update_fields=["topic", "state", "purged_at"])
     remove_deleted_points(roots, facts, summaries)
+
+
+def _undone_topics_redact(topic: str) -> None:
+    """The undone forgets of ``topic`` (its meaningful words, however typed) lose it with the
+    forget purged: QA read the erased topic in their rows (GET /forgettings, /memory, the
+    admin). A forget still undoable keeps its own until its purge."""
+    terms = set(topic_terms(topic))
+    if not terms:
+        return
+    undone = Forgetting.objects.filter(state=ForgettingState.RESTORED).values_list("id", "topic")
+    same = [pk for pk, said in undone if set(topic_terms(said)) == terms]
+    Forgetting.objects.filter(pk__in=same).update(topic=PURGED_TOPIC)
 
 
 @transaction.atomic
