@@ -13,11 +13,11 @@ from django.core.validators import ProhibitNullCharactersValidator
 
 from memory.exceptions import InvalidTTL
 from memory.models import Fact, MemorySettings, MemoryType, validate_fact_key, validate_fact_value
+from memory.services.search import QUERY_MAX_CHARS
 from memory.services.settings import model_field_range
 from memory.services.ttl import parse_ttl
 
 NOT_STAFF_MESSAGE = "Ce compte n'a pas accès au tableau de bord de Makilab."
-QUERY_MAX_CHARS = 500
 PREVIEW_MAX_CHARS = 2_000
 NOTE_PATH_MAX_CHARS = 500
 TTL_AND_NO_EXPIRY_MESSAGE = (

@@ -18,7 +18,6 @@ from memory.api.fact_kinds import fact_kind_check
 from memory.api.fields import (
     JSON_OBJECT_EXPECTED,
     ApiModelSerializer,
-    DateTimeInRangeField,
     FrenchFloatField,
     JsonListField,
     StrictBooleanField,
@@ -43,7 +42,7 @@ from memory.models import (
 )
 from memory.selectors import FACTS_RECENT_MAX
 from memory.services.fact_ownership import owner_kept_answer
-from memory.services.search import MAX_LIMIT, SEARCH_MODES
+from memory.services.search import QUERY_MAX_CHARS
 from memory.services.settings import EDITABLE_FIELDS, model_field_range
 from memory.services.ttl import parse_ttl
 
@@ -52,10 +51,8 @@ VALUE_MAX_CHARS = FACT_VALUE_MAX_CHARS
 
 
 TTL_MAX_CHARS = 20
-QUERY_MAX_CHARS = 500
 NOTE_PATH_MAX_CHARS = 500
 CONTEXT_NOTES_MAX = 50
-DEFAULT_SEARCH_LIMIT = 10
 UNKNOWN_FIELD_MESSAGE = "Champ inconnu."
 READ_ONLY_MESSAGE = "Ce champ est en lecture seule."
 IMPORTANCE_REQUIRED_MESSAGE = "Donnez une importance entre 0 et 1."
@@ -306,92 +303,6 @@ class FactRecentQuerySerializer(QuerySerializer):
     limit = StrictIntegerField(
         min_value=1, max_value=FACTS_RECENT_MAX, default=10, help_text="Combien de faits (1 à 50)."
     )
-
-
-# --- Search --------------------------------------------------------------------
-
-
-class SearchQuerySerializer(QuerySerializer):
-    q = StrictCharField(max_length=QUERY_MAX_CHARS, help_text="Le texte cherché.")
-    mode = serializers.ChoiceField(choices=SEARCH_MODES, default="semantic")
-    limit = StrictIntegerField(
-        min_value=1,
-        default=DEFAULT_SEARCH_LIMIT,
-        help_text=f"Nombre de résultats; au-delà de {MAX_LIMIT}, ramené à {MAX_LIMIT}.",
-    )
-
-    channel = StrictCharField(
-        max_length=64, required=False, default="", help_text="Seulement ce canal."
-    )
-    memory_type = serializers.ChoiceField(
-        choices=MemoryType.choices,
-        required=False,
-        allow_blank=True,
-        default="",
-        help_text="Seulement les faits de ce type.",
-    )
-    subjects = StrictCharField(
-        max_length=500,
-        required=False,
-        default="",
-        help_text="Sujets séparés par des virgules : les faits qui portent l'un d'eux.",
-    )
-    since = DateTimeInRangeField(
-        required=False,
-        default=None,
-        input_formats=["iso-8601", "%Y-%m-%d"],
-        help_text="À partir de cette date (incluse).",
-    )
-    until = DateTimeInRangeField(
-        required=False,
-        default=None,
-        input_formats=["iso-8601", "%Y-%m-%d"],
-        help_text="Avant cette date (exclue).",
-    )
-
-    def validate_limit(self, value: int) -> int:
-        return min(value, MAX_LIMIT)
-
-    def validate(self, attrs: dict) -> dict:
-        from memory.services.search import search_filters_build
-
-        attrs = super().validate(attrs)  # (an unknown parameter was refused before)
-        try:
-            attrs["filters"] = search_filters_build(
-                channel=attrs["channel"],
-                memory_type=attrs["memory_type"],
-                subjects=attrs["subjects"],
-                since=attrs["since"],
-                until=attrs["until"],
-            )
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError(exc.message_dict) from exc
-        return attrs
-
-    def filters(self):
-        """The validated filters as the search service takes them (None: no filter)."""
-        return self.validated_data["filters"]
-
-
-class SearchHitSerializer(serializers.Serializer):
-    id = StrictCharField()
-    kind = serializers.ChoiceField(choices=["message", "exchange", "fact", "summary"])
-    score = FrenchFloatField()
-    channel = StrictCharField()
-    date = serializers.DateTimeField(allow_null=True)
-    excerpt = StrictCharField(help_text="200 caractères au plus.")
-    type = StrictCharField(help_text="Rôle du message, type du fait, « summary ».")
-    source = StrictCharField(
-        help_text="Où il a été trouvé : conversations, knowledge, messages_fts, facts."
-    )
-    key = StrictCharField(help_text="La clé, pour un fait.")
-
-
-class SearchResultSerializer(serializers.Serializer):
-    query = StrictCharField()
-    mode = StrictCharField()
-    count = serializers.IntegerField()
-    results = SearchHitSerializer(many=True)
 
 
 # --- Settings ------------------------------------------------------------------

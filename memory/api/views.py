@@ -38,9 +38,8 @@ from memory.api.serializers import (
     PagedQuerySerializer,
     QuerySerializer,
     RetrievalListQuerySerializer,
-    SearchQuerySerializer,
-    SearchResultSerializer,
 )
+from memory.api.serializers_search import SearchQuerySerializer, SearchResultSerializer
 from memory.api.serializers_stats import MemoryStatsSerializer
 from memory.exceptions import FactNotFound
 from memory.models import Actor, Fact

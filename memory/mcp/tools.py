@@ -125,7 +125,7 @@ def search(
     facts. Each result has an id, a kind (exchange, message, fact, summary), a score, its
     channel, its date (with a French relative time) and an excerpt. If semantic search is
     unavailable, the text results are returned with a notice."""
-    from memory.api.serializers import SearchHitSerializer, SearchQuerySerializer
+    from memory.api.serializers_search import SearchHitSerializer, SearchQuerySerializer
     from memory.services.fact_access import facts_accessed
     from memory.services.search import memory_search
 

@@ -45,6 +45,8 @@ logger = logging.getLogger(__name__)
 SearchMode = Literal["semantic", "text", "hybrid"]
 SEARCH_MODES: tuple[str, ...] = ("semantic", "text", "hybrid")
 MAX_LIMIT = 50
+# The longest query a search reads (the API, MCP, /memory and the agent's self search).
+QUERY_MAX_CHARS = 500
 
 
 @dataclass(frozen=True)

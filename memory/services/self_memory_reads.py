@@ -20,6 +20,7 @@ from memory.exceptions import (
     StoreUnavailable,
 )
 from memory.models import Fact, FactKind
+from memory.services.search import QUERY_MAX_CHARS
 from memory.services.self_memory_validate import (
     AGENT_KINDS,
     NEGATIONS,
@@ -32,7 +33,6 @@ from memory.services.self_memory_validate import (
 logger = logging.getLogger("memory.services.self_memory")
 
 # As the agent's own search tools (agent.tool_kit.MAX_QUERY_CHARS).
-QUERY_MAX_CHARS = 500
 QUERY_TOO_LONG_MESSAGE = "La recherche dépasse {limit} caractères : raccourcissez-la."
 SEARCH_LIMIT = 5
 NOT_FOUND_MESSAGE = "Aucun souvenir {label} avec l'id {id}."
