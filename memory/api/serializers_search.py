@@ -89,7 +89,8 @@ class SearchHitSerializer(serializers.Serializer):
     excerpt = StrictCharField(help_text="200 caractères au plus.")
     type = StrictCharField(help_text="Rôle du message, type du fait, « summary ».")
     source = StrictCharField(
-        help_text="Où il a été trouvé : conversations, knowledge, messages_fts, facts."
+        help_text="Où il a été trouvé : conversations, knowledge, live (un salon observé), "
+        "messages_fts, facts, hybrid."
     )
     key = StrictCharField(help_text="La clé, pour un fait.")
 

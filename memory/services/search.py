@@ -37,7 +37,11 @@ from memory.services.search_hits import (
     fact_hit,
     summary_hit,
 )
-from memory.services.search_semantic import SEMANTIC_UNAVAILABLE_MESSAGE, semantic_hits
+from memory.services.search_semantic import (
+    ROOMS_SOURCE,
+    SEMANTIC_UNAVAILABLE_MESSAGE,
+    semantic_hits,
+)
 from memory.stores.fts import fts_search, literal_words, query_terms
 
 logger = logging.getLogger(__name__)
@@ -281,7 +285,34 @@ def _hybrid_search(query: str, limit: int) -> list[SearchHit]:
             hits.append(
                 exchange_hit(roots[row_id], replies.get(row_id), score=score, source="hybrid")
             )
-    return hits
+    # The observed rooms' messages, which that ranking leaves out (it ranks what the
+    # pre-hook fuses), by meaning (the query's embedding is cached).
+    meaning = semantic_hits(query, limit)
+    rooms = [hit for hit in meaning if hit.source == ROOMS_SOURCE]
+    return _rooms_placed(hits, rooms, {(h.kind, h.id): h.score for h in meaning})
+
+
+def _rooms_placed(
+    hits: list[SearchHit], rooms: list[SearchHit], closeness: dict[tuple[str, str], float]
+) -> list[SearchHit]:
+    """``hits`` (the fused ranking) with each of ``rooms`` (best first) put before the first
+    hit after the previous one that the semantic search found less close to the query
+    (``closeness``, by kind and id); a hit found by its words alone keeps its place."""
+    placed = list(hits)
+    at = 0
+    for room in rooms:
+        at = next(
+            (
+                i
+                for i in range(at, len(placed))
+                if placed[i].source != ROOMS_SOURCE
+                and closeness.get((placed[i].kind, placed[i].id), room.score) < room.score
+            ),
+            len(placed),
+        )
+        placed.insert(at, room)
+        at += 1
+    return placed
 
 
 # --- text mode -----------------------------------------------------------------

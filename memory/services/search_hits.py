@@ -26,7 +26,7 @@ class SearchHit:
     date: datetime | None
     excerpt: str
     type: str
-    source: str  # where it was found: "conversations", "knowledge", "messages_fts", "facts"
+    source: str  # where it was found: "conversations", "knowledge", "live", "messages_fts", "facts", "hybrid"
     key: str = ""  # facts only
 
 

@@ -1,5 +1,6 @@
-"""The semantic mode of the on-demand search: the query embedded, the two Qdrant collections
-searched with the settings' ``search_min_score``, every hit checked against T1.
+"""The semantic mode of the on-demand search: the query embedded, the Qdrant collections
+(exchanges, knowledge, the observed rooms' messages) searched with the settings'
+``search_min_score``, every hit checked against T1.
 
 Qdrant is derived data: a fact forgotten or expired since it was indexed is never
 shown, and a fact's current value is shown rather than the indexed one; an
@@ -24,17 +25,38 @@ from memory.stores.vectors import OWNER_KNOWLEDGE
 
 logger = logging.getLogger(__name__)
 
+# Where a hit of an observed room's message was found (its point is in `live`).
+ROOMS_SOURCE = "live"
 SEMANTIC_UNAVAILABLE_MESSAGE = (
     "La recherche sémantique est indisponible ({reason}). La recherche texte fonctionne toujours."
 )
 
 
 def semantic_hits(query: str, limit: int) -> list[SearchHit]:
-    """The semantic mode's hits for ``query``, best first (memory_search's mode "semantic")."""
+    """The semantic mode's hits for ``query``, best first (memory_search's mode "semantic"):
+    the exchanges, the facts and summaries, and the observed rooms' messages."""
+    found = _searched(query, limit)
+    hits = _exchange_hits(found["exchanges"])
+    hits.extend(_knowledge_hits(found["knowledge"]))
+    hits.extend(_exchange_hits(found["rooms"], source=ROOMS_SOURCE))
+    hits.sort(key=lambda hit: hit.score, reverse=True)
+    return hits[:limit]
+
+
+def _searched(query: str, limit: int) -> dict[str, list]:
+    """The collections' hits for ``query`` above the settings' ``search_min_score``, on
+    the relevance scale (StoreUnavailable, in French, when the search cannot run)."""
     min_score = memory_settings_get().search_min_score
+    found: dict[str, list] = {"exchanges": [], "knowledge": [], "rooms": []}
     try:
         from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
-        from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, VectorHit, get_vector_store
+        from memory.stores.vectors import (
+            CONVERSATIONS,
+            KNOWLEDGE,
+            LIVE,
+            VectorHit,
+            get_vector_store,
+        )
 
         embedder = get_embedder()
         vector = embedder.embed_query(query)
@@ -42,23 +64,17 @@ def semantic_hits(query: str, limit: int) -> list[SearchHit]:
         # search_min_score is on the embedders' common relevance scale; so are the scores shown.
         threshold = cosine_threshold(embedder, min_score)
 
-        def rescored(hits):
+        def rescored(collection, **filters):
+            # Some hits may be rows forgotten or deleted since indexing (their points
+            # go a moment later): ask for more, T1 decides what is shown.
+            hits = store.search(
+                collection, vector, limit=limit * 2, score_threshold=threshold, **filters
+            )
             return [VectorHit(h.id, relevance_score(embedder, h.score), h.payload) for h in hits]
 
-        # Some hits may be rows forgotten or deleted since indexing (their points
-        # go a moment later): ask for more, T1 decides what is shown.
-        exchanges = rescored(
-            store.search(CONVERSATIONS, vector, limit=limit * 2, score_threshold=threshold)
-        )
-        knowledge = rescored(
-            store.search(
-                KNOWLEDGE,
-                vector,
-                limit=limit * 2,
-                score_threshold=threshold,
-                filters=OWNER_KNOWLEDGE,
-            )
-        )
+        found["exchanges"] = rescored(CONVERSATIONS)
+        found["knowledge"] = rescored(KNOWLEDGE, filters=OWNER_KNOWLEDGE)
+        found["rooms"] = rescored(LIVE)
     except StoreUnavailable as exc:
         raise StoreUnavailable(SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=exc)) from exc
     except DimensionMismatch as exc:
@@ -73,14 +89,10 @@ def semantic_hits(query: str, limit: int) -> list[SearchHit]:
         raise StoreUnavailable(
             SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=type(exc).__name__)
         ) from exc
-
-    hits = _exchange_hits(exchanges)
-    hits.extend(_knowledge_hits(knowledge))
-    hits.sort(key=lambda hit: hit.score, reverse=True)
-    return hits[:limit]
+    return found
 
 
-def _exchange_hits(hits: list) -> list[SearchHit]:
+def _exchange_hits(hits: list, source: str = "conversations") -> list[SearchHit]:
     """Exchange hits read from T1, never from the payload alone.
 
     A point may outlive its exchange for a moment (a forget, an exclusion, a
@@ -98,7 +110,7 @@ def _exchange_hits(hits: list) -> list[SearchHit]:
                 root,
                 replies.get(root.pk),
                 score=round(float(hit.score), 4),
-                source="conversations",
+                source=source,
             )
         )
     return results
