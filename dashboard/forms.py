@@ -34,7 +34,9 @@ def _importance_field(**kwargs) -> forms.FloatField:
     return forms.FloatField(
         label="Importance",
         validators=Fact._meta.get_field("importance").validators,
-        widget=forms.NumberInput(attrs={"step": "0.1", "min": low, "max": high}),
+        # Any step: the agent and the API store importances such as 0.75, and a browser
+        # refuses to submit a value off the input's step (QA: the text could not be edited).
+        widget=forms.NumberInput(attrs={"step": "any", "min": low, "max": high}),
         **kwargs,
     )
 

@@ -350,3 +350,29 @@ def test_stored_text_is_bidi_isolated_in_a_real_browser(
     texts = page.evaluate(RLO_TEXTS_BIDI)
     assert len(texts) >= 10, texts
     assert [t for t in texts if t[2] not in ISOLATING] == [], texts
+
+
+def test_a_fact_whose_importance_is_no_tenth_can_be_edited_in_a_real_browser(
+    browser_page, live_server, django_user_model, settings
+):
+    """QA: the importance input stepped by 0.1, so a fact the agent stored at 0.75 could not
+    be saved: the browser refused the form (« nearest valid values 0.7 and 0.8 ») and the
+    owner had to change the importance to change the text."""
+    from playwright.sync_api import expect
+
+    from memory.services.facts import fact_store
+
+    settings.ANTHROPIC_API_KEY = ""
+    fact_store(key="cafe", value="Aime le café noir", importance=0.75)
+    page = browser_page
+    log_in(page, live_server, django_user_model)
+
+    card = page.locator("article.fact[data-key='cafe']")
+    card.get_by_role("link", name="Modifier").click()
+    editing = page.locator("article.fact.editing[data-key='cafe']")
+    editing.get_by_label("Valeur").fill("Aime le café noir, sans sucre.")
+    editing.get_by_role("button", name="Enregistrer").click()
+
+    expect(card.locator(".notice")).to_have_text("Enregistré.")
+    fact = Fact.objects.get(key="cafe")
+    assert fact.value == "Aime le café noir, sans sucre." and fact.importance == 0.75
