@@ -35,6 +35,10 @@ OWNED_FIELDS = (*STATED_FIELDS, "category")
 # expiration", the API's ttl given): "for good" said of a fact without expiry is the owner's
 # word, which the agent's next TTL must not replace.
 OWNED_WHEN_STATED = ("expires_at",)
+# A fact the owner creates: its type and importance are the owner's too, defaults included
+# (QA: the agent demoted an owner's identity fact from 1.0 to 0.2, while its answer said
+# its write was not recorded; the revision credited the defaults to the owner already).
+OWNED_AT_CREATION = ("value", "memory_type", "importance")
 UPDATABLE_FIELDS = {*OWNED_FIELDS, "ttl", "key", "source_message_id"}
 
 

@@ -22,6 +22,7 @@ from memory.models import (
 )
 from memory.services.fact_keys import key_as_stored, key_look_alike_refuse, live_look_alike
 from memory.services.fact_ownership import (
+    OWNED_AT_CREATION,
     OWNER_ACTORS,
     UPDATABLE_FIELDS,
     agent_fields,
@@ -192,7 +193,7 @@ def fact_store(
             channel=stated.get("channel", ""),
             expires_at=stated.get("expires_at"),
             source_message_id=source_message_id,
-            owner_fields=owned_after([], actor, ["value", *stated]),
+            owner_fields=owned_after([], actor, [*OWNED_AT_CREATION, *stated]),
             kind=kind,
             category=stated.get("category", ""),
         )
