@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from agent.tool_errors import schema_errors
 from agent.tool_kit import (  # ToolContext, ToolOutcome and Tool: the names callers know
     DATE,
     LIMIT,
@@ -226,16 +227,9 @@ def tool_definitions() -> list[dict]:
 
 
 def tool_input_errors(tool: Tool, tool_input: Any) -> str:
-    """The first schema violation of ``tool_input``, or "" when it is valid."""
-    from jsonschema import Draft202012Validator
-
-    validator = Draft202012Validator(tool.input_schema)
-    errors = sorted(validator.iter_errors(tool_input), key=lambda e: list(e.path))
-    if not errors:
-        return ""
-    error = errors[0]
-    where = ".".join(str(p) for p in error.path)
-    return f"{where}: {error.message}" if where else error.message
+    """The schema violations of ``tool_input`` in French (agent.tool_errors), or "" when it
+    is valid."""
+    return schema_errors(tool.input_schema, tool_input)
 
 
 def _json(value: object) -> str:
@@ -249,8 +243,8 @@ def tool_run(*, name: str, tool_input: Any, context: ToolContext) -> ToolOutcome
         return ToolOutcome(
             name, {}, _json({"error": UNKNOWN_TOOL_MESSAGE.format(name=name)}), is_error=True
         )
-    tool_input = tool_input if isinstance(tool_input, dict) else {"_": tool_input}
     detail = tool_input_errors(tool, tool_input)
+    tool_input = tool_input if isinstance(tool_input, dict) else {"_": tool_input}
     if detail:
         message = INVALID_INPUT_MESSAGE.format(name=name, detail=detail)
         return ToolOutcome(name, tool_input, _json({"error": message}), is_error=True)

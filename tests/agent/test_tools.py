@@ -51,9 +51,9 @@ def test_every_tool_has_a_valid_json_schema_and_a_french_description():
 @pytest.mark.parametrize(
     ("name", "tool_input", "fragment"),
     [
-        ("memory__search", {}, "'query' is a required property"),
+        ("memory__search", {}, "query : champ obligatoire."),
         ("memory__search", {"query": "x", "limit": 500}, "limit"),
-        ("memory__search", {"query": "x", "rm": "-rf"}, "Additional properties"),
+        ("memory__search", {"query": "x", "rm": "-rf"}, "rm : Champ inconnu."),
         ("memory__store_fact", {"key": "Ma Clé", "value": "v"}, "key"),
         ("memory__store_fact", {"key": "k", "value": "v", "type": "secret"}, "type"),
         ("memory__store_fact", {"key": "k", "value": "v", "importance": 3}, "importance"),

@@ -1,0 +1,45 @@
+"""Our agent's memory tools answer a malformed call in French, as MCP does.
+
+QA: the agent loop's tool errors quoted the schema validator in English (« '0.5' is not of
+type 'number' », « 'value' is a required property », « Additional properties are not
+allowed ('foo' was unexpected) », « 50 is greater than the maximum of 20 »), and a call
+whose input was no object was told of an unexpected property « _ ».
+"""
+
+import json
+
+import pytest
+
+from agent.tools import ToolContext, tool_run
+
+pytestmark = pytest.mark.django_db
+
+ENGLISH = ("is not", "required property", "Additional properties", "greater than", "should be")
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input", "said"),
+    [
+        (
+            "memory__store_fact",
+            {"key": "k", "value": "x", "importance": "0.5"},
+            "importance : doit être un nombre.",
+        ),
+        ("memory__store_fact", {"key": "k"}, "value : champ obligatoire."),
+        ("memory__store_fact", {"key": "k", "value": "x", "foo": 1}, "foo : Champ inconnu."),
+        ("memory__recent", {"limit": 50}, "limit : doit être au plus 20."),
+        ("memory__recent", {"limit": 0}, "limit : doit être au moins 1."),
+        ("memory__search", {"query": ""}, "query : doit contenir au moins 1 caractère."),
+        ("memory__store_fact", {"key": "Bad Key!", "value": "x"}, "key : "),
+        ("memory__recent", "pas un objet", "les arguments doivent être un objet JSON"),
+    ],
+)
+def test_a_malformed_call_is_told_in_french(name, tool_input, said):
+    outcome = tool_run(
+        name=name, tool_input=tool_input, context=ToolContext(channel="mission_control")
+    )
+
+    error = json.loads(outcome.content)["error"]
+    assert outcome.is_error
+    assert said in error, error
+    assert not any(words in error for words in ENGLISH), error
