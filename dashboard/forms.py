@@ -124,9 +124,24 @@ class FactAddForm(_FactFieldsForm):
         }
 
 
+def fact_version(fact: Fact) -> str:
+    """What tells a fact as an edit form opened it from the same fact changed since."""
+    return fact.updated_at.isoformat() if fact.updated_at else ""
+
+
+FACT_CHANGED_MESSAGE = (
+    "Ce fait a changé depuis que vous l'avez ouvert (un autre onglet, l'agent ou "
+    "l'administration) ; sa valeur est maintenant « {value} ». Rien n'a été enregistré : "
+    "vérifiez vos modifications, puis enregistrez-les à nouveau."
+)
+
+
 class FactEditForm(_FactFieldsForm):
     importance = _importance_field()
     no_expiry = forms.BooleanField(label="Sans expiration", required=False)
+    # The fact as the form opened it (fact_version): a save over a change made since, in
+    # another tab, by the agent or the admin, is refused instead of undoing it unseen.
+    opened = forms.CharField(widget=forms.HiddenInput, required=False)
     field_order = ("value", "memory_type", "importance", "subjects", "ttl", "no_expiry")
 
     def __init__(self, *args, **kwargs):
@@ -142,6 +157,7 @@ class FactEditForm(_FactFieldsForm):
     def changes(self) -> dict[str, object]:
         """The keyword arguments for fact_update: ttl only when the user asked for a change."""
         data = dict(self.cleaned_data)
+        data.pop("opened", None)
         ttl = data.pop("ttl")
         no_expiry = data.pop("no_expiry")
         if no_expiry:

@@ -26,10 +26,12 @@ from dashboard.agent_self import self_context
 from dashboard.auth import staff_required
 from dashboard.forgetting import forget_context
 from dashboard.forms import (
+    FACT_CHANGED_MESSAGE,
     FactAddForm,
     FactEditForm,
     FactFilterForm,
     SearchForm,
+    fact_version,
 )
 from dashboard.notes import notes_context
 from dashboard.retrieval import retrieval_context
@@ -216,13 +218,20 @@ def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
                 "memory_type": fact.memory_type,
                 "importance": fact.importance,
                 "subjects": fact.subjects,
+                "opened": fact_version(fact),
             },
         )
         return fragment(request, template, {"fact": fact, "form": form})
     if request.method != "POST":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     form = FactEditForm(request.POST, auto_id=_edit_auto_id(fact))
-    if form.is_valid():
+    if form.is_valid() and form.cleaned_data["opened"] not in ("", fact_version(fact)):
+        # Changed since the form opened (QA: a second tab's save silently undid the first):
+        # said, with what is stored now; saving again from here takes this version as seen.
+        form.add_error(None, FACT_CHANGED_MESSAGE.format(value=fact.value))
+        form.data = form.data.copy()
+        form.data["opened"] = fact_version(fact)
+    elif form.is_valid():
         try:
             fact = fact_update(fact=fact, actor=Actor.USER, **form.changes())
         except (ValidationError, MemoryServiceError) as exc:

@@ -1,0 +1,69 @@
+"""An edit saved over a change made since its form opened is refused, not lost unseen.
+
+QA: two tabs on /memory opened the same fact; the first saved « Lyon (tab A) », the second
+« Lyon (tab B) », and both said « Enregistré. »: the first edit was gone without a word.
+The same with an agent's or the admin's write made while the owner typed.
+"""
+
+import re
+
+import pytest
+
+from memory.models import Actor, Fact
+from memory.services.facts import fact_store, fact_update
+from tests.dashboard.conftest import HTMX
+
+pytestmark = pytest.mark.django_db
+
+EDIT = "/memory/facts/ville/edit/"
+
+
+def _opened(html: str) -> str:
+    return re.search(r'name="opened" value="([^"]*)"', html).group(1)
+
+
+def _edit(value: str, opened: str | None) -> dict:
+    data = {"value": value, "memory_type": "fact", "importance": "0.5", "subjects": ""}
+    if opened is not None:
+        data["opened"] = opened
+    return data
+
+
+@pytest.fixture
+def ville():
+    return fact_store(key="ville", value="Lyon", importance=0.5)[0]
+
+
+def test_a_save_over_a_change_made_since_is_refused_then_taken_knowingly(staff_client, ville):
+    tab_b = _opened(staff_client.get(EDIT, **HTMX).content.decode())
+    fact_update(fact=ville, actor=Actor.USER, value="Lyon (tab A)")
+
+    refused = staff_client.post(EDIT, _edit("Lyon (tab B)", tab_b), **HTMX)
+
+    html = refused.content.decode()
+    assert refused.status_code == 422
+    assert "a changé depuis que vous l" in html and "Lyon (tab A)" in html
+    assert Fact.objects.get(key="ville").value == "Lyon (tab A)"
+    assert "Lyon (tab B)</textarea>" in html  # what was typed stays
+    again = staff_client.post(EDIT, _edit("Lyon (tab B)", _opened(html)), **HTMX)
+    assert again.status_code == 200 and "Enregistré." in again.content.decode()
+    assert Fact.objects.get(key="ville").value == "Lyon (tab B)"
+
+
+def test_an_agent_write_made_while_the_owner_typed_is_not_undone_unseen(staff_client, ville):
+    opened = _opened(staff_client.get(EDIT, **HTMX).content.decode())
+    fact_store(key="ville", value="Lyon", subjects=["paul"], actor=Actor.AGENT)
+
+    refused = staff_client.post(EDIT, _edit("Lyon, 3e arrondissement", opened), **HTMX)
+
+    assert refused.status_code == 422
+    assert Fact.objects.get(key="ville").subjects == ["paul"]
+
+
+def test_a_save_from_the_form_as_opened_is_taken(staff_client, ville):
+    opened = _opened(staff_client.get(EDIT, **HTMX).content.decode())
+
+    saved = staff_client.post(EDIT, _edit("Lyon, 3e arrondissement", opened), **HTMX)
+
+    assert saved.status_code == 200
+    assert Fact.objects.get(key="ville").value == "Lyon, 3e arrondissement"
