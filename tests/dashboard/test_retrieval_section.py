@@ -203,3 +203,24 @@ def test_a_refused_setting_names_its_field(staff_client):
     html = response.content.decode()
     assert "Nombre maximum de souvenirs : Saisissez un nombre entier." in html, html
     assert "Score minimum : Ce champ est obligatoire." in html, html
+
+
+def test_a_preview_with_only_who_the_agent_is_does_not_say_nothing_is_injected(
+    staff_client, vector_store, local_embedder
+):
+    """QA: « 159 tokens ajoutés » then « Rien ne serait injecté pour ce message. » above the
+    injected block: the agent's self and goals go in every block."""
+    from memory.models import FactKind
+    from memory.services.self_memory import agent_item_store
+
+    agent_item_store(kind=FactKind.SELF, category="context", content="Je m'appelle Maki.")
+
+    html = staff_client.get(
+        PREVIEW,
+        {"message": "Quelle est la capitale de l'Australie ?", "channel": "dashboard"},
+        **HTMX,
+    ).content.decode()
+
+    assert "Maki" in html
+    assert "Rien ne serait injecté" not in html
+    assert "Aucun souvenir ne serait injecté" in html
