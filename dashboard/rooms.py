@@ -22,6 +22,11 @@ ROOM_OBSERVED = "Le salon « {channel} » est observé."
 ROOM_RELEASED = "Le salon « {channel} » n'est plus observé."
 
 
+# The page's preview form has a « channel » too: ids of their own (QA: two id_channel, the
+# rooms' input without its label).
+ROOM_ID = "id_room_%s"
+
+
 class RoomForm(forms.Form):
     channel = forms.CharField(label="Salon à observer", max_length=64)
     # The page's own forms send nothing (observe) or « false » (stop observing).
@@ -40,7 +45,7 @@ class RoomForm(forms.Form):
 
 def rooms_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
     return {
-        "rooms_form": RoomForm(),
+        "rooms_form": RoomForm(auto_id=ROOM_ID),
         "rooms_status": digest_status_get(),
         "rooms_message": "",
         **overrides,
@@ -60,7 +65,7 @@ def rooms_section(request: HttpRequest) -> HttpResponse:
 @staff_required
 @require_POST
 def room_observe(request: HttpRequest) -> HttpResponse:
-    form = RoomForm(request.POST)
+    form = RoomForm(request.POST, auto_id=ROOM_ID)
     if form.is_valid():
         observed = form.cleaned_data["observed"]
         try:

@@ -70,3 +70,16 @@ def test_the_words_of_a_form_are_read_as_everywhere(staff_client, said, observed
     )
     assert response.status_code == 200
     assert ChannelSettings.objects.get(channel="lobby").observed is observed
+
+
+def test_the_page_has_one_element_per_id_and_the_rooms_input_its_label(staff_client):
+    """QA: the preview's « Canal » and the rooms' « Salon à observer » were both
+    id="id_channel": clicking the rooms' label focused the preview's field."""
+    import re
+    from collections import Counter
+
+    html = staff_client.get("/memory/").content.decode()
+
+    ids = Counter(re.findall(r'\sid="([^"]+)"', html))
+    assert [i for i, n in ids.items() if n > 1] == []
+    assert re.search(r'<label for="id_room_channel"[^>]*>Salon à observer', html), html
