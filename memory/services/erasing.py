@@ -17,7 +17,9 @@ The points of the deleted rows go through a durable job (``points_remove``)
 written in the same transaction and run at its commit: if Qdrant is unreachable
 then, or the process stops right after the commit, the job sweep removes them
 once it answers; meanwhile no read path returns them, since every hit is
-hydrated from T1.
+hydrated from T1. The same job then rewrites the embedded Qdrant's collections that
+held them (EdgeVectorStore.rewrite): a deleted point's text stays in the engine's
+files until its collection is written anew.
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ from memory.stores.compiled import CompiledRead, ids_in
 logger = logging.getLogger(__name__)
 
 POINTS_REMOVE_JOB = "points_remove"
+# In a points_remove job's payload: its rows were deleted for good, so the collections
+# their points were in are rewritten after the deletion (the engine keeps a deleted
+# point's text in its files until then). Set by remove_deleted_points only.
+REWRITE_FLAG = "rewrite"
 
 
 def remove_points(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:
@@ -51,13 +55,22 @@ def remove_deleted_points(root_ids: list[int], fact_ids: list[int], summary_ids:
     process stopped right after the commit would lose. It runs at once after the
     commit and leaves no row when it succeeds; when Qdrant does not answer, or the
     process stopped first, the job waits and the sweep runs it until it succeeds.
+
+    A deleted point's text stays in the embedded Qdrant's files (its WAL, its segment
+    pages) until its collection is written anew: the job rewrites the collections
+    (REWRITE_FLAG; EdgeVectorStore.rewrite), so an erasure leaves none of it on disk.
     """
     from memory.services.jobs import job_enqueue
 
     job = job_enqueue(
         kind=POINTS_REMOVE_JOB,
         key=f"{POINTS_REMOVE_JOB}:{uuid.uuid4().hex}",
-        payload={"messages": root_ids, "facts": fact_ids, "summaries": summary_ids},
+        payload={
+            "messages": root_ids,
+            "facts": fact_ids,
+            "summaries": summary_ids,
+            REWRITE_FLAG: True,
+        },
         send=False,
     )
     transaction.on_commit(lambda: _points_remove_now(job.pk))
@@ -82,8 +95,17 @@ def job_points_remove(payload: dict, *, checkpoint=None) -> dict:
 
     A forget undone before the job ran brought its rows back, and indexed them again:
     their points, deleted here too, are written again by the indexing machine (a
-    version bump), so an undone forget never leaves a row marked indexed without one."""
+    version bump), so an undone forget never leaves a row marked indexed without one.
+
+    Rows deleted for good (REWRITE_FLAG) have their collections rewritten once their
+    points are deleted, before the job is done: a run cut short runs again, the rewrite
+    with it."""
     _points_delete(payload["messages"], payload["facts"], payload["summaries"])
+    if payload.get(REWRITE_FLAG):
+        _collections_rewrite(
+            messages=bool(payload["messages"]),
+            knowledge=bool(payload["facts"] or payload["summaries"]),
+        )
     with transaction.atomic():
         for kind, rows, ids in (
             (KIND_MESSAGE, Message.objects, payload["messages"]),
@@ -113,6 +135,19 @@ def _points_delete(root_ids: list[int], fact_ids: list[int], summary_ids: list[i
         [point_id(KIND_FACT, i) for i in fact_ids]
         + [point_id(KIND_SUMMARY, i) for i in summary_ids],
     )
+
+
+def _collections_rewrite(*, messages: bool, knowledge: bool) -> None:
+    """Rewrite the collections the deleted rows' points were in, even when a forget had
+    deleted the points before: what they left on disk goes now."""
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, LIVE, get_vector_store
+
+    names = [CONVERSATIONS, LIVE] if messages else []
+    if knowledge:
+        names.append(KNOWLEDGE)
+    store = get_vector_store()
+    for name in names:
+        store.rewrite(name)
 
 
 def redact_copies(*, items: set[str], terms: list[str] = (), message_texts: Iterable[str] = ()):

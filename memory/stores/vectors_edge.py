@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.exceptions import DimensionMismatch, StoreUnavailable
-from memory.stores import edge_engine
+from memory.stores import edge_engine, edge_rewrite
 from memory.stores.vector_cache import PointVectorCache
 from memory.stores.vectors import (
     COLLECTIONS,
@@ -60,6 +60,13 @@ class EdgeVectorStore:
         self._lock_fd: int | None = None  # the folder's lock (edge_engine.folder_lock)
         self._last_used = float("-inf")  # _clock() of the last search, read or write
         self._lock_fd = edge_engine.folder_open(self.path)
+        try:
+            edge_rewrite.store_recover(self.path)  # a rewrite a crash cut short
+        except OSError as exc:
+            os.close(self._lock_fd)
+            raise StoreUnavailable(
+                edge_engine.EDGE_ERROR_MESSAGE.format(path=self.path, detail=exc)
+            ) from exc
 
     def __repr__(self) -> str:
         return f"<EdgeVectorStore {self.path}>"
@@ -306,6 +313,33 @@ class EdgeVectorStore:
             path = self._collection_path(name)
             if path.exists():
                 shutil.rmtree(path)
+
+    def rewrite(self, name: str) -> int | None:
+        """Write ``name`` anew with its current points only, so that its folder keeps no
+        byte of the deleted ones (after an erasure; memory.stores.edge_rewrite): the points
+        copied, None without such a collection. Holds the store for the whole copy."""
+        with self._lock:
+            shard = self._shard(name)
+            if shard is None:
+                return None
+            path = self._collection_path(name)
+            self._last_used = _clock()
+            try:
+                copied = edge_rewrite.shard_copy(
+                    shard, path, self._dimensions[name], self._embedders[name]
+                )
+                shard.flush()
+                # Closed before its folder moves aside; the next read loads the new one.
+                self._shards.pop(name)
+                self._vector_cache.forget_collection(name)
+                shard.close()
+                edge_rewrite.folder_swap(path)
+            except Exception as exc:
+                edge_rewrite.folder_recover(path)  # the old one, or the new one if complete
+                raise edge_engine.engine_error(self.path, exc) from exc
+            self._shard(name)
+        logger.info("Qdrant Edge collection %s rewritten (%d points)", name, copied)
+        return copied
 
     def collection_dimension(self, name: str) -> int | None:
         with self._lock:

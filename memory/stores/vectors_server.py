@@ -337,6 +337,12 @@ class ServerVectorStore:
         with self._errors():
             self.client.delete_collection(name)
 
+    def rewrite(self, name: str) -> None:
+        """Nothing: a server keeps its own files, out of this process's reach (it drops a
+        deleted point's bytes when its own vacuum rewrites the segment). The embedded
+        store's rewrite is for the folder it owns."""
+        return None
+
     def optimize(self, *, min_unindexed: int = 0, quiet_s: float = 0.0) -> dict[str, int]:
         """A Qdrant server builds its indexes itself, in the background. A collection
         created before the int8 copy is given it here (the server builds it in the
