@@ -12,6 +12,7 @@ import hashlib
 from django.utils.text import slugify
 
 from agent.tool_kit import ToolContext, relative_time
+from memory.exceptions import MemoryServiceError
 from memory.models import Actor, FactSource, MemoryType
 
 # --- Shaping results -------------------------------------------------------------------
@@ -55,6 +56,9 @@ def _filters(tool_input: dict):
     return search_filters_build(**{k: tool_input[k] for k in FILTER_PARAMS if k in tool_input})
 
 
+BLANK_QUERY_MESSAGE = "query : le texte cherché est vide (que des espaces)."
+
+
 def search_run(tool_input: dict, context: ToolContext) -> dict:
     return _search(tool_input, context, mode="semantic", limit=5, own_kind="exchange")
 
@@ -72,6 +76,8 @@ def _search(
     from memory.services.fact_access import facts_accessed
     from memory.services.search import memory_search
 
+    if not tool_input["query"].strip():
+        raise MemoryServiceError(BLANK_QUERY_MESSAGE)
     hits = memory_search(
         query=tool_input["query"],
         mode=mode,

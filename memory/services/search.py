@@ -123,8 +123,18 @@ def search_filters_build(
     start, end = _moment(since, "since"), _moment(until, "until")
     if start is not None and end is not None and start >= end:
         raise ValidationError({"until": BAD_RANGE_MESSAGE})
+    channel = (channel or "").strip()
+    if channel:
+        # A name no channel can have finds nothing: said, as the other paths say it
+        # (QA: the agent's search with « bad channel! » answered an empty list).
+        from memory.services.messages import BAD_CHANNEL, channel_validate
+
+        try:
+            channel_validate(channel)
+        except ValidationError:
+            raise ValidationError({"channel": BAD_CHANNEL}) from None
     filters = SearchFilters(
-        channel=(channel or "").strip(),
+        channel=channel,
         memory_type=memory_type or "",
         subjects=tuple(dict.fromkeys(s.strip().lower() for s in subjects if s and s.strip())),
         since=start,

@@ -43,3 +43,21 @@ def test_a_malformed_call_is_told_in_french(name, tool_input, said):
     assert outcome.is_error
     assert said in error, error
     assert not any(words in error for words in ENGLISH), error
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "said"),
+    [
+        ({"query": "x", "channel": "bad channel!"}, "canal"),
+        ({"query": "   "}, "query : le texte cherché est vide"),
+    ],
+)
+def test_a_search_the_other_paths_refuse_is_refused_not_answered_empty(tool_input, said):
+    """QA: memory__search with « bad channel! » or a query of spaces answered an empty
+    list, while MCP's context refused the channel and an empty query was refused."""
+    outcome = tool_run(
+        name="memory__search", tool_input=tool_input, context=ToolContext(channel="mission_control")
+    )
+
+    assert outcome.is_error, outcome.content
+    assert said in json.loads(outcome.content)["error"]

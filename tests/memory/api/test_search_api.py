@@ -243,3 +243,10 @@ def test_bad_filters_get_a_french_400(agent_api, params, field):
     response = agent_api.get(SEARCH, {"q": "épaule", "mode": "text", **params})
     assert response.status_code == 400
     assert field in response.content.decode()
+
+
+def test_a_channel_filter_no_channel_can_have_is_refused_in_french(agent_api):
+    answer = agent_api.get("/api/v1/memory/search", {"q": "x", "channel": "bad channel!"})
+
+    assert answer.status_code == 400, answer.content
+    assert "canal" in answer.content.decode().lower()
