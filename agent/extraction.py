@@ -134,7 +134,12 @@ def facts_parse(answer: object) -> tuple[list[FactCandidate], int]:
     seen: set[str] = set()
     for item in items[:MAX_FACTS]:
         candidate = candidate_from(item)
-        if candidate is None or candidate.key in seen:
+        if candidate is not None and candidate.key in seen:
+            # Keys that look alike are one key (QA: « User_City », « user-city » and
+            # « ＵＳＥＲ_ＣＩＴＹ » in one answer: the last two left no trace).
+            log_dropped_fact(f"key {candidate.key!r} already given in this answer", item)
+            candidate = None
+        if candidate is None:
             dropped += 1
             continue
         seen.add(candidate.key)

@@ -265,3 +265,24 @@ def test_after_an_embedder_change_extracted_facts_are_stored_not_dropped(
     report = _save(question, reply)
     assert set(Fact.objects.values_list("key", flat=True)) == {"david_city", "user_injury"}
     assert report.stored == 2
+
+
+def test_look_alike_keys_in_one_answer_leave_a_trace(caplog):
+    """QA: « User_City », « user-city » and « ＵＳＥＲ_ＣＩＴＹ » in one answer are one key;
+    the first was stored and the other two left no revision and no log line."""
+    from agent.extraction import facts_parse
+
+    answer = {
+        "facts": [
+            {"key": "User_City", "value": "Paul habite à Nice", "type": "fact"},
+            {"key": "user-city", "value": "Paul habite à Toulon", "type": "fact"},
+            {"key": "ＵＳＥＲ_ＣＩＴＹ", "value": "Paul habite à Cannes", "type": "fact"},
+        ]
+    }
+
+    with caplog.at_level("WARNING", logger="agent.extraction"):
+        candidates, dropped = facts_parse(answer)
+
+    assert [c.value for c in candidates] == ["Paul habite à Nice"] and dropped == 2
+    assert "Toulon" in caplog.text and "Cannes" in caplog.text
+    assert "already given in this answer" in caplog.text
