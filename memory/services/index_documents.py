@@ -151,6 +151,16 @@ def live_wanted(message: Message) -> bool:
     )
 
 
+def exchange_wanted(root: Message, reply: Message | None) -> bool:
+    """Whether an exchange has a point: not when both sides are small talk (« merci » →
+    « D'accord. », an unanswered « Tu vas bien ? »). Such a point is close to every
+    query, as small talk is (relevance.py): QA saw « merci — D'accord » injected for
+    « Qui est mon médecin ? »."""
+    from memory.services.relevance import is_small_talk
+
+    return not (is_small_talk(root.content) and (reply is None or is_small_talk(reply.content)))
+
+
 def fact_point_type(kind: str) -> str:
     """The payload ``type`` of a Fact row's point: "fact" for the owner's, "self" / "goal".
 
@@ -264,7 +274,7 @@ def desired(kind: str, row_ids: Sequence[int]) -> tuple[list[Document], list[Rem
                     documents.append(live_document(row))
                 else:  # digested, or small talk: no point (a removal at its version)
                     removals.append(_removal(kind, row))
-            elif row.id in indexable_ids:
+            elif row.id in indexable_ids and exchange_wanted(row, replies.get(row.id)):
                 documents.append(exchange_document(row, replies.get(row.id)))
             else:
                 removals.append(_removal(kind, row))
