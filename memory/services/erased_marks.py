@@ -345,7 +345,7 @@ def _rows_delete(known: set[str]) -> dict[str, int]:
         message_texts=texts,
     )
     Fact.all_objects.filter(pk__in=facts).delete()
-    remove_deleted_points(roots, facts, summaries)
+    remove_deleted_points(roots, facts, summaries, history=bool(lines))
     # A forget with nothing left gets its purge's marks (its purge deletes nothing more).
     emptied = (
         Forgetting.objects.filter(pk__in=forgets, state=ForgettingState.ACTIVE)

@@ -313,6 +313,7 @@ def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> 
     roots = list(messages.filter(reply_to__isnull=True).values_list("id", flat=True))
     facts = list(Fact.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
     summaries = list(Summary.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
+    history = FactRevision.all_objects.filter(forgetting=forgetting).exists()
     marks_record(
         facts=Fact.all_objects.filter(pk__in=facts),
         revisions=FactRevision.all_objects.filter(Q(fact_id__in=facts) | Q(forgetting=forgetting)),
@@ -333,7 +334,7 @@ def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> 
     forgetting.state = ForgettingState.PURGED
     forgetting.purged_at = now or timezone.now()
     forgetting.save(update_fields=["topic", "state", "purged_at"])
-    remove_deleted_points(roots, facts, summaries)
+    remove_deleted_points(roots, facts, summaries, history=history)
 
 
 def _undone_topics_redact(topic: str) -> None:

@@ -25,6 +25,7 @@ POINTS_REMOVE_JOB = "points_remove"
 # their points were in are rewritten after the deletion (the engine keeps a deleted
 # point's text in its files until then). Set by remove_deleted_points only.
 REWRITE_FLAG = "rewrite"
+HISTORY_FLAG = "history"
 
 
 def remove_points(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:
@@ -46,7 +47,9 @@ def remove_points(root_ids: list[int], fact_ids: list[int], summary_ids: list[in
         )
 
 
-def remove_deleted_points(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:
+def remove_deleted_points(
+    root_ids: list[int], fact_ids: list[int], summary_ids: list[int], *, history: bool = False
+) -> None:
     """The points of rows the caller's transaction deletes for good (a purge, an erasure).
 
     Nothing else will ever remove them once the rows are gone (the indexing machine
@@ -70,6 +73,9 @@ def remove_deleted_points(root_ids: list[int], fact_ids: list[int], summary_ids:
             "facts": fact_ids,
             "summaries": summary_ids,
             REWRITE_FLAG: True,
+            # Old values of facts that stay (history lines erased): a fact's point held
+            # its value as it was, so knowledge is rewritten too (review).
+            HISTORY_FLAG: history,
         },
         send=False,
     )
@@ -104,7 +110,7 @@ def job_points_remove(payload: dict, *, checkpoint=None) -> dict:
     if payload.get(REWRITE_FLAG):
         _collections_rewrite(
             messages=bool(payload["messages"]),
-            knowledge=bool(payload["facts"] or payload["summaries"]),
+            knowledge=bool(payload["facts"] or payload["summaries"] or payload.get(HISTORY_FLAG)),
         )
     with transaction.atomic():
         for kind, rows, ids in (

@@ -122,3 +122,30 @@ def test_an_erasure_whose_job_runs_after_a_restart_leaves_no_byte_either(world, 
         assert job_run(job_id) == "done"
 
     assert _files_holding(folder, "voyage_ete") == []
+
+
+def test_an_erased_forget_of_old_history_lines_leaves_no_byte_of_the_old_value(
+    world, settings, django_capture_on_commit_callbacks
+):
+    """Review: a forget that took only a fact's old history lines named no fact, so its
+    erasure rewrote nothing, while the fact's point had held the old value before the
+    edit: it stayed in knowledge's files."""
+    from memory.models import Actor
+    from memory.services.facts import fact_store, fact_update
+    from memory.services.forgetting import topic_forget_preview
+    from tests.memory.world import index_everything
+
+    folder = Path(settings.QDRANT_PATH)
+    fact, _ = fact_store(key="budget_ete", value="Budget pour le mariage à Xochimilco : 800 €.")
+    index_everything()
+    fact_update(fact=fact, actor=Actor.USER, value="Budget de l'été : 500 €.")
+    index_everything()
+    plan = topic_forget_preview(topic="mariage Xochimilco")
+    assert plan.facts == [] and plan.history
+    with django_capture_on_commit_callbacks(execute=True):
+        result = topic_forget(topic="mariage Xochimilco", actor=Actor.USER, only=plan.item_ids())
+    with django_capture_on_commit_callbacks(execute=True):
+        forgetting_erase(forgetting_id=result.forgetting_id, actor=Actor.USER)
+
+    assert _files_holding(folder, "Xochimilco") == []
+    assert Fact.objects.get(key="budget_ete").value == "Budget de l'été : 500 €."

@@ -31,7 +31,7 @@ def world(vector_store, local_embedder):
 def test_small_talk_on_both_sides_has_no_point_and_is_never_injected(world):
     store, thanks, answered, doctor = world
 
-    points = {p for p in store.iter_ids(CONVERSATIONS)}
+    points = set(store.iter_ids(CONVERSATIONS))
     assert point_id(KIND_MESSAGE, thanks.id) not in points
     assert {point_id(KIND_MESSAGE, answered.id), point_id(KIND_MESSAGE, doctor.id)} <= points
     result = auto_retrieve(message="Qui est mon médecin ?", channel="c3")
