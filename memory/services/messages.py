@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.exceptions import MemoryServiceError
@@ -294,16 +295,31 @@ ERASED_MESSAGE = (
 
 def _not_forgotten_here(fields: dict) -> None:
     """A message sent with its original date (an import) that the owner forgot or erased
-    here is refused, as memory_import leaves it out (QA: it came back through the API).
-    The same words said now are news."""
-    from memory.services.erased_marks import erased_since, message_mark, said_alike_mark
-
-    held = Message.all_objects.filter(
-        **{name: fields[name] for name in ("channel", "role", "author", "source", "content")},
-        created_at=fields["created_at"],
-        forgetting__isnull=False,
+    here is refused, as memory_import leaves it out (QA: it came back through the API):
+    matched as the import matches it, as it looks (erased_marks.said_alike: its second,
+    its text folded), a message excluded from memory counting as forgotten. The same
+    words said now are news."""
+    from memory.services.erased_marks import (
+        MESSAGE_KEY,
+        erased_since,
+        message_mark,
+        moment_to_the_second,
+        said_alike,
+        said_alike_mark,
     )
-    if held.exists():
+
+    second = moment_to_the_second(fields["created_at"])
+    held = (
+        Message.all_objects.filter(
+            **{name: fields[name] for name in ("channel", "role", "author", "source")},
+            created_at__gte=second,
+            created_at__lt=second + timedelta(seconds=1),
+        )
+        .filter(Q(forgetting__isnull=False) | Q(memory_excluded=True))
+        .values(*MESSAGE_KEY)
+    )
+    alike = said_alike("message", fields)
+    if any(said_alike("message", row) == alike for row in held):
         raise ValidationError(FORGOTTEN_MESSAGE)
     if erased_since([message_mark(fields), said_alike_mark("message", fields)], None):
         raise ValidationError(ERASED_MESSAGE)

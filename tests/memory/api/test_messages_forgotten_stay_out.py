@@ -68,3 +68,26 @@ def test_the_same_words_said_now_are_news(agent_api, forgotten):
 
     assert answer.status_code == 201, answer.content
     assert Message.objects.filter(content=SAID).count() == 1
+
+
+@pytest.mark.parametrize(
+    "retyped",
+    [
+        lambda sent: {**sent, "timestamp": sent["timestamp"][:19] + "+00:00"},
+        lambda sent: {**sent, "content": sent["content"].upper().replace("É", "E")},
+    ],
+    ids=["its-second", "its-text-retyped"],
+)
+def test_a_forgotten_message_sent_again_as_it_looks_is_refused(agent_api, forgotten, retyped):
+    """Review: matched on its exact date and text only, the message came back with its
+    date cut to the second, which memory_import recognises."""
+    sent, _ = forgotten
+    sent = {**sent, "timestamp": _utc(sent["timestamp"])}
+
+    _refused(agent_api, retyped(sent))
+
+
+def _utc(stamp: str) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromisoformat(stamp).astimezone(UTC).isoformat()
