@@ -338,14 +338,23 @@ def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> 
 
 
 def _undone_topics_redact(topic: str) -> None:
-    """The undone forgets of ``topic`` (its meaningful words, however typed) lose it with the
-    forget purged: QA read the erased topic in their rows (GET /forgettings, /memory, the
-    admin). A forget still undoable keeps its own until its purge."""
-    terms = set(topic_terms(topic))
+    """The undone forgets of ``topic`` lose it with the forget purged: QA read the erased
+    topic in their rows (GET /forgettings, /memory, the admin). Of ``topic`` means one
+    holds every word of the other, under the forget's word rule (a plural s/x ignored:
+    « opérations du genou », « opération du genou de maman »). A forget still undoable
+    keeps its own until its purge."""
+    from memory.services.forgetting_select import contains_all
+
+    terms = topic_terms(topic)
     if not terms:
         return
     undone = Forgetting.objects.filter(state=ForgettingState.RESTORED).values_list("id", "topic")
-    same = [pk for pk, said in undone if set(topic_terms(said)) == terms]
+    same = [
+        pk
+        for pk, said in undone
+        if topic_terms(said)
+        and (contains_all(said, terms) or contains_all(topic, topic_terms(said)))
+    ]
     Forgetting.objects.filter(pk__in=same).update(topic=PURGED_TOPIC)
 
 

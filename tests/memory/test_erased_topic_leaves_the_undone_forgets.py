@@ -39,3 +39,16 @@ def test_the_undone_forgets_of_the_topic_lose_it_too():
     topics = dict(Forgetting.objects.values_list("id", "topic"))
     assert topics[last] == topics[first] == topics[second] == PURGED_TOPIC
     assert topics[other] == "vélo réparateur"
+
+
+@pytest.mark.parametrize("undone_topic", ["opérations du genou", "opération du genou de maman"])
+def test_an_undone_forget_of_the_topic_typed_otherwise_loses_it_too(undone_topic):
+    """Review: only the very same words were redacted, not a plural or a longer topic."""
+    exchange_save("whatsapp", "Mon opération du genou est le 12 mars, maman viendra.", "Courage.")
+    first = _forget(undone_topic)
+    forgetting_restore(forgetting_id=first, actor=Actor.USER)
+    last = _forget("opération du genou")
+
+    forgetting_erase(forgetting_id=last, actor=Actor.USER)
+
+    assert Forgetting.objects.get(pk=first).topic == PURGED_TOPIC
