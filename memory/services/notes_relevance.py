@@ -47,6 +47,7 @@ PASSAGE_MIN_CHARS = 200
 HEADING_MAX_CHARS = 120
 PASSAGE_MARK = "… "
 _PARAGRAPHS = re.compile(r"\n[ \t]*\n")
+_COMMENTS = re.compile(r"%%.*?%%|<!--.*?-->", re.DOTALL)
 _SENTENCE_ENDS = re.compile(r"(?<=[.!?…])\s|\n")
 
 
@@ -82,11 +83,13 @@ def note_injected_text(note: Any, message: str = "", *, tag: str = "") -> str:
 
 
 def note_passage(note: Any, words: frozenset[str]) -> str | None:
-    """The passage of ``note`` sharing more of ``words`` than its excerpt does (the first
-    such one of the most), None when the excerpt is the whole note or shares as many."""
-    if not words or len(note.content.strip()) <= EXCERPT_CHARS:  # the excerpt is the note
-        return None
-    best, shared = None, len(words & _words_cached(note.excerpt))
+    """The passage of ``note`` sharing more of ``words`` than its excerpt does, and at
+    least NOTE_SHARED_WORDS of them (the first such one of the most), None when the
+    excerpt is the whole note or no passage does. One word is not enough: review saw
+    « relire mon code Python » swap a house's description for its gate code's paragraph."""
+    if len(words) < NOTE_SHARED_WORDS or len(note.content.strip()) <= EXCERPT_CHARS:
+        return None  # (the excerpt is the whole note)
+    best, shared = None, max(len(words & _words_cached(note.excerpt)), NOTE_SHARED_WORDS - 1)
     for passage, passage_words in _passages(note.content):
         if len(words & passage_words) > shared:
             best, shared = passage, len(words & passage_words)
@@ -107,6 +110,9 @@ def _passages(content: str) -> tuple[tuple[str, frozenset[str]], ...]:
     at its sentences. Kept per text: the notes are read again every call."""
     paragraphs: list[str] = []
     heading = ""
+    # Obsidian's comments (%% … %%, <!-- … -->) are hidden in the note as the owner
+    # reads it: never injected from past the head either.
+    content = _COMMENTS.sub(" ", content)
     for paragraph in (p.strip() for p in _PARAGRAPHS.split(content)):
         if not paragraph:
             continue

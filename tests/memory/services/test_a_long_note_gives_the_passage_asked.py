@@ -80,12 +80,12 @@ def test_the_passage_stays_within_a_note_line(vault):
         path="Long.md",
         text="#makilab\n"
         + "Mot de remplissage sans rapport. " * 60
-        + "Le digicode est 9921A. "
+        + "Le digicode de l'entrée est 9921A. "
         + "Encore du remplissage sans rapport. " * 60,
         source="tag",
     )
 
-    text = note_injected_text(one_block, "Quel est le digicode ?")
+    text = note_injected_text(one_block, "Quel est le digicode de l'entrée ?")
 
     assert "9921A" in text
     assert len(text) <= NOTE_MAX_CHARS
@@ -106,3 +106,31 @@ def test_a_forget_preview_names_a_note_holding_the_topic_past_its_head(vault):
 
     assert topic_forget_preview(topic="portail garage").notes == [MAISON]
     assert topic_forget_preview(topic="pistache").notes == ["Court.md"]
+
+
+def test_one_shared_word_does_not_swap_the_head_for_a_passage(vault):
+    """Review: « Peux-tu relire mon code Python ? » shares « code » with the gate's
+    paragraph only: the note's head stays."""
+    from memory.services.notes_relevance import note_injected_text
+    from memory.stores.notes import note_build
+
+    note = note_build(path=MAISON, text=HEAD + ACCESS + TAIL, source="tag")
+
+    text = note_injected_text(note, "Peux-tu relire mon code Python avant demain ?")
+
+    assert "4417B" not in text and "Saint-Malo" in text
+
+
+def test_a_hidden_comment_past_the_head_is_never_injected(vault):
+    from memory.services.notes_relevance import note_injected_text
+    from memory.stores.notes import note_build
+
+    note = note_build(
+        path=MAISON,
+        text=HEAD + "%% Le code secret du coffre du garage est 9981. %%\n\n" + ACCESS,
+        source="tag",
+    )
+
+    text = note_injected_text(note, "Quel est le code secret du coffre du garage ?")
+
+    assert "9981" not in text
