@@ -124,18 +124,6 @@ class FactAddForm(_FactFieldsForm):
         }
 
 
-def fact_version(fact: Fact) -> str:
-    """What tells a fact as an edit form opened it from the same fact changed since."""
-    return fact.updated_at.isoformat() if fact.updated_at else ""
-
-
-FACT_CHANGED_MESSAGE = (
-    "Ce fait a changé depuis que vous l'avez ouvert (un autre onglet, l'agent ou "
-    "l'administration) ; sa valeur est maintenant « {value} ». Rien n'a été enregistré : "
-    "vérifiez vos modifications, puis enregistrez-les à nouveau."
-)
-
-
 class FactEditForm(_FactFieldsForm):
     importance = _importance_field()
     no_expiry = forms.BooleanField(label="Sans expiration", required=False)

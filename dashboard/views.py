@@ -26,12 +26,10 @@ from dashboard.agent_self import self_context
 from dashboard.auth import staff_required
 from dashboard.forgetting import forget_context
 from dashboard.forms import (
-    FACT_CHANGED_MESSAGE,
     FactAddForm,
     FactEditForm,
     FactFilterForm,
     SearchForm,
-    fact_version,
 )
 from dashboard.notes import notes_context
 from dashboard.retrieval import retrieval_context
@@ -44,10 +42,11 @@ from dashboard.sections import (
     section_url,
 )
 from dashboard.selectors import costs_summary_get
-from memory.exceptions import FactNotFound, MemoryServiceError, StoreUnavailable
+from memory.exceptions import FactChanged, FactNotFound, MemoryServiceError, StoreUnavailable
 from memory.form_errors import form_errors_add
 from memory.models import Actor, Fact
 from memory.selectors import fact_get, fact_list
+from memory.services.fact_revisions import fact_version
 from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
 from memory.services.search import memory_search
 
@@ -225,15 +224,16 @@ def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
     if request.method != "POST":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     form = FactEditForm(request.POST, auto_id=_edit_auto_id(fact))
-    if form.is_valid() and form.cleaned_data["opened"] not in ("", fact_version(fact)):
-        # Changed since the form opened (QA: a second tab's save silently undid the first):
-        # said, with what is stored now; saving again from here takes this version as seen.
-        form.add_error(None, FACT_CHANGED_MESSAGE.format(value=fact.value))
-        form.data = form.data.copy()
-        form.data["opened"] = fact_version(fact)
-    elif form.is_valid():
+    if form.is_valid():
         try:
-            fact = fact_update(fact=fact, actor=Actor.USER, **form.changes())
+            # Refused when the fact changed since the form opened (FactChanged).
+            opened = form.cleaned_data["opened"] or None
+            fact = fact_update(fact=fact, actor=Actor.USER, opened=opened, **form.changes())
+        except FactChanged as exc:
+            # Said, with what is stored now; saving again from here takes it as seen.
+            form.add_error(None, str(exc))
+            form.data = form.data.copy()
+            form.data["opened"] = fact_version(_fact_or_404(key))
         except (ValidationError, MemoryServiceError) as exc:
             form_errors_add(form, exc)
         else:

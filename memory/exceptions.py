@@ -13,6 +13,10 @@ class FactNotFound(MemoryServiceError):
     """No fact with that key."""
 
 
+class FactChanged(MemoryServiceError):
+    """The fact changed since the caller read the version it edits (fact_update's ``opened``)."""
+
+
 class StoreUnavailable(MemoryServiceError):
     """A derived store (Qdrant, the embedder, the notes) cannot be reached."""
 

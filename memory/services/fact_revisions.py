@@ -71,3 +71,16 @@ def revision_record(
         changes=changes,
         note=note,
     )
+
+
+def fact_version(fact) -> str:
+    """What tells a fact as an edit read it from the same fact changed since (its last
+    write's moment): fact_update's ``opened``."""
+    return fact.updated_at.isoformat() if fact.updated_at else ""
+
+
+FACT_CHANGED_MESSAGE = (
+    "Ce fait a changé depuis que vous l'avez ouvert (un autre onglet, l'agent ou "
+    "l'administration) ; sa valeur est maintenant « {value} ». Rien n'a été enregistré : "
+    "vérifiez vos modifications, puis enregistrez-les à nouveau."
+)

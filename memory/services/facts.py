@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable
 from django.db import transaction
 from django.utils import timezone
 
-from memory.exceptions import MemoryServiceError, SourceForgotten
+from memory.exceptions import FactChanged, MemoryServiceError, SourceForgotten
 from memory.models import (
     DEFAULT_IMPORTANCE,
     FACT_ASIDE_KEY_PATTERN,
@@ -31,7 +31,13 @@ from memory.services.fact_ownership import (
     owned_after,
     owner_forgot,
 )
-from memory.services.fact_revisions import NO_FACT, fact_snapshot, revision_record
+from memory.services.fact_revisions import (
+    FACT_CHANGED_MESSAGE,
+    NO_FACT,
+    fact_snapshot,
+    fact_version,
+    revision_record,
+)
 from memory.services.forgetting_restated import fact_key_back, set_aside, stated_before_forget
 from memory.services.indexing import KIND_FACT, index_enqueue
 from memory.services.ttl import parse_ttl
@@ -226,6 +232,7 @@ def fact_update(
     reason: str = RevisionReason.EDITED,
     note: str = "",
     revive: bool = True,
+    opened: str | None = None,
     **fields,
 ) -> Fact:
     """Change some fields of a fact, on the row as it is NOW, and record who changed what.
@@ -241,12 +248,16 @@ def fact_update(
     fact is revived, and so is an expired one the purge has not reached yet (an
     expired one without its expiry, else the next purge would take it again),
     unless ``revive`` is False (a merge decided before the forget): then a
-    forgotten fact stays as it is.
+    forgotten fact stays as it is. ``opened``: the fact's version the caller's edit was
+    made on (fact_version); changed since, nothing is written (FactChanged).
     """
     unknown = set(fields) - UPDATABLE_FIELDS
     if unknown:
         raise TypeError(f"fact_update cannot change {sorted(unknown)}")
     current = Fact.all_objects.select_for_update().get(pk=fact.pk)
+    if opened is not None and fact_version(current) != opened:
+        # Changed since the caller's form read it (QA: a second tab's save undid the first).
+        raise FactChanged(FACT_CHANGED_MESSAGE.format(value=current.value))
     if current.forgotten and not revive:
         logger.info("%s was forgotten meanwhile: the write is dropped", current.key)
         return current

@@ -67,3 +67,20 @@ def test_a_save_from_the_form_as_opened_is_taken(staff_client, ville):
 
     assert saved.status_code == 200
     assert Fact.objects.get(key="ville").value == "Lyon, 3e arrondissement"
+
+
+def test_the_check_is_made_under_the_facts_lock_in_the_service(ville):
+    """Review: checked in the view, a write landing between the check and the save was
+    still undone unseen; fact_update compares the version on the row it locks."""
+    from memory.exceptions import FactChanged
+    from memory.services.fact_revisions import fact_version
+
+    opened = fact_version(ville)
+    fact_update(fact=ville, actor=Actor.AGENT, subjects=["paul"])
+
+    with pytest.raises(FactChanged):
+        fact_update(fact=ville, actor=Actor.USER, opened=opened, value="Lyon (écrasé)")
+    assert Fact.objects.get(key="ville").value == "Lyon"
+    fresh = Fact.objects.get(key="ville")
+    fact_update(fact=fresh, actor=Actor.USER, opened=fact_version(fresh), value="Lyon 3e")
+    assert Fact.objects.get(key="ville").value == "Lyon 3e"
