@@ -40,6 +40,7 @@ from memory.services.search_hits import (
 from memory.services.search_semantic import (
     ROOMS_SOURCE,
     SEMANTIC_UNAVAILABLE_MESSAGE,
+    rooms_placed,
     semantic_hits,
 )
 from memory.stores.fts import fts_search, literal_words, query_terms
@@ -299,30 +300,7 @@ def _hybrid_search(query: str, limit: int) -> list[SearchHit]:
     # pre-hook fuses), by meaning (the query's embedding is cached).
     meaning = semantic_hits(query, limit)
     rooms = [hit for hit in meaning if hit.source == ROOMS_SOURCE]
-    return _rooms_placed(hits, rooms, {(h.kind, h.id): h.score for h in meaning})
-
-
-def _rooms_placed(
-    hits: list[SearchHit], rooms: list[SearchHit], closeness: dict[tuple[str, str], float]
-) -> list[SearchHit]:
-    """``hits`` (the fused ranking) with each of ``rooms`` (best first) put before the first
-    hit after the previous one that the semantic search found less close to the query
-    (``closeness``, by kind and id); a hit found by its words alone keeps its place."""
-    placed = list(hits)
-    at = 0
-    for room in rooms:
-        at = next(
-            (
-                i
-                for i in range(at, len(placed))
-                if placed[i].source != ROOMS_SOURCE
-                and closeness.get((placed[i].kind, placed[i].id), room.score) < room.score
-            ),
-            len(placed),
-        )
-        placed.insert(at, room)
-        at += 1
-    return placed
+    return rooms_placed(hits, rooms, {(h.kind, h.id): h.score for h in meaning})
 
 
 # --- text mode -----------------------------------------------------------------

@@ -144,3 +144,26 @@ def _row_id(hit) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+def rooms_placed(
+    hits: list[SearchHit], rooms: list[SearchHit], closeness: dict[tuple[str, str], float]
+) -> list[SearchHit]:
+    """``hits`` (the fused ranking) with each of ``rooms`` (best first) put before the first
+    hit after the previous one that the semantic search found less close to the query
+    (``closeness``, by kind and id); a hit found by its words alone keeps its place."""
+    placed = list(hits)
+    at = 0
+    for room in rooms:
+        at = next(
+            (
+                i
+                for i in range(at, len(placed))
+                if placed[i].source != ROOMS_SOURCE
+                and closeness.get((placed[i].kind, placed[i].id), room.score) < room.score
+            ),
+            len(placed),
+        )
+        placed.insert(at, room)
+        at += 1
+    return placed

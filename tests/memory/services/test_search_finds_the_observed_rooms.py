@@ -46,3 +46,31 @@ def test_a_forgotten_rooms_message_is_not(rooms, mode):
     hits = memory_search(query="barbecue chez Paulette", mode=mode)
 
     assert str(rooms.id) not in [h.id for h in hits]
+
+
+def test_a_room_goes_before_the_first_hit_found_less_close_and_a_words_hit_keeps_its_place():
+    """Review: the placement rule was checked at the head only."""
+    from memory.services.search_hits import SearchHit
+    from memory.services.search_semantic import rooms_placed
+
+    def hit(kind, id_, source, score=0.0):
+        return SearchHit(
+            id=id_,
+            kind=kind,
+            score=score,
+            channel="c",
+            date=None,
+            excerpt="",
+            type="",
+            source=source,
+        )
+
+    words_only = hit("fact", "1", "hybrid")  # found by its words alone: no closeness
+    close = hit("exchange", "2", "hybrid")
+    far = hit("exchange", "3", "hybrid")
+    room = hit("exchange", "9", "live", score=0.7)
+    closeness = {("exchange", "2"): 0.8, ("exchange", "3"): 0.4, ("exchange", "9"): 0.7}
+
+    placed = rooms_placed([words_only, close, far], [room], closeness)
+
+    assert [h.id for h in placed] == ["1", "2", "9", "3"]
