@@ -135,6 +135,9 @@ class FactEditForm(_FactFieldsForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["ttl"].help_text = "Vide : expiration inchangée. " + TTL_HELP
+        # Focus on the text once htmx swaps the form in (QA: it went to the page's body,
+        # and a keyboard user tabbed again from the top).
+        self.fields["value"].widget.attrs["autofocus"] = True
 
     def clean(self):
         cleaned = super().clean()

@@ -376,3 +376,31 @@ def test_a_fact_whose_importance_is_no_tenth_can_be_edited_in_a_real_browser(
     expect(card.locator(".notice")).to_have_text("Enregistré.")
     fact = Fact.objects.get(key="cafe")
     assert fact.value == "Aime le café noir, sans sucre." and fact.importance == 0.75
+
+
+def test_the_keyboard_keeps_its_place_through_an_inline_edit(
+    browser_page, live_server, django_user_model, settings
+):
+    """QA: after « Modifier » (Enter) and after « Enregistrer », the focus went to the
+    page's body: a keyboard user tabbed again from the top of the page."""
+    from playwright.sync_api import expect
+
+    from memory.services.facts import fact_store
+
+    settings.ANTHROPIC_API_KEY = ""
+    fact_store(key="ville", value="Paul habite à Lyon")
+    page = browser_page
+    log_in(page, live_server, django_user_model)
+
+    card = page.locator("article.fact[data-key='ville']")
+    card.get_by_role("link", name="Modifier").focus()
+    page.keyboard.press("Enter")
+    editing = page.locator("article.fact.editing[data-key='ville']")
+    expect(editing.get_by_label("Valeur")).to_be_focused()
+    page.keyboard.type(" (3e)")
+    editing.get_by_role("button", name="Enregistrer").focus()
+    page.keyboard.press("Enter")
+
+    expect(card.locator(".notice")).to_have_text("Enregistré.")
+    expect(card.locator(".notice")).to_be_focused()
+    assert "(3e)" in Fact.objects.get(key="ville").value
