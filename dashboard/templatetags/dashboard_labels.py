@@ -46,3 +46,59 @@ def is_owner_fact(kind: object) -> bool:
 def facts_count(count: object) -> str:
     """A forget's count of Fact rows, in French: the owner's facts and the agent's items."""
     return facts_total_text(int(count or 0))
+
+
+# A fact's fields as its history names them (QA: « expires_at : — → 2026-12-14T13:52…»).
+FACT_FIELD_LABELS: dict[str, str] = {
+    "value": "valeur",
+    "memory_type": "type",
+    "importance": "importance",
+    "subjects": "sujets",
+    "source": "source",
+    "channel": "canal",
+    "expires_at": "expiration",
+    "category": "catégorie",
+    "key": "clé",
+    "kind": "nature",
+}
+# Who wrote a revision, as « Modifié par … » reads.
+ACTOR_BY: dict[str, str] = {
+    "user": "le propriétaire",
+    "admin": "l'administration",
+    "agent": "l'agent",
+    "system": "le système",
+}
+
+
+@register.filter
+def fact_field(name: object) -> str:
+    """The French name of a fact's field in its history; an unknown one as it is."""
+    return FACT_FIELD_LABELS.get(str(name), str(name))
+
+
+@register.filter
+def actor_by(actor: object) -> str:
+    """Who made a revision, after « par »."""
+    return ACTOR_BY.get(str(actor), str(actor))
+
+
+@register.filter
+def change_value(value: object, field: object = "") -> object:
+    """A value of a history line (of ``field``) as the page shows the fact's: a stored
+    moment in the local time (« 14/12/2026 14:52 »), a type or a source by its French
+    name, a list joined; anything else as it is."""
+    from django.utils import timezone
+    from django.utils.dateparse import parse_datetime
+
+    from memory.models import FactSource
+
+    names = {"memory_type": dict(MemoryType.choices), "source": dict(FactSource.choices)}
+    if str(field) in names and isinstance(value, str):
+        return names[str(field)].get(value, value)
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, str) and len(value) >= 19 and value[4:5] == "-" and "T" in value:
+        moment = parse_datetime(value)
+        if moment is not None and timezone.is_aware(moment):
+            return timezone.localtime(moment).strftime("%d/%m/%Y %H:%M")
+    return value

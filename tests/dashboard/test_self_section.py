@@ -89,7 +89,7 @@ def test_edit_delete_with_a_reason_history_and_restore(staff_client, items):
     assert goal.forgotten
     history = staff_client.get(f"{SECTION}{goal.pk}/history/", **HTMX).content.decode()
     assert "objectif atteint" in history
-    assert "Oublié par utilisateur" in history
+    assert "Oublié par le propriétaire" in history
 
     staff_client.post(f"{SECTION}{goal.pk}/restore/", **HTMX)
     goal.refresh_from_db()
