@@ -11,6 +11,7 @@ from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.validators import ProhibitNullCharactersValidator
 
+from memory.api.fields import BOOLEAN_EXPECTED
 from memory.exceptions import InvalidTTL
 from memory.models import Fact, MemorySettings, MemoryType, validate_fact_key, validate_fact_value
 from memory.services.search import QUERY_MAX_CHARS
@@ -24,6 +25,36 @@ TTL_AND_NO_EXPIRY_MESSAGE = (
     "Une durée de vie ou « Sans expiration », pas les deux : lequel vaut n'est pas clair."
 )
 TTL_HELP = "Ex. « 30m », « 1h », « 7d », « 2w »."
+
+
+# A box the page posts checked: « on »; the API's words for yes or no are read too.
+CHECKBOX_WORDS = {"on": True, "true": True, "false": False, "1": True, "0": False, "": False}
+
+
+class StrictCheckboxInput(forms.CheckboxInput):
+    """A checkbox whose unknown word reaches its field, which refuses it (Django's reads any
+    word but « false » and « 0 » as checked: QA saw « maybe » switch auto-retrieval on)."""
+
+    def value_from_datadict(self, data, files, name):
+        if name not in data:
+            return False
+        raw = data.get(name)
+        said = CHECKBOX_WORDS.get(str(raw).strip().lower())
+        return raw if said is None else said
+
+
+class StrictCheckboxField(forms.BooleanField):
+    """A yes-or-no box that refuses in French a word it does not know (BOOLEAN_EXPECTED)."""
+
+    widget = StrictCheckboxInput
+
+    def to_python(self, value):
+        if isinstance(value, str):
+            said = CHECKBOX_WORDS.get(value.strip().lower())
+            if said is None:
+                raise forms.ValidationError(BOOLEAN_EXPECTED, code="invalid")
+            value = said
+        return super().to_python(value)
 
 
 def _importance_field(**kwargs) -> forms.FloatField:
@@ -126,7 +157,7 @@ class FactAddForm(_FactFieldsForm):
 
 class FactEditForm(_FactFieldsForm):
     importance = _importance_field()
-    no_expiry = forms.BooleanField(label="Sans expiration", required=False)
+    no_expiry = StrictCheckboxField(label="Sans expiration", required=False)
     # The fact as the form opened it (fact_version): a save over a change made since, in
     # another tab, by the agent or the admin, is refused instead of undoing it unseen.
     opened = forms.CharField(widget=forms.HiddenInput, required=False)
@@ -160,7 +191,7 @@ class FactEditForm(_FactFieldsForm):
 
 class FactFilterForm(forms.Form):
     filter = forms.CharField(label="Filtrer", required=False, max_length=QUERY_MAX_CHARS)
-    forgotten = forms.BooleanField(label="Afficher les faits oubliés", required=False)
+    forgotten = StrictCheckboxField(label="Afficher les faits oubliés", required=False)
 
 
 class SearchForm(forms.Form):
@@ -213,6 +244,8 @@ class RetrievalSettingsForm(forms.ModelForm):
     a save writes only the controls the owner moved: a knob the API changed since the
     page opened keeps the API's value.
     """
+
+    auto_retrieve_enabled = StrictCheckboxField(label="Auto-retrieval activé", required=False)
 
     class Meta:
         model = MemorySettings
@@ -281,6 +314,6 @@ class NoteTagForm(forms.Form):
 
 
 class NotesToggleForm(forms.Form):
-    obsidian_context_enabled = forms.BooleanField(
+    obsidian_context_enabled = StrictCheckboxField(
         label="Notes Obsidian dans le contexte", required=False
     )

@@ -78,3 +78,29 @@ def test_a_refused_value_gives_the_page_no_new_opening_values(staff_client):
     assert response.status_code == 422
     assert "retrieval-initial" not in response.content.decode()
     assert MemorySettings.load().max_results == 4
+
+
+@pytest.mark.parametrize("said", ["maybe", "yes", "2"])
+def test_a_toggle_word_the_forms_do_not_know_is_refused_in_french(staff_client, said):
+    """QA: « auto_retrieve_enabled=maybe » answered 200 and saved it switched on."""
+    MemorySettings.load()  # the row, then its toggle off
+    MemorySettings.objects.update(auto_retrieve_enabled=False)
+    posted = _opened(staff_client)
+    posted["auto_retrieve_enabled"] = said
+
+    response = staff_client.post(SETTINGS, posted, **HTMX)
+
+    assert response.status_code == 422
+    assert "Un booléen est attendu" in response.content.decode()
+    assert MemorySettings.load().auto_retrieve_enabled is False
+
+
+@pytest.mark.parametrize(("said", "stored"), [("on", True), ("true", True), ("0", False)])
+def test_the_toggles_words_are_read(staff_client, said, stored):
+    MemorySettings.load()
+    MemorySettings.objects.update(auto_retrieve_enabled=not stored)
+    posted = _opened(staff_client)
+    posted["auto_retrieve_enabled"] = said
+
+    assert staff_client.post(SETTINGS, posted, **HTMX).status_code == 200
+    assert MemorySettings.load().auto_retrieve_enabled is stored
