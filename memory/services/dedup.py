@@ -340,6 +340,20 @@ def fact_remember(
         return RememberResult(fact, "added", candidates, decided_by)
     if action == NOOP:
         return RememberResult(target, "noop", candidates, decided_by)
+    now = Fact.all_objects.filter(pk=target.pk).first() if decided_by == "llm" else None
+    if (
+        now is not None
+        and not now.forgotten  # forgotten while deciding: not merged, nor kept (below)
+        and now.forgetting_id is None
+        and "value" in (now.owner_fields or [])
+        and value.strip() != now.value
+    ):
+        # The owner holds the target's value: merged there, the LLM's newer or more precise
+        # words would be left unwritten, and lost (QA: « Paul aime le jazz » onto the
+        # owner's « ville »). The rule merges only a near-identical text: nothing to lose.
+        logger.info("dedup: the owner holds %s's value; %s stored apart", now.key, key)
+        fact, _ = fact_store(**store_kwargs)
+        return RememberResult(fact, "added", candidates, decided_by)
     reason = RevisionReason.SUPERSEDED if action == SUPERSEDE else RevisionReason.MERGED
     changes: dict[str, object] = {"value": value}
     if subjects is not None:

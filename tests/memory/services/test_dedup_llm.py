@@ -85,3 +85,26 @@ def test_a_garbage_llm_answer_falls_back_to_the_rule(world):
     result = _remember("meeting_pref_2", "Je préfère les réunions l'après-midi")
     assert result.decided_by == "rule" and result.action == "added"
     assert Fact.objects.count() == 2
+
+
+@pytest.mark.parametrize("action", ["SUPERSEDE", "UPDATE"])
+def test_a_decision_onto_the_owners_value_keeps_the_agents_words_as_a_fact_of_their_own(
+    world, action
+):
+    """QA: the LLM decided SUPERSEDE or UPDATE onto the owner's « ville »: the owner's value
+    held, as it must, but the agent's « Paul aime le jazz » was lost without a trace, and
+    the owner's fact got an agent revision « superseded »."""
+    from memory.models import Actor
+    from memory.services.facts import fact_store
+
+    owner, _ = fact_store(key="ville", value="Paul habite à Lyon")
+    index_row(KIND_FACT, owner.id)
+    world.handler = _decide(action)
+
+    result = fact_remember(key="musique", value="Paul aime le jazz", actor=Actor.AGENT)
+
+    assert result.action == "added" and result.fact.key == "musique"
+    assert Fact.objects.get(key="musique").value == "Paul aime le jazz"
+    owner.refresh_from_db()
+    assert owner.value == "Paul habite à Lyon"
+    assert not owner.revisions.filter(actor=Actor.AGENT).exists()
