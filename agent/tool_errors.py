@@ -59,28 +59,27 @@ def _field(error: Any, name: str) -> str:
     return ".".join([*(str(p) for p in error.path if not isinstance(p, int)), name])
 
 
+# A rule's French words, its expected value in {0}; « {s} » the plural's s when it counts.
+_RULES = {
+    "minimum": "doit être au moins {0}",
+    "maximum": "doit être au plus {0}",
+    "exclusiveMinimum": "doit être plus grand que {0}",
+    "exclusiveMaximum": "doit être plus petit que {0}",
+    "minLength": "doit contenir au moins {0} caractère{s}",
+    "maxLength": "doit contenir au plus {0} caractères",
+    "minItems": "doit contenir au moins {0} élément{s}",
+    "maxItems": "doit contenir au plus {0} éléments",
+    "pattern": "n'a pas la forme attendue (expression régulière {0})",
+}
+
+
 def _rule(keyword: str, expected: Any) -> str:
     if keyword == "type":
         kinds = [expected] if isinstance(expected, str) else list(expected)
         return "doit être " + " ou ".join(_TYPES.get(kind, kind) for kind in kinds)
-    if keyword == "minimum":
-        return f"doit être au moins {expected}"
-    if keyword == "maximum":
-        return f"doit être au plus {expected}"
-    if keyword == "exclusiveMinimum":
-        return f"doit être plus grand que {expected}"
-    if keyword == "exclusiveMaximum":
-        return f"doit être plus petit que {expected}"
-    if keyword == "minLength":
-        return f"doit contenir au moins {expected} caractère{'s' if expected > 1 else ''}"
-    if keyword == "maxLength":
-        return f"doit contenir au plus {expected} caractères"
-    if keyword == "minItems":
-        return f"doit contenir au moins {expected} élément{'s' if expected > 1 else ''}"
-    if keyword == "maxItems":
-        return f"doit contenir au plus {expected} éléments"
     if keyword == "enum":
         return "doit valoir l'une de ces valeurs : " + ", ".join(str(v) for v in expected)
-    if keyword == "pattern":
-        return f"n'a pas la forme attendue (expression régulière {expected})"
+    if keyword in _RULES:
+        plural = "s" if isinstance(expected, int) and expected > 1 else ""
+        return _RULES[keyword].format(expected, s=plural)
     return "valeur invalide"

@@ -11,7 +11,7 @@ from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.validators import ProhibitNullCharactersValidator
 
-from memory.api.fields import BOOLEAN_EXPECTED
+from memory.api.fields import BOOLEAN_EXPECTED, StrictBooleanField
 from memory.exceptions import InvalidTTL
 from memory.models import Fact, MemorySettings, MemoryType, validate_fact_key, validate_fact_value
 from memory.services.search import QUERY_MAX_CHARS
@@ -28,7 +28,7 @@ TTL_HELP = "Ex. « 30m », « 1h », « 7d », « 2w »."
 
 
 # A box the page posts checked: « on »; the API's words for yes or no are read too.
-CHECKBOX_WORDS = {"on": True, "true": True, "false": False, "1": True, "0": False, "": False}
+CHECKBOX_WORDS = {**StrictBooleanField.WORDS, "on": True, "": False}
 
 
 class StrictCheckboxInput(forms.CheckboxInput):

@@ -72,11 +72,11 @@ def message_words(text: str, *, tag: str = "") -> frozenset[str]:
     return strong_words(without_phrases(text)) - strong_words(tag)
 
 
-def note_injected_text(note: Any, message: str = "", *, tag: str = "") -> str:
-    """What the block injects of an Obsidian note (a Note) for ``message``: its excerpt, or
-    the passage the message is about (note_passage), made safe for one prompt line.
-    What the gate's notes read too."""
-    passage = note_passage(note, message_words(message, tag=tag))
+def note_injected_text(note: Any, words: frozenset[str] = frozenset()) -> str:
+    """What the block injects of an Obsidian note (a Note) for a message of ``words``
+    (message_words, read once per message): its excerpt, or the passage the message is
+    about (note_passage), made safe for one prompt line. What the gate's notes read too."""
+    passage = note_passage(note, words)
     if passage is None:
         return clean_text(note.excerpt, max_chars=NOTE_MAX_CHARS)
     return clean_text(PASSAGE_MARK + passage, max_chars=NOTE_MAX_CHARS)
@@ -162,6 +162,6 @@ def notes_about(notes: Any, text: str, *, tag: str = "") -> Any:
     kept = [
         n
         for n in notes.notes
-        if len(words & _words_cached(note_injected_text(n, text, tag=tag))) >= NOTE_SHARED_WORDS
+        if len(words & _words_cached(note_injected_text(n, words))) >= NOTE_SHARED_WORDS
     ]
     return dataclasses.replace(notes, notes=kept) if kept else None

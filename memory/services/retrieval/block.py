@@ -14,7 +14,7 @@ from memory.services.formatting import (
     new_marker,
     relative_time_fr,
 )
-from memory.services.notes_relevance import note_injected_text
+from memory.services.notes_relevance import message_words, note_injected_text
 from memory.services.retrieval.candidates import Seen, fact_line
 from memory.services.retrieval.result import Candidate, RetrievalResult, failure_text
 from memory.services.retrieval.selection import carried_memories
@@ -56,12 +56,9 @@ def block_fill(
         result.failed_sources["carried"] = failure_text(exc)
         carried = []
     result.memories += [memory_dict(c, None, now, tz) for c in carried]
+    asked = message_words(text, tag=memory_settings.obsidian_context_tag) if notes else frozenset()
     result.notes = [
-        {
-            "path": n.path,
-            "source": n.source,
-            "text": note_injected_text(n, text, tag=memory_settings.obsidian_context_tag),
-        }
+        {"path": n.path, "source": n.source, "text": note_injected_text(n, asked)}
         for n in (notes.notes if notes is not None else [])
     ]
     # Tagged notes most related to the message first (fixed notes keep their place).

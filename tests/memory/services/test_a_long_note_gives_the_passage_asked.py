@@ -73,7 +73,7 @@ def test_a_question_about_the_head_keeps_the_head(vault):
 
 def test_the_passage_stays_within_a_note_line(vault):
     from memory.services.formatting import NOTE_MAX_CHARS
-    from memory.services.notes_relevance import note_injected_text
+    from memory.services.notes_relevance import message_words, note_injected_text
     from memory.stores.notes import note_build
 
     one_block = note_build(
@@ -85,19 +85,19 @@ def test_the_passage_stays_within_a_note_line(vault):
         source="tag",
     )
 
-    text = note_injected_text(one_block, "Quel est le digicode de l'entrée ?")
+    text = note_injected_text(one_block, message_words("Quel est le digicode de l'entrée ?"))
 
     assert "9921A" in text
     assert len(text) <= NOTE_MAX_CHARS
 
 
 def test_without_a_message_a_note_injects_its_head(vault):
-    from memory.services.notes_relevance import note_injected_text
+    from memory.services.notes_relevance import message_words, note_injected_text
     from memory.stores.notes import note_build
 
     note = note_build(path=MAISON, text=HEAD + ACCESS + TAIL, source="tag")
 
-    assert note_injected_text(note) == note_injected_text(note, "merci")
+    assert note_injected_text(note) == note_injected_text(note, message_words("merci"))
     assert "Saint-Malo" in note_injected_text(note)
 
 
@@ -111,18 +111,18 @@ def test_a_forget_preview_names_a_note_holding_the_topic_past_its_head(vault):
 def test_one_shared_word_does_not_swap_the_head_for_a_passage(vault):
     """Review: « Peux-tu relire mon code Python ? » shares « code » with the gate's
     paragraph only: the note's head stays."""
-    from memory.services.notes_relevance import note_injected_text
+    from memory.services.notes_relevance import message_words, note_injected_text
     from memory.stores.notes import note_build
 
     note = note_build(path=MAISON, text=HEAD + ACCESS + TAIL, source="tag")
 
-    text = note_injected_text(note, "Peux-tu relire mon code Python avant demain ?")
+    text = note_injected_text(note, message_words("Peux-tu relire mon code Python avant demain ?"))
 
     assert "4417B" not in text and "Saint-Malo" in text
 
 
 def test_a_hidden_comment_past_the_head_is_never_injected(vault):
-    from memory.services.notes_relevance import note_injected_text
+    from memory.services.notes_relevance import message_words, note_injected_text
     from memory.stores.notes import note_build
 
     note = note_build(
@@ -131,6 +131,6 @@ def test_a_hidden_comment_past_the_head_is_never_injected(vault):
         source="tag",
     )
 
-    text = note_injected_text(note, "Quel est le code secret du coffre du garage ?")
+    text = note_injected_text(note, message_words("Quel est le code secret du coffre du garage ?"))
 
     assert "9981" not in text
