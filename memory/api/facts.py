@@ -12,6 +12,14 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memory.api.conditional import (
+    ETAG_PARAMETER,
+    IF_MATCH_PARAMETER,
+    PRECONDITION_FAILED,
+    PreconditionFailed,
+    etag_header,
+    opened_from_if_match,
+)
 from memory.api.pagination import MemoryPagination
 from memory.api.serializers import (
     FactInputSerializer,
@@ -30,6 +38,7 @@ from memory.api.views import (
     MemoryApi,
     fact_or_404,
 )
+from memory.exceptions import FactChanged
 from memory.models import Actor, FactKind
 from memory.selectors import fact_list, facts_recent
 from memory.services.fact_ownership import kept_fields_stated
@@ -76,6 +85,7 @@ class FactListCreateApi(MemoryApi):
             "l'agent sur lui-même ou un objectif, dédoublonné (une chose déjà connue n'est pas "
             "enregistrée deux fois : 200) ; sa clé est dérivée du texte."
         ),
+        parameters=[ETAG_PARAMETER],
         request=FactInputSerializer,
         responses={201: FactWrittenSerializer, 200: FactWrittenSerializer, **ERRORS},
     )
@@ -101,6 +111,7 @@ class FactListCreateApi(MemoryApi):
                 fact, context={"stated_value": stated, "stated_fields": fields}
             ).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+            headers=etag_header(fact),
         )
 
 
@@ -112,13 +123,15 @@ class FactDetailApi(MemoryApi):
         operation_id="facts_get",
         summary="Lire un fait",
         description="Le fait, même expiré (voir ``is_expired``) ; même oublié (``forgotten``) pour le "
-        "propriétaire seulement : le jeton de l'agent reçoit 404.",
-        parameters=[KEY_PARAMETER],
+        "propriétaire seulement : le jeton de l'agent reçoit 404. L'en-tête ETag porte sa "
+        "version (``version``), à renvoyer dans If-Match pour modifier ou oublier le fait tel "
+        "que lu.",
+        parameters=[KEY_PARAMETER, ETAG_PARAMETER],
         responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
     )
     def get(self, request: Request, key: str) -> Response:
         fact = fact_or_404(key, actor=self.actor(request))
-        return Response(FactOutputSerializer(fact).data)
+        return Response(FactOutputSerializer(fact).data, headers=etag_header(fact))
 
     @extend_schema(
         operation_id="facts_update",
@@ -128,27 +141,35 @@ class FactDetailApi(MemoryApi):
             "Un fait oublié qui est modifié revient. L'ancienne valeur reste dans l'historique. "
             "Une valeur, une importance ou un type que le propriétaire a fixés restent : le "
             "jeton de l'agent qui en donne d'autres reçoit 200 avec ``owner_kept`` et "
-            "``message``."
+            "``message``. Avec If-Match (l'ETag d'une lecture) : 412 et rien d'écrit si le "
+            "fait a changé depuis."
         ),
-        parameters=[KEY_PARAMETER],
+        parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER, ETAG_PARAMETER],
         request=FactPatchSerializer,
-        responses={200: FactWrittenSerializer, **ERRORS, **NOT_FOUND},
+        responses={200: FactWrittenSerializer, **ERRORS, **NOT_FOUND, **PRECONDITION_FAILED},
     )
     def patch(self, request: Request, key: str) -> Response:
         actor = self.actor(request)
         # An edit revives a forgotten fact: that undo is the owner's, as …/restore. To the
         # agent's token a forgotten key is a key never stored.
         fact = fact_or_404(key, actor=actor)
+        opened = opened_from_if_match(request, fact)
         body = FactPatchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         if not body.validated_data:
             raise ValidationError({"non_field_errors": [EMPTY_PATCH_MESSAGE]})
-        fact = fact_update(fact=fact, actor=actor, **body.validated_data)
+        try:
+            # The version is compared by the service, on the row it locks.
+            fact = fact_update(fact=fact, actor=actor, opened=opened, **body.validated_data)
+        except FactChanged as exc:
+            raise PreconditionFailed(str(exc)) from None
         context = {
             "stated_value": body.validated_data.get("value"),
             "stated_fields": kept_fields_stated(body.validated_data),
         }
-        return Response(FactWrittenSerializer(fact, context=context).data)
+        return Response(
+            FactWrittenSerializer(fact, context=context).data, headers=etag_header(fact)
+        )
 
     @extend_schema(
         operation_id="facts_forget",
@@ -157,14 +178,20 @@ class FactDetailApi(MemoryApi):
             "Suppression douce (« oubli ») : le fait n'est plus utilisé ni montré, mais il reste "
             "en base avec son historique et peut être restauré par "
             "POST /api/memory/facts/{key}/restore. Idempotent pour le propriétaire ; pour le "
-            "jeton de l'agent, un fait oublié est introuvable (404), comme une clé jamais vue."
+            "jeton de l'agent, un fait oublié est introuvable (404), comme une clé jamais vue. "
+            "Avec If-Match (l'ETag d'une lecture) : 412 et rien d'oublié si le fait a changé "
+            "depuis."
         ),
-        parameters=[KEY_PARAMETER],
-        responses={204: None, **ERRORS, **NOT_FOUND},
+        parameters=[KEY_PARAMETER, IF_MATCH_PARAMETER],
+        responses={204: None, **ERRORS, **NOT_FOUND, **PRECONDITION_FAILED},
     )
     def delete(self, request: Request, key: str) -> Response:
         actor = self.actor(request)
-        fact_forget(fact=fact_or_404(key, actor=actor), actor=actor)
+        fact = fact_or_404(key, actor=actor)
+        try:
+            fact_forget(fact=fact, actor=actor, opened=opened_from_if_match(request, fact))
+        except FactChanged as exc:
+            raise PreconditionFailed(str(exc)) from None
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -42,6 +42,7 @@ from memory.models import (
 )
 from memory.selectors import FACTS_RECENT_MAX
 from memory.services.fact_ownership import owner_kept_answer
+from memory.services.fact_revisions import fact_version
 from memory.services.search import QUERY_MAX_CHARS
 from memory.services.settings import EDITABLE_FIELDS, model_field_range
 from memory.services.ttl import parse_ttl
@@ -136,6 +137,12 @@ def _validate_ttl(value: str | None) -> str | None:
 
 class FactOutputSerializer(ApiModelSerializer):
     is_expired = serializers.BooleanField(read_only=True)
+    # The version an edit is made on (fact_version), the ETag's value; not the row's indexing
+    # counter (Fact.version), which this field's name hides from the API.
+    version = serializers.SerializerMethodField(
+        help_text="La version du fait (l'ETag sans ses guillemets) : change à chaque écriture. "
+        "À renvoyer dans If-Match (API) ou ``version`` (outil MCP remember)."
+    )
 
     class Meta:
         model = Fact
@@ -159,8 +166,12 @@ class FactOutputSerializer(ApiModelSerializer):
             "indexed_at",
             "kind",
             "category",
+            "version",
         )
         read_only_fields = fields
+
+    def get_version(self, fact: Fact) -> str:
+        return fact_version(fact)
 
 
 class FactWrittenSerializer(FactOutputSerializer):

@@ -11,9 +11,11 @@ them into MCP tool errors carrying the French message.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from django.db import transaction
 from django.utils import timezone
 from pydantic import Field
 
@@ -193,6 +195,14 @@ def remember(
         Field(description='Lifetime for a temporary state: "12h", "7d", "30d"; absent: permanent.'),
     ] = None,
     channel: Annotated[str | None, Field(description="Where the fact was learnt.")] = None,
+    version: Annotated[
+        str | None,
+        Field(
+            description="To change the fact `key` only as you read it: the `version` a read "
+            "gave (recent, remember). If it changed since, nothing is written and the error "
+            "gives its value now. Absent: no such check."
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     """Remember a durable fact about the owner or their world. The same key, or a
     near-identical fact already known, is updated rather than duplicated (old values are
@@ -214,7 +224,11 @@ def remember(
     )
     from memory.services.fact_ownership import kept_fields_stated, owner_kept_answer
 
-    result = fact_remember(**body.validated_data, source=FactSource.TOOL, actor=Actor.AGENT)
+    # Without a version, outside any transaction: dedup's embedding and LLM call hold no lock.
+    with transaction.atomic() if version is not None else nullcontext():
+        if version is not None:
+            _unchanged_since(body.validated_data["key"], version)
+        result = fact_remember(**body.validated_data, source=FactSource.TOOL, actor=Actor.AGENT)
     result.fact.refresh_from_db()  # its indexing state now (inline tasks index on commit)
     answer = {
         "action": result.action,
@@ -223,6 +237,20 @@ def remember(
     }
     data = body.validated_data
     return {**answer, **owner_kept_answer(result.fact, data["value"], kept_fields_stated(data))}
+
+
+def _unchanged_since(key: str, version: str) -> None:
+    """Refuse (FactChanged, FactNotFound) a write made on the fact ``key`` as read at
+    ``version`` when it changed since. Called in remember's transaction, which holds SQLite's
+    write lock from its start (IMMEDIATE): nothing lands between this check and the write.
+    The fact exists, so fact_remember restates it (fact_store): no embedding, no LLM call
+    while the lock is held."""
+    from memory.models import Fact
+    from memory.services.fact_keys import fact_named
+    from memory.services.fact_revisions import fact_changed_refuse
+
+    fact = fact_named(key, Actor.AGENT)  # the fact the agent's statement of the key writes
+    fact_changed_refuse(Fact.all_objects.select_for_update().get(pk=fact.pk), version)
 
 
 # --- forget ----------------------------------------------------------------------------

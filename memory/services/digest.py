@@ -154,7 +154,7 @@ def digest_batch_commit(
     one of its own (a dedup decision may wait seconds for an LLM, and SQLite's
     write lock, held through it, kept every other writer waiting until it
     failed as busy), each write checking that the batch's messages are all
-    still in memory (memory.services.facts.source_present). The messages are
+    still in memory (memory.services.fact_sources.source_present). The messages are
     marked afterwards, in one transaction: whatever fails before leaves them
     undigested (nothing is marked digested without its facts), and the run
     after it stores the same saved answer again, which dedup finds stored.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from memory.exceptions import FactChanged
 from memory.models import Fact, FactRevision, RevisionReason
 
 # Fields a revision records as {"field": [old, new]} (the value also has old_value/new_value).
@@ -84,3 +85,18 @@ FACT_CHANGED_MESSAGE = (
     "l'administration) ; sa valeur est maintenant « {value} ». Rien n'a été enregistré : "
     "vérifiez vos modifications, puis enregistrez-les à nouveau."
 )
+# The same refusal of a forget (DELETE /facts/<key> with a stale If-Match): nothing to redo.
+FACT_CHANGED_FORGET_MESSAGE = (
+    "Ce fait a changé depuis que vous l'avez lu (l'agent, un autre client ou "
+    "l'administration) ; sa valeur est maintenant « {value} ». Il n'a pas été oublié : "
+    "relisez-le, puis oubliez-le à nouveau si c'est toujours ce que vous voulez."
+)
+
+
+def fact_changed_refuse(current: Fact, opened: str | None, *, forget: bool = False) -> None:
+    """Raise FactChanged, with the value stored now, when ``current`` (the row the caller
+    locked) is no longer the version ``opened`` the caller read (None: no check).
+    ``forget``: said of a forget (fact_forget), else of an edit (fact_update's message)."""
+    if opened is not None and fact_version(current) != opened:
+        message = FACT_CHANGED_FORGET_MESSAGE if forget else FACT_CHANGED_MESSAGE
+        raise FactChanged(message.format(value=current.value))

@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable
 from django.db import transaction
 from django.utils import timezone
 
-from memory.exceptions import FactChanged, MemoryServiceError, SourceForgotten
+from memory.exceptions import FactChanged, MemoryServiceError
 from memory.models import (
     DEFAULT_IMPORTANCE,
     FACT_ASIDE_KEY_PATTERN,
@@ -17,7 +17,6 @@ from memory.models import (
     FactKind,
     FactSource,
     MemoryType,
-    Message,
     RevisionReason,
 )
 from memory.services.fact_keys import key_as_stored, key_look_alike_refuse, live_look_alike
@@ -34,10 +33,12 @@ from memory.services.fact_ownership import (
 from memory.services.fact_revisions import (
     FACT_CHANGED_MESSAGE,
     NO_FACT,
+    fact_changed_refuse,
     fact_snapshot,
     fact_version,
     revision_record,
 )
+from memory.services.fact_sources import source_present
 from memory.services.forgetting_restated import fact_key_back, set_aside, stated_before_forget
 from memory.services.indexing import KIND_FACT, index_enqueue
 from memory.services.ttl import parse_ttl
@@ -47,9 +48,6 @@ logger = logging.getLogger(__name__)
 KEY_OF_OTHER_KIND_MESSAGE = (
     "La clé « {key} » est déjà prise par un autre genre de mémoire (propriétaire, "
     "moi ou objectif) : choisissez-en une autre."
-)
-SOURCE_FORGOTTEN_MESSAGE = (
-    "Le fait « {key} » vient d'un message oublié depuis : il n'est pas enregistré."
 )
 
 
@@ -82,32 +80,6 @@ def _stated(
     if ttl is not None:
         fields["expires_at"] = parse_ttl(ttl)
     return fields
-
-
-def source_present(
-    *,
-    key: str,
-    actor: str,
-    source_message_id: int | None,
-    drawn_from: Collection[int] = (),
-) -> None:
-    """Raise SourceForgotten when an agent statement is drawn from a message no longer in
-    memory: the owner forgot it (or it was left out) while the statement was made (a slow
-    LLM call, a dedup decision). Called in the writing transaction, which holds SQLite's
-    write lock, so no forget lands between this check and the write.
-
-    ``drawn_from``: the digest's batch, every message the statement may come from (the
-    LLM's numbering of its sources is no proof), each of which must still be in memory and
-    undigested (another run digested it meanwhile: its facts are that run's)."""
-    if actor != Actor.AGENT:
-        return
-    if source_message_id is not None and not Message.objects.filter(pk=source_message_id).exists():
-        raise SourceForgotten(SOURCE_FORGOTTEN_MESSAGE.format(key=key))
-    batch = set(drawn_from)
-    if batch and Message.objects.filter(pk__in=batch, digested_at__isnull=True).count() != len(
-        batch
-    ):
-        raise SourceForgotten(SOURCE_FORGOTTEN_MESSAGE.format(key=key))
 
 
 @transaction.atomic
@@ -357,11 +329,12 @@ def _sync(fact: Fact, current: Fact) -> None:
 
 
 @transaction.atomic
-def fact_forget(*, fact: Fact, actor: str, note: str = "") -> Fact:
-    """Soft-delete: the fact stays in T1 with its history and can be restored."""
+def fact_forget(*, fact: Fact, actor: str, note: str = "", opened: str | None = None) -> Fact:
+    """Soft-delete: the fact stays in T1 with its history, restorable. ``opened``: fact_update's."""
     current = Fact.all_objects.select_for_update().get(pk=fact.pk)
     if current.forgotten:
         return current
+    fact_changed_refuse(current, opened, forget=True)  # a forget already made: nothing to refuse
     before = fact_snapshot(current)
     current.forgotten = True
     current.forgotten_at = timezone.now()

@@ -151,7 +151,8 @@ def agent_item_store(
     ``dedup_required`` True (a seed, which can be run again): a similarity check that
     cannot be made (dedup.fact_candidates raising) raises instead of adding unchecked.
     """
-    from memory.services.facts import fact_store, source_present
+    from memory.services.fact_sources import source_present
+    from memory.services.facts import fact_store
 
     content = agent_item_validate(kind=kind, category=category, content=content)
     key = agent_item_key(kind=kind, content=content)
