@@ -19,7 +19,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.auth import staff_required
-from dashboard.sections import section
+from dashboard.sections import isolated_in, section, with_facts_count
 from memory.exceptions import FactNotFound, MemoryServiceError
 from memory.models import Actor, Forgetting
 from memory.selectors import fact_get
@@ -72,7 +72,7 @@ def forget_preview(request: HttpRequest) -> HttpResponse:
     try:
         plan = topic_forget_preview(topic=form.cleaned_data["topic"])
     except MemoryServiceError as exc:
-        form.add_error("topic", str(exc))
+        form.add_error("topic", isolated_in(str(exc), form.cleaned_data["topic"]))
         return _render(request, status=422, forget_form=form)
     return _render(request, forget_form=form, forget_plan=plan)
 
@@ -93,7 +93,7 @@ def forget_confirm(request: HttpRequest) -> HttpResponse:
         # Only what the preview showed: a new selection may not take more.
         result = topic_forget(topic=form.cleaned_data["topic"], actor=Actor.USER, only=items)
     except MemoryServiceError as exc:
-        form.add_error("topic", str(exc))
+        form.add_error("topic", isolated_in(str(exc), form.cleaned_data["topic"]))
         return _render(request, status=422, forget_form=form)
     if result.forgetting_id is None:
         message = "Rien à oublier sur ce sujet."
@@ -106,7 +106,7 @@ def forget_confirm(request: HttpRequest) -> HttpResponse:
         )
     if result.ids_not_taken:  # a preview gone stale meanwhile: said, not dropped silently
         message += f" {result.not_taken_text()}"
-    return _render(request, forget_message=message)
+    return with_facts_count(request, _render(request, forget_message=message))
 
 
 @staff_required
@@ -122,7 +122,7 @@ def _on_forgetting(request: HttpRequest, forgetting_id: int, service, done: str)
         service(forgetting_id=forgetting_id, actor=Actor.USER)
     except MemoryServiceError as exc:
         return _render(request, status=422, forget_message=str(exc))
-    return _render(request, forget_message=done)
+    return with_facts_count(request, _render(request, forget_message=done))
 
 
 @staff_required
@@ -144,8 +144,7 @@ def fact_erase_view(request: HttpRequest, key: str) -> HttpResponse:
     fact_erase(fact=fact, actor=Actor.USER)
     if not getattr(request, "htmx", False):
         return redirect(reverse("dashboard:memory") + "#faits")
-    return HttpResponse(
-        format_html(
-            '<p class="notice" role="status">Fait « <bdi>{}</bdi> » effacé définitivement.</p>', key
-        )
+    notice = format_html(
+        '<p class="notice" role="status">Fait « <bdi>{}</bdi> » effacé définitivement.</p>', key
     )
+    return with_facts_count(request, HttpResponse(notice))

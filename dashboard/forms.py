@@ -279,6 +279,22 @@ class RetrievalSettingsForm(forms.ModelForm):
             if name in self.changed_data or self.add_initial_prefix(name) not in self.data
         }
 
+    def settings_opened(self) -> dict[str, object]:
+        """What the page showed for each control it says it showed (its hidden initial-*
+        input), read as the form reads it: memory_settings_update's ``opened``, so a move
+        over a value changed since the page opened is refused rather than undoing it."""
+        opened = {}
+        for name, field in self.fields.items():
+            initial_name = self.add_initial_prefix(name)
+            if initial_name not in self.data:
+                continue
+            raw = field.hidden_widget().value_from_datadict(self.data, self.files, initial_name)
+            try:
+                opened[name] = field.to_python(raw)
+            except forms.ValidationError:
+                continue  # unreadable: taken as changing it, as changed_data does
+        return opened
+
 
 class PreviewForm(forms.Form):
     message = forms.CharField(

@@ -22,6 +22,7 @@ from dashboard.sections import (
     UNPROCESSABLE,
     HtmxHttpRequest,
     fragment,
+    isolated_in,
     section,
     section_url,
 )
@@ -121,7 +122,7 @@ def _notes_service_or_error():
 def note_add(request: HtmxHttpRequest) -> HttpResponse:
     def action(data):
         _notes_service_or_error().context_note_add(path=data["path"])
-        return f"Note « {data['path']} » ajoutée au contexte."
+        return isolated_in(f"Note « {data['path']} » ajoutée au contexte.", data["path"])
 
     return _notes_action(request, NotePathForm(request.POST), action)
 
@@ -131,7 +132,7 @@ def note_add(request: HtmxHttpRequest) -> HttpResponse:
 def note_remove(request: HtmxHttpRequest) -> HttpResponse:
     def action(data):
         _notes_service_or_error().context_note_remove(path=data["path"])
-        return f"Note « {data['path']} » retirée du contexte."
+        return isolated_in(f"Note « {data['path']} » retirée du contexte.", data["path"])
 
     return _notes_action(request, NotePathForm(request.POST), action)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import floatformat
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.auth import staff_required
@@ -19,12 +20,20 @@ from dashboard.forms import PreviewForm, RetrievalSettingsForm
 from dashboard.sections import UNPROCESSABLE, HtmxHttpRequest, section, section_url
 from memory.exceptions import MemoryServiceError
 from memory.selectors import memory_settings_get, retrieval_list
-from memory.services.settings import memory_settings_update
+from memory.services.settings import SettingsChanged, memory_settings_update
 
 logger = logging.getLogger(__name__)
 
 PARTIAL = "dashboard/memory/_retrieval.html"
+STATUS_TEMPLATE = "dashboard/memory/_retrieval_status.html"
 RETRIEVALS_SHOWN = 20
+SETTING_CHANGED_MESSAGE = (
+    "« {label} » a changé depuis l'ouverture de la page (l'API, l'administration ou un "
+    "autre onglet) : il vaut maintenant {value}."
+)
+SETTINGS_CHANGED_END = (
+    "Rien n'a été enregistré : déplacez à nouveau le réglage pour garder le vôtre."
+)
 PREVIEW_UNAVAILABLE_MESSAGE = (
     "Aperçu indisponible : le module d'auto-retrieval n'est pas encore installé."
 )
@@ -132,7 +141,22 @@ def retrieval_settings(request: HtmxHttpRequest) -> HttpResponse:
     form = RetrievalSettingsForm(request.POST, instance=memory_settings_get())
     status = 200
     if form.is_valid():
-        settings = memory_settings_update(changes=form.settings_changes())
+        try:
+            settings = memory_settings_update(
+                changes=form.settings_changes(), opened=form.settings_opened()
+            )
+        except SettingsChanged as exc:
+            # Said with the stored value; the page takes it as what it opened with, so
+            # moving the control again saves the owner's value knowingly.
+            form.add_error(None, _settings_changed_text(form, exc.stored))
+            status = UNPROCESSABLE
+            if not request.htmx:
+                return section(
+                    request, PARTIAL, retrieval_context, status=status, settings_form=form
+                )
+            shown = RetrievalSettingsForm(initial={**form.settings_opened(), **exc.stored})
+            context = {"settings": None, "form": form, "shown_form": shown}
+            return render(request, STATUS_TEMPLATE, context, status=status)
         if not request.htmx:
             return redirect(section_url("auto-retrieval"))
         shown = RetrievalSettingsForm(initial=form.cleaned_data)
@@ -142,7 +166,18 @@ def retrieval_settings(request: HtmxHttpRequest) -> HttpResponse:
         if not request.htmx:
             return section(request, PARTIAL, retrieval_context, status=status, settings_form=form)
         context = {"settings": None, "form": form}
-    return render(request, "dashboard/memory/_retrieval_status.html", context, status=status)
+    return render(request, STATUS_TEMPLATE, context, status=status)
+
+
+def _settings_changed_text(form: RetrievalSettingsForm, stored: dict[str, object]) -> str:
+    said = []
+    for name, value in stored.items():
+        if isinstance(value, bool):
+            value = "activé" if value else "désactivé"
+        elif isinstance(value, float):
+            value = floatformat(value, 2)  # as the status line says a score
+        said.append(SETTING_CHANGED_MESSAGE.format(label=form.fields[name].label, value=value))
+    return " ".join([*said, SETTINGS_CHANGED_END])
 
 
 @staff_required

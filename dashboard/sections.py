@@ -1,5 +1,6 @@
 """What every section of /memory shares: the htmx request type, answering a section or a
-fragment (its partial to htmx, the whole page otherwise), form errors from a service.
+fragment (its partial to htmx, the whole page otherwise), the facts' count refreshed out of
+band, the owner's text echoed isolated in a sentence.
 
 Every URL also works without JavaScript: a plain request gets the page (or the
 fragment inside the layout), so a reload or a bookmark shows the same thing.
@@ -12,10 +13,16 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 from django_htmx.middleware import HtmxDetails
 
+from memory.selectors import facts_active
+
 UNPROCESSABLE = 422
+FACTS_COUNT_TEMPLATE = "dashboard/memory/_facts_count.html"
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -50,3 +57,34 @@ def fragment(
         return render(request, template, context, status=status)
     page_context = {**context, "fragment_template": template, "nav": "memory"}
     return render(request, "dashboard/memory/fragment_page.html", page_context, status=status)
+
+
+def facts_count_context() -> dict[str, Any]:
+    """The header's count of the Faits section: the facts the memory holds (facts_active:
+    neither forgotten nor expired), whatever the list shows."""
+    return {"facts_active_total": facts_active().count()}
+
+
+def with_facts_count(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """An htmx answer to an action that may change which facts are active (a forget, a
+    restore, an erase, an edit of the expiry) also refreshes the header's count, out of
+    band (QA: it stayed stale until a reload). A plain request gets the whole page."""
+    if getattr(request, "htmx", False):
+        count = render_to_string(FACTS_COUNT_TEMPLATE, {**facts_count_context(), "oob": True})
+        response.content = response.content + count.encode()
+    return response
+
+
+def isolated_in(message: str, text: str) -> SafeString:
+    """``message`` escaped, the owner's ``text`` it echoes bidi-isolated (<bdi>): a
+    right-to-left override in it reverses that text only, not the rest of the sentence.
+    The quoted echo (« text ») is wrapped; else every occurrence of the text."""
+    html, echoed = str(escape(message)), str(escape(text))
+    if not echoed:
+        return mark_safe(html)  # escaped above
+    quoted = f"« {echoed} »"
+    if quoted in html:
+        html = html.replace(quoted, f"« <bdi>{echoed}</bdi> »")
+    else:
+        html = html.replace(echoed, f"<bdi>{echoed}</bdi>")
+    return mark_safe(html)  # escaped above

@@ -37,9 +37,12 @@ from dashboard.rooms import rooms_context
 from dashboard.sections import (
     UNPROCESSABLE,
     HtmxHttpRequest,
+    facts_count_context,
     fragment,
+    isolated_in,
     section,
     section_url,
+    with_facts_count,
 )
 from dashboard.selectors import costs_summary_get
 from memory.exceptions import FactChanged, FactNotFound, MemoryServiceError, StoreUnavailable
@@ -82,6 +85,7 @@ def _facts_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
         "filter_form": filter_form,
         "add_form": FactAddForm(),
         "facts_message": "",
+        **facts_count_context(),
     }
     context.update(overrides)
     return context
@@ -187,11 +191,8 @@ def facts_section(request: HtmxHttpRequest) -> HttpResponse:
             if not request.htmx:
                 return redirect(section_url("faits"))
             verb = "ajouté" if created else "mis à jour"
-            return render(
-                request,
-                partial,
-                _facts_context(request, facts_message=f"Fait « {fact.key} » {verb}."),
-            )
+            message = isolated_in(f"Fait « {fact.key} » {verb}.", fact.key)
+            return render(request, partial, _facts_context(request, facts_message=message))
     return section(request, partial, _facts_context, status=UNPROCESSABLE, add_form=form)
 
 
@@ -239,7 +240,8 @@ def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
         else:
             if not request.htmx:
                 return redirect(section_url("faits"))
-            return _fact_card(request, fact, message="Enregistré.")
+            # A new expiry may make the fact active again, or no longer: the count follows.
+            return with_facts_count(request, _fact_card(request, fact, message="Enregistré."))
     return render(request, template, {"fact": fact, "form": form}, status=UNPROCESSABLE)
 
 
@@ -249,7 +251,8 @@ def fact_forget_view(request: HtmxHttpRequest, key: str) -> HttpResponse:
     fact = fact_forget(fact=_fact_or_404(key), actor=Actor.USER)
     if not request.htmx:
         return redirect(section_url("faits"))
-    return _fact_card(request, fact, message="Fait oublié. Vous pouvez le restaurer.")
+    message = "Fait oublié. Vous pouvez le restaurer."
+    return with_facts_count(request, _fact_card(request, fact, message=message))
 
 
 @staff_required
@@ -258,7 +261,7 @@ def fact_restore_view(request: HtmxHttpRequest, key: str) -> HttpResponse:
     fact = fact_restore(fact=_fact_or_404(key), actor=Actor.USER)
     if not request.htmx:
         return redirect(section_url("faits"))
-    return _fact_card(request, fact, message="Fait restauré.")
+    return with_facts_count(request, _fact_card(request, fact, message="Fait restauré."))
 
 
 @staff_required

@@ -77,6 +77,15 @@ def fact_field(name: object) -> str:
 
 
 @register.filter
+def owner_fields_said(fact: object) -> list[str]:
+    """The fields of ``fact`` the owner holds (``Fact.owner_fields``: the agent never
+    changes them), by their French names (FACT_FIELD_LABELS), in the card's order."""
+    held = set(getattr(fact, "owner_fields", None) or [])
+    named = [FACT_FIELD_LABELS[name] for name in FACT_FIELD_LABELS if name in held]
+    return named + sorted(str(name) for name in held - set(FACT_FIELD_LABELS))
+
+
+@register.filter
 def actor_by(actor: object) -> str:
     """Who made a revision, after « par »."""
     return ACTOR_BY.get(str(actor), str(actor))

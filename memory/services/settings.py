@@ -7,6 +7,7 @@ sliders both land here, so a change is validated and saved in one place.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Mapping
 
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -32,6 +33,18 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "live_max_results",
 )
 UNKNOWN_FIELDS_MESSAGE = "Réglages inconnus : {names}."
+SETTINGS_CHANGED_MESSAGE = (
+    "Ces réglages ont changé depuis que vous les avez ouverts : {names}. Rien n'a été enregistré."
+)
+
+
+class SettingsChanged(MemoryServiceError):
+    """A setting changed since the writer read the value it changes (memory_settings_update's
+    ``opened``); ``stored``: those settings' values now."""
+
+    def __init__(self, stored: dict[str, object]) -> None:
+        super().__init__(SETTINGS_CHANGED_MESSAGE.format(names=", ".join(stored)))
+        self.stored = stored
 
 
 def settings_field_range(name: str) -> tuple[float | None, float | None]:
@@ -71,23 +84,48 @@ def memory_settings_changes_clean(*, changes: Mapping[str, object]) -> dict[str,
 
 
 @transaction.atomic
-def memory_settings_update(*, changes: Mapping[str, object]) -> MemorySettings:
+def memory_settings_update(
+    *, changes: Mapping[str, object], opened: Mapping[str, object] | None = None
+) -> MemorySettings:
     """Apply ``changes`` to the settings row, validate the whole row, save it.
 
     ``changes`` holds only what its author changed: a field left out keeps the
-    value stored now, even if another writer set it a moment ago.
+    value stored now, even if another writer set it a moment ago. ``opened``: the
+    values the author saw of the settings it changes (the /memory sliders as the page
+    opened); a change over a value stored since (the API, the admin, another tab), to
+    another value than it, is refused instead of undoing it unseen.
     Raises django.core.exceptions.ValidationError (a message per field) when a
-    value is out of range, MemoryServiceError for a field that is not a setting.
+    value is out of range, MemoryServiceError for a field that is not a setting,
+    SettingsChanged (nothing saved) when a setting changed since ``opened``.
     """
     changes = memory_settings_changes_clean(changes=changes)
-    settings = MemorySettings.load()
     if not changes:
-        return settings
+        return MemorySettings.load()
+    # The row as written now, under the write lock: a write landing meanwhile is seen.
+    settings = MemorySettings.objects.select_for_update().get(pk=MemorySettings.load().pk)
+    stored_since = {
+        name: getattr(settings, name)
+        for name, seen in (opened or {}).items()
+        if name in changes
+        and not _same(getattr(settings, name), seen)
+        and not _same(getattr(settings, name), changes[name])
+    }
+    if stored_since:
+        raise SettingsChanged(stored_since)
     for name, value in changes.items():
         setattr(settings, name, value)
     settings.full_clean()
     settings.save()
     return settings
+
+
+def _same(stored: object, other: object) -> bool:
+    """A setting's value against another: numbers within float noise are the same."""
+    if isinstance(stored, bool) or isinstance(other, bool):
+        return stored == other
+    if isinstance(stored, int | float) and isinstance(other, int | float):
+        return math.isclose(stored, other, abs_tol=1e-9)
+    return stored == other
 
 
 def _notes_rules_apply(changes: dict[str, object]) -> dict[str, object]:

@@ -80,7 +80,7 @@ def test_adding_a_fact_answers_the_section_with_it(staff_client):
     )
     assert response.status_code == 200
     html = response.content.decode()
-    assert "Fait « chat » ajouté." in html
+    assert "Fait « <bdi>chat</bdi> » ajouté." in html
     assert "Un chat nommé Pixel" in html
     fact = Fact.objects.get(key="chat")
     assert fact.subjects == ["pixel", "chat"]
@@ -93,7 +93,7 @@ def test_adding_an_existing_key_updates_it(staff_client):
     response = staff_client.post(
         FACTS, {"key": "ville", "value": "Paris", "memory_type": "fact"}, **HTMX
     )
-    assert "Fait « ville » mis à jour." in response.content.decode()
+    assert "Fait « <bdi>ville</bdi> » mis à jour." in response.content.decode()
     assert Fact.objects.get(key="ville").value == "Paris"
 
 
@@ -194,7 +194,7 @@ def test_cancel_brings_the_card_back(staff_client):
 def test_forget_asks_for_confirmation_and_can_be_undone(staff_client):
     fact, _ = fact_store(key="secret", value="à oublier")
     card = staff_client.get(FACTS, **HTMX).content.decode()
-    assert 'hx-confirm="Oublier le fait « secret » ?' in card
+    assert 'hx-confirm="Oublier le fait « &#x2068;secret&#x2069; » ?' in card
 
     response = staff_client.post(f"{FACTS}secret/forget/", **HTMX)
     assert response.status_code == 200

@@ -27,7 +27,7 @@ def test_the_section_lists_fixed_and_tagged_notes(staff_client, vault):
 def test_adding_a_fixed_note_normalises_its_path(staff_client, vault):
     response = staff_client.post("/memory/notes/add/", {"path": "Profil"}, **HTMX)
     assert response.status_code == 200
-    assert "Note « Profil » ajoutée au contexte." in response.content.decode()
+    assert "Note « <bdi>Profil</bdi> » ajoutée au contexte." in response.content.decode()
     assert MemorySettings.load().obsidian_context_notes == ["Profil.md"]
 
 
@@ -43,7 +43,7 @@ def test_removing_a_fixed_note(staff_client, vault):
         pk=1, defaults={"obsidian_context_notes": ["Profil.md"]}
     )
     html = staff_client.get("/memory/notes/", **HTMX).content.decode()
-    assert 'hx-confirm="Retirer « Profil.md » des notes de contexte ?"' in html
+    assert 'hx-confirm="Retirer « &#x2068;Profil.md&#x2069; » des notes de contexte ?"' in html
     response = staff_client.post("/memory/notes/remove/", {"path": "Profil.md"}, **HTMX)
     assert "retirée du contexte" in response.content.decode()
     assert MemorySettings.load().obsidian_context_notes == []

@@ -2,12 +2,19 @@
 (function () {
   "use strict";
 
-  // A slider shows its value as it moves (the form saves it, see _retrieval.html).
+  // A slider shows its value as it moves (the form saves it, see _retrieval.html), as
+  // the page writes it (floatformat): data-decimals digits after a French comma.
+  function numberShown(input) {
+    var decimals = parseInt(input.dataset.decimals || "", 10);
+    if (isNaN(decimals)) return input.value;
+    return Number(input.value).toFixed(decimals).replace(".", ",");
+  }
+
   document.addEventListener("input", function (event) {
     var input = event.target;
     if (input.matches && input.matches("input[type=range][data-output]")) {
       var output = document.getElementById(input.dataset.output);
-      if (output) output.value = input.value;
+      if (output) output.value = numberShown(input);
     }
   });
 

@@ -1,0 +1,100 @@
+"""A QA pass of /memory in a real browser: the facts count follows the page's actions, a
+look-alike key is refused once, and a slider's number reads as the status line does.
+
+Slow (headless Chromium, as test_browser.py): skipped without /usr/bin/chromium.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import Fact
+from memory.services.facts import fact_store
+from tests.dashboard.test_browser import browser_page, log_in  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def test_the_facts_count_follows_forget_restore_add_and_erase(
+    browser_page,  # noqa: F811
+    live_server,
+    django_user_model,
+    settings,
+):
+    """QA: after a forget confirmed on the page, the header's count stayed as it was."""
+    from playwright.sync_api import expect
+
+    settings.ANTHROPIC_API_KEY = ""
+    fact_store(key="ville", value="Paul habite à Lyon")
+    fact_store(key="sport", value="Paul grimpe le mardi")
+    page = browser_page
+    page.on("dialog", lambda dialog: dialog.accept())
+    log_in(page, live_server, django_user_model)
+    count = page.locator("#faits-title .count")
+    expect(count).to_contain_text("2")
+
+    card = page.locator("article.fact[data-key='ville']")
+    card.get_by_role("button", name="Oublier").click()
+    expect(card.locator(".notice")).to_contain_text("Fait oublié")
+    expect(count).to_contain_text("1")
+    card.get_by_role("button", name="Restaurer").click()
+    expect(card.locator(".notice")).to_contain_text("Fait restauré")
+    expect(count).to_contain_text("2")
+
+    page.locator("#facts-section summary", has_text="Ajouter un fait").click()
+    page.get_by_label("Clé").fill("chat")
+    page.get_by_label("Valeur").first.fill("Un chat nommé Pixel")
+    page.get_by_role("button", name="Enregistrer le fait").click()
+    expect(page.locator("#facts-section .notice")).to_contain_text("ajouté")
+    expect(page.locator("#faits-title .count")).to_contain_text("3")
+
+    page.locator("article.fact[data-key='sport']").get_by_role(
+        "button", name="Effacer définitivement"
+    ).click()
+    expect(page.locator("#facts-section")).to_contain_text("effacé définitivement")
+    expect(page.locator("#faits-title .count")).to_contain_text("2")
+    assert Fact.objects.count() == 2
+
+
+def test_a_look_alike_key_is_refused_once(
+    browser_page,  # noqa: F811
+    live_server,
+    django_user_model,
+    settings,
+):
+    from playwright.sync_api import expect
+
+    settings.ANTHROPIC_API_KEY = ""
+    fact_store(key="courses", value="lait")
+    page = browser_page
+    log_in(page, live_server, django_user_model)
+    page.locator("#facts-section summary", has_text="Ajouter un fait").click()
+    page.get_by_label("Clé").fill("Courses")
+    page.get_by_label("Valeur").first.fill("pain")
+    page.get_by_role("button", name="Enregistrer le fait").click()
+    refusal = page.locator("#facts-section").get_by_text("ressemble trop")
+    expect(refusal.first).to_be_visible()
+    assert refusal.count() == 1, page.locator("#facts-section form").first.inner_text()
+
+
+def test_a_sliders_number_reads_as_the_status_line_says_it(
+    browser_page,  # noqa: F811
+    live_server,
+    django_user_model,
+    settings,
+):
+    """QA: « 0.5 » beside the slider, « score ≥ 0,50 » in the status line."""
+    from playwright.sync_api import expect
+
+    settings.ANTHROPIC_API_KEY = ""
+    page = browser_page
+    log_in(page, live_server, django_user_model)
+    slider = page.locator("#id_min_score")
+    shown = page.locator("#min_score_value")
+    expect(slider).to_have_value("0.5")  # the input's own value stays the browser's
+    expect(shown).to_have_text("0,50")
+    slider.focus()
+    slider.press("ArrowRight")
+    expect(shown).to_have_text("0,55")
+    expect(page.locator("#retrieval-status")).to_contain_text("score ≥ 0,55")
+    expect(shown).to_have_text("0,55")
