@@ -38,6 +38,7 @@ from mcp_types import INVALID_PARAMS, METHOD_NOT_FOUND, CallToolResult, TextCont
 from pydantic import ValidationError as PydanticValidationError
 
 from memory.api.serializers import UNKNOWN_FIELD_MESSAGE
+from memory.argument_errors import INVALID, REQUIRED, bound_rule, must_be
 from memory.exceptions import MemoryServiceError
 from memory.mcp.resources import RESOURCES
 from memory.mcp.stdio_answers import NotingAnswers, Unanswered
@@ -98,30 +99,49 @@ ANNOTATIONS = {
     ),
 }
 
-# French for the argument errors the SDK's validation (pydantic) reports.
-_PYDANTIC_FRENCH = {
-    "missing": "champ obligatoire",
-    "int_type": "doit être un nombre entier",
-    "int_parsing": "doit être un nombre entier",
-    "int_from_float": "doit être un nombre entier",
-    "float_type": "doit être un nombre",
-    "float_parsing": "doit être un nombre",
-    "string_type": "doit être un texte",
-    "bool_type": "doit être true ou false",
-    "bool_parsing": "doit être true ou false",
-    "list_type": "doit être une liste",
-    "dict_type": "doit être un objet JSON",
-    "model_type": "doit être un objet JSON",
-    "greater_than_equal": "doit être au moins {ge}",
-    "less_than_equal": "doit être au plus {le}",
-    "literal_error": "doit valoir {expected}",
-    "string_too_short": "doit contenir au moins {min_length} caractère(s)",
-    "string_too_long": "doit contenir au plus {max_length} caractères",
-    "too_short": "doit contenir au moins {min_length} élément(s)",
-    "too_long": "doit contenir au plus {max_length} éléments",
-    "greater_than": "doit être plus grand que {gt}",
-    "less_than": "doit être plus petit que {lt}",
+# The argument errors the SDK's validation (pydantic) reports, said in the words the
+# agent's tools use (memory.argument_errors): a JSON type, or a bound and the context
+# field holding its value, or a sentence of their own.
+_PYDANTIC_TYPES = {
+    "int_type": "integer",
+    "int_parsing": "integer",
+    "int_from_float": "integer",
+    "float_type": "number",
+    "float_parsing": "number",
+    "string_type": "string",
+    "bool_type": "boolean",
+    "bool_parsing": "boolean",
+    "list_type": "array",
+    "dict_type": "object",
+    "model_type": "object",
 }
+_PYDANTIC_BOUNDS = {
+    "greater_than_equal": ("minimum", "ge"),
+    "less_than_equal": ("maximum", "le"),
+    "greater_than": ("exclusiveMinimum", "gt"),
+    "less_than": ("exclusiveMaximum", "lt"),
+    "string_too_short": ("minLength", "min_length"),
+    "string_too_long": ("maxLength", "max_length"),
+    "too_short": ("minItems", "min_length"),
+    "too_long": ("maxItems", "max_length"),
+}
+
+
+def _pydantic_rule(error: Mapping[str, Any]) -> str:
+    """One pydantic error's rule in French (« doit être un nombre »)."""
+    kind = error["type"]
+    context = {k: str(v).replace(" or ", " ou ") for k, v in (error.get("ctx") or {}).items()}
+    if kind == "missing":
+        return REQUIRED
+    if kind in _PYDANTIC_TYPES:
+        return must_be(_PYDANTIC_TYPES[kind])
+    if kind in _PYDANTIC_BOUNDS:
+        keyword, name = _PYDANTIC_BOUNDS[kind]
+        bounds = error.get("ctx") or {}
+        return bound_rule(keyword, bounds[name]) if name in bounds else INVALID
+    if kind == "literal_error" and "expected" in context:
+        return f"doit valoir {context['expected']}"
+    return INVALID
 
 
 def tool_error(message: str) -> CallToolResult:
@@ -137,12 +157,7 @@ def _french(exc: PydanticValidationError, *, under: str = "") -> str:
         if under and loc[:1] == [under]:
             loc = loc[1:]
         field = ".".join(str(p) for p in loc if not isinstance(p, int)) or "entrée"
-        template = _PYDANTIC_FRENCH.get(error["type"], "valeur invalide")
-        context = {k: str(v).replace(" or ", " ou ") for k, v in (error.get("ctx") or {}).items()}
-        try:
-            parts.append(sentence(f"{field} : {template.format(**context)}"))
-        except (KeyError, IndexError):
-            parts.append(f"{field} : valeur invalide.")
+        parts.append(sentence(f"{field} : {_pydantic_rule(error)}"))
     return " ".join(dict.fromkeys(parts))
 
 

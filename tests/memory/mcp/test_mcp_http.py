@@ -221,7 +221,7 @@ def test_a_text_too_short_or_too_long_says_its_bounds_in_french(live_server, tok
     short, long = _run(f"{live_server.url}/mcp", {"Authorization": f"Bearer {token}"}, steps)
     assert short.is_error and long.is_error
     assert short.content[0].text == (
-        "Entrée invalide pour self_forget : reason : doit contenir au moins 1 caractère(s)."
+        "Entrée invalide pour self_forget : reason : doit contenir au moins 1 caractère."
     )
     assert "reason : doit contenir au plus " in long.content[0].text
     assert "valeur invalide" not in short.content[0].text + long.content[0].text
