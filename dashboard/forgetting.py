@@ -19,7 +19,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.auth import staff_required
-from dashboard.sections import isolated_in, section, with_facts_count
+from dashboard.sections import isolated_in, section, with_facts_count, with_facts_reloaded
 from memory.exceptions import FactNotFound, MemoryServiceError
 from memory.models import Actor, Forgetting
 from memory.selectors import fact_get
@@ -106,7 +106,7 @@ def forget_confirm(request: HttpRequest) -> HttpResponse:
         )
     if result.ids_not_taken:  # a preview gone stale meanwhile: said, not dropped silently
         message += f" {result.not_taken_text()}"
-    return with_facts_count(request, _render(request, forget_message=message))
+    return with_facts_reloaded(request, _render(request, forget_message=message))
 
 
 @staff_required
@@ -122,7 +122,7 @@ def _on_forgetting(request: HttpRequest, forgetting_id: int, service, done: str)
         service(forgetting_id=forgetting_id, actor=Actor.USER)
     except MemoryServiceError as exc:
         return _render(request, status=422, forget_message=str(exc))
-    return with_facts_count(request, _render(request, forget_message=done))
+    return with_facts_reloaded(request, _render(request, forget_message=done))
 
 
 @staff_required

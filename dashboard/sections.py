@@ -75,6 +75,20 @@ def with_facts_count(request: HttpRequest, response: HttpResponse) -> HttpRespon
     return response
 
 
+# The htmx event after which the facts list reloads itself, its filter kept (_facts.html).
+FACTS_CHANGED_EVENT = "facts-changed"
+
+
+def with_facts_reloaded(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """An htmx answer to an action that may take or bring back many facts (a topic forget,
+    its undo or erasure) also has the facts list reload itself, as with_facts_count's count
+    (QA: the facts a topic forget took stayed listed, their buttons live, until a reload).
+    A single fact's card answers for itself (its notice stays where the owner clicked)."""
+    if getattr(request, "htmx", False):
+        response["HX-Trigger"] = FACTS_CHANGED_EVENT
+    return with_facts_count(request, response)
+
+
 def isolated_in(message: str, text: str) -> SafeString:
     """``message`` escaped, the owner's ``text`` it echoes bidi-isolated (<bdi>): a
     right-to-left override in it reverses that text only, not the rest of the sentence.

@@ -98,3 +98,39 @@ def test_a_sliders_number_reads_as_the_status_line_says_it(
     expect(shown).to_have_text("0,55")
     expect(page.locator("#retrieval-status")).to_contain_text("score ≥ 0,55")
     expect(shown).to_have_text("0,55")
+
+
+def test_a_topic_forget_takes_its_facts_off_the_list_and_its_undo_brings_them_back(
+    browser_page,  # noqa: F811
+    live_server,
+    django_user_model,
+    settings,
+):
+    """QA: after a topic forget confirmed on the page, the facts it took stayed in the list
+    (with their Oublier buttons) until a reload; the filter typed meanwhile is kept."""
+    from playwright.sync_api import expect
+
+    settings.ANTHROPIC_API_KEY = ""
+    fact_store(key="ville", value="Paul habite à Lyon")
+    fact_store(key="travail_lyon", value="Paul travaille à Lyon le lundi")
+    fact_store(key="sport", value="Paul grimpe le mardi")
+    page = browser_page
+    log_in(page, live_server, django_user_model)
+    cards = page.locator("#facts-list article.fact")
+    expect(cards).to_have_count(3)
+    page.locator("#id_filter").fill("Paul")
+    expect(cards).to_have_count(3)
+
+    forget = page.locator("#forget-section")
+    forget.get_by_label("Sujet à oublier").fill("Lyon")
+    forget.get_by_role("button", name="Voir ce qui serait oublié").click()
+    expect(page.locator("#forget-section .forget-plan")).to_contain_text("prendrait")
+    forget.get_by_role("button", name="Confirmer l'oubli").click()
+    expect(page.locator("#forget-section .notice")).to_contain_text("Oublié")
+    expect(cards).to_have_count(1)
+    expect(page.locator("#facts-list article.fact[data-key='sport']")).to_have_count(1)
+    expect(page.locator("#id_filter")).to_have_value("Paul")
+
+    forget.get_by_role("button", name="Annuler l'oubli").click()
+    expect(page.locator("#forget-section .notice")).to_contain_text("Oubli annulé")
+    expect(cards).to_have_count(3)
