@@ -108,6 +108,7 @@ def index_run(tool_input: dict, context: ToolContext) -> dict:
         channel=context.channel,
         source_message_id=context.message_ids[-1] if context.message_ids else None,
         actor=context.actor,
+        explicit=True,  # written by the agent's call, not extracted: created / edited
     )
     return {"indexed": True, "action": result.action, "key": result.fact.key}
 
@@ -127,6 +128,7 @@ def store_fact_run(tool_input: dict, context: ToolContext) -> dict:
         channel=context.channel,
         source_message_id=context.message_ids[-1] if context.message_ids else None,
         actor=context.actor,
+        explicit=True,  # written by the agent's call, not extracted: created / edited
     )
     answer = {"action": result.action, "fact": _fact(result.fact)}
     given = {"memory_type": tool_input.get("type"), "importance": tool_input.get("importance")}

@@ -256,8 +256,14 @@ def fact_remember(
     dated_by: int | None = None,
     drawn_from: Collection[int] = (),
     actor: str = Actor.AGENT,
+    explicit: bool | None = None,
 ) -> RememberResult:
     """Store a fact through dedup: the path of extraction, tools and manual entries.
+
+    ``explicit``: a write asked for in so many words (a tool's: ``memory__store_fact``,
+    ``memory__index``, MCP ``remember``), whose history says « Créé » / « Modifié », or
+    what dedup decided (merged, superseded); « Extrait d'une conversation » stays the
+    extraction pipeline's. None: explicit when ``source`` is a tool.
 
     ``dated_by``: the message whose date the forget and erasure checks compare with, when
     it is not the source (the digest's batch: the LLM's numbering of sources is no proof);
@@ -271,7 +277,11 @@ def fact_remember(
     """
     key = key_as_stored(key, actor)
     parse_ttl(ttl)  # refuse a bad TTL before any work
+    if explicit is None:
+        explicit = source == FactSource.TOOL
     store_kwargs = {
+        # An explicit write (a tool's) was not extracted: fact_store says created / edited.
+        "extracted": False if explicit else None,
         "key": key,
         "value": value,
         "memory_type": memory_type,

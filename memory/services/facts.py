@@ -99,6 +99,7 @@ def fact_store(
     actor: str = Actor.USER,
     kind: str = FactKind.OWNER,
     category: str | None = None,
+    extracted: bool | None = None,
 ) -> tuple[Fact, bool]:
     """Create the fact ``key``, or restate it when the key exists. Returns (fact, created).
 
@@ -113,7 +114,11 @@ def fact_store(
     key of another kind is refused. ``dated_by``: the message the forget checks date the
     statement by, when not its source (memory.services.dedup.fact_remember); ``drawn_from``:
     the messages it may come from, all still in memory when it is written (source_present).
+    ``extracted``: the revision says « extracted » rather than created / edited (None: when
+    the agent writes; an explicit tool write, dedup.fact_remember's, was not extracted).
     """
+    if extracted is None:
+        extracted = actor == Actor.AGENT
     key = key_as_stored(key, actor)
     source_present(key=key, actor=actor, source_message_id=source_message_id, drawn_from=drawn_from)
     stated = _stated(
@@ -177,7 +182,7 @@ def fact_store(
         )
         fact.full_clean()
         fact.save()
-        reason = RevisionReason.EXTRACTED if actor == Actor.AGENT else RevisionReason.CREATED
+        reason = RevisionReason.EXTRACTED if extracted else RevisionReason.CREATED
         revision_record(fact=fact, actor=actor, reason=reason, old_value="", before=NO_FACT)
         index_enqueue(KIND_FACT, fact.id)
         return fact, True
@@ -188,7 +193,7 @@ def fact_store(
     fact = fact_update(
         fact=existing,
         actor=actor,
-        reason=RevisionReason.EXTRACTED if actor == Actor.AGENT else RevisionReason.EDITED,
+        reason=RevisionReason.EXTRACTED if extracted else RevisionReason.EDITED,
         value=value,
         source_message_id=source_message_id,
         **stated,

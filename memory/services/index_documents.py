@@ -156,9 +156,16 @@ def exchange_wanted(root: Message, reply: Message | None) -> bool:
     « D'accord. », an unanswered « Tu vas bien ? »). Such a point is close to every
     query, as small talk is (relevance.py): QA saw « merci — D'accord » injected for
     « Qui est mon médecin ? »."""
+    return exchange_texts_wanted(root.content, reply.content if reply is not None else None)
+
+
+def exchange_texts_wanted(user: str, reply: str | None) -> bool:
+    """exchange_wanted on the texts of an exchange (its user message, its first reply or
+    None): also the rule of what the retrieval's time source may inject (retrieval.sources
+    window_ids), which reads the texts alone."""
     from memory.services.relevance import is_small_talk
 
-    return not (is_small_talk(root.content) and (reply is None or is_small_talk(reply.content)))
+    return not (is_small_talk(user) and (reply is None or is_small_talk(reply)))
 
 
 def fact_point_type(kind: str) -> str:

@@ -300,18 +300,15 @@ def strong_hits(hits: list) -> list:
 
 
 def window_ids(start: datetime, end: datetime) -> list[str]:
-    """Memories dated inside [start, end), newest first (the time source's extras)."""
+    """Memories dated inside [start, end), newest first (the time source's extras).
+
+    Only the exchanges worth a point (index_documents.exchange_wanted): an unanswered
+    « Tu vas bien ? », « merci » → « D'accord. » are in no other source either, and the
+    time source, which takes a period's memories whatever they say, injected them.
+    """
     from memory.selectors import facts_active
 
-    roots = (
-        Message.objects.filter(
-            created_at__gte=start, created_at__lt=end, reply_to__isnull=True, role=MessageRole.USER
-        )
-        .exclude(source=MessageSource.SYSTEM)
-        .exclude(observed=True)
-        .order_by("-created_at")
-        .values_list("id", flat=True)[:TIME_EXTRA_MAX]
-    )
+    roots = _window_exchanges(start, end)
     # Each kind filtered on the same date it is shown with (Fact.date, Summary.date).
     date = Fact.DATE_FIELD
     facts = (
@@ -331,3 +328,45 @@ def window_ids(start: datetime, end: datetime) -> list[str]:
         + [f"fact:{i}" for i in facts]
         + [f"summary:{i}" for i in summaries]
     )
+
+
+# How many exchange roots of a period the time source reads at a time, and at most in all:
+# those without a point (exchange_wanted) are skipped, the next ones read in their place.
+TIME_EXCHANGES_CHUNK = TIME_EXTRA_MAX * 3
+TIME_EXCHANGES_READ_MAX = TIME_EXCHANGES_CHUNK * 5
+
+
+def _window_exchanges(start: datetime, end: datetime) -> list[int]:
+    """The roots of the owner's exchanges dated inside [start, end) that are worth a point,
+    newest first, at most TIME_EXTRA_MAX: each read with its first reply's text (the one
+    the index and the hydration pair it with) in one statement per chunk."""
+    from django.db.models import OuterRef, Subquery
+
+    from memory.services.index_documents import exchange_texts_wanted
+
+    first_reply = (
+        Message.objects.filter(reply_to_id=OuterRef("pk"), role=MessageRole.ASSISTANT)
+        .order_by("created_at", "id")
+        .values("content")[:1]
+    )
+    rows = (
+        Message.objects.filter(
+            created_at__gte=start, created_at__lt=end, reply_to__isnull=True, role=MessageRole.USER
+        )
+        .exclude(source=MessageSource.SYSTEM)
+        .exclude(observed=True)
+        .annotate(reply_content=Subquery(first_reply))
+        .order_by("-created_at", "-id")
+        .values_list("id", "content", "reply_content")
+    )
+    kept: list[int] = []
+    for offset in range(0, TIME_EXCHANGES_READ_MAX, TIME_EXCHANGES_CHUNK):
+        chunk = list(rows[offset : offset + TIME_EXCHANGES_CHUNK])
+        for pk, content, reply in chunk:
+            if exchange_texts_wanted(content, reply):
+                kept.append(pk)
+                if len(kept) >= TIME_EXTRA_MAX:
+                    return kept
+        if len(chunk) < TIME_EXCHANGES_CHUNK:
+            break
+    return kept

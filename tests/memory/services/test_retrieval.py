@@ -763,3 +763,38 @@ def test_a_retrieval_runs_as_many_statements_whatever_the_memory_holds(world):
     assert not repeated, repeated
     assert len(few) <= 16, "\n".join(few)
     assert len(many) <= 16, "\n".join(many)
+
+
+def test_the_time_source_injects_no_exchange_without_a_point(world):
+    """« hier » brings the day's exchanges, but not one the index gives no point
+    (index_documents.exchange_wanted): an unanswered small-talk question of the owner,
+    or small talk on both sides, carries nothing to inject; a real exchange still comes."""
+    from datetime import datetime, time, timedelta
+    from zoneinfo import ZoneInfo
+
+    from django.conf import settings as django_settings
+    from django.utils import timezone
+
+    tz = ZoneInfo(django_settings.TIME_ZONE)
+    yesterday = datetime.combine(
+        timezone.now().astimezone(tz).date() - timedelta(days=1), time(12), tzinfo=tz
+    )
+    real = _exchange("whatsapp", "Makilab : la page mémoire est livrée", "Bravo, c'est noté.")
+    unanswered = _exchange("whatsapp", "Tu vas bien ?")
+    thanks = _exchange("whatsapp", "Merci !", "D'accord.")
+    for i, question in enumerate((real, unanswered, thanks)):
+        Message.objects.filter(pk=question.pk).update(created_at=yesterday + timedelta(minutes=i))
+        Message.objects.filter(reply_to_id=question.pk).update(
+            created_at=yesterday + timedelta(minutes=i, seconds=30)
+        )
+    _seed_other_channel_history()
+    _index_all()
+    result = auto_retrieve(
+        message="Qu'est-ce qu'on s'est dit sur Makilab hier ?", channel="mission_control"
+    )
+    assert f"message:{real.id}" in _ids(result)
+    assert "time" in next(m for m in result.memories if m["id"] == f"message:{real.id}")["sources"]
+    assert f"message:{unanswered.id}" not in _ids(result)
+    assert f"message:{thanks.id}" not in _ids(result)
+    assert "Tu vas bien" not in result.prompt_block
+    assert "D'accord." not in result.prompt_block
