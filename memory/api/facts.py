@@ -96,7 +96,8 @@ class FactListCreateApi(MemoryApi):
         kind = data.pop("kind", FactKind.OWNER)
         stated, fields = None, None  # an item is deduplicated by meaning: no owner's lock
         if kind == FactKind.OWNER:
-            fact, created = fact_store(**data, actor=self.actor(request))
+            # The agent's token writes explicitly: « Créé » / « Modifié », not extracted.
+            fact, created = fact_store(**data, actor=self.actor(request), extracted=False)
             stated, fields = data["value"], kept_fields_stated(data)
         else:
             result = agent_item_store(

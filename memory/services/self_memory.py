@@ -165,6 +165,8 @@ def agent_item_store(
         "channel": channel,
         "source_message_id": source_message_id,
         "actor": actor,
+        # Written by a tool, the API or the admin: never extracted from a conversation.
+        "extracted": False,
     }
     existing = Fact.all_objects.filter(key=key, forgetting__isnull=True).first()
     if existing is not None:

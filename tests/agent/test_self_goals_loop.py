@@ -51,7 +51,8 @@ def test_the_agent_stores_a_self_item_and_a_goal_then_finds_them_later(world):
     assert (capability.value, capability.category) == ("Je peux lire le Lobby", "capability")
     [goal] = Fact.all_objects.filter(kind=FactKind.GOAL)
     assert goal.category == "capability_request"
-    assert capability.revisions.get().reason == RevisionReason.EXTRACTED
+    # Written by its tool call, not extracted from the conversation (tool writes say so).
+    assert capability.revisions.get().reason == RevisionReason.CREATED
     _index_agent_items()
 
     world.script(

@@ -111,3 +111,33 @@ def test_memory_index_is_recorded_created(world, context):
     _tool("memory__index", {"text": text}, context)
     assert _reasons(index_key(text)) == [(Actor.AGENT, RevisionReason.CREATED)]
     assert RevisionReason.CREATED.label == "Créé"
+
+
+def test_the_agents_self_items_are_created_not_extracted(world, context):
+    """Review: the agent's self and goals are written by its tools (memory__self_remember,
+    MCP self_remember, the API with its token), never by the extraction pipeline."""
+    from memory.models import FactKind
+    from memory.services.self_memory import agent_item_store
+
+    result = agent_item_store(
+        kind=FactKind.SELF, category="preference", content="J'aime les réponses courtes."
+    )
+    revisions = list(result.item.revisions.order_by("id").values_list("actor", "reason"))
+    assert revisions == [(Actor.AGENT, RevisionReason.CREATED)]
+
+
+def test_a_fact_the_agent_posts_to_the_api_is_created_then_edited(world, django_user_model):
+    """Review: POST /api/memory/facts with the agent's token is an explicit write."""
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    agent = django_user_model.objects.create_user(username="agent", password=None)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=agent).key}")
+    for value in ("Un vélo bleu", "Un vélo vert"):
+        response = client.post("/api/memory/facts", {"key": "velo", "value": value}, format="json")
+        assert response.status_code in (200, 201), response.content
+    assert _reasons("velo") == [
+        (Actor.AGENT, RevisionReason.CREATED),
+        (Actor.AGENT, RevisionReason.EDITED),
+    ]
