@@ -148,14 +148,23 @@ def retrieval_settings(request: HtmxHttpRequest) -> HttpResponse:
         except SettingsChanged as exc:
             # Said with the stored value; the page takes it as what it opened with, so
             # moving the control again saves the owner's value knowingly.
-            form.add_error(None, _settings_changed_text(form, exc.stored))
+            # The refused sliders go back to the stored value (QA: only their opening value
+            # did, and moving another slider then saved the refused position unseen).
+            message = _settings_changed_text(form, exc.stored)
             status = UNPROCESSABLE
             if not request.htmx:
+                form = form.over_stored(exc.stored, message)
                 return section(
                     request, PARTIAL, retrieval_context, status=status, settings_form=form
                 )
+            form.add_error(None, message)
             shown = RetrievalSettingsForm(initial={**form.settings_opened(), **exc.stored})
-            context = {"settings": None, "form": form, "shown_form": shown}
+            context = {
+                "settings": None,
+                "form": form,
+                "shown_form": shown,
+                "refused": shown.sliders_of(exc.stored),
+            }
             return render(request, STATUS_TEMPLATE, context, status=status)
         if not request.htmx:
             return redirect(section_url("auto-retrieval"))

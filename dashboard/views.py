@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import formats
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.agent_self import self_context
@@ -49,7 +50,6 @@ from memory.exceptions import FactChanged, FactNotFound, MemoryServiceError, Sto
 from memory.form_errors import form_errors_add
 from memory.models import Actor, Fact
 from memory.selectors import fact_get, fact_list
-from memory.services.fact_revisions import fact_version
 from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
 from memory.services.search import memory_search
 
@@ -59,6 +59,19 @@ PAGE_TEMPLATE = "dashboard/memory/page.html"
 FACTS_SHOWN_MAX = 500
 SEARCH_LIMIT = 20
 SEARCH_FILTER_FIELDS = ("channel", "memory_type", "subjects", "since", "until")
+FACT_CHANGED_START = (
+    "Ce fait a changé depuis que vous l'avez ouvert (un autre onglet, l'agent ou l'administration)"
+)
+FACT_CHANGED_END = (
+    "Rien n'a été enregistré : vos modifications sont gardées ci-dessous, les autres champs "
+    "montrent les valeurs enregistrées maintenant ; enregistrez à nouveau pour garder les vôtres."
+)
+FACT_CHANGED_FIELDS = FACT_CHANGED_START + " ; maintenant, {fields}. " + FACT_CHANGED_END
+FACT_CHANGED_ELSEWHERE = (
+    FACT_CHANGED_START + ", mais pas dans les champs de ce formulaire (son expiration, "
+    "peut-être : voir ci-dessous). " + FACT_CHANGED_END
+)
+FIELD_NOW = "{label} : « {value} »"
 HIT_KIND_LABELS = {
     "fact": "Fait",
     "exchange": "Échange",
@@ -211,30 +224,22 @@ def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
     fact = _fact_or_404(key)
     template = "dashboard/memory/_fact_edit.html"
     if request.method == "GET":
-        form = FactEditForm(
-            auto_id=_edit_auto_id(fact),
-            initial={
-                "value": fact.value,
-                "memory_type": fact.memory_type,
-                "importance": fact.importance,
-                "subjects": fact.subjects,
-                "opened": fact_version(fact),
-            },
-        )
+        form = FactEditForm(auto_id=_edit_auto_id(fact), initial=FactEditForm.initial_of(fact))
         return fragment(request, template, {"fact": fact, "form": form})
     if request.method != "POST":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     form = FactEditForm(request.POST, auto_id=_edit_auto_id(fact))
     if form.is_valid():
         try:
-            # Refused when the fact changed since the form opened (FactChanged).
+            # Only the fields the owner changed; refused when the fact changed since the
+            # form opened (FactChanged).
             opened = form.cleaned_data["opened"] or None
             fact = fact_update(fact=fact, actor=Actor.USER, opened=opened, **form.changes())
         except FactChanged as exc:
-            # Said, with what is stored now; saving again from here takes it as seen.
-            form.add_error(None, str(exc))
-            form.data = form.data.copy()
-            form.data["opened"] = fact_version(_fact_or_404(key))
+            # Said, with what changed since; the form comes back over the fact as stored
+            # now (the owner's changes kept), so saving again writes only those, knowingly.
+            fact = _fact_or_404(key)
+            form = form.over(fact, _fact_changed_text(form, fact, str(exc)))
         except (ValidationError, MemoryServiceError) as exc:
             form_errors_add(form, exc)
         else:
@@ -243,6 +248,32 @@ def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
             # A new expiry may make the fact active again, or no longer: the count follows.
             return with_facts_count(request, _fact_card(request, fact, message="Enregistré."))
     return render(request, template, {"fact": fact, "form": form}, status=UNPROCESSABLE)
+
+
+def _fact_changed_text(form: FactEditForm, fact: Fact, refusal: str) -> str:
+    """The refusal of an edit over a change made since: the fields changed, with their
+    values now (the service's own words when the form does not say what it showed)."""
+    opened = form.opened_values()
+    if not opened:
+        return refusal
+    said = [
+        FIELD_NOW.format(label=form.fields[name].label, value=_field_shown(name, fact))
+        for name in form.changed_since(fact)
+    ]
+    if not said:
+        return FACT_CHANGED_ELSEWHERE
+    return FACT_CHANGED_FIELDS.format(fields=", ".join(said))
+
+
+def _field_shown(name: str, fact: Fact) -> str:
+    value = getattr(fact, name)
+    if name == "importance":
+        return formats.localize(value)  # in French: « 0,9 »
+    if name == "memory_type":
+        return fact.get_memory_type_display()
+    if name == "subjects":
+        return ", ".join(value) or "aucun"
+    return value
 
 
 @staff_required

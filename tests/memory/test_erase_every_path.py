@@ -62,7 +62,8 @@ def _erase_through(entry: str, fact: Fact, *, staff_client, owner_api) -> None:
         assert response.status_code == 302, response.content
     else:  # the /memory button, behind its French confirmation
         page = staff_client.get("/memory/facts/", **HTMX).content.decode()
-        assert f"Effacer définitivement le fait « {fact.key} »" in page  # hx-confirm
+        # hx-confirm, the key bidi-isolated (U+2068…U+2069, escaped in the attribute)
+        assert f"Effacer définitivement le fait « &#x2068;{fact.key}&#x2069; »" in page
         response = staff_client.post(f"/memory/facts/{fact.key}/erase/", **HTMX)
         assert response.status_code == 200
         assert "effacé définitivement" in response.content.decode()
