@@ -164,7 +164,8 @@ def _semantic_candidates(topic: str) -> dict[str, float]:
             kind = "message" if collection != KNOWLEDGE else payload.get("type", "fact")
             # The agent's self and goals are Fact rows too: a topic forget takes them.
             kind = "fact" if kind in ("self", "goal") else kind
-            found[f"{kind}:{int(row)}"] = float(hit.score)
+            item = f"{kind}:{int(row)}"  # a summary's passages: its best one
+            found[item] = max(found.get(item, -1.0), float(hit.score))
     return found
 
 

@@ -38,6 +38,9 @@ class Document:
     payload: dict
     # The row's version when it was read; also in the payload.
     version: int
+    # Other points of the row to delete as this one is written (a summary's passages it
+    # no longer has: summary_parts).
+    drops: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class Removal:
     collection: str
     point_id: str
     version: int
+    # The row's other points (a summary's passages: summary_parts).
+    also: tuple[str, ...] = ()
 
 
 def model_for(kind: str):
@@ -208,36 +213,62 @@ def fact_document(fact: Fact) -> Document:
     )
 
 
-def summary_document(summary: Summary) -> Document:
+def summary_documents(summary: Summary) -> list[Document]:
+    """The whole summary's point, and one per passage when it is long (summary_parts); the
+    whole one drops the passages the summary no longer has."""
+    from memory.services.summary_parts import summary_part_ids, summary_parts
     from memory.stores.vectors import KNOWLEDGE, point_id
 
-    return Document(
+    payload = {
+        "type": "summary",
+        "channel": summary.channel,
+        "key": "",
+        "content": summary.content,
+        "timestamp": _iso(summary.date),
+        "subjects": [],
+        "memory_type": "summary",
+        "importance": None,
+        "expires_at": None,
+        "row_id": summary.id,
+        "version": summary.version,
+    }
+    parts = summary_parts(summary.content)
+    part_ids = summary_part_ids(summary.id)
+    whole = Document(
         kind=KIND_SUMMARY,
         row_id=summary.id,
         collection=KNOWLEDGE,
         point_id=point_id(KIND_SUMMARY, summary.id),
         text=summary.content,
-        payload={
-            "type": "summary",
-            "channel": summary.channel,
-            "key": "",
-            "content": summary.content,
-            "timestamp": _iso(summary.date),
-            "subjects": [],
-            "memory_type": "summary",
-            "importance": None,
-            "expires_at": None,
-            "row_id": summary.id,
-            "version": summary.version,
-        },
+        payload=payload,
         version=summary.version,
+        drops=tuple(part_ids[len(parts) :]),
     )
+    return [
+        whole,
+        *(
+            Document(
+                kind=KIND_SUMMARY,
+                row_id=summary.id,
+                collection=KNOWLEDGE,
+                point_id=part_ids[i],
+                text=part,
+                payload={**payload, "content": part, "part": i},
+                version=summary.version,
+            )
+            for i, part in enumerate(parts)
+        ),
+    ]
 
 
 def _removal(kind: str, row) -> Removal:
+    from memory.services.summary_parts import summary_part_ids
     from memory.stores.vectors import point_id
 
-    return Removal(kind, row.id, collection_for(kind, row), point_id(kind, row.id), row.version)
+    also = tuple(summary_part_ids(row.id)) if kind == KIND_SUMMARY else ()
+    return Removal(
+        kind, row.id, collection_for(kind, row), point_id(kind, row.id), row.version, also
+    )
 
 
 def message_is_root(message: Message) -> bool:
@@ -298,5 +329,5 @@ def desired(kind: str, row_ids: Sequence[int]) -> tuple[list[Document], list[Rem
             if summary.forgetting_id is not None:
                 removals.append(_removal(kind, summary))
             else:
-                documents.append(summary_document(summary))
+                documents.extend(summary_documents(summary))
     return documents, removals, gone

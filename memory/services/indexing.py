@@ -142,7 +142,7 @@ def _remove(removals: list[Removal]) -> None:
 
     by_collection: dict[str, list[str]] = {}
     for removal in removals:
-        by_collection.setdefault(removal.collection, []).append(removal.point_id)
+        by_collection.setdefault(removal.collection, []).extend([removal.point_id, *removal.also])
     for collection, ids in by_collection.items():
         get_vector_store().delete(collection, ids)
 
@@ -152,10 +152,15 @@ def _upsert(documents: list[Document], vectors: list[list[float]], embedder: str
 
     store = get_vector_store()
     points: dict[str, list] = {}
+    drops: dict[str, list[str]] = {}
     for document, vector in zip(documents, vectors, strict=True):
         points.setdefault(document.collection, []).append(
             VectorPoint(id=document.point_id, vector=vector, payload=document.payload)
         )
+        if document.drops:
+            drops.setdefault(document.collection, []).extend(document.drops)
+    for collection, ids in drops.items():  # a summary's passages it no longer has
+        store.delete(collection, ids)
     for collection, batch in points.items():
         # Creates a missing collection, recorded as ``embedder``'s (both stores).
         store.upsert(collection, batch, embedder=embedder)

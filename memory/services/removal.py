@@ -129,6 +129,7 @@ def job_points_remove(payload: dict, *, checkpoint=None) -> dict:
 
 
 def _points_delete(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:
+    from memory.services.summary_parts import summary_part_ids
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, LIVE, get_vector_store, point_id
 
     store = get_vector_store()
@@ -139,7 +140,8 @@ def _points_delete(root_ids: list[int], fact_ids: list[int], summary_ids: list[i
     store.delete(
         KNOWLEDGE,
         [point_id(KIND_FACT, i) for i in fact_ids]
-        + [point_id(KIND_SUMMARY, i) for i in summary_ids],
+        + [point_id(KIND_SUMMARY, i) for i in summary_ids]
+        + [part for i in summary_ids for part in summary_part_ids(i)],  # its passages
     )
 
 

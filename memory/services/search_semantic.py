@@ -131,8 +131,11 @@ def _knowledge_hits(hits: list) -> list[SearchHit]:
             if fact is not None and not fact.is_expired:
                 results.append(fact_hit(fact, score=float(hit.score), source="knowledge"))
         elif payload.get("type") == "summary" and row_id in summaries:
+            # Once, at its best point (the hits come best first): a long summary's
+            # passages are points of their own (summary_parts).
+            summary = summaries.pop(row_id)
             results.append(
-                summary_hit(summaries[row_id], score=round(float(hit.score), 4), source="knowledge")
+                summary_hit(summary, score=round(float(hit.score), 4), source="knowledge")
             )
     return results
 

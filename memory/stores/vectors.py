@@ -129,6 +129,12 @@ def point_id(kind: str, row_id: int) -> str:
     return str(uuid.uuid5(POINT_ID_NAMESPACE, f"{kind}:{row_id}"))
 
 
+def part_point_id(kind: str, row_id: int, part: int) -> str:
+    """The point of a row's ``part``-th passage (a long summary's: summary_parts), beside
+    the row's own point_id."""
+    return str(uuid.uuid5(POINT_ID_NAMESPACE, f"{kind}:{row_id}:{part}"))
+
+
 @dataclass(frozen=True)
 class VectorPoint:
     id: str

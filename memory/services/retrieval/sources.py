@@ -150,10 +150,14 @@ def hit_id(collection: str, hit) -> str | None:
 
 
 def semantic_ids(hits) -> list[tuple[str, float]]:
+    """The memories the hits (best first) are points of, each once at its best point: a long
+    summary's passages are points of their own (summary_parts)."""
     ranked = []
+    seen: set[str] = set()
     for collection, hit, score in hits:
         item_id = hit_id(collection, hit)
-        if item_id is not None:
+        if item_id is not None and item_id not in seen:
+            seen.add(item_id)
             ranked.append((item_id, score))
     return ranked
 
