@@ -93,6 +93,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so it sees the answer last: a HEAD gets the GET's headers, no body (waitress
+    # sends what it is given; makilab/head_requests.py).
+    "makilab.head_requests.HeadWithoutBody",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # A French 400 for a form body or query string that is not text (makilab/request_encoding.py).
@@ -221,7 +224,8 @@ REST_FRAMEWORK = {
     # says how to authenticate (the session's class would make it a 403), as memory.api does.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        # DRF's, its CSRF refusal in French (makilab/api_authentication.py).
+        "makilab.api_authentication.FrenchCsrfSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Size- and depth-capped, French errors (memory/api/parsers.py): every JSON endpoint.

@@ -14,12 +14,13 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from makilab.api_authentication import FrenchCsrfSessionAuthentication
 from makilab.throttling import refused_caller_wait
 from memory.api.fields import StrictCharField
 from memory.api.pagination import MemoryPagination
@@ -88,7 +89,11 @@ class MemoryApi(APIView):
     # Each view sets ``name``: OPTIONS and the browsable API show it in French, where DRF
     # would derive "Fact List Create Api" from the class name (rest_framework get_view_name).
     # Their description is a French ``description`` or nothing (makilab.view_descriptions).
-    authentication_classes = [TokenAuthentication, BearerTokenAuthentication, SessionAuthentication]
+    authentication_classes = [
+        TokenAuthentication,
+        BearerTokenAuthentication,
+        FrenchCsrfSessionAuthentication,
+    ]
     permission_classes = [IsStaffOrToken]
     parser_classes = [LimitedJSONParser, LimitedFormParser]
     # The methods of this view in the owner's scope (memory.api.permissions).
