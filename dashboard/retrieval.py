@@ -16,7 +16,7 @@ from django.template.defaultfilters import floatformat
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.auth import staff_required
-from dashboard.forms import PreviewForm, RetrievalSettingsForm
+from dashboard.retrieval_forms import PreviewForm, RetrievalSettingsForm
 from dashboard.sections import UNPROCESSABLE, HtmxHttpRequest, section, section_url
 from memory.exceptions import MemoryServiceError
 from memory.selectors import memory_settings_get, retrieval_list
