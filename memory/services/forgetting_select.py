@@ -144,6 +144,7 @@ def _covers(summary: Summary, channel: str, at) -> bool:
 
 
 def _semantic_candidates(topic: str) -> dict[str, float]:
+    from memory.services.summary_parts import KNOWLEDGE_OVERFETCH
     from memory.stores.embedders import cosine_threshold, get_embedder
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, LIVE, get_vector_store
 
@@ -154,8 +155,10 @@ def _semantic_candidates(topic: str) -> dict[str, float]:
     found: dict[str, float] = {}
     # A live point is a message of an observed room, keyed like an exchange.
     for collection in (CONVERSATIONS, LIVE, KNOWLEDGE):
+        # Knowledge: a long summary's passages are points too, counted once in ``found``.
+        extra = KNOWLEDGE_OVERFETCH if collection == KNOWLEDGE else 0
         for hit in store.search(
-            collection, vector, limit=FORGET_MAX_POINTS, score_threshold=threshold
+            collection, vector, limit=FORGET_MAX_POINTS + extra, score_threshold=threshold
         ):
             payload = hit.payload or {}
             row = payload.get("row_id") or payload.get("message_id")

@@ -218,7 +218,8 @@ def _attempt(claim: IndexClaim, step) -> bool:
     Re-raises StoreUnavailable (transient: the rows stay pending with a backoff).
     """
     kind, token = claim.kind, claim.token
-    item_ids = [i.row_id for i in claim.items]
+    # Rows, once each: a long summary is several documents (its passages; review).
+    item_ids = list(dict.fromkeys(i.row_id for i in claim.items))
     try:
         step()
         return True
@@ -313,7 +314,11 @@ def _removals_first(claim: IndexClaim) -> None:
     except StoreUnavailable as exc:  # Qdrant down: the documents wait too
         claim.ended = True
         index_failure_record(
-            claim.kind, [d.row_id for d in claim.documents], claim.token, exc, transient=True
+            claim.kind,
+            list(dict.fromkeys(d.row_id for d in claim.documents)),
+            claim.token,
+            exc,
+            transient=True,
         )
         raise
 

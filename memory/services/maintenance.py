@@ -252,6 +252,10 @@ def _compare(store, name: str, embedder) -> tuple[DoctorReport, dict[str, list[i
         if any(hit.payload.get(k) != v for k, v in fields.items()):
             report.stale.append(rid)
             to_index.setdefault(kind, []).append(rid)
+    # A row with several points (a long summary's passages) is counted once (review).
+    report.missing = list(dict.fromkeys(report.missing))
+    report.stale = list(dict.fromkeys(report.stale))
+    to_index = {kind: list(dict.fromkeys(ids)) for kind, ids in to_index.items()}
     return report, to_index
 
 

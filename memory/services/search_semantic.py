@@ -49,6 +49,7 @@ def _searched(query: str, limit: int) -> dict[str, list]:
     min_score = memory_settings_get().search_min_score
     found: dict[str, list] = {"exchanges": [], "knowledge": [], "rooms": []}
     try:
+        from memory.services.summary_parts import KNOWLEDGE_OVERFETCH
         from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
         from memory.stores.vectors import (
             CONVERSATIONS,
@@ -64,16 +65,17 @@ def _searched(query: str, limit: int) -> dict[str, list]:
         # search_min_score is on the embedders' common relevance scale; so are the scores shown.
         threshold = cosine_threshold(embedder, min_score)
 
-        def rescored(collection, **filters):
+        def rescored(collection, *, extra: int = 0, **filters):
             # Some hits may be rows forgotten or deleted since indexing (their points
             # go a moment later): ask for more, T1 decides what is shown.
             hits = store.search(
-                collection, vector, limit=limit * 2, score_threshold=threshold, **filters
+                collection, vector, limit=limit * 2 + extra, score_threshold=threshold, **filters
             )
             return [VectorHit(h.id, relevance_score(embedder, h.score), h.payload) for h in hits]
 
         found["exchanges"] = rescored(CONVERSATIONS)
-        found["knowledge"] = rescored(KNOWLEDGE, filters=OWNER_KNOWLEDGE)
+        # A long summary's passages are points too, shown once (_knowledge_hits).
+        found["knowledge"] = rescored(KNOWLEDGE, extra=KNOWLEDGE_OVERFETCH, filters=OWNER_KNOWLEDGE)
         found["rooms"] = rescored(LIVE)
     except StoreUnavailable as exc:
         raise StoreUnavailable(SEMANTIC_UNAVAILABLE_MESSAGE.format(reason=exc)) from exc

@@ -19,6 +19,11 @@ PART_CHARS = 300
 # a forget or an erasure deletes every one of them); past it, the whole point covers.
 PARTS_MAX = 16
 
+# What a search of knowledge asks beyond its limit: one long summary's points (its own and
+# its passages) can then never push every other memory out of the hits (review: a summary
+# about one topic took all 5 points of the pre-hook's semantic source).
+KNOWLEDGE_OVERFETCH = PARTS_MAX + 1
+
 _SENTENCE_END = re.compile(r"(?<=[.!?;:…])\s+|\n+")
 
 

@@ -65,6 +65,7 @@ def semantic_search(
     Retry-After waits), which held this pool's threads long after the caller had
     given up. The bundled engine has no such method: its path is unchanged.
     """
+    from memory.services.summary_parts import KNOWLEDGE_OVERFETCH
     from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, OWNER_KNOWLEDGE, get_vector_store
 
@@ -98,15 +99,19 @@ def semantic_search(
         # few they compare (selection); the engine building every hit's 384 floats held
         # the GIL about 1 ms after each query embedding (10,000 memories, interleaved:
         # CPU per pre-hook 15.5 -> 14.2 ms, the same memories injected on 300/300).
-        for hit in store.search(
+        found = store.search(
             collection,
             vector,
-            limit=limit,
+            # Knowledge: a long summary's passages are points too; the best point of each
+            # of the first ``limit`` memories is kept (distinct_hits).
+            limit=limit + KNOWLEDGE_OVERFETCH if collection == KNOWLEDGE else limit,
             score_threshold=threshold,
             payload_fields=HIT_PAYLOAD_FIELDS,
             filters=OWNER_KNOWLEDGE if collection == KNOWLEDGE else None,
-        ):
-            hits.append((collection, hit, relevance_score(embedder, hit.score)))
+        )
+        if collection == KNOWLEDGE:
+            found = distinct_hits(collection, found, limit)
+        hits.extend((collection, hit, relevance_score(embedder, hit.score)) for hit in found)
     hits.sort(key=lambda triple: -triple[1].score)
     timings["qdrant"] = elapsed_ms(start)
     # The relevance gate's evidence: how far the best hit stands above the query's
@@ -147,6 +152,22 @@ def hit_id(collection: str, hit) -> str | None:
     if payload.get("type") == "summary":
         return f"summary:{int(row_id)}"
     return f"fact:{int(row_id)}"
+
+
+def distinct_hits(collection: str, hits: list, limit: int) -> list:
+    """The best point (``hits`` come best first) of each of the first ``limit`` memories:
+    a long summary's passages are points of their own (summary_parts), which would
+    otherwise take the places of other memories (review)."""
+    kept, seen = [], set()
+    for hit in hits:
+        item_id = hit_id(collection, hit)
+        if item_id in seen:
+            continue
+        seen.add(item_id)
+        kept.append(hit)
+        if len(kept) == limit:
+            break
+    return kept
 
 
 def semantic_ids(hits) -> list[tuple[str, float]]:
