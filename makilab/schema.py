@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from drf_spectacular import openapi
+from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import serializers
 
@@ -59,3 +60,10 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "Le même jeton que « Token <jeton> », envoyé en « Bearer <jeton> ».",
         }
+
+
+class FrenchCsrfSessionScheme(SessionScheme):
+    """The owner's session (makilab.api_authentication: DRF's, its CSRF refusal in French),
+    described as DRF's session is: the same cookie, the same component."""
+
+    target_class = "makilab.api_authentication.FrenchCsrfSessionAuthentication"
