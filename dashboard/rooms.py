@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.auth import staff_required
-from dashboard.sections import section
+from dashboard.sections import isolated_in, section
 from memory.api.fields import BOOLEAN_EXPECTED, StrictBooleanField
 from memory.services.channels import channel_settings_set
 from memory.services.digest import digest_request, digest_status_get
@@ -74,7 +74,10 @@ def room_observe(request: HttpRequest) -> HttpResponse:
             form.add_error("channel", " ".join(exc.messages))
         else:
             template = ROOM_OBSERVED if observed else ROOM_RELEASED
-            return _render(request, rooms_message=template.format(channel=room.channel))
+            # The owner's name for the room, bidi-isolated in the sentence (an Arabic or
+            # Hebrew name would otherwise reorder the words around it).
+            message = isolated_in(template.format(channel=room.channel), room.channel)
+            return _render(request, rooms_message=message)
     return _render(request, status=422, rooms_form=form)
 
 

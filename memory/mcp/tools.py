@@ -46,6 +46,9 @@ SearchModeArg = Literal[SEARCH_MODES]
 MemoryTypeArg = Literal[tuple(MemoryType.values)]
 
 
+VERSION_EMPTY = "version : vide ; donnez la « version » qu'une lecture du fait a renvoyée, ou rien."
+
+
 class InputRejected(MemoryServiceError):
     """Arguments a tool refuses; the message is French and names the field."""
 
@@ -224,6 +227,9 @@ def remember(
     )
     from memory.services.fact_ownership import kept_fields_stated, owner_kept_answer
 
+    if version is not None and not version.strip():
+        # QA: an empty version was answered « Ce fait a changé », as a stale one.
+        raise InputRejected(INVALID_INPUT_MESSAGE.format(tool="remember", detail=VERSION_EMPTY))
     # Without a version, outside any transaction: dedup's embedding and LLM call hold no lock.
     with transaction.atomic() if version is not None else nullcontext():
         if version is not None:

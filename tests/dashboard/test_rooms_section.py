@@ -27,7 +27,7 @@ def test_observing_a_room_and_forcing_a_digest_from_the_page(staff_client):
         "/memory/rooms/observe/", {"channel": "lobby"}, headers={"HX-Request": "true"}
     )
     assert response.status_code == 200
-    assert "Le salon « lobby » est observé." in response.content.decode()
+    assert "Le salon « <bdi>lobby</bdi> » est observé." in response.content.decode()
     assert ChannelSettings.objects.get(channel="lobby").observed
 
     response = staff_client.post("/memory/rooms/digest/", headers={"HX-Request": "true"})
@@ -83,3 +83,13 @@ def test_the_page_has_one_element_per_id_and_the_rooms_input_its_label(staff_cli
     ids = Counter(re.findall(r'\sid="([^"]+)"', html))
     assert [i for i, n in ids.items() if n > 1] == []
     assert re.search(r'<label for="id_room_channel"[^>]*>Salon à observer', html), html
+
+
+def test_a_rooms_name_is_echoed_bidi_isolated(staff_client):
+    """A room named in Arabic or Hebrew letters (channel names take any letter) would
+    reorder the sentence around it: its name is isolated, as keys and topics are."""
+    response = staff_client.post(
+        "/memory/rooms/observe/", {"channel": "שיחה"}, headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 200
+    assert "Le salon « <bdi>שיחה</bdi> » est observé." in response.content.decode()

@@ -67,3 +67,15 @@ def test_remember_without_a_version_is_taken_as_before(mcp, vector_store, local_
 
     assert not result.is_error, result.content[0].text
     assert Fact.objects.get(key="velo").value == "un vélo vert"
+
+
+@pytest.mark.parametrize("version", ["", "   "])
+def test_an_empty_version_is_refused_as_such(mcp, vector_store, local_embedder, version):
+    """QA: « version: "" » was answered « Ce fait a changé », as a stale version."""
+    fact_store(key="velo", value="un vélo bleu", actor=Actor.AGENT)
+
+    result = mcp("remember", {"key": "velo", "value": "un vélo vert", "version": version})
+
+    assert result.is_error
+    assert "version : vide" in result.content[0].text, result.content[0].text
+    assert Fact.objects.get(key="velo").value == "un vélo bleu"
