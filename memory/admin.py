@@ -157,7 +157,8 @@ class FactAdmin(admin.ModelAdmin):
                 fact = fact_update(fact=fact, actor=Actor.ADMIN, expires_at=obj.expires_at)
             obj.pk = fact.pk
             return
-        changed = {name: getattr(obj, name) for name in form.changed_data}
+        # The fields the owner changed in the form ("opened" is the form's version, no field).
+        changed = {name: getattr(obj, name) for name in form.changed_data if name != "opened"}
         if not changed:
             return
         stored = Fact.objects.get(pk=obj.pk)

@@ -24,6 +24,7 @@ from memory.models import (
 from memory.models.rules import invisible_in
 from memory.services.fact_keys import key_look_alike_refuse
 from memory.services.fact_ownership import STATED_FIELDS
+from memory.services.fact_revisions import FACT_CHANGED_MESSAGE, fact_version
 from memory.services.messages import channel_validate
 from memory.services.search import DATE_RANGE_UTC_MESSAGE, moment_in_range
 from memory.services.self_memory_validate import agent_item_validate
@@ -41,11 +42,73 @@ KEY_TAKEN_MESSAGE = (
 
 class FactAdminForm(forms.ModelForm):
     """The owner's fact: its key must be free among every row, the ones the list hides too
-    (the model's own check reads Fact.objects, which hides them: the insert failed, a 500)."""
+    (the model's own check reads Fact.objects, which hides them: the insert failed, a 500).
+
+    A change form carries the fact's version and what it showed of each field (hidden
+    initial inputs): a save writes only the fields the owner changed (save_model reads
+    ``changed_data``), and one changing a field that changed since the form opened (the
+    API, the agent, the page) is refused with the value stored now, the form then showing
+    it as its opening value: saving again takes the owner's (QA 2: the old value came back).
+    """
+
+    opened = forms.CharField(widget=forms.HiddenInput, required=False)
 
     class Meta:
         model = Fact
         fields = ("key", *STATED_FIELDS)  # what an owner's write may state
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.fields["opened"].initial = fact_version(self.instance)
+            for name in ("key", *STATED_FIELDS):
+                # A post without the form's opening values (a script, a page from before
+                # them) compares with the row as stored, as it always did.
+                initial = self.add_initial_prefix(name)
+                posted = not self.is_bound or any(k.startswith(initial) for k in self.data)
+                if name in self.fields and posted:
+                    self.fields[name].show_hidden_initial = True
+
+    def clean(self):
+        cleaned = super().clean()
+        opened = (cleaned.get("opened") or "").strip()
+        if self.instance.pk is None or not opened:
+            return cleaned  # a new fact, or a post from before these inputs: as it was
+        current = Fact.all_objects.filter(pk=self.instance.pk).first()
+        if current is None or fact_version(current) == opened:
+            return cleaned
+        since = [name for name in self.changed_data if self._changed_since(name, current)]
+        if since:
+            self._opened_at(current, since)
+            raise ValidationError(FACT_CHANGED_MESSAGE.format(value=current.value))
+        return cleaned
+
+    def _changed_since(self, name: str, current: Fact) -> bool:
+        """Whether the stored ``name`` differs from what the form showed of it."""
+        if name == "opened" or name not in self.fields:
+            return False
+        field = self.fields[name]
+        shown = field.hidden_widget().value_from_datadict(
+            self.data, self.files, self.add_initial_prefix(name)
+        )
+        return field.has_changed(getattr(current, name), shown)
+
+    def _opened_at(self, current: Fact, names: list[str]) -> None:
+        """The form as opened on ``current``: its version, and the stored value as what it
+        showed of ``names``, so that saving again writes the owner's values knowingly."""
+        data = self.data.copy()
+        data[self.add_prefix("opened")] = fact_version(current)
+        for name in names:
+            field = self.fields[name]
+            widget = field.hidden_widget()
+            value = field.prepare_value(getattr(current, name))
+            initial_name = self.add_initial_prefix(name)
+            if isinstance(widget, forms.MultiWidget):
+                for i, part in enumerate(widget.decompress(value)):
+                    data[f"{initial_name}_{i}"] = widget.widgets[i].format_value(part) or ""
+            else:
+                data[initial_name] = widget.format_value(value) or ""
+        self.data = data
 
     def clean_expires_at(self):
         """The years every other writer accepts (the API, the import): a moment past them

@@ -1,0 +1,50 @@
+"""The admin's fact form never overwrites unseen what changed since it opened (QA 2: the API
+changed the value while the form was open, and saving the form put the old one back)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import Actor, Fact
+from memory.services.facts import fact_store, fact_update
+from tests.html_forms import form_post_data
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def opened(staff_client):
+    """The change form of « danse » as the owner opened it, before anything changed."""
+    fact, _ = fact_store(key="danse", value="salsa", importance=0.5)
+    url = f"/admin/memory/fact/{fact.pk}/change/"
+    data = form_post_data(staff_client.get(url).content.decode(), "fact_form")
+    return fact, url, data
+
+
+def test_a_field_changed_elsewhere_is_kept_when_the_owner_saves_another(staff_client, opened):
+    fact, url, data = opened
+    fact_update(fact=fact, actor=Actor.USER, importance=0.9)  # the API, meanwhile
+
+    response = staff_client.post(url, {**data, "channel": "whatsapp"})
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    fact.refresh_from_db()
+    assert (fact.channel, fact.importance, fact.value) == ("whatsapp", 0.9, "salsa")
+
+
+def test_a_field_changed_since_is_refused_in_french_then_taken_when_saved_again(
+    staff_client, opened
+):
+    fact, url, data = opened
+    fact_update(fact=fact, actor=Actor.USER, value="house")  # the API, meanwhile
+
+    response = staff_client.post(url, {**data, "value": "tango"})
+
+    assert response.status_code == 200  # the form again, with its error
+    page = response.content.decode()
+    assert "a changé depuis" in page and "« house »" in page
+    assert Fact.objects.get(pk=fact.pk).value == "house"
+    again = form_post_data(page, "fact_form")
+    assert again["value"] == "tango"  # what the owner typed is kept
+    assert staff_client.post(url, again).status_code == 302
+    assert Fact.objects.get(pk=fact.pk).value == "tango"
