@@ -7,8 +7,6 @@ the admin refuse the same values.
 
 from __future__ import annotations
 
-import math
-
 from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.validators import ProhibitNullCharactersValidator
@@ -18,7 +16,7 @@ from memory.exceptions import InvalidTTL
 from memory.models import Fact, MemorySettings, MemoryType, validate_fact_key, validate_fact_value
 from memory.services.fact_revisions import fact_version
 from memory.services.search import QUERY_MAX_CHARS
-from memory.services.settings import model_field_range
+from memory.services.settings import model_field_range, values_same
 from memory.services.ttl import parse_ttl
 
 NOT_STAFF_MESSAGE = "Ce compte n'a pas accès au tableau de bord de Makilab."
@@ -241,7 +239,7 @@ class FactEditForm(_FactFieldsForm):
         return [
             name
             for name, seen in self.opened_values().items()
-            if not _same_value(getattr(fact, name), seen)
+            if not values_same(getattr(fact, name), seen)
         ]
 
     def over(self, fact: Fact, message: str) -> FactEditForm:
@@ -263,13 +261,6 @@ class FactEditForm(_FactFieldsForm):
         form.is_valid()
         form.add_error(None, message)
         return form
-
-
-def _same_value(stored: object, other: object) -> bool:
-    """A stored field against a form's value: numbers within float noise are the same."""
-    if isinstance(stored, float) and isinstance(other, int | float):
-        return math.isclose(stored, other, abs_tol=1e-9)
-    return stored == other
 
 
 class FactFilterForm(forms.Form):

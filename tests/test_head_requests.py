@@ -8,7 +8,6 @@ a keep-alive client then read as the start of its next answer: « BadStatusLine 
 from __future__ import annotations
 
 import socket
-import threading
 
 import pytest
 
@@ -17,24 +16,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def waitress_url():
-    from waitress import create_server
-
     from makilab.wsgi import application
+    from tests.waitress_serving import waitress_serving
 
-    server = create_server(application, host="127.0.0.1", port=0, ident="makilab")
-    stop = threading.Event()
-
-    def run() -> None:
-        while not stop.is_set():
-            server.asyncore.loop(timeout=0.05, map=server._map, count=1)
-        server.task_dispatcher.shutdown()
-        server.asyncore.close_all(server._map)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    yield server.effective_port
-    stop.set()
-    thread.join(timeout=5)
+    with waitress_serving(application, ident="makilab") as port:
+        yield port
 
 
 def _answers(port: int, requests: list[bytes]) -> bytes:

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import urllib.request
 from pathlib import Path
 
@@ -170,31 +169,14 @@ def _echo_app(environ, start_response):
 
 
 def _through_waitress(options: dict) -> dict:
-    from waitress import create_server
+    from tests.waitress_serving import waitress_serving
 
-    server = create_server(_echo_app, host="127.0.0.1", port=0, **options)
-    stop = threading.Event()
-
-    def run() -> None:
-        # The loop in short turns, closed by its own thread: closing the sockets
-        # from the test's thread would break the poll under the loop's feet.
-        while not stop.is_set():
-            server.asyncore.loop(timeout=0.05, map=server._map, count=1)
-        server.task_dispatcher.shutdown()
-        server.asyncore.close_all(server._map)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
+    with waitress_serving(_echo_app, **options) as port:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{server.effective_port}/",
-            headers={"X-Forwarded-Proto": "https"},
+            f"http://127.0.0.1:{port}/", headers={"X-Forwarded-Proto": "https"}
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
-    finally:
-        stop.set()
-        thread.join(timeout=5)
 
 
 def test_serve_keeps_the_proxys_x_forwarded_proto_only_behind_a_proxy(settings):

@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable
 from django.db import transaction
 from django.utils import timezone
 
-from memory.exceptions import FactChanged, MemoryServiceError
+from memory.exceptions import MemoryServiceError
 from memory.models import (
     DEFAULT_IMPORTANCE,
     FACT_ASIDE_KEY_PATTERN,
@@ -31,11 +31,9 @@ from memory.services.fact_ownership import (
     owner_forgot,
 )
 from memory.services.fact_revisions import (
-    FACT_CHANGED_MESSAGE,
     NO_FACT,
     fact_changed_refuse,
     fact_snapshot,
-    fact_version,
     revision_record,
 )
 from memory.services.fact_sources import source_present
@@ -232,9 +230,8 @@ def fact_update(
     if unknown:
         raise TypeError(f"fact_update cannot change {sorted(unknown)}")
     current = Fact.all_objects.select_for_update().get(pk=fact.pk)
-    if opened is not None and fact_version(current) != opened:
-        # Changed since the caller's form read it (QA: a second tab's save undid the first).
-        raise FactChanged(FACT_CHANGED_MESSAGE.format(value=current.value))
+    # Changed since the caller's form read it (QA: a second tab's save undid the first).
+    fact_changed_refuse(current, opened)
     if current.forgotten and not revive:
         logger.info("%s was forgotten meanwhile: the write is dropped", current.key)
         return current

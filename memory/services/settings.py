@@ -107,8 +107,8 @@ def memory_settings_update(
         name: getattr(settings, name)
         for name, seen in (opened or {}).items()
         if name in changes
-        and not _same(getattr(settings, name), seen)
-        and not _same(getattr(settings, name), changes[name])
+        and not values_same(getattr(settings, name), seen)
+        and not values_same(getattr(settings, name), changes[name])
     }
     if stored_since:
         raise SettingsChanged(stored_since)
@@ -119,8 +119,9 @@ def memory_settings_update(
     return settings
 
 
-def _same(stored: object, other: object) -> bool:
-    """A setting's value against another: numbers within float noise are the same."""
+def values_same(stored: object, other: object) -> bool:
+    """A stored value against another (a setting, a fact's field as a form read it): numbers
+    within float noise are the same, a boolean only its own value."""
     if isinstance(stored, bool) or isinstance(other, bool):
         return stored == other
     if isinstance(stored, int | float) and isinstance(other, int | float):

@@ -85,6 +85,19 @@ def browser_page(monkeypatch):
         assert errors == [], errors
 
 
+@pytest.fixture
+def memory_page(browser_page, live_server, django_user_model, settings):
+    """The owner's /memory in a real browser, no LLM configured: call it once the test's
+    memories are stored, it logs in and returns the page."""
+    settings.ANTHROPIC_API_KEY = ""
+
+    def opened():
+        log_in(browser_page, live_server, django_user_model)
+        return browser_page
+
+    return opened
+
+
 def log_in(page, live_server, django_user_model) -> None:
     """Create the owner's staff account and log in through the French login page."""
     from playwright.sync_api import expect

@@ -11,23 +11,18 @@ import pytest
 from memory.models import Actor, Fact, MemorySettings
 from memory.services.facts import fact_store, fact_update
 from memory.services.settings import memory_settings_update
-from tests.dashboard.test_browser import browser_page, log_in  # noqa: F401 (a fixture)
+from tests.dashboard.test_browser import browser_page, memory_page  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_refused_slider_goes_back_to_the_stored_value(
-    browser_page,  # noqa: F811
-    live_server,
-    django_user_model,
-    settings,
+    memory_page,  # noqa: F811
 ):
     """QA: after the 422 the slider still said 0,55; moving another one saved it."""
     from playwright.sync_api import expect
 
-    settings.ANTHROPIC_API_KEY = ""
-    page = browser_page
-    log_in(page, live_server, django_user_model)
+    page = memory_page()
     slider = page.locator("#id_min_score")
     shown = page.locator("#min_score_value")
     status = page.locator("#retrieval-status")
@@ -58,19 +53,14 @@ def test_a_refused_slider_goes_back_to_the_stored_value(
 
 
 def test_a_refused_fact_edit_shows_the_change_made_since_and_keeps_it(
-    browser_page,  # noqa: F811
-    live_server,
-    django_user_model,
-    settings,
+    memory_page,  # noqa: F811
 ):
     """QA: the form came back with the old importance and subjects, and saving again
     wrote them over the other client's change."""
     from playwright.sync_api import expect
 
-    settings.ANTHROPIC_API_KEY = ""
     livre = fact_store(key="livre", value="Dune", importance=0.5)[0]
-    page = browser_page
-    log_in(page, live_server, django_user_model)
+    page = memory_page()
     card = page.locator("article.fact[data-key='livre']")
     card.get_by_role("link", name="Modifier").click()
     editing = page.locator("article.fact.editing[data-key='livre']")

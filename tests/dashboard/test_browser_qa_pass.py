@@ -10,26 +10,21 @@ import pytest
 
 from memory.models import Fact
 from memory.services.facts import fact_store
-from tests.dashboard.test_browser import browser_page, log_in  # noqa: F401 (a fixture)
+from tests.dashboard.test_browser import browser_page, memory_page  # noqa: F401 (fixtures)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def test_the_facts_count_follows_forget_restore_add_and_erase(
-    browser_page,  # noqa: F811
-    live_server,
-    django_user_model,
-    settings,
+    memory_page,  # noqa: F811
 ):
     """QA: after a forget confirmed on the page, the header's count stayed as it was."""
     from playwright.sync_api import expect
 
-    settings.ANTHROPIC_API_KEY = ""
     fact_store(key="ville", value="Paul habite à Lyon")
     fact_store(key="sport", value="Paul grimpe le mardi")
-    page = browser_page
+    page = memory_page()
     page.on("dialog", lambda dialog: dialog.accept())
-    log_in(page, live_server, django_user_model)
     count = page.locator("#faits-title .count")
     expect(count).to_contain_text("2")
 
@@ -57,17 +52,12 @@ def test_the_facts_count_follows_forget_restore_add_and_erase(
 
 
 def test_a_look_alike_key_is_refused_once(
-    browser_page,  # noqa: F811
-    live_server,
-    django_user_model,
-    settings,
+    memory_page,  # noqa: F811
 ):
     from playwright.sync_api import expect
 
-    settings.ANTHROPIC_API_KEY = ""
     fact_store(key="courses", value="lait")
-    page = browser_page
-    log_in(page, live_server, django_user_model)
+    page = memory_page()
     page.locator("#facts-section summary", has_text="Ajouter un fait").click()
     page.get_by_label("Clé").fill("Courses")
     page.get_by_label("Valeur").first.fill("pain")
@@ -78,17 +68,12 @@ def test_a_look_alike_key_is_refused_once(
 
 
 def test_a_sliders_number_reads_as_the_status_line_says_it(
-    browser_page,  # noqa: F811
-    live_server,
-    django_user_model,
-    settings,
+    memory_page,  # noqa: F811
 ):
     """QA: « 0.5 » beside the slider, « score ≥ 0,50 » in the status line."""
     from playwright.sync_api import expect
 
-    settings.ANTHROPIC_API_KEY = ""
-    page = browser_page
-    log_in(page, live_server, django_user_model)
+    page = memory_page()
     slider = page.locator("#id_min_score")
     shown = page.locator("#min_score_value")
     expect(slider).to_have_value("0.5")  # the input's own value stays the browser's
@@ -101,21 +86,16 @@ def test_a_sliders_number_reads_as_the_status_line_says_it(
 
 
 def test_a_topic_forget_takes_its_facts_off_the_list_and_its_undo_brings_them_back(
-    browser_page,  # noqa: F811
-    live_server,
-    django_user_model,
-    settings,
+    memory_page,  # noqa: F811
 ):
     """QA: after a topic forget confirmed on the page, the facts it took stayed in the list
     (with their Oublier buttons) until a reload; the filter typed meanwhile is kept."""
     from playwright.sync_api import expect
 
-    settings.ANTHROPIC_API_KEY = ""
     fact_store(key="ville", value="Paul habite à Lyon")
     fact_store(key="travail_lyon", value="Paul travaille à Lyon le lundi")
     fact_store(key="sport", value="Paul grimpe le mardi")
-    page = browser_page
-    log_in(page, live_server, django_user_model)
+    page = memory_page()
     cards = page.locator("#facts-list article.fact")
     expect(cards).to_have_count(3)
     page.locator("#id_filter").fill("Paul")
