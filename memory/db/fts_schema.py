@@ -154,7 +154,19 @@ MESSAGES_FTS_V3 = _indexed_fts(
     "content, forgetting_id, memory_excluded, observed",
 )
 
-CURRENT = (MESSAGES_FTS_V3, FACTS_FTS_V3)
+# Version 1 (0028): the channels' summaries, for the keyword source. A monthly summary tells
+# of a dozen topics in words no question shares whole; its rare words (a product, a street,
+# a drug) found it by meaning only when its one embedding stood near the question. A
+# forgotten summary (forgetting_id) is out of the index, as messages and facts are.
+SUMMARIES_FTS_V1 = _indexed_fts(
+    "summaries_fts",
+    "memory_summary",
+    "{p}content",
+    "{p}forgetting_id IS NULL",
+    "content, forgetting_id",
+)
+
+CURRENT = (MESSAGES_FTS_V3, FACTS_FTS_V3, SUMMARIES_FTS_V1)
 
 
 # Version 1 (migrations 0002 and 0004): every row indexed. Kept to reverse 0006.

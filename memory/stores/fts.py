@@ -246,6 +246,22 @@ def fts_search_facts(
     return [FactFtsHit(fact_id=rowid, score=float(score)) for rowid, score in rows]
 
 
+@dataclass(frozen=True)
+class SummaryFtsHit:
+    summary_id: int
+    score: float  # -bm25(): higher is better
+
+
+def fts_rank_summaries(
+    terms: list[str], *, limit: int = 20, any_term: bool = True, bounded: bool = True
+) -> list[SummaryFtsHit]:
+    """Ids of the summaries still in the memory matching the (already folded) terms, best
+    bm25 first (their own index: a summary is ten times a message's length, and bm25 weighs
+    a word by the length of the rows it is ranked with)."""
+    rows = rank_rowids("summaries_fts", terms, limit=limit, any_term=any_term, bounded=bounded)
+    return [SummaryFtsHit(summary_id=rowid, score=float(score)) for rowid, score in rows]
+
+
 # SQLite virtual-machine steps between two deadline checks (~0.1-0.5 ms of SQL).
 DEADLINE_STEPS = 10_000
 

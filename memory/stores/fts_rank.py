@@ -133,7 +133,7 @@ def rank_rowids(
     Selects only what it ranks: on a large index a common word matches
     thousands of rows, and every selected column is computed for each of them
     before the sort; an OR query counts its most frequent words only in pairs
-    past OR_MATCH_BUDGET rows. ``table`` is one of our two constant names, never
+    past OR_MATCH_BUDGET rows. ``table`` is one of our constant names, never
     user text; ``join`` and ``filters`` ("AND …" with ``filter_params``) are ours too.
     ``column``: match in that column only (one of the table's own, never user text).
     """

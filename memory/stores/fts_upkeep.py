@@ -24,7 +24,7 @@ from memory.stores.compiled import raw_fetchall
 logger = logging.getLogger(__name__)
 
 # The FTS5 tables, ours (never user text in the SQL below).
-KEYWORD_INDEXES = ("messages_fts", "facts_fts")
+KEYWORD_INDEXES = ("messages_fts", "facts_fts", "summaries_fts")
 # An index with more segments than this is merged into one. Merging rewrites the
 # whole index under the write lock (writers wait; readers do not): about 1.6 s per
 # million messages, so not after every few writes; FTS5's own merging keeps the

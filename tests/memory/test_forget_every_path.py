@@ -94,7 +94,7 @@ def _every_path(staff_client, agent_api, *, query=QUERY, secret=SECRET) -> dict[
     )
     seen["summaries"] = " ".join(Summary.objects.values_list("content", flat=True))
     with connection.cursor() as cursor:
-        for table in ("messages_fts", "facts_fts"):
+        for table in ("messages_fts", "facts_fts", "summaries_fts"):
             cursor.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH %s", [secret.lower()])
             seen[f"fts {table}"] = secret if cursor.fetchone()[0] else ""
     return seen

@@ -5,10 +5,15 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from memory.models import Fact, Message
+from memory.models import Fact, Message, Summary
 from memory.services.maintenance import search_index_maintain
 from memory.stores import fts_upkeep
-from memory.stores.fts import fts_rank_messages, fts_search_facts, query_terms
+from memory.stores.fts import (
+    fts_rank_messages,
+    fts_rank_summaries,
+    fts_search_facts,
+    query_terms,
+)
 from memory.stores.fts_upkeep import fts_integrity_check, fts_merge, fts_segments
 
 # Committed one by one, as messages arrive: FTS5 writes each transaction as a segment.
@@ -41,15 +46,17 @@ def _fill(n: int) -> None:
         a, b = WORDS[i % len(WORDS)], WORDS[(i * 3 + 1) % len(WORDS)]
         Message.objects.create(channel="whatsapp", role="user", content=f"{a} et {b} numéro {i}")
         Fact.objects.create(key=f"note_{i}", value=f"le {b} du {a}")
+        Summary.objects.create(channel="whatsapp", content=f"Résumé : {a}, puis {b} ({i})")
 
 
 def _answers() -> list:
-    """Every word's ranked messages and facts, with their scores."""
+    """Every word's ranked messages, facts and summaries, with their scores."""
     answers = []
     for word in WORDS:
         terms = query_terms(word)
         answers.append([(h.message_id, round(h.score, 9)) for h in fts_rank_messages(terms)])
         answers.append([(h.fact_id, round(h.score, 9)) for h in fts_search_facts(terms)])
+        answers.append([(h.summary_id, round(h.score, 9)) for h in fts_rank_summaries(terms)])
     return answers
 
 

@@ -254,7 +254,8 @@ _facts_thread = threading.local()
 def keyword_search(
     text: str, *, limit: int, facts_apart: float | None = None
 ) -> list[tuple[str, float]]:
-    """The keyword source: FTS5's bm25 over the owner's exchanges and facts, interleaved.
+    """The keyword source: FTS5's bm25 over the owner's exchanges, facts and summaries,
+    interleaved by rank (three indexes whose scores do not compare).
 
     ``facts_apart``: the facts' query runs on a connection of its own in another
     thread, within that many seconds, while this thread ranks the messages. Each
@@ -265,7 +266,7 @@ def keyword_search(
     connection, so a fact forgotten meanwhile is still dropped there.
     """
     from memory.services.keywords import keyword_terms
-    from memory.stores.fts import fts_rank_messages, fts_search_facts
+    from memory.stores.fts import fts_rank_messages, fts_rank_summaries, fts_search_facts
 
     terms = keyword_terms(text)
     if not terms:
@@ -274,6 +275,7 @@ def keyword_search(
     if facts_apart is not None:
         facts_future = _facts_pool.submit(_facts_on_own_connection, terms, limit, facts_apart)
     messages = strong_hits(fts_rank_messages(terms, limit=limit))
+    summaries = strong_hits(fts_rank_summaries(terms, limit=limit))
     if facts_future is not None:
         facts = strong_hits(facts_future.result(timeout=facts_apart))
     else:
@@ -291,13 +293,15 @@ def keyword_search(
         if root not in seen:
             seen.add(root)
             message_ids.append((root, hit.score))
-    # Two indexes whose bm25 scores do not compare: interleave them by rank.
+    # Three indexes whose bm25 scores do not compare: interleave them by rank.
+    lists = (
+        [(f"message:{pk}", score) for pk, score in message_ids],
+        [(f"fact:{hit.fact_id}", hit.score) for hit in facts],
+        [(f"summary:{hit.summary_id}", hit.score) for hit in summaries],
+    )
     ranked: list[tuple[str, float]] = []
-    for i in range(max(len(message_ids), len(facts))):
-        if i < len(message_ids):
-            ranked.append((f"message:{message_ids[i][0]}", message_ids[i][1]))
-        if i < len(facts):
-            ranked.append((f"fact:{facts[i].fact_id}", facts[i].score))
+    for i in range(max(map(len, lists))):
+        ranked.extend(items[i] for items in lists if i < len(items))
     return ranked
 
 

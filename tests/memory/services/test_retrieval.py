@@ -729,7 +729,9 @@ def test_a_retrieval_runs_as_many_statements_whatever_the_memory_holds(world):
     statements, 30-70 µs of Python each on the caller's thread). With ten times the
     exchanges and facts and many hits hydrated: no more statements, and none run more
     than three times (the keyword source maps its hits to their exchanges, the
-    hydration reads them, and again in fusion for what the semantic source adds)."""
+    hydration reads them, and again in fusion for what the semantic source adds). The
+    keyword source reads two statements per index (its words' counts, its ranking), of
+    three indexes since the summaries have theirs."""
     import collections
     import re
 
@@ -761,8 +763,8 @@ def test_a_retrieval_runs_as_many_statements_whatever_the_memory_holds(world):
     many = selects("Où est le vélo rouge du garage de Lyon ?")
     repeated = {sql: n for sql, n in collections.Counter(many).items() if n > 3}
     assert not repeated, repeated
-    assert len(few) <= 16, "\n".join(few)
-    assert len(many) <= 16, "\n".join(many)
+    assert len(few) <= 18, "\n".join(few)
+    assert len(many) <= 18, "\n".join(many)
 
 
 def test_the_time_source_injects_no_exchange_without_a_point(world):
