@@ -11,9 +11,9 @@ derived data: a fact hit is checked against T1 so a fact forgotten or expired
 since it was indexed is never shown, and its current value is shown rather
 than the indexed one.
 
-Text mode needs nothing but SQLite: messages (messages_fts) and facts
-(facts_fts) ranked by FTS5's bm25, the rows holding every meaningful word
-first, then those holding some.
+Text mode (memory.services.search_text) needs nothing but SQLite: messages,
+facts and summaries ranked by FTS5's bm25, the rows holding every meaningful
+word first, then those holding some.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from memory.models import Fact, MemoryType, Summary
 from memory.selectors import facts_active
 from memory.services.search_hits import (
     SearchHit,
-    excerpt,
     exchange_hit,
     exchanges_read,
     fact_hit,
@@ -43,7 +42,6 @@ from memory.services.search_semantic import (
     rooms_placed,
     semantic_hits,
 )
-from memory.stores.fts import fts_search, literal_words, query_terms
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +229,9 @@ def memory_search(
     if not query:
         return []
     if mode == "text":
-        return _text_search(query, limit, filters)
+        from memory.services.search_text import text_search
+
+        return text_search(query, limit, filters)
     # Filters apply after ranking in the modes that rank by meaning: ask for more.
     wanted = limit * 4 if filters else limit
     if mode == "semantic":
@@ -301,96 +301,3 @@ def _hybrid_search(query: str, limit: int) -> list[SearchHit]:
     meaning = semantic_hits(query, limit)
     rooms = [hit for hit in meaning if hit.source == ROOMS_SOURCE]
     return rooms_placed(hits, rooms, {(h.kind, h.id): h.score for h in meaning})
-
-
-# --- text mode -----------------------------------------------------------------
-
-
-def _text_search(query: str, limit: int, filters: SearchFilters | None = None) -> list[SearchHit]:
-    """Messages and facts by their words: those with every word first, then any word.
-
-    A natural question ("qu'est-ce que le kiné a dit pour mon épaule ?") would
-    match nothing as an AND over all its words, stop words included; so stop
-    words are dropped (unless nothing else is left) and, after the rows holding
-    every remaining word, come the rows holding some of them, each tier ranked
-    by FTS5's bm25 (messages_fts and facts_fts). Messages and facts interleave
-    by rank: their bm25 scores come from two indexes and do not compare. A
-    one-letter word with symbols ("C++", "C#") must be there as written: to
-    FTS5 it is the letter alone, the "c" of every "c'est".
-    """
-    from memory.services.keywords import keyword_terms
-
-    filters = filters or SearchFilters()
-    terms = keyword_terms(query) or query_terms(query)
-    if not terms:
-        return []
-    literals = literal_words(query)
-    hits: list[SearchHit] = []
-    seen_messages: list[int] = []
-    seen_facts: set[int] = set()
-    for any_term in (False, True) if len(terms) > 1 else (False,):
-        messages = _message_text_hits(terms, limit, filters, any_term, seen_messages, literals)
-        facts = _fact_text_hits(terms, limit, filters, any_term, seen_facts, literals)
-        seen_messages.extend(int(h.id) for h in messages)
-        seen_facts.update(int(h.id) for h in facts)
-        for i in range(max(len(messages), len(facts))):
-            hits.extend(tier[i] for tier in (messages, facts) if i < len(tier))
-        if len(hits) >= limit:
-            break
-    return hits[:limit]
-
-
-def _message_text_hits(
-    terms: list[str],
-    limit: int,
-    filters: SearchFilters,
-    any_term: bool,
-    exclude: list[int],
-    literals: list[str],
-) -> list[SearchHit]:
-    if filters.memory_type or filters.subjects:
-        return []  # messages have neither a memory type nor subjects
-    return [
-        SearchHit(
-            id=str(hit.message_id),
-            kind="message",
-            score=round(hit.score, 4),
-            channel=hit.channel,
-            date=hit.created_at,
-            excerpt=excerpt(hit.content, terms),
-            type=hit.role,
-            source="messages_fts",
-        )
-        for hit in fts_search(
-            "",
-            terms=terms,
-            limit=limit,
-            any_term=any_term,
-            channel=filters.channel or None,
-            since=filters.since,
-            until=filters.until,
-            exclude_ids=exclude,
-            literals=literals,
-        )
-    ]
-
-
-def _fact_text_hits(
-    terms: list[str],
-    limit: int,
-    filters: SearchFilters,
-    any_term: bool,
-    exclude: set[int],
-    literals: list[str],
-) -> list[SearchHit]:
-    """Active facts matching the terms in facts_fts (key words + value), best bm25 first."""
-    from memory.stores.fts import fts_search_facts
-
-    # Filters apply after ranking: ask for more than needed.
-    ranked = fts_search_facts(
-        terms, limit=(limit + len(exclude)) * 4, any_term=any_term, literals=literals
-    )
-    scores = {hit.fact_id: hit.score for hit in ranked if hit.fact_id not in exclude}
-    facts = filters.apply_to_facts(facts_active().filter(pk__in=list(scores)))
-    kept = sorted(facts, key=lambda fact: -scores[fact.pk])[:limit]
-    return [fact_hit(fact, score=scores[fact.pk], source="facts", terms=terms) for fact in kept]

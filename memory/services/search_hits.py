@@ -71,14 +71,16 @@ def fact_hit(fact: Fact, *, score: float, source: str, terms: list[str] | None =
     )
 
 
-def summary_hit(summary: Summary, *, score: float, source: str) -> SearchHit:
+def summary_hit(
+    summary: Summary, *, score: float, source: str, terms: list[str] | None = None
+) -> SearchHit:
     return SearchHit(
         id=str(summary.pk),
         kind="summary",
         score=score,
         channel=summary.channel,
         date=summary.date,
-        excerpt=excerpt(summary.content),
+        excerpt=excerpt(summary.content, terms),
         type="summary",
         source=source,
     )

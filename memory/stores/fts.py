@@ -228,13 +228,31 @@ def fts_search_facts(
     ``bounded``: an OR query counts its most frequent words only in pairs past OR_MATCH_BUDGET
     rows (forgetting does not: it must see every candidate). ``literals``: text the
     value must hold as written, case aside (as in fts_search)."""
+    rows = _rank_holding(
+        "facts_fts", "core_memory", "value", terms, limit, any_term, bounded, literals
+    )
+    return [FactFtsHit(fact_id=rowid, score=float(score)) for rowid, score in rows]
+
+
+def _rank_holding(
+    index: str,
+    table: str,
+    column: str,
+    terms: list[str],
+    limit: int,
+    any_term: bool,
+    bounded: bool,
+    literals: Sequence[str],
+) -> list[tuple]:
+    """rank_rowids over ``index``, keeping the rows of ``table`` whose ``column`` holds the
+    ``literals`` as written (our constant names, never user text)."""
     join, filters, filter_params = "", [], []
     if literals:
-        join = "JOIN core_memory f ON f.id = facts_fts.rowid"
-        literal_filter, filter_params = _literal_filters("f.value", literals, any_term=any_term)
+        join = f"JOIN {table} t ON t.id = {index}.rowid"
+        literal_filter, filter_params = _literal_filters(f"t.{column}", literals, any_term=any_term)
         filters = [literal_filter]
-    rows = rank_rowids(
-        "facts_fts",
+    return rank_rowids(
+        index,
         terms,
         limit=limit,
         any_term=any_term,
@@ -243,7 +261,6 @@ def fts_search_facts(
         filters=filters,
         filter_params=filter_params,
     )
-    return [FactFtsHit(fact_id=rowid, score=float(score)) for rowid, score in rows]
 
 
 @dataclass(frozen=True)
@@ -253,12 +270,20 @@ class SummaryFtsHit:
 
 
 def fts_rank_summaries(
-    terms: list[str], *, limit: int = 20, any_term: bool = True, bounded: bool = True
+    terms: list[str],
+    *,
+    limit: int = 20,
+    any_term: bool = True,
+    bounded: bool = True,
+    literals: Sequence[str] = (),
 ) -> list[SummaryFtsHit]:
     """Ids of the summaries still in the memory matching the (already folded) terms, best
     bm25 first (their own index: a summary is ten times a message's length, and bm25 weighs
-    a word by the length of the rows it is ranked with)."""
-    rows = rank_rowids("summaries_fts", terms, limit=limit, any_term=any_term, bounded=bounded)
+    a word by the length of the rows it is ranked with). ``literals``: text the summary
+    must hold as written, case aside (as in fts_search)."""
+    rows = _rank_holding(
+        "summaries_fts", "memory_summary", "content", terms, limit, any_term, bounded, literals
+    )
     return [SummaryFtsHit(summary_id=rowid, score=float(score)) for rowid, score in rows]
 
 
