@@ -28,11 +28,14 @@ from django.test.utils import override_settings
 from memory.error_reasons import os_error_reason
 from memory.exceptions import MemoryServiceError
 from memory.models import (
+    Actor,
     Fact,
+    FactRevision,
     IndexState,
     MemorySettings,
     Message,
     MessageRole,
+    RevisionReason,
     Summary,
 )
 from memory.services.facts import default_importance
@@ -96,24 +99,41 @@ def _dt(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
+def _fact_store(memory: dict) -> int:
+    """The fact of ``memory``; a key met again is that fact restated (one key, one fact, as
+    fact_store has it): its value becomes the newer one, the older kept in its history, and
+    both memories are that fact (a set names either). Memories come oldest first."""
+    created = _dt(memory["created_at"])
+    fields = {
+        "value": memory["value"],
+        "memory_type": memory["type"],
+        "importance": memory.get("importance", default_importance(memory["type"])),
+        "subjects": memory.get("subjects", []),
+        "channel": memory.get("channel", ""),
+    }
+    fact = Fact.objects.filter(key=memory["key"]).first()
+    if fact is None:
+        fact = Fact.objects.create(key=memory["key"], created_at=created, **fields)
+    else:
+        FactRevision.objects.create(
+            fact=fact,
+            actor=Actor.AGENT,
+            reason=RevisionReason.EXTRACTED,
+            old_value=fact.value,
+            new_value=memory["value"],
+            created_at=created,
+        )
+    Fact.objects.filter(pk=fact.pk).update(updated_at=created, **fields)
+    return fact.pk
+
+
 def dataset_store(data: dict, *, vault: Path) -> dict[str, str]:
     """Write the dataset's memories into T1 (and notes into ``vault``); eval id -> memory id."""
     ids: dict[str, str] = {}
     for memory in data["memories"]:
         kind = memory["kind"]
         if kind == "fact":
-            created = _dt(memory["created_at"])
-            fact = Fact.objects.create(
-                key=memory["key"],
-                value=memory["value"],
-                memory_type=memory["type"],
-                importance=memory.get("importance", default_importance(memory["type"])),
-                subjects=memory.get("subjects", []),
-                channel=memory.get("channel", ""),
-                created_at=created,
-            )
-            Fact.objects.filter(pk=fact.pk).update(updated_at=created)
-            ids[memory["id"]] = f"fact:{fact.pk}"
+            ids[memory["id"]] = f"fact:{_fact_store(memory)}"
         elif kind == "exchange":
             created = _dt(memory["created_at"])
             question = Message.objects.create(

@@ -43,3 +43,29 @@ def test_hybrid_beats_semantic_and_text_on_recall_and_mrr(local_embedder):
     # What memory_eval prints for the owner is French.
     assert lines[0].split(";")[0].endswith("questions ") and "souvenirs" in lines[0], lines
     assert "n'injectent rien" in scores_table(list(scores.values()))
+
+
+def test_a_key_met_again_in_a_set_is_that_fact_restated(tmp_path):
+    """heldout5 restates facts under their key (a new phone number): the loader created a
+    second fact with the same key, which SQLite refused (UNIQUE constraint), and the set
+    could not be measured. The newer value is the fact's, the older in its history, and
+    both memories of the set are that one fact."""
+    from memory.models import Fact
+    from memory.services.evaluation import dataset_store
+
+    fact = {"kind": "fact", "key": "shiv_phone", "type": "fact", "channel": "whatsapp"}
+    ids = dataset_store(
+        {
+            "memories": [
+                {**fact, "id": "f-1", "value": "06 71", "created_at": "2026-10-02T18:05:00+02:00"},
+                {**fact, "id": "f-2", "value": "07 82", "created_at": "2027-03-06T13:25:00+01:00"},
+            ]
+        },
+        vault=tmp_path,
+    )
+
+    stored = Fact.objects.get(key="shiv_phone")
+    assert ids == {"f-1": f"fact:{stored.pk}", "f-2": f"fact:{stored.pk}"}
+    assert stored.value == "07 82"
+    assert stored.updated_at.isoformat() == "2027-03-06T12:25:00+00:00"
+    assert [(r.old_value, r.new_value) for r in stored.revisions.all()] == [("06 71", "07 82")]
