@@ -137,7 +137,9 @@ TEMPLATES = [
 # WAL lets readers run beside one writer; busy_timeout makes a writer wait for
 # the lock instead of failing; IMMEDIATE transactions take the write lock at
 # BEGIN, so two writers never deadlock upgrading a read lock ("database is
-# locked" despite the timeout); synchronous=FULL keeps T1 durable on power loss.
+# locked" despite the timeout); synchronous=FULL keeps T1 durable on power loss;
+# secure_delete writes zeros over what a deletion frees, so a purge or an erasure
+# leaves no byte of the deleted text in the file (memory.stores.sqlite_scrub).
 # The engine is Django's, with this process's writers queued for that lock
 # (memory.db.backend: SQLite's busy handler sleeps instead of waking them).
 SQLITE_BUSY_TIMEOUT_MS = env_int("MAKILAB_SQLITE_BUSY_TIMEOUT_MS", 20_000, minimum=0)
@@ -159,6 +161,7 @@ DATABASES = {
                 "PRAGMA synchronous=FULL;"
                 f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS};"
                 "PRAGMA foreign_keys=ON;"
+                "PRAGMA secure_delete=ON;"
             ),
         },
         "TEST": {"NAME": DATA_DIR / "test-makilab.sqlite3"},

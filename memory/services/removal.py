@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import transaction
 
@@ -26,6 +26,9 @@ POINTS_REMOVE_JOB = "points_remove"
 # point's text in its files until then). Set by remove_deleted_points only.
 REWRITE_FLAG = "rewrite"
 HISTORY_FLAG = "history"
+# Saved by the job once the collections are rewritten (a retry then only scrubs SQLite).
+REWRITTEN_FLAG = "rewritten"
+SCRUB_RETRY = timedelta(seconds=30)
 
 
 def remove_points(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:
@@ -107,11 +110,11 @@ def job_points_remove(payload: dict, *, checkpoint=None) -> dict:
     points are deleted, before the job is done: a run cut short runs again, the rewrite
     with it."""
     _points_delete(payload["messages"], payload["facts"], payload["summaries"])
-    if payload.get(REWRITE_FLAG):
-        _collections_rewrite(
-            messages=bool(payload["messages"]),
-            knowledge=bool(payload["facts"] or payload["summaries"] or payload.get(HISTORY_FLAG)),
-        )
+    knowledge = bool(payload["facts"] or payload["summaries"] or payload.get(HISTORY_FLAG))
+    if payload.get(REWRITE_FLAG) and not payload.get(REWRITTEN_FLAG):
+        _collections_rewrite(messages=bool(payload["messages"]), knowledge=knowledge)
+        if checkpoint is not None:  # a scrub left for later does not rewrite them again
+            checkpoint(**{REWRITTEN_FLAG: True})
     with transaction.atomic():
         for kind, rows, ids in (
             (KIND_MESSAGE, Message.objects, payload["messages"]),
@@ -125,7 +128,33 @@ def job_points_remove(payload: dict, *, checkpoint=None) -> dict:
             back = list(rows.filter(pk__in=ids).values_list("id", flat=True))
             if back:
                 rows_changed(kind, back)
+    if payload.get(REWRITE_FLAG):
+        _sqlite_scrub(payload, facts=knowledge)
     return {}
+
+
+def _sqlite_scrub(payload: dict, *, facts: bool) -> None:
+    """SQLite's files keep no byte of the deleted rows (memory.stores.sqlite_scrub): the
+    keyword indexes that held them merged, the log checkpointed; tried again shortly
+    while a reader or the writer holds the log."""
+    from django.utils import timezone
+
+    from memory.services.jobs import JobWait
+    from memory.stores.sqlite_scrub import ScrubBusy, sqlite_scrub
+
+    indexes = [
+        index
+        for index, held in (
+            ("messages_fts", payload["messages"]),
+            ("facts_fts", facts),
+            ("summaries_fts", payload["summaries"]),
+        )
+        if held
+    ]
+    try:
+        sqlite_scrub(indexes)
+    except ScrubBusy as exc:
+        raise JobWait(str(exc), until=timezone.now() + SCRUB_RETRY) from exc
 
 
 def _points_delete(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:

@@ -1,0 +1,101 @@
+"""A purge or an erasure leaves no byte of the deleted text in SQLite's files either.
+
+Deleting a row frees its bytes without writing over them: an erased fact's value was
+still 16 times in the write-ahead log and, once checkpointed, 3 times in the database
+file (free space, the keyword index's old segments). Committed for real here (a
+transactional test): the files are read as they are on disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from memory.models import Fact, Job, Summary
+from memory.services.erasing import fact_erase, forgetting_erase
+from memory.services.facts import fact_store, fact_update
+from memory.services.forgetting import topic_forget
+from tests.memory.world import exchange_save, index_everything
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECRET = "Quetzalcoatl"
+
+
+def _files_holding(*words: str) -> dict[str, int]:
+    """How many times each of SQLite's files (the database, its log, its shared memory)
+    holds any of ``words``, case aside (the keyword indexes keep them lower-cased)."""
+    database = Path(connection.settings_dict["NAME"])
+    needles = [w.lower().encode() for w in words]
+    found = {}
+    for path in database.parent.glob(database.name + "*"):
+        data = path.read_bytes().lower()
+        if count := sum(data.count(n) for n in needles):
+            found[path.name] = count
+    return found
+
+
+@pytest.fixture
+def memory(vector_store, local_embedder):
+    for i in range(30):  # other memories around it, in the same pages
+        fact_store(key=f"autre_{i}", value=f"Une autre chose, la numéro {i}, " + "x" * 150)
+    return vector_store
+
+
+def test_an_erased_fact_leaves_no_byte_of_its_values_in_the_sqlite_files(memory):
+    fact, _ = fact_store(key="code_portail", value=f"Le code du portail est {SECRET} 4821")
+    fact_update(fact=fact, value=f"Le code du portail est {SECRET} 9999", actor="user")
+    index_everything()
+    assert _files_holding(SECRET)
+
+    fact_erase(fact=Fact.all_objects.get(pk=fact.pk), actor="user")
+
+    assert _files_holding(SECRET, "code_portail") == {}
+    assert Fact.objects.filter(key__startswith="autre_").count() == 30
+    assert not Job.objects.exists()  # the job ran at the commit, and is gone
+
+
+def test_an_erased_forget_leaves_no_byte_of_its_exchange_fact_or_summary(memory):
+    exchange_save("whatsapp", f"Le voyage à {SECRET} est réservé pour août", "Bon voyage !")
+    fact_store(key="voyage_ete", value=f"Voyage à {SECRET} en août avec Sophie")
+    Summary.objects.create(channel="whatsapp", content=f"Août : préparation du voyage à {SECRET}.")
+    index_everything()
+    result = topic_forget(topic=f"le voyage à {SECRET}", actor="user")
+
+    forgetting_erase(forgetting_id=result.forgetting_id, actor="user")
+
+    assert _files_holding(SECRET) == {}
+
+
+def test_a_scrub_the_log_cannot_take_now_waits_and_runs_again(memory, monkeypatch):
+    """A reader or the writer holding the log: the job waits (attempts untouched) and the
+    next run scrubs without rewriting the collections again."""
+    from memory.services.jobs import job_run
+    from memory.stores import sqlite_scrub as scrub
+
+    fact, _ = fact_store(key="code_portail", value=f"Le code du portail est {SECRET}")
+    index_everything()
+    busy = {"left": 1}
+    real = scrub.sqlite_scrub
+
+    def once_busy(indexes):
+        if busy["left"]:
+            busy["left"] -= 1
+            raise scrub.ScrubBusy("busy")
+        return real(indexes)
+
+    monkeypatch.setattr(scrub, "sqlite_scrub", once_busy)
+    fact_erase(fact=Fact.all_objects.get(pk=fact.pk), actor="user")
+    job = Job.objects.get()
+    assert job.attempts == 0 and job.payload.get("rewritten") is True
+    assert _files_holding(SECRET)
+
+    rewrites = []
+    monkeypatch.setattr(memory, "rewrite", lambda name: rewrites.append(name))
+    Job.objects.filter(pk=job.pk).update(run_after=None)
+    assert job_run(job.pk) == "done"
+
+    assert rewrites == []
+    assert _files_holding(SECRET) == {}
