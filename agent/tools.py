@@ -100,8 +100,8 @@ TOOLS: dict[str, Tool] = {
         Tool(
             name="memory__search_text",
             description=(
-                "Recherche par mots-clés exacts (plein texte, accents ignorés) dans les messages "
-                "et les faits : pour un nom rare, un code, une référence précise."
+                "Recherche par mots-clés exacts (plein texte, accents ignorés) dans les messages, "
+                "les faits et les résumés : pour un nom rare, un code, une référence précise."
             ),
             input_schema=schema(
                 {

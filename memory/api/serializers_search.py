@@ -90,7 +90,7 @@ class SearchHitSerializer(serializers.Serializer):
     type = StrictCharField(help_text="Rôle du message, type du fait, « summary ».")
     source = StrictCharField(
         help_text="Où il a été trouvé : conversations, knowledge, live (un salon observé), "
-        "messages_fts, facts, hybrid."
+        "messages_fts, facts, summaries_fts, hybrid."
     )
     key = StrictCharField(help_text="La clé, pour un fait.")
 

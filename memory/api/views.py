@@ -186,7 +186,7 @@ class MemorySearchApi(MemoryApi):
         description=(
             "``semantic`` : par le sens, dans Qdrant (échanges, faits, résumés), au-dessus du "
             "score minimum des réglages; les faits oubliés ou expirés sont exclus. ``text`` : par "
-            "mots-clés (FTS5, bm25) sur les messages et les faits, ceux qui contiennent tous les "
+            "mots-clés (FTS5, bm25) sur les messages, les faits et les résumés, ceux qui contiennent tous les "
             "mots d'abord; marche sans Qdrant. ``hybrid`` : le classement de l'auto-retrieval "
             "(sens, mots-clés, récence, période nommée), le meilleur mode. Filtres : canal, type "
             "de fait, sujets, période. 503 quand la recherche sémantique est indisponible."

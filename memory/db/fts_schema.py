@@ -1,4 +1,4 @@
-"""The FTS5 tables over messages and facts, as SQL, versioned.
+"""The FTS5 tables over messages, facts and summaries, as SQL, versioned.
 
 Each version is the complete set of objects (a view folding ligatures as the
 content table, the external-content FTS5 table, three triggers). A migration

@@ -8,7 +8,7 @@ FTS views and triggers (and the FTS tables), runs the wrapped operations,
 recreates the FTS objects of the version it was given, rebuilds the index
 from the rows and runs FTS5's integrity check; the facts generation triggers
 (memory.db.generation) are put back too, once their table exists. Use it for
-any migration that changes ``messages`` or ``core_memory``:
+any migration that changes ``messages``, ``core_memory`` or ``memory_summary``:
 
     RebuildFts(fts=fts_schema.CURRENT, operations=[migrations.AddField(...)])
 """

@@ -6,7 +6,7 @@ questions with the ids of the memories that answer them), indexes it with the
 configured embedder, and ranks memories for every question in three modes:
 
 - semantic: the Qdrant search alone (both collections, no score threshold);
-- text: the FTS5 keyword source alone (messages and facts);
+- text: the FTS5 keyword source alone (exchanges, facts and summaries);
 - hybrid: what auto-retrieval ranks: T1 + semantic (above the settings'
   min_score) + keywords fused by RRF. Identity facts, which auto-retrieval
   always injects ("Faits essentiels"), count as found at rank 1.
@@ -209,7 +209,6 @@ def evaluate(
     from memory.services.retrieval import memory_rank
 
     now = now or _dt(data["now"])
-    to_eval = {memory_id: eval_id for eval_id, memory_id in ids.items()}
     memory_settings = MemorySettings.load()
     scores = []
     for mode in modes:
@@ -220,7 +219,9 @@ def evaluate(
                 if mode == "hybrid":
                     _negative(score, question)
                 continue
-            relevant = {r for r in question["relevant"] if not r.startswith("n-")}
+            # Scored on the memory's ids: a fact restated under its key is one fact, which
+            # a set may name by either of its ids (_fact_store).
+            relevant = {ids.get(r, r) for r in question["relevant"] if not r.startswith("n-")}
             if not relevant:
                 continue
             core_ids, ranked_ids = memory_rank(
@@ -231,9 +232,9 @@ def evaluate(
                 now=now,
                 memory_settings=memory_settings,
             )
-            ranked = [to_eval.get(item, item) for item in ranked_ids]
+            ranked = ranked_ids
             # Always-injected facts take no slot: found at rank 1, on top of the k.
-            core = {to_eval.get(item, item) for item in core_ids} & relevant
+            core = set(core_ids) & relevant
             r5, r10 = (
                 _recall(ranked, relevant - core, k) * len(relevant - core) / len(relevant)
                 + len(core) / len(relevant)

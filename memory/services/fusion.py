@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 RRF_K = 60
+T = TypeVar("T")
 
 
 @dataclass
@@ -38,3 +40,14 @@ def reciprocal_rank_fusion(
             entry.sources[source] = {"rank": rank, "score": round(float(score), 6)}
             entry.rrf += weight / (k + rank)
     return sorted(fused.values(), key=lambda f: -f.rrf)
+
+
+def interleaved(lists: Sequence[Sequence[T]]) -> list[T]:
+    """The lists' items by rank: every list's first, then every list's second, and so on.
+    For ranked lists whose scores do not compare (bm25 of different indexes)."""
+    return [
+        items[i]
+        for i in range(max(map(len, lists), default=0))
+        for items in lists
+        if i < len(items)
+    ]

@@ -26,7 +26,9 @@ POINTS_REMOVE_JOB = "points_remove"
 # point's text in its files until then). Set by remove_deleted_points only.
 REWRITE_FLAG = "rewrite"
 HISTORY_FLAG = "history"
-# Saved by the job once the collections are rewritten (a retry then only scrubs SQLite).
+# Saved by the job once SQLite is scrubbed, once the collections are rewritten (a retry
+# does not do them again).
+SCRUBBED_FLAG = "scrubbed"
 REWRITTEN_FLAG = "rewritten"
 SCRUB_RETRY = timedelta(seconds=30)
 
@@ -106,11 +108,19 @@ def job_points_remove(payload: dict, *, checkpoint=None) -> dict:
     their points, deleted here too, are written again by the indexing machine (a
     version bump), so an undone forget never leaves a row marked indexed without one.
 
-    Rows deleted for good (REWRITE_FLAG) have their collections rewritten once their
-    points are deleted, before the job is done: a run cut short runs again, the rewrite
-    with it."""
-    _points_delete(payload["messages"], payload["facts"], payload["summaries"])
+    Rows deleted for good (REWRITE_FLAG) have SQLite's files scrubbed first, which needs
+    nothing of Qdrant (a review: behind it, a Qdrant down kept the erased words in the
+    log for as long), then their collections rewritten once their points are deleted,
+    before the job is done: a run cut short runs again, what it had not done with it
+    (each step, once done, saved in the payload). A scrub the log could not take yet
+    (a reader, the writer) is tried again once Qdrant's part is done."""
     knowledge = bool(payload["facts"] or payload["summaries"] or payload.get(HISTORY_FLAG))
+    scrub_busy = None
+    if payload.get(REWRITE_FLAG) and not payload.get(SCRUBBED_FLAG):
+        scrub_busy = _sqlite_scrub(payload, facts=knowledge)
+        if scrub_busy is None and checkpoint is not None:
+            checkpoint(**{SCRUBBED_FLAG: True})
+    _points_delete(payload["messages"], payload["facts"], payload["summaries"])
     if payload.get(REWRITE_FLAG) and not payload.get(REWRITTEN_FLAG):
         _collections_rewrite(messages=bool(payload["messages"]), knowledge=knowledge)
         if checkpoint is not None:  # a scrub left for later does not rewrite them again
@@ -128,18 +138,19 @@ def job_points_remove(payload: dict, *, checkpoint=None) -> dict:
             back = list(rows.filter(pk__in=ids).values_list("id", flat=True))
             if back:
                 rows_changed(kind, back)
-    if payload.get(REWRITE_FLAG):
-        _sqlite_scrub(payload, facts=knowledge)
+    if scrub_busy is not None:
+        from django.utils import timezone
+
+        from memory.services.jobs import JobWait
+
+        raise JobWait(str(scrub_busy), until=timezone.now() + SCRUB_RETRY)
     return {}
 
 
-def _sqlite_scrub(payload: dict, *, facts: bool) -> None:
+def _sqlite_scrub(payload: dict, *, facts: bool) -> Exception | None:
     """SQLite's files keep no byte of the deleted rows (memory.stores.sqlite_scrub): the
-    keyword indexes that held them merged, the log checkpointed; tried again shortly
-    while a reader or the writer holds the log."""
-    from django.utils import timezone
-
-    from memory.services.jobs import JobWait
+    keyword indexes that held them merged, the log checkpointed. What kept the log from
+    being checkpointed (a reader, the writer), None once scrubbed."""
     from memory.stores.sqlite_scrub import ScrubBusy, sqlite_scrub
 
     indexes = [
@@ -154,7 +165,8 @@ def _sqlite_scrub(payload: dict, *, facts: bool) -> None:
     try:
         sqlite_scrub(indexes)
     except ScrubBusy as exc:
-        raise JobWait(str(exc), until=timezone.now() + SCRUB_RETRY) from exc
+        return exc
+    return None
 
 
 def _points_delete(root_ids: list[int], fact_ids: list[int], summary_ids: list[int]) -> None:

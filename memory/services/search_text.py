@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from memory.models import Summary
 from memory.selectors import facts_active
+from memory.services.fusion import interleaved
 from memory.services.search import SearchFilters
 from memory.services.search_hits import SearchHit, excerpt, fact_hit, summary_hit
 from memory.stores.fts import (
@@ -46,8 +47,7 @@ def text_search(query: str, limit: int, filters: SearchFilters | None = None) ->
         for tier in tiers:
             for hit in tier:
                 seen[hit.kind].append(int(hit.id))
-        for i in range(max(map(len, tiers))):
-            hits.extend(tier[i] for tier in tiers if i < len(tier))
+        hits.extend(interleaved(tiers))
         if len(hits) >= limit:
             break
     return hits[:limit]
@@ -119,24 +119,21 @@ def _summary_text_hits(
     first, within the channel and the dates asked (a summary's date: the end of its period)."""
     if filters.memory_type or filters.subjects:
         return []  # summaries have neither a memory type nor subjects
-    # Filters apply after ranking: ask for more than needed.
     ranked = fts_rank_summaries(
-        terms, limit=(limit + len(exclude)) * 4, any_term=any_term, literals=literals
+        terms,
+        limit=limit + len(exclude),
+        any_term=any_term,
+        literals=literals,
+        channel=filters.channel or None,
+        since=filters.since,
+        until=filters.until,
     )
     scores = {hit.summary_id: hit.score for hit in ranked if hit.summary_id not in exclude}
-    kept = []
-    for summary in Summary.objects.filter(pk__in=list(scores)):
-        if filters.channel and summary.channel != filters.channel:
-            continue
-        if filters.since is not None and summary.date < filters.since:
-            continue
-        if filters.until is not None and summary.date >= filters.until:
-            continue
-        kept.append(summary)
-    kept.sort(key=lambda summary: -scores[summary.pk])
+    summaries = Summary.objects.filter(pk__in=list(scores))  # a summary forgotten since: gone
+    kept = sorted(summaries, key=lambda summary: -scores[summary.pk])[:limit]
     return [
         summary_hit(
             summary, score=round(scores[summary.pk], 4), source="summaries_fts", terms=terms
         )
-        for summary in kept[:limit]
+        for summary in kept
     ]

@@ -1,4 +1,4 @@
-"""Full-text search over messages and facts (SQLite FTS5): with memory.stores.fts_rank (the
+"""Full-text search over messages, facts and summaries (SQLite FTS5): with memory.stores.fts_rank (the
 ranking within a cost) and fts_upkeep (the indexes' upkeep), the project's raw SQL.
 
 User text never reaches MATCH as syntax: it is cut into words the way FTS5's
@@ -243,14 +243,20 @@ def _rank_holding(
     any_term: bool,
     bounded: bool,
     literals: Sequence[str],
+    where: Sequence[tuple[str, object]] = (),
 ) -> list[tuple]:
-    """rank_rowids over ``index``, keeping the rows of ``table`` whose ``column`` holds the
-    ``literals`` as written (our constant names, never user text)."""
-    join, filters, filter_params = "", [], []
+    """rank_rowids over ``index``, keeping the rows of ``table`` (``t``) whose ``column``
+    holds the ``literals`` as written and that pass ``where`` ("AND t.… %s", its value):
+    our constant names and SQL, never user text."""
+    filters: list[str] = []
+    filter_params: list[object] = []
     if literals:
-        join = f"JOIN {table} t ON t.id = {index}.rowid"
         literal_filter, filter_params = _literal_filters(f"t.{column}", literals, any_term=any_term)
         filters = [literal_filter]
+    for sql, value in where:
+        filters.append(sql)
+        filter_params.append(value)
+    join = f"JOIN {table} t ON t.id = {index}.rowid" if filters else ""
     return rank_rowids(
         index,
         terms,
@@ -276,13 +282,36 @@ def fts_rank_summaries(
     any_term: bool = True,
     bounded: bool = True,
     literals: Sequence[str] = (),
+    channel: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> list[SummaryFtsHit]:
     """Ids of the summaries still in the memory matching the (already folded) terms, best
     bm25 first (their own index: a summary is ten times a message's length, and bm25 weighs
     a word by the length of the rows it is ranked with). ``literals``: text the summary
-    must hold as written, case aside (as in fts_search)."""
+    must hold as written, case aside (as in fts_search); ``channel``, ``since`` and
+    ``until`` ([since, until), on the summary's date: the end of its period, else its
+    creation) filter in the ranking query itself, so a filter never empties the top."""
+    date = "COALESCE(t.period_end, t.created_at)"
+    where = [
+        (sql, value)
+        for sql, value in (
+            ("AND t.channel = %s", channel or None),
+            (f"AND {date} >= %s", since and _db_datetime(since)),
+            (f"AND {date} < %s", until and _db_datetime(until)),
+        )
+        if value is not None
+    ]
     rows = _rank_holding(
-        "summaries_fts", "memory_summary", "content", terms, limit, any_term, bounded, literals
+        "summaries_fts",
+        "memory_summary",
+        "content",
+        terms,
+        limit,
+        any_term,
+        bounded,
+        literals,
+        where,
     )
     return [SummaryFtsHit(summary_id=rowid, score=float(score)) for rowid, score in rows]
 

@@ -1,4 +1,4 @@
-"""Upkeep of the two FTS5 indexes: their integrity, a rebuild, and merging their segments.
+"""Upkeep of the FTS5 indexes: their integrity, a rebuild, and merging their segments.
 
 FTS5 writes each transaction's rows as a new segment of the index and merges
 segments a few at a time as they pile up (its automerge): a memory written one

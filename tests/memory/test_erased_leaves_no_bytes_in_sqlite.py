@@ -70,8 +70,8 @@ def test_an_erased_forget_leaves_no_byte_of_its_exchange_fact_or_summary(memory)
 
 
 def test_a_scrub_the_log_cannot_take_now_waits_and_runs_again(memory, monkeypatch):
-    """A reader or the writer holding the log: the job waits (attempts untouched) and the
-    next run scrubs without rewriting the collections again."""
+    """A reader or the writer holding the log: Qdrant's part is done, the job waits
+    (attempts untouched) and the next run scrubs without rewriting the collections again."""
     from memory.services.jobs import job_run
     from memory.stores import sqlite_scrub as scrub
 
@@ -89,7 +89,8 @@ def test_a_scrub_the_log_cannot_take_now_waits_and_runs_again(memory, monkeypatc
     monkeypatch.setattr(scrub, "sqlite_scrub", once_busy)
     fact_erase(fact=Fact.all_objects.get(pk=fact.pk), actor="user")
     job = Job.objects.get()
-    assert job.attempts == 0 and job.payload.get("rewritten") is True
+    assert job.attempts == 0 and job.state == "queued"
+    assert job.payload.get("rewritten") is True and "scrubbed" not in job.payload
     assert _files_holding(SECRET)
 
     rewrites = []
@@ -99,3 +100,34 @@ def test_a_scrub_the_log_cannot_take_now_waits_and_runs_again(memory, monkeypatc
 
     assert rewrites == []
     assert _files_holding(SECRET) == {}
+
+
+def test_an_erasure_scrubs_sqlite_even_while_qdrant_is_down(memory, monkeypatch):
+    """Review: the scrub came after Qdrant's part, so a Qdrant down (the job waiting, with
+    backoff up to an hour) kept the erased words in the log meanwhile, though scrubbing
+    SQLite needs nothing of Qdrant. Once Qdrant answers, the job ends without scrubbing
+    again."""
+    from memory.exceptions import StoreUnavailable
+    from memory.services.jobs import job_run
+    from memory.stores import sqlite_scrub as scrub
+
+    fact, _ = fact_store(key="code_portail", value=f"Le code du portail est {SECRET}")
+    index_everything()
+    delete = memory.delete
+
+    def down(*args, **kwargs):
+        raise StoreUnavailable("Qdrant ne répond pas")
+
+    monkeypatch.setattr(memory, "delete", down)
+    fact_erase(fact=Fact.all_objects.get(pk=fact.pk), actor="user")
+
+    job = Job.objects.get()
+    assert job.state == "queued" and job.payload.get("scrubbed") is True  # waits for Qdrant
+    assert _files_holding(SECRET) == {}
+
+    monkeypatch.setattr(memory, "delete", delete)
+    scrubs = []
+    monkeypatch.setattr(scrub, "sqlite_scrub", scrubs.append)
+    Job.objects.filter(pk=job.pk).update(run_after=None)
+    assert job_run(job.pk) == "done"
+    assert scrubs == []

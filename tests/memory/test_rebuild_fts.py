@@ -1,4 +1,5 @@
-"""RebuildFts: a migration that makes Django remake messages and core_memory keeps FTS5 whole.
+"""RebuildFts: a migration that makes Django remake messages, core_memory or memory_summary
+keeps FTS5 whole.
 
 SQLite cannot alter most columns, so Django remakes the table (copy, drop,
 rename), which SQLite refuses while the FTS views refer to it. The operations
@@ -15,11 +16,11 @@ from django.db.migrations.loader import MigrationLoader
 from memory.db import fts_schema
 from memory.db.operations import RebuildFts
 from memory.services.retrieval.facts_view import facts_generation
-from memory.stores.fts import fts_search, fts_search_facts
+from memory.stores.fts import fts_rank_summaries, fts_search, fts_search_facts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# Column changes SQLite cannot make in place: Django remakes both tables.
+# Column changes SQLite cannot make in place: Django remakes the three tables.
 REMAKE_BOTH = [
     migrations.AlterField(
         model_name="message",
@@ -30,6 +31,11 @@ REMAKE_BOTH = [
         model_name="fact",
         name="channel",
         field=models.CharField(blank=True, db_index=True, default="", max_length=100),
+    ),
+    migrations.AlterField(
+        model_name="summary",
+        name="channel",
+        field=models.CharField("canal", max_length=100, db_index=True),
     ),
 ]
 
@@ -48,7 +54,9 @@ def _schema() -> dict[str, object]:
         objects = cursor.fetchall()
         schema: dict[str, object] = {}
         for kind, name, sql in objects:
-            if kind == "table" and not name.startswith(("messages_fts", "facts_fts")):
+            if kind == "table" and not name.startswith(
+                ("messages_fts", "facts_fts", "summaries_fts")
+            ):
                 cursor.execute(f'PRAGMA table_info("{name}")')
                 schema[name] = sorted(row[1:] for row in cursor.fetchall())
             else:
@@ -86,6 +94,15 @@ def test_without_rebuild_fts_django_cannot_remake_the_messages_table():
     assert _schema() == before  # the failed migration left nothing half done
 
 
+def test_without_rebuild_fts_django_cannot_remake_the_summaries_table():
+    """Review: since the summaries have their index (0028), a migration remaking
+    memory_summary needs RebuildFts too."""
+    before = _schema()
+    with pytest.raises(OperationalError, match="error in view summaries_fts_source"):
+        _apply(REMAKE_BOTH[2])
+    assert _schema() == before
+
+
 def test_rebuild_fts_lets_django_remake_messages_and_facts_and_keeps_the_index_whole():
     from memory.models import Message
     from memory.services.facts import fact_store
@@ -94,6 +111,9 @@ def test_rebuild_fts_lets_django_remake_messages_and_facts_and_keeps_the_index_w
     before = _schema()
     old = message_save(channel="whatsapp", role="user", content="Le vaccin du chat est jeudi")
     fact_store(key="velo_marque", value="Un vélo Origine gravel")
+    from memory.models import Summary
+
+    summary = Summary.objects.create(channel="whatsapp", content="Mars : le vélo Origine réparé")
     operation = RebuildFts(fts=fts_schema.CURRENT, operations=REMAKE_BOTH)
     try:
         _apply(operation)
@@ -106,6 +126,10 @@ def test_rebuild_fts_lets_django_remake_messages_and_facts_and_keeps_the_index_w
         assert [hit.message_id for hit in fts_search("vermifuge")] == [new.id]
         assert [hit.message_id for hit in fts_search("annulé")] == [old.id]
         assert len(fts_search_facts(["origine"])) == 1
+        assert _column_type("memory_summary", "channel") == "varchar(100)"
+        assert [hit.summary_id for hit in fts_rank_summaries(["origine"])] == [summary.pk]
+        Summary.objects.filter(pk=summary.pk).update(content="Mars : le vélo réparé")
+        assert fts_rank_summaries(["origine"]) == []
         _integrity_check()
         # The facts generation triggers are back on the remade core_memory.
         token = facts_generation()

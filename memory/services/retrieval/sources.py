@@ -23,6 +23,7 @@ from memory.models import (
     MessageSource,
     Summary,
 )
+from memory.services.fusion import interleaved
 from memory.services.relevance import content_words
 from memory.services.retrieval.candidates import Seen
 from memory.services.retrieval.facts_view import FactsView, facts_view
@@ -52,10 +53,31 @@ def semantic_search(
     on_vector: Callable[[], None] | None = None,
     embed_timeout_s: float | None = None,
 ) -> dict:
-    """Runs in a worker thread: no database access here.
+    """The query embedded (query_embed), then the knowledge and conversations searched
+    (semantic_found). Runs in a worker thread: no database access here."""
+    timings: dict[str, float] = {}
+    vector, embedder = query_embed(
+        text,
+        started=started,
+        embedded=embedded,
+        on_vector=on_vector,
+        embed_timeout_s=embed_timeout_s,
+        timings=timings,
+    )
+    return semantic_found(vector, embedder, limit=limit, min_score=min_score, timings=timings)
 
-    Scores are on the common relevance scale (embedders.relevance_score), so
-    ``min_score`` means the same with the local model and with Voyage.
+
+def query_embed(
+    text: str,
+    *,
+    started: Callable[[], None] | None = None,
+    embedded: Future | None = None,
+    on_vector: Callable[[], None] | None = None,
+    embed_timeout_s: float | None = None,
+    timings: dict[str, float] | None = None,
+) -> tuple[list[float], object]:
+    """(the query vector, the embedder); its time in ``timings["embed"]``.
+
     ``started`` is called as the embedding begins (see auto_retrieve);
     ``embedded`` receives (query vector, embedder) as soon as they exist;
     ``on_vector`` is called just before, while no thread waiting on ``embedded``
@@ -65,11 +87,8 @@ def semantic_search(
     Retry-After waits), which held this pool's threads long after the caller had
     given up. The bundled engine has no such method: its path is unchanged.
     """
-    from memory.services.summary_parts import KNOWLEDGE_OVERFETCH
-    from memory.stores.embedders import cosine_threshold, get_embedder, relevance_score
-    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, OWNER_KNOWLEDGE, get_vector_store
+    from memory.stores.embedders import get_embedder
 
-    timings = {}
     start = time.perf_counter()
     try:
         embedder = get_embedder()
@@ -84,12 +103,33 @@ def semantic_search(
         if embedded is not None:
             embedded.set_exception(exc)
         raise
+    if timings is not None:  # before ``embedded``: whoever waits on it may read them
+        timings["embed"] = elapsed_ms(start)
     if on_vector is not None:
         on_vector()
     if embedded is not None:
         # The live source searches with the same query vector (retrieval.live).
         embedded.set_result((vector, embedder))
-    timings["embed"] = elapsed_ms(start)
+    return vector, embedder
+
+
+def semantic_found(
+    vector: list[float],
+    embedder,
+    *,
+    limit: int,
+    min_score: float | None,
+    timings: dict[str, float] | None = None,
+) -> dict:
+    """The two collections searched with the query vector: the hits, best first, each on
+    the common relevance scale (embedders.relevance_score, so ``min_score`` means the same
+    with the local model and with Voyage), and the relevance gate's margin. No database
+    access here."""
+    from memory.services.summary_parts import KNOWLEDGE_OVERFETCH
+    from memory.stores.embedders import cosine_threshold, relevance_score
+    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, OWNER_KNOWLEDGE, get_vector_store
+
+    timings = {} if timings is None else timings
     start = time.perf_counter()
     store = get_vector_store()
     threshold = None if min_score is None else cosine_threshold(embedder, min_score)
@@ -299,10 +339,7 @@ def keyword_search(
         [(f"fact:{hit.fact_id}", hit.score) for hit in facts],
         [(f"summary:{hit.summary_id}", hit.score) for hit in summaries],
     )
-    ranked: list[tuple[str, float]] = []
-    for i in range(max(map(len, lists))):
-        ranked.extend(items[i] for items in lists if i < len(items))
-    return ranked
+    return interleaved(lists)
 
 
 def _facts_on_own_connection(terms: list[str], limit: int, timeout_s: float) -> list:
