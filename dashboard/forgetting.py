@@ -137,11 +137,10 @@ def forget_erase(request: HttpRequest, forgetting_id: int) -> HttpResponse:
 @require_POST
 def fact_erase_view(request: HttpRequest, key: str) -> HttpResponse:
     """The fact and its history leave every tier and the logs; its card says so."""
-    try:
-        fact = fact_get(key=key)
+    try:  # not found, or erased by another request meanwhile
+        fact_erase(fact=fact_get(key=key), actor=Actor.USER)
     except FactNotFound as exc:
         raise Http404(str(exc)) from None
-    fact_erase(fact=fact, actor=Actor.USER)
     if not getattr(request, "htmx", False):
         return redirect(reverse("dashboard:memory") + "#faits")
     notice = format_html(

@@ -12,6 +12,7 @@ configured to swap (base.html) so the errors are shown in place.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import asdict
 from typing import Any
@@ -166,8 +167,15 @@ def memory_page(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _fact_or_404(key: str) -> Fact:
-    try:
+    with _erased_meanwhile_is_404():
         return fact_get(key=key)
+
+
+@contextlib.contextmanager
+def _erased_meanwhile_is_404():
+    """FactNotFound, at the lookup or at the write (the fact erased meanwhile), as a 404."""
+    try:
+        yield
     except FactNotFound as exc:
         raise Http404(str(exc)) from None
 
@@ -279,7 +287,8 @@ def _field_shown(name: str, fact: Fact) -> str:
 @staff_required
 @require_POST
 def fact_forget_view(request: HtmxHttpRequest, key: str) -> HttpResponse:
-    fact = fact_forget(fact=_fact_or_404(key), actor=Actor.USER)
+    with _erased_meanwhile_is_404():
+        fact = fact_forget(fact=_fact_or_404(key), actor=Actor.USER)
     if not request.htmx:
         return redirect(section_url("faits"))
     message = "Fait oublié. Vous pouvez le restaurer."
@@ -289,7 +298,8 @@ def fact_forget_view(request: HtmxHttpRequest, key: str) -> HttpResponse:
 @staff_required
 @require_POST
 def fact_restore_view(request: HtmxHttpRequest, key: str) -> HttpResponse:
-    fact = fact_restore(fact=_fact_or_404(key), actor=Actor.USER)
+    with _erased_meanwhile_is_404():
+        fact = fact_restore(fact=_fact_or_404(key), actor=Actor.USER)
     if not request.htmx:
         return redirect(section_url("faits"))
     return with_facts_count(request, _fact_card(request, fact, message="Fait restauré."))

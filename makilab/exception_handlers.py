@@ -21,7 +21,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
 
 from makilab.database_busy import DATABASE_BUSY_MESSAGE, RETRY_AFTER_S, database_busy
-from memory.exceptions import MemoryServiceError, StoreUnavailable
+from memory.exceptions import FactNotFound, MemoryServiceError, StoreUnavailable
 
 VALIDATION_MESSAGE = "Données invalides."
 THROTTLED_MESSAGE = "Trop de requêtes : réessayez dans {wait} secondes."
@@ -65,6 +65,8 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         return Response(
             {"message": str(exc), "extra": {}}, status=status.HTTP_503_SERVICE_UNAVAILABLE
         )
+    if isinstance(exc, FactNotFound):  # erased meanwhile, between the lookup and the write
+        return Response({"message": str(exc), "extra": {}}, status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, MemoryServiceError):
         return Response({"message": str(exc), "extra": {}}, status=status.HTTP_400_BAD_REQUEST)
 

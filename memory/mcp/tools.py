@@ -23,6 +23,7 @@ from memory.exceptions import MemoryServiceError, StoreUnavailable
 from memory.mcp.tools_self import SELF_TOOLS
 from memory.models import Actor, FactSource, MemoryType
 from memory.selectors import FACTS_RECENT_MAX
+from memory.services import fact_revisions
 from memory.services.search import SEARCH_MODES
 
 INVALID_INPUT_MESSAGE = "Entrée invalide pour {tool} : {detail}"
@@ -251,12 +252,11 @@ def _unchanged_since(key: str, version: str) -> None:
     write lock from its start (IMMEDIATE): nothing lands between this check and the write.
     The fact exists, so fact_remember restates it (fact_store): no embedding, no LLM call
     while the lock is held."""
-    from memory.models import Fact
     from memory.services.fact_keys import fact_named
     from memory.services.fact_revisions import fact_changed_refuse
 
     fact = fact_named(key, Actor.AGENT)  # the fact the agent's statement of the key writes
-    fact_changed_refuse(Fact.all_objects.select_for_update().get(pk=fact.pk), version)
+    fact_changed_refuse(fact_revisions.fact_locked(fact), version)
 
 
 # --- forget ----------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from django.db import transaction
 
 from memory.exceptions import MemoryServiceError
 from memory.models import Fact, ForgetSelection, Forgetting, ForgettingState
+from memory.services import fact_revisions
 from memory.services.forgetting import (
     forgetting_lock,
     forgetting_purge,
@@ -47,7 +48,7 @@ RESTORED_MESSAGE = "Cet oubli a été annulé : ce qu'il avait pris est revenu d
 @transaction.atomic
 def fact_erase(*, fact: Fact, actor: str) -> Forgetting:
     """Erase ``fact`` (forgotten or not) and its revisions from every tier and the logs."""
-    current = Fact.all_objects.select_for_update().get(pk=fact.pk)
+    current = fact_revisions.fact_locked(fact)
     chosen = Selection(selection=ForgetSelection.ERASE, facts=[current])
     forgetting = forgetting_take(
         topic=current.key, chosen=chosen, actor=actor, retention=timedelta(0), points=False

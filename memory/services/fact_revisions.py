@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memory.exceptions import FactChanged
+from memory.exceptions import FactChanged, FactNotFound
 from memory.models import Fact, FactRevision, RevisionReason
 
 # Fields a revision records as {"field": [old, new]} (the value also has old_value/new_value).
@@ -100,3 +100,14 @@ def fact_changed_refuse(current: Fact, opened: str | None, *, forget: bool = Fal
     if opened is not None and fact_version(current) != opened:
         message = FACT_CHANGED_FORGET_MESSAGE if forget else FACT_CHANGED_MESSAGE
         raise FactChanged(message.format(value=current.value))
+
+
+def fact_locked(fact: Fact) -> Fact:
+    """``fact``'s row as it is now, locked for this transaction; FactNotFound (a French
+    404) when it was erased since the caller found it (QA: Fact.DoesNotExist, a 500)."""
+    from memory.selectors import FACT_NOT_FOUND_MESSAGE
+
+    try:
+        return Fact.all_objects.select_for_update().get(pk=fact.pk)
+    except Fact.DoesNotExist:
+        raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=fact.key)) from None

@@ -19,6 +19,7 @@ from memory.models import (
     MemoryType,
     RevisionReason,
 )
+from memory.services import fact_revisions
 from memory.services.fact_keys import key_as_stored, key_look_alike_refuse, live_look_alike
 from memory.services.fact_ownership import (
     OWNED_AT_CREATION,
@@ -229,7 +230,7 @@ def fact_update(
     unknown = set(fields) - UPDATABLE_FIELDS
     if unknown:
         raise TypeError(f"fact_update cannot change {sorted(unknown)}")
-    current = Fact.all_objects.select_for_update().get(pk=fact.pk)
+    current = fact_revisions.fact_locked(fact)
     # Changed since the caller's form read it (QA: a second tab's save undid the first).
     fact_changed_refuse(current, opened)
     if current.forgotten and not revive:
@@ -333,7 +334,7 @@ def _sync(fact: Fact, current: Fact) -> None:
 @transaction.atomic
 def fact_forget(*, fact: Fact, actor: str, note: str = "", opened: str | None = None) -> Fact:
     """Soft-delete: the fact stays in T1 with its history, restorable. ``opened``: fact_update's."""
-    current = Fact.all_objects.select_for_update().get(pk=fact.pk)
+    current = fact_revisions.fact_locked(fact)
     if current.forgotten:
         return current
     fact_changed_refuse(current, opened, forget=True)  # a forget already made: nothing to refuse
@@ -362,7 +363,7 @@ def fact_forget(*, fact: Fact, actor: str, note: str = "", opened: str | None = 
 def fact_restore(*, fact: Fact, actor: str, note: str = "") -> Fact:
     """Undo a forget. An expired fact comes back without its expiry (else the next
     purge would forget it again); when the owner restores it, it is kept for good."""
-    current = Fact.all_objects.select_for_update().get(pk=fact.pk)
+    current = fact_revisions.fact_locked(fact)
     expired = current.is_expired
     if not current.forgotten and not expired:
         return current
