@@ -200,7 +200,9 @@ def _reference_matrix(embedder):
 # The last query's background, with the embedder and the very vector object it was computed
 # for: the semantic and the live sources of one pre-hook gate the same vector, in two
 # threads (the product took 0.17 ms of CPU each, holding the GIL, after every embedding).
+# Under a lock: the two sources asking at once computed it twice.
 _last_background: tuple[Any, Any, float] | None = None
+_last_background_lock = threading.Lock()
 
 
 def query_background(embedder, vector) -> float:
@@ -208,12 +210,13 @@ def query_background(embedder, vector) -> float:
     global _last_background
     import numpy as np
 
-    last = _last_background
-    if last is not None and last[0] is embedder and last[1] is vector:
-        return last[2]  # the object is held above: its id cannot be another vector's
-    matrix = _reference_matrix(embedder)
-    background = float(np.mean(matrix @ np.asarray(vector, dtype="float32")))
-    _last_background = (embedder, vector, background)
+    with _last_background_lock:
+        last = _last_background
+        if last is not None and last[0] is embedder and last[1] is vector:
+            return last[2]  # the object is held above: its id cannot be another vector's
+        matrix = _reference_matrix(embedder)
+        background = float(np.mean(matrix @ np.asarray(vector, dtype="float32")))
+        _last_background = (embedder, vector, background)
     return background
 
 

@@ -6,7 +6,7 @@ held-out sets: questions answered by a summary found it at recall@10 0.64–0.80
 passage (whole sentences, up to PART_CHARS) is embedded as a point keyed to the summary,
 so a question about one topic finds the summary by that passage; the whole summary's
 point stays (a question about the month). A search hit on a passage is a hit on its
-summary (retrieval.sources.hit_id), counted once at its best passage.
+summary (retrieval.semantic.hit_id), counted once at its best passage.
 """
 
 from __future__ import annotations

@@ -38,13 +38,12 @@ from memory.services.retrieval.selection import (
     CANDIDATES_PER_RESULT,
     select_memories,
 )
+from memory.services.retrieval.semantic import semantic_ids, semantic_search
 from memory.services.retrieval.sources import (
     SOURCE_KEYWORDS,
     SOURCE_NOTES,
     SOURCE_SEMANTIC,
     notes_fetch,
-    semantic_ids,
-    semantic_search,
 )
 from memory.services.retrieval.sql_stage import sql_sources
 

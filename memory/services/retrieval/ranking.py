@@ -14,14 +14,13 @@ from memory.models import Fact, MemorySettings
 from memory.services.fusion import reciprocal_rank_fusion
 from memory.services.retrieval.candidates import hydrate
 from memory.services.retrieval.result import Candidate
+from memory.services.retrieval.semantic import semantic_ids, semantic_search
 from memory.services.retrieval.sources import (
     SOURCE_KEYWORDS,
     SOURCE_SEMANTIC,
     SOURCE_T1,
     SOURCE_TIME,
     keyword_search,
-    semantic_ids,
-    semantic_search,
     t1_context,
     window_ids,
 )

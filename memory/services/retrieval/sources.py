@@ -1,4 +1,5 @@
-"""The ranked sources of auto-retrieval: semantic (Qdrant), keywords (FTS5), T1, time, notes.
+"""The ranked sources of auto-retrieval: keywords (FTS5), T1, time, notes; the semantic
+source (Qdrant) has its module, memory.services.retrieval.semantic.
 
 The semantic and notes sources run in worker threads (no database access
 there); T1, keywords and the time source read SQLite in the caller's thread.
@@ -9,9 +10,8 @@ exchange, keyed by its user message), "summary:5".
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -27,7 +27,6 @@ from memory.services.fusion import interleaved
 from memory.services.relevance import content_words
 from memory.services.retrieval.candidates import Seen
 from memory.services.retrieval.facts_view import FactsView, facts_view
-from memory.services.retrieval.result import elapsed_ms
 from memory.stores.compiled import CompiledRead, ids_in, param
 
 SOURCE_T1 = "t1"
@@ -43,184 +42,10 @@ KEYWORD_RELATIVE_CUT = 0.5
 TIME_EXTRA_MAX = 20
 
 
-def semantic_search(
-    text: str,
-    *,
-    limit: int,
-    min_score: float | None,
-    started: Callable[[], None] | None = None,
-    embedded: Future | None = None,
-    on_vector: Callable[[], None] | None = None,
-    embed_timeout_s: float | None = None,
-) -> dict:
-    """The query embedded (query_embed), then the knowledge and conversations searched
-    (semantic_found). Runs in a worker thread: no database access here."""
-    timings: dict[str, float] = {}
-    vector, embedder = query_embed(
-        text,
-        started=started,
-        embedded=embedded,
-        on_vector=on_vector,
-        embed_timeout_s=embed_timeout_s,
-        timings=timings,
-    )
-    return semantic_found(vector, embedder, limit=limit, min_score=min_score, timings=timings)
-
-
-def query_embed(
-    text: str,
-    *,
-    started: Callable[[], None] | None = None,
-    embedded: Future | None = None,
-    on_vector: Callable[[], None] | None = None,
-    embed_timeout_s: float | None = None,
-    timings: dict[str, float] | None = None,
-) -> tuple[list[float], object]:
-    """(the query vector, the embedder); its time in ``timings["embed"]``.
-
-    ``started`` is called as the embedding begins (see auto_retrieve);
-    ``embedded`` receives (query vector, embedder) as soon as they exist;
-    ``on_vector`` is called just before, while no thread waiting on ``embedded``
-    is awake to take the GIL from it (keywords_process). ``embed_timeout_s``: the
-    source's own limit; a remote embedder (Voyage's ``embed_query_once``) then makes
-    one attempt within it instead of its indexing policy (long timeout, retries,
-    Retry-After waits), which held this pool's threads long after the caller had
-    given up. The bundled engine has no such method: its path is unchanged.
-    """
-    from memory.stores.embedders import get_embedder
-
-    start = time.perf_counter()
-    try:
-        embedder = get_embedder()
-        if started is not None:
-            started()
-        embed_once = getattr(embedder, "embed_query_once", None)
-        if embed_once is None or embed_timeout_s is None:
-            vector = embedder.embed_query(text)
-        else:
-            vector = embed_once(text, timeout_s=embed_timeout_s)
-    except BaseException as exc:
-        if embedded is not None:
-            embedded.set_exception(exc)
-        raise
-    if timings is not None:  # before ``embedded``: whoever waits on it may read them
-        timings["embed"] = elapsed_ms(start)
-    if on_vector is not None:
-        on_vector()
-    if embedded is not None:
-        # The live source searches with the same query vector (retrieval.live).
-        embedded.set_result((vector, embedder))
-    return vector, embedder
-
-
-def semantic_found(
-    vector: list[float],
-    embedder,
-    *,
-    limit: int,
-    min_score: float | None,
-    timings: dict[str, float] | None = None,
-) -> dict:
-    """The two collections searched with the query vector: the hits, best first, each on
-    the common relevance scale (embedders.relevance_score, so ``min_score`` means the same
-    with the local model and with Voyage), and the relevance gate's margin. No database
-    access here."""
-    from memory.services.summary_parts import KNOWLEDGE_OVERFETCH
-    from memory.stores.embedders import cosine_threshold, relevance_score
-    from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, OWNER_KNOWLEDGE, get_vector_store
-
-    timings = {} if timings is None else timings
-    start = time.perf_counter()
-    store = get_vector_store()
-    threshold = None if min_score is None else cosine_threshold(embedder, min_score)
-    hits = []
-    for collection in (CONVERSATIONS, KNOWLEDGE):
-        # Only what semantic_ids reads. No vectors: the near-duplicate checks read the
-        # few they compare (selection); the engine building every hit's 384 floats held
-        # the GIL about 1 ms after each query embedding (10,000 memories, interleaved:
-        # CPU per pre-hook 15.5 -> 14.2 ms, the same memories injected on 300/300).
-        found = store.search(
-            collection,
-            vector,
-            # Knowledge: a long summary's passages are points too; the best point of each
-            # of the first ``limit`` memories is kept (distinct_hits).
-            limit=limit + KNOWLEDGE_OVERFETCH if collection == KNOWLEDGE else limit,
-            score_threshold=threshold,
-            payload_fields=HIT_PAYLOAD_FIELDS,
-            filters=OWNER_KNOWLEDGE if collection == KNOWLEDGE else None,
-        )
-        if collection == KNOWLEDGE:
-            found = distinct_hits(collection, found, limit)
-        hits.extend((collection, hit, relevance_score(embedder, hit.score)) for hit in found)
-    hits.sort(key=lambda triple: -triple[1].score)
-    timings["qdrant"] = elapsed_ms(start)
-    # The relevance gate's evidence: how far the best hit stands above the query's
-    # own background (-1 when nothing passed the threshold).
-    from memory.services.relevance import query_background
-
-    best = max((hit.score for _, hit, _ in hits), default=None)
-    margin = -1.0 if best is None else best - query_background(embedder, vector)
-    return {
-        "vector": vector,
-        "hits": hits,
-        "timings": timings,
-        "embedder": embedder,
-        "margin": margin,
-    }
-
-
 def notes_fetch(memory_settings: MemorySettings):
     from memory.services.notes import context_notes_get
 
     return context_notes_get(memory_settings=memory_settings)
-
-
-# The payload fields a semantic hit is read by (hit_id).
-HIT_PAYLOAD_FIELDS = ["row_id", "message_id", "type"]
-
-
-def hit_id(collection: str, hit) -> str | None:
-    """The memory id of a Qdrant hit ("message:34", "fact:12", "summary:5"), None if unkeyed."""
-    from memory.stores.vectors import CONVERSATIONS
-
-    payload = hit.payload or {}
-    row_id = payload.get("row_id") or payload.get("message_id")
-    if not row_id:
-        return None
-    if collection == CONVERSATIONS:
-        return f"message:{int(row_id)}"
-    if payload.get("type") == "summary":
-        return f"summary:{int(row_id)}"
-    return f"fact:{int(row_id)}"
-
-
-def distinct_hits(collection: str, hits: list, limit: int) -> list:
-    """The best point (``hits`` come best first) of each of the first ``limit`` memories:
-    a long summary's passages are points of their own (summary_parts), which would
-    otherwise take the places of other memories (review)."""
-    kept, seen = [], set()
-    for hit in hits:
-        item_id = hit_id(collection, hit)
-        if item_id in seen:
-            continue
-        seen.add(item_id)
-        kept.append(hit)
-        if len(kept) == limit:
-            break
-    return kept
-
-
-def semantic_ids(hits) -> list[tuple[str, float]]:
-    """The memories the hits (best first) are points of, each once at its best point: a long
-    summary's passages are points of their own (summary_parts)."""
-    ranked = []
-    seen: set[str] = set()
-    for collection, hit, score in hits:
-        item_id = hit_id(collection, hit)
-        if item_id is not None and item_id not in seen:
-            seen.add(item_id)
-            ranked.append((item_id, score))
-    return ranked
 
 
 class T1Context(NamedTuple):

@@ -16,12 +16,12 @@ from memory.services.retrieval.candidates import Seen
 from memory.services.retrieval.ranking import prefetch
 from memory.services.retrieval.result import RetrievalResult, elapsed_ms, failure_text
 from memory.services.retrieval.selection import recently_injected
+from memory.services.retrieval.semantic import semantic_ids
 from memory.services.retrieval.sources import (
     SOURCE_KEYWORDS,
     SOURCE_SEMANTIC,
     SOURCE_T1,
     keyword_search,
-    semantic_ids,
     t1_context,
 )
 

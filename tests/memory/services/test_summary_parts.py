@@ -150,7 +150,7 @@ def test_the_doctor_finds_the_passages_as_they_should_be(world):
 def test_a_summary_is_one_hit_of_a_search_and_one_candidate_of_the_pre_hook(world):
     """Its passages are points of their own, not memories of their own: the search and the
     pre-hook's semantic source name the summary once, at its best point."""
-    from memory.services.retrieval.sources import semantic_ids, semantic_search
+    from memory.services.retrieval.semantic import semantic_ids, semantic_search
     from memory.services.search import memory_search
 
     summary = Summary.objects.create(channel="whatsapp", content=MONTH)

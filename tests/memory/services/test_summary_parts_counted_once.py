@@ -68,7 +68,7 @@ def test_a_long_summary_does_not_push_facts_out_of_the_semantic_source(world):
     """The knowledge search asks for ``limit`` points: a summary's passages take them all,
     and the pre-hook's semantic source names one memory instead of ``limit``."""
     from memory.services.facts import fact_store
-    from memory.services.retrieval.sources import semantic_ids, semantic_search
+    from memory.services.retrieval.semantic import semantic_ids, semantic_search
 
     assert len(summary_parts(FLAT_MONTH)) >= 8
     summary = Summary.objects.create(channel="whatsapp", content=FLAT_MONTH)

@@ -1,0 +1,68 @@
+"""A lone pre-hook waits for a query the bundled engine embeds on every core before its SQL:
+a vector later than the semantic source's limit, or none at all, still leaves the pre-hook
+on time with what T1 and the keywords found."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from memory.services.channels import channel_settings_set
+from memory.services.facts import fact_store
+from memory.services.retrieval import auto_retrieve
+from memory.stores.embedders import LocalEmbedder
+from tests.memory.services.test_retrieval import _exchange, _index_all, world  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def memory(world, eager_tasks, django_capture_on_commit_callbacks):  # noqa: F811
+    from tests.memory.test_observed_rooms import room_says
+
+    _exchange("whatsapp", "Le vélo de route est chez Mickael pour le dérailleur", "Noté !")
+    fact_store(key="velo_reparation", value="Le vélo est au garage de Mickael, rue Solférino")
+    fact_store(key="portail_code", value="Le code du portail est 4821")
+    channel_settings_set(channel="lobby", observed=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        room_says("Mickael a fini la réparation du vélo de Paul")
+    _index_all()
+    return world
+
+
+def test_a_vector_later_than_its_limit_leaves_the_pre_hook_on_time(memory, settings, monkeypatch):
+    """The embedding outlasts the semantic source's limit: the searches wait for it in
+    their pools, the pre-hook answers with T1 and the keywords at its limit."""
+    settings.RETRIEVAL_TIMEOUTS_MS = {
+        **settings.RETRIEVAL_TIMEOUTS_MS,
+        "semantic": 300,
+        "live": 300,
+    }
+    slow = LocalEmbedder.embed_query
+
+    def late(self, text):
+        time.sleep(0.8)
+        return slow(self, text)
+
+    monkeypatch.setattr(LocalEmbedder, "embed_query", late)
+    started = time.monotonic()
+    result = auto_retrieve(message="Le code du portail ?", channel="whatsapp")
+    elapsed = time.monotonic() - started
+
+    assert result.failed_sources["semantic"].startswith("timeout")
+    assert "live" in result.failed_sources
+    assert elapsed < 0.75
+    assert any(m["id"].startswith("fact:") for m in result.memories)  # by its words
+
+
+def test_an_embedding_that_fails_is_recorded_and_the_rest_comes(memory, monkeypatch):
+    def broken(self, text):
+        raise RuntimeError("moteur en panne")
+
+    monkeypatch.setattr(LocalEmbedder, "embed_query", broken)
+    result = auto_retrieve(message="Le code du portail ?", channel="whatsapp")
+
+    assert "moteur en panne" in result.failed_sources["semantic"]
+    assert "live" in result.failed_sources
+    assert any(m["id"].startswith("fact:") for m in result.memories)
