@@ -159,14 +159,23 @@ _TEXT_JOINERS = re.compile(r"(?<=[^\W\d_])['\u2019\u02bc\-\u2010\u2011_](?=[^\W\
 _TEXT_END_MARKS = re.compile(r"[.!?\u2026]+$")
 
 
-def text_folded(value: str) -> str:
+def text_folded(value: str, *, ligatures: bool = True) -> str:
     """A text as it looks, whatever an edited export retyped without changing what it says:
-    case folded, without accents or letters' width, spacing, an apostrophe or hyphen
-    between letters, or the marks that end it (« S'appelle Xylophène, FR76 3000. » is
+    case folded, without accents or letters' width, ligatures written out (« cœur » is
+    « coeur », as the keyword indexes read it), spacing, an apostrophe or hyphen between
+    letters, or the marks that end it (« S'appelle Xylophène, FR76 3000. » is
     « sappellexylophene,fr763000 »); signs, decimal commas and symbols are kept (« -5 » is
-    not « 5 »). The texts' rule of memory.services.erased_marks."""
-    folded = _TEXT_JOINERS.sub("", _letters_folded(value))
+    not « 5 »). The texts' rule of memory.services.erased_marks; ``ligatures`` False: the
+    rule before ligatures were written out (the marks left then)."""
+    folded = _letters_folded(value)
+    if ligatures:
+        folded = folded.translate(_LIGATURES_WRITTEN_OUT)
+    folded = _TEXT_JOINERS.sub("", folded)
     return _TEXT_END_MARKS.sub("", _TEXT_SPACES.sub("", folded))
+
+
+# Ligatures as their letters, once case folded (QA: an erased « œuvre » came back as « oeuvre »).
+_LIGATURES_WRITTEN_OUT = str.maketrans({"œ": "oe", "æ": "ae"})
 
 
 FACT_VALUE_MAX_CHARS = 10_000

@@ -86,10 +86,10 @@ def fact_alike(key: str, value: str) -> tuple[str, str]:
     return fact_key_folded(key_unaside(key)), _text_alike(value)
 
 
-def _text_alike(text: str) -> str:
+def _text_alike(text: str, *, ligatures: bool = True) -> str:
     """text_folded, or, for a text of no letter or digit (« 👍 », « ?! »), its words case
     folded: folded to nothing, every such text would look alike."""
-    return text_folded(text) or _words(text).casefold()
+    return text_folded(text, ligatures=ligatures) or _words(text).casefold()
 
 
 def forgotten_alike() -> set[tuple[str, str]]:
@@ -126,6 +126,8 @@ def fact_marks(key: str, value: str) -> set[str]:
         fact_mark(key, value),
         _mark("fact-alike", folded_key, _words(value).casefold()),
         _mark("fact-folded", folded_key, folded_text),
+        # As folded before ligatures were written out: the marks left then.
+        _mark("fact-folded", folded_key, _text_alike(value, ligatures=False)),
     }
 
 
@@ -137,7 +139,14 @@ def summary_mark(values: Mapping) -> str:
     return _mark("summary", *(values[name] for name in SUMMARY_KEY))
 
 
-def said_alike(kind: str, values: Mapping) -> tuple:
+def said_alike_marks(kind: str, values: Mapping) -> set[str]:
+    """The marks a message or summary offered again is recognised by as it looks: its mark
+    (said_alike_mark), and the mark its look left before ligatures were written out."""
+    legacy = said_alike(kind, values, ligatures=False)
+    return {said_alike_mark(kind, values), _mark(f"{kind}-alike", *legacy)}
+
+
+def said_alike(kind: str, values: Mapping, *, ligatures: bool = True) -> tuple:
     """What a message or a summary (``kind``) offered again shares with the row it copies,
     whatever an export edited by hand retyped: its natural key (MESSAGE_KEY, SUMMARY_KEY)
     with its moment to the second (its offset or its fraction of a second cut) and its
@@ -147,7 +156,7 @@ def said_alike(kind: str, values: Mapping) -> tuple:
     return (
         *exact,
         moment_to_the_second(values["created_at"]),
-        _text_alike(values["content"]),
+        _text_alike(values["content"], ligatures=ligatures),
     )
 
 

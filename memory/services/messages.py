@@ -305,7 +305,7 @@ def _not_forgotten_here(fields: dict) -> None:
         message_mark,
         moment_to_the_second,
         said_alike,
-        said_alike_mark,
+        said_alike_marks,
     )
 
     second = moment_to_the_second(fields["created_at"])
@@ -321,7 +321,7 @@ def _not_forgotten_here(fields: dict) -> None:
     alike = said_alike("message", fields)
     if any(said_alike("message", row) == alike for row in held):
         raise ValidationError(FORGOTTEN_MESSAGE)
-    if erased_since([message_mark(fields), said_alike_mark("message", fields)], None):
+    if erased_since([message_mark(fields), *said_alike_marks("message", fields)], None):
         raise ValidationError(ERASED_MESSAGE)
 
 

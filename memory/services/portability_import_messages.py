@@ -18,6 +18,7 @@ from memory.services.erased_marks import (
     moment_to_the_second,
     said_alike,
     said_alike_mark,
+    said_alike_marks,
     summary_mark,
 )
 from memory.services.indexing import KIND_MESSAGE, KIND_SUMMARY
@@ -128,7 +129,7 @@ class MessageRecords:
                 self.forgotten.add(file_id)
             self._kept("message", forgotten, values["created_at"])
             return
-        if self._was_erased(message_mark(values), alike):
+        if self._was_erased(message_mark(values), *said_alike_marks("message", values)):
             self._left_out(file_id, values, erased=True)
             return
         existing[key] = (message, False)
@@ -187,7 +188,7 @@ class MessageRecords:
         if held:
             self._kept("summary", None not in held, values["created_at"])
             return
-        if self._was_erased(summary_mark(values), said_alike_mark("summary", values)):
+        if self._was_erased(summary_mark(values), *said_alike_marks("summary", values)):
             self._kept("summary", True, values["created_at"], present=False, erased=True)
             return
         summary = Summary(**values)

@@ -585,3 +585,57 @@ def test_an_erased_exchanges_reply_is_said_erased_not_forgotten(tmp_path):
 
     assert "oublié dans cette mémoire" not in out, out
     assert out.count("message du") == 2 and "effacé de cette mémoire" in out, out
+
+
+def _ligatures_unwritten(path):
+    """The export at ``path`` with « œ » and « æ » typed « oe » and « ae » (by hand, or by a
+    keyboard without them)."""
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("œ", "oe").replace("Œ", "OE").replace("æ", "ae"), "utf-8")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["summary", "message", "fact"])
+def test_an_erased_text_retyped_without_its_ligatures_stays_erased(tmp_path, kind):
+    """QA: an erased summary « … au cœur de l'hiver … l'œuvre de Hokusai » came back from an
+    export retyped « coeur », « oeuvre »: the texts' look (text_folded) kept « œ », which text
+    search and the keyword indexes read as « oe »."""
+    text = "Au cœur de l'hiver, il a revu l'œuvre de Hokusai et le curriculum vitæ de Zoé"
+    if kind == "summary":
+        Summary.objects.create(channel="whatsapp", content=text, period_end=timezone.now())
+    elif kind == "message":
+        message_save(channel="whatsapp", role="user", content=text)
+    else:
+        fact_store(key="hokusai", value=text)
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    result = topic_forget(topic="l'œuvre de Hokusai", actor=Actor.USER)
+    forgetting_erase(forgetting_id=result.forgetting_id, actor=Actor.USER)
+
+    out = _run("memory_import", str(_ligatures_unwritten(path)))
+
+    assert "effacé de cette mémoire" in out, out
+    assert not Summary.all_objects.filter(content__icontains="hokusai").exists()
+    assert not Message.all_objects.filter(content__icontains="hokusai").exists()
+    assert not Fact.all_objects.filter(value__icontains="hokusai").exists()
+
+
+def test_a_mark_left_before_ligatures_were_written_out_still_recognises_a_retyped_copy(tmp_path):
+    """Marks left before: of the summary's look with its « œ ». A copy retyped in capitals
+    (its look the same then) is still recognised."""
+    from memory.services.erased_marks import _mark, said_alike
+
+    text = "Au cœur de l'hiver, l'œuvre de Hokusai"
+    summary = Summary.objects.create(channel="whatsapp", content=text, period_end=timezone.now())
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    values = {"channel": summary.channel, "created_at": summary.created_at, "content": text}
+    legacy = _mark("summary-alike", *said_alike("summary", values, ligatures=False))
+    Summary.all_objects.filter(pk=summary.pk).delete()
+    ErasedMark.objects.create(digest=legacy, erased_at=timezone.now())
+    path.write_text(path.read_text(encoding="utf-8").replace(text, text.upper()), "utf-8")
+
+    out = _run("memory_import", str(path))
+
+    assert "effacé de cette mémoire" in out, out
+    assert not Summary.all_objects.exists()
