@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db import models
 from django.db.models import Manager
 from django.utils import timezone
@@ -26,9 +27,9 @@ class Message(Indexable):
     source = models.CharField(
         max_length=16, choices=MessageSource.choices, default=MessageSource.USER
     )
-    content = models.TextField(
-        "contenu",
-    )
+    # No NUL (the API refuses it with DRF's rule; an import reaches the model's): SQLite's
+    # LIKE and the FTS tokenizer stop at it, and pages would show it raw (QA).
+    content = models.TextField("contenu", validators=[ProhibitNullCharactersValidator()])
     created_at = models.DateTimeField("date", default=timezone.now, db_index=True)
     compacted = models.BooleanField("compacté", default=False)
     # The user message this assistant reply answers: together they make the
@@ -89,9 +90,7 @@ class Summary(Indexable):
     """The compaction of a channel's old messages."""
 
     channel = models.CharField("canal", max_length=64, db_index=True)
-    content = models.TextField(
-        "contenu",
-    )
+    content = models.TextField("contenu", validators=[ProhibitNullCharactersValidator()])
     message_count = models.PositiveIntegerField("nombre de messages", default=0)
     period_start = models.DateTimeField("début de la période", null=True, blank=True)
     period_end = models.DateTimeField("fin de la période", null=True, blank=True)

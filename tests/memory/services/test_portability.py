@@ -305,6 +305,8 @@ def _with_message(lines: list[str], **changes) -> list[str]:
         ({"role": "robot"}, "champ « role »"),
         ({"created_at": "hier"}, "champ « created_at » : date ISO 8601 attendue."),
         ({"content": "  "}, "champ « content » : Le message est vide."),
+        # QA: the API refuses a NUL, the import took it (pages then showed it raw).
+        ({"content": "a\u0000b"}, "champ « content » : Le caractère nul n’est pas autorisé."),
         ({"channel": "un canal/avec slash"}, "champ « channel »"),
         ({"reply_to": 999}, "champ « reply_to » : aucun message 999"),
         ({"compacted": "non"}, "champ « compacted » : true ou false attendu."),
@@ -409,3 +411,15 @@ def test_an_exchange_forgotten_here_is_not_brought_back_even_in_part(tmp_path):
     assert sum("oublié dans cette mémoire, non réimporté" in c for c in report.conflicts) == 2
     # The fact that came from the forgotten message is imported without its source.
     assert Fact.objects.get(key="blessure_epaule").source_message_id is None
+
+
+def test_a_summary_holding_a_nul_is_refused_as_the_api_refuses_it(tmp_path):
+    """QA: a summary's content with a NUL was imported, then shown raw by /memory's search."""
+    lines = _valid_lines(tmp_path)
+    index = next(i for i, line in enumerate(lines) if '"type":"summary"' in line)
+    record = json.loads(lines[index])
+    lines[index] = json.dumps(record | {"content": "résumé\u0000caché"})
+    _wipe()
+    with pytest.raises(ImportLineError, match=rf"^ligne {index + 1} : champ « content » : Le"):
+        memory_import_lines(lines)
+    assert not Message.all_objects.exists()
