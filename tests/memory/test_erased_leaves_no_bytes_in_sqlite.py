@@ -8,6 +8,9 @@ transactional test): the files are read as they are on disk.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,17 +27,35 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SECRET = "Quetzalcoatl"
 
 
+# Read in another process: a file of a database this process holds open must not be opened
+# and closed here, which would drop the process's POSIX locks on it (SQLite's rule: another
+# process then takes the shared memory as its own and truncates it, and this one's next read
+# of it is a SIGBUS, as a first CI run of this file showed).
+_COUNT = """
+import json, sys
+needles = [w.lower().encode() for w in json.loads(sys.argv[1])]
+found = {}
+for path in sys.argv[2:]:
+    with open(path, "rb") as f:
+        data = f.read().lower()
+    if count := sum(data.count(n) for n in needles):
+        found[path.rsplit("/", 1)[-1]] = count
+print(json.dumps(found))
+"""
+
+
 def _files_holding(*words: str) -> dict[str, int]:
     """How many times each of SQLite's files (the database, its log, its shared memory)
     holds any of ``words``, case aside (the keyword indexes keep them lower-cased)."""
     database = Path(connection.settings_dict["NAME"])
-    needles = [w.lower().encode() for w in words]
-    found = {}
-    for path in database.parent.glob(database.name + "*"):
-        data = path.read_bytes().lower()
-        if count := sum(data.count(n) for n in needles):
-            found[path.name] = count
-    return found
+    paths = [str(p) for p in database.parent.glob(database.name + "*")]
+    counted = subprocess.run(
+        [sys.executable, "-c", _COUNT, json.dumps(words), *paths],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(counted.stdout)
 
 
 @pytest.fixture
