@@ -283,3 +283,36 @@ def _walks_a_copy(store, queries, exact, monkeypatch) -> bool:
         for before, after in zip(exact, found, strict=True)
         for point_id in before.keys() & after.keys()
     )
+
+
+def test_a_collection_of_a_thousand_points_gets_its_index_from_the_upkeep(tmp_path):
+    """A memory's knowledge holds a few thousand points for years: below Qdrant's default
+    threshold (~6,500 vectors of 384 dimensions) and the upkeep's minimum (5,000 points
+    outside the index), every one of its searches stayed exact. From 1,000 points it is
+    indexed, then rebuilt as it doubles (the real threshold and minimum here)."""
+    from memory.services.maintenance import SEARCH_INDEX_MIN_UNINDEXED
+
+    rng = random.Random(5)
+    store = EdgeVectorStore(tmp_path / "qdrant")
+
+    def add(first: int, count: int) -> None:
+        store.upsert(
+            KNOWLEDGE,
+            [
+                VectorPoint(id=f"00000000-0000-0000-0000-{i:012d}", vector=_vector(rng, 384))
+                for i in range(first, first + count)
+            ],
+        )
+
+    try:
+        store.ensure_collection(KNOWLEDGE, 384)
+        add(0, 900)
+        assert store.optimize(min_unindexed=SEARCH_INDEX_MIN_UNINDEXED) == {}  # too few yet
+        add(900, 300)
+        assert store.optimize(min_unindexed=SEARCH_INDEX_MIN_UNINDEXED) == {KNOWLEDGE: 1200}
+        add(1200, 700)
+        assert store.optimize(min_unindexed=SEARCH_INDEX_MIN_UNINDEXED) == {}  # 700 < 1,200
+        add(1900, 600)
+        assert store.optimize(min_unindexed=SEARCH_INDEX_MIN_UNINDEXED) == {KNOWLEDGE: 1300}
+    finally:
+        store.close()
