@@ -3,12 +3,15 @@ summaries by their words, with nothing but SQLite (FTS5's bm25)."""
 
 from __future__ import annotations
 
-from memory.models import Summary
+from django.utils import timezone
+
+from memory.models import Fact, Summary
 from memory.selectors import facts_active
 from memory.services.fusion import interleaved
 from memory.services.search import SearchFilters
 from memory.services.search_hits import SearchHit, excerpt, fact_hit, summary_hit
 from memory.stores.fts import (
+    fact_filters_sql,
     fts_rank_summaries,
     fts_search,
     fts_search_facts,
@@ -96,10 +99,20 @@ def _fact_text_hits(
     exclude: set[int],
     literals: list[str],
 ) -> list[SearchHit]:
-    """Active facts matching the terms in facts_fts (key words + value), best bm25 first."""
-    # Filters apply after ranking: ask for more than needed.
+    """Active facts matching the terms in facts_fts (key words + value), best bm25 first,
+    within the filters (applied in the ranking query: after it, a fact passing them but
+    ranked below others was never returned)."""
+    where = fact_filters_sql(
+        channel=filters.channel,
+        memory_type=filters.memory_type,
+        subjects=filters.subjects,
+        since=filters.since,
+        until=filters.until,
+        date_column=Fact.DATE_FIELD,
+        now=timezone.now(),
+    )
     ranked = fts_search_facts(
-        terms, limit=(limit + len(exclude)) * 4, any_term=any_term, literals=literals
+        terms, limit=limit + len(exclude), any_term=any_term, literals=literals, where=where
     )
     scores = {hit.fact_id: hit.score for hit in ranked if hit.fact_id not in exclude}
     facts = filters.apply_to_facts(facts_active().filter(pk__in=list(scores)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import re
 import sys
 import time
@@ -222,14 +223,17 @@ def fts_search_facts(
     any_term: bool = True,
     bounded: bool = True,
     literals: Sequence[str] = (),
+    where: Sequence[tuple[str, object]] = (),
 ) -> list[FactFtsHit]:
     """Facts whose key words or value match the (already folded) terms, best bm25 first.
 
     ``bounded``: an OR query counts its most frequent words only in pairs past OR_MATCH_BUDGET
     rows (forgetting does not: it must see every candidate). ``literals``: text the
-    value must hold as written, case aside (as in fts_search)."""
+    value must hold as written, case aside (as in fts_search). ``where``: filters on the
+    fact's row ``t`` ("AND t.… %s", its value), in the ranking query itself, so a filter
+    never empties the top (fact_filters_sql)."""
     rows = _rank_holding(
-        "facts_fts", "core_memory", "value", terms, limit, any_term, bounded, literals
+        "facts_fts", "core_memory", "value", terms, limit, any_term, bounded, literals, where
     )
     return [FactFtsHit(fact_id=rowid, score=float(score)) for rowid, score in rows]
 
@@ -267,6 +271,42 @@ def _rank_holding(
         filters=filters,
         filter_params=filter_params,
     )
+
+
+def fact_filters_sql(
+    *,
+    channel: str = "",
+    memory_type: str = "",
+    subjects: Sequence[str] = (),
+    since: datetime | None = None,
+    until: datetime | None = None,
+    date_column: str = "updated_at",
+    now: datetime | None = None,
+) -> list[tuple[str, object]]:
+    """fts_search_facts's ``where`` for a search's filters (SearchFilters.apply_to_facts's
+    rule, in SQL): channel, memory type, any of the subjects, [since, until) on the fact's
+    date, and not expired at ``now``."""
+    where: list[tuple[str, object]] = []
+    if channel:
+        where.append(("AND t.channel = %s", channel))
+    if memory_type:
+        where.append(("AND t.memory_type = %s", memory_type))
+    if subjects:
+        wanted = json.dumps(sorted({s.strip().lower() for s in subjects}))
+        where.append(
+            (
+                "AND EXISTS (SELECT 1 FROM json_each(t.subjects) s"
+                " WHERE s.value IN (SELECT value FROM json_each(%s)))",
+                wanted,
+            )
+        )
+    if since is not None:
+        where.append((f"AND t.{date_column} >= %s", _db_datetime(since)))
+    if until is not None:
+        where.append((f"AND t.{date_column} < %s", _db_datetime(until)))
+    if now is not None:
+        where.append(("AND (t.expires_at IS NULL OR t.expires_at > %s)", _db_datetime(now)))
+    return where
 
 
 @dataclass(frozen=True)

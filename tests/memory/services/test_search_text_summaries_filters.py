@@ -77,3 +77,42 @@ def test_the_date_filter_finds_the_periods_summary_behind_other_periods(db):
     )
 
     assert [(h.kind, h.id) for h in hits] == [("summary", str(march.pk))]
+
+
+@pytest.mark.parametrize(
+    ("filters", "field"),
+    [
+        ({"channel": "mission_control"}, {"channel": "mission_control"}),
+        ({"memory_type": "preference"}, {"memory_type": "preference"}),
+        ({"subjects": ("garage",)}, {"subjects": ["garage"]}),
+        (
+            {"since": datetime(2027, 3, 1, tzinfo=UTC)},
+            {"updated_at": datetime(2027, 3, 9, tzinfo=UTC)},
+        ),
+    ],
+)
+def test_the_facts_tier_finds_the_filtered_fact_behind_others(db, filters, field):
+    """The same weakness in the facts' tier (the review: older than the summaries' one):
+    filtered after a bounded ranking, a fact that passes the filters but ranks below the
+    others was never returned."""
+    from memory.models import Fact
+
+    for i in range(25):  # short, word-dense: they rank first; none passes the filters
+        Fact.objects.create(
+            key=f"solferino_{i}",
+            value="Solférino, rue Solférino",
+            channel="whatsapp",
+            memory_type="fact",
+            updated_at=datetime(2026, 1, 1, tzinfo=UTC),
+        )
+    wanted = Fact.objects.create(
+        key="garage_voiture",
+        value="Le garage de la voiture, celui qui a changé les plaquettes, est rue Solférino",
+        **{"channel": "whatsapp", "memory_type": "fact"} | field,
+    )
+    Fact.objects.filter(pk=wanted.pk).update(updated_at=field.get("updated_at", wanted.updated_at))
+    Fact.objects.exclude(pk=wanted.pk).update(updated_at=datetime(2026, 1, 1, tzinfo=UTC))
+
+    hits = memory_search(query="Solferino", mode="text", limit=5, filters=SearchFilters(**filters))
+
+    assert [(h.kind, h.id) for h in hits] == [("fact", str(wanted.pk))]
