@@ -115,7 +115,8 @@ def _fact_text_hits(
         terms, limit=limit + len(exclude), any_term=any_term, literals=literals, where=where
     )
     scores = {hit.fact_id: hit.score for hit in ranked if hit.fact_id not in exclude}
-    facts = filters.apply_to_facts(facts_active().filter(pk__in=list(scores)))
+    # The filters were the ranking query's: only what was forgotten since is left to drop.
+    facts = facts_active().filter(pk__in=list(scores))
     kept = sorted(facts, key=lambda fact: -scores[fact.pk])[:limit]
     return [fact_hit(fact, score=scores[fact.pk], source="facts", terms=terms) for fact in kept]
 
