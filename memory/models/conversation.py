@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.core.validators import ProhibitNullCharactersValidator
 from django.db import models
 from django.db.models import Manager
@@ -9,6 +10,8 @@ from django.utils import timezone
 
 from memory.models.base import Indexable, InMemoryManager, forgetting_link
 from memory.models.choices import MessageRole, MessageSource
+
+PERIOD_REVERSED = "la fin de la période précède son début."
 
 
 class MessageManager(InMemoryManager):
@@ -113,6 +116,12 @@ class Summary(Indexable):
 
     def __str__(self) -> str:
         return f"[{self.channel}] {self.content[:60]}"
+
+    def clean(self) -> None:
+        # A period ending before it starts would date the summary (``date``) before the
+        # exchanges it covers, outside every period filter holding them (an import, QA).
+        if self.period_start and self.period_end and self.period_end < self.period_start:
+            raise ValidationError({"period_end": PERIOD_REVERSED})
 
     # The one date of a summary: the end of the period it covers (else its creation).
     @property
