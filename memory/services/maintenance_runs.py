@@ -68,6 +68,27 @@ def reindex_run(
     )
 
 
+def _keyword_indexes_check(*, fix: bool) -> tuple[bool, list[str], bool]:
+    """The keyword indexes against their rows (fts_upkeep.fts_broken); ``fix`` rebuilds
+    those that disagree. (healthy after it all, the report's lines, a rebuild failed)."""
+    from memory.stores.fts_upkeep import fts_broken, fts_rebuild
+
+    broken = fts_broken()
+    if not broken:
+        return True, ["index des mots-clés : cohérents"], False
+    left = broken
+    if fix:
+        fts_rebuild(broken)
+        left = fts_broken()
+    lines = []
+    for table in broken:
+        line = f"index des mots-clés {table} : ne correspond plus à ses lignes"
+        if fix:
+            line += " → reconstruit" if table not in left else " → la reconstruction a échoué"
+        lines.append(line)
+    return not left, lines, fix and bool(left)
+
+
 def doctor_run(
     *, collection: str = "all", fix: bool = False, progress: Progress | None = None
 ) -> Outcome:
@@ -101,6 +122,8 @@ def doctor_run(
         for kind, rows in (after or report).failed.items():
             for row_id, error in list(rows.items())[:5]:
                 lines.append(f"  échec {kind} {row_id} : {error}")
+    keywords_healthy, keyword_lines, keywords_repair_failed = _keyword_indexes_check(fix=fix)
+    lines += keyword_lines
     jobs = job_stats_get()
     for job in jobs["failed"][:5]:
         lines.append(f"tâche de fond en échec {job['key']} : {job['error']}")
@@ -108,8 +131,14 @@ def doctor_run(
     if retried:
         lines.append(f"{retried} tâche(s) de fond en échec relancée(s)")
     # ``fixed`` is the verdict of the comparison run again after the repair.
-    healthy = all(r.healthy or r.fixed for r in reports) and (retried or not jobs["failed"])
-    repair_failed = any(r.remaining is not None and not r.fixed for r in reports)
+    healthy = (
+        all(r.healthy or r.fixed for r in reports)
+        and keywords_healthy
+        and (retried or not jobs["failed"])
+    )
+    repair_failed = keywords_repair_failed or any(
+        r.remaining is not None and not r.fixed for r in reports
+    )
     if healthy:
         lines.append("Tout est cohérent.")
     elif repair_failed:

@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
+from memory.db.fts_schema import CURRENT
 from memory.stores.compiled import raw_fetchall
 
 logger = logging.getLogger(__name__)
 
 # The FTS5 tables, ours (never user text in the SQL below).
-KEYWORD_INDEXES = ("messages_fts", "facts_fts", "summaries_fts")
+KEYWORD_INDEXES = tuple(table.name for table in CURRENT)
 # An index with more segments than this is merged into one. Merging rewrites the
 # whole index under the write lock (writers wait; readers do not): about 1.6 s per
 # million messages, so not after every few writes; FTS5's own merging keeps the
@@ -64,14 +66,33 @@ def fts_merge(*, min_segments: int | None = None) -> dict[str, int]:
     return merged
 
 
+def fts_broken() -> list[str]:
+    """The keyword indexes that disagree with their rows (FTS5's integrity check, which
+    also compares each index with its content view): words of a row that is gone or
+    forgotten, a row no word finds. The triggers keep them in step; a row written
+    behind them (SQLite's shell, a damaged file) does not."""
+    broken = []
+    for table in CURRENT:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(table.integrity_check_sql())
+        except DatabaseError:  # SQLITE_CORRUPT_VTAB
+            broken.append(table.name)
+    return broken
+
+
 def fts_integrity_check() -> None:
-    """Raise django.db.DatabaseError when the index disagrees with the messages."""
-    with connection.cursor() as cursor:
-        # rank = 1 also compares the index with the content (not only its own structure).
-        cursor.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+    """Raise django.db.DatabaseError when an index disagrees with its rows."""
+    for table in CURRENT:
+        with connection.cursor() as cursor:
+            cursor.execute(table.integrity_check_sql())
 
 
-def fts_rebuild() -> None:
-    """Rebuild the whole index from the messages table."""
-    with connection.cursor() as cursor:
-        cursor.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+def fts_rebuild(tables: Sequence[str] = KEYWORD_INDEXES) -> None:
+    """Rebuild ``tables``' indexes from their rows (the memory_doctor's repair)."""
+    for table in tables:
+        if table not in KEYWORD_INDEXES:  # the name goes into the SQL
+            raise ValueError(f"not a keyword index: {table!r}")
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+        logger.info("keyword index %s rebuilt from its rows", table)
