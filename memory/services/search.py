@@ -62,21 +62,20 @@ class SearchFilters:
     since: datetime | None = None  # inclusive
     until: datetime | None = None  # exclusive
 
-    def apply_to_facts(self, facts):
-        """The facts of a queryset that pass the filters (dated by Fact.date)."""
-        if self.channel:
-            facts = facts.filter(channel=self.channel)
-        if self.memory_type:
-            facts = facts.filter(memory_type=self.memory_type)
-        if self.since is not None:
-            facts = facts.filter(**{f"{Fact.DATE_FIELD}__gte": self.since})
-        if self.until is not None:
-            facts = facts.filter(**{f"{Fact.DATE_FIELD}__lt": self.until})
-        facts = list(facts)
-        if self.subjects:
-            wanted = {s.strip().lower() for s in self.subjects}
-            facts = [f for f in facts if wanted.intersection(f.subjects or [])]
-        return facts
+    def fact_where(self, now: datetime | None = None) -> list[tuple[str, object]]:
+        """The filters on a fact's row (dated by Fact.date), as fts.fact_filters_sql's
+        ``where``; with ``now``, not expired then."""
+        from memory.stores.fts import fact_filters_sql
+
+        return fact_filters_sql(
+            channel=self.channel,
+            memory_type=self.memory_type,
+            subjects=self.subjects,
+            since=self.since,
+            until=self.until,
+            date_column=Fact.DATE_FIELD,
+            now=now,
+        )
 
 
 BAD_DATE_MESSAGE = "Date invalide : « {value} » (attendu AAAA-MM-JJ ou une date ISO 8601)."
@@ -245,8 +244,11 @@ def memory_search(
 
 def _filtered(hits: list[SearchHit], filters: SearchFilters) -> list[SearchHit]:
     """Hits of the semantic and hybrid modes that pass the filters (facts re-read from T1)."""
+    from memory.stores.fts import fact_ids_passing
+
     fact_ids = [int(h.id) for h in hits if h.kind == "fact"]
-    facts = {f.pk for f in filters.apply_to_facts(facts_active().filter(pk__in=fact_ids))}
+    passing = fact_ids_passing(fact_ids, filters.fact_where())
+    facts = set(facts_active().filter(pk__in=passing).values_list("pk", flat=True))
     kept = []
     for hit in hits:
         if hit.kind == "fact":

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from memory.models import Fact, Summary
+from memory.models import Summary
 from memory.selectors import facts_active
 from memory.services.fusion import interleaved
 from memory.services.search import SearchFilters
 from memory.services.search_hits import SearchHit, excerpt, fact_hit, summary_hit
 from memory.stores.fts import (
-    fact_filters_sql,
     fts_rank_summaries,
     fts_search,
     fts_search_facts,
@@ -102,15 +101,7 @@ def _fact_text_hits(
     """Active facts matching the terms in facts_fts (key words + value), best bm25 first,
     within the filters (applied in the ranking query: after it, a fact passing them but
     ranked below others was never returned)."""
-    where = fact_filters_sql(
-        channel=filters.channel,
-        memory_type=filters.memory_type,
-        subjects=filters.subjects,
-        since=filters.since,
-        until=filters.until,
-        date_column=Fact.DATE_FIELD,
-        now=timezone.now(),
-    )
+    where = filters.fact_where(now=timezone.now())
     ranked = fts_search_facts(
         terms, limit=limit + len(exclude), any_term=any_term, literals=literals, where=where
     )

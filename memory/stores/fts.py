@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
+from memory.stores.compiled import raw_fetchall
 from memory.stores.fts_rank import rank_rowids
 
 # Long pastes would make huge queries for no gain: only the first words count.
@@ -283,9 +284,9 @@ def fact_filters_sql(
     date_column: str = "updated_at",
     now: datetime | None = None,
 ) -> list[tuple[str, object]]:
-    """fts_search_facts's ``where`` for a search's filters (SearchFilters.apply_to_facts's
-    rule, in SQL): channel, memory type, any of the subjects, [since, until) on the fact's
-    date, and not expired at ``now``."""
+    """fts_search_facts's ``where`` for a search's filters (SearchFilters.fact_where): channel,
+    memory type, any of the subjects, [since, until) on the fact's date, and not expired at
+    ``now``. The one rule of those filters: fact_ids_passing applies it to other hits."""
     where: list[tuple[str, object]] = []
     if channel:
         where.append(("AND t.channel = %s", channel))
@@ -307,6 +308,19 @@ def fact_filters_sql(
     if now is not None:
         where.append(("AND (t.expires_at IS NULL OR t.expires_at > %s)", _db_datetime(now)))
     return where
+
+
+def fact_ids_passing(ids: Sequence[int], where: Sequence[tuple[str, object]]) -> set[int]:
+    """Those of the facts ``ids`` that pass ``where`` (fact_filters_sql): the same rule
+    for the facts found by meaning as for those ranked by words (search's filters)."""
+    if not ids:
+        return set()
+    sql = "SELECT t.id FROM core_memory t WHERE t.id IN (SELECT value FROM json_each(%s)) "
+    rows = raw_fetchall(
+        sql + " ".join(clause for clause, _ in where),
+        [json.dumps([int(pk) for pk in ids]), *(value for _, value in where)],
+    )
+    return {pk for (pk,) in rows}
 
 
 @dataclass(frozen=True)
