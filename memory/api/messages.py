@@ -26,6 +26,7 @@ from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 from memory.models import MessageRole, MessageSource
 from memory.services.messages import (
     BAD_CHANNEL,
+    CONTENT_MAX_CHARS,
     EMPTY_MESSAGE,
     ITEM_INVALID,
     IdempotencyKeyReused,
@@ -37,7 +38,6 @@ from memory.services.messages import (
     messages_record,
 )
 
-CONTENT_MAX_CHARS = 50_000
 BATCH_MAX = 500
 # Stored as "<account id>:<key>" in a 128-character column.
 IDEMPOTENCY_KEY_MAX = 100

@@ -200,6 +200,15 @@ class FactWrittenSerializer(FactOutputSerializer):
         return {**data, **kept}
 
 
+def _subject_shows_something(value: str) -> None:
+    """A subject of invisible characters is blank (QA: a badge with nothing in it), refused
+    as DRF refuses one of spaces."""
+    from memory.models.rules import shows_nothing
+
+    if shows_nothing(value):
+        raise serializers.ValidationError(serializers.CharField.default_error_messages["blank"])
+
+
 class _FactFieldsSerializer(StrictInputSerializer):
     value = StrictCharField(max_length=VALUE_MAX_CHARS)
     # Absent fields are not stated: a new fact gets the defaults, a restated one keeps its own.
@@ -216,7 +225,7 @@ class _FactFieldsSerializer(StrictInputSerializer):
         help_text="0 à 1; absent: l'importance par défaut du type.",
     )
     subjects = JsonListField(
-        child=StrictCharField(max_length=SUBJECT_MAX_CHARS),
+        child=StrictCharField(max_length=SUBJECT_MAX_CHARS, validators=[_subject_shows_something]),
         max_length=SUBJECTS_MAX,
         required=False,
     )

@@ -91,6 +91,11 @@ def invisible_in(value: str) -> str | None:
     return None
 
 
+def shows_nothing(value: str) -> bool:
+    """Whether ``value`` shows nothing: spaces, and characters nobody sees (« \u200b »)."""
+    return all(char.isspace() or _unseen(char, "") for char in value)
+
+
 def validate_fact_key(value: str) -> None:
     """The one key rule of a writer (model, admin, forms, API, tools, MCP, import): the
     shape above, no character nobody sees (a key holding a zero-width space looked exactly
@@ -179,6 +184,7 @@ _LIGATURES_WRITTEN_OUT = str.maketrans({"œ": "oe", "æ": "ae"})
 
 
 FACT_VALUE_MAX_CHARS = 10_000
+FACT_VALUE_BLANK_MESSAGE = "La valeur d'un fait ne peut pas être vide."
 FACT_VALUE_TOO_LONG_MESSAGE = (
     "La valeur d'un fait est limitée à {limit} caractères (celle-ci en a {length}) : "
     "raccourcissez-la ou découpez-la en plusieurs faits."
@@ -194,6 +200,8 @@ def validate_fact_value(value: str) -> None:
     refused with a message, never cut; and no NUL character (SQLite's LIKE and the FTS
     tokenizer stop at it: the rest of the value would escape a search and a forget)."""
     ProhibitNullCharactersValidator()(value)  # Django's rule and message, as DRF's
+    if shows_nothing(value):  # DRF's field refuses spaces; the admin and an import reach this
+        raise ValidationError(FACT_VALUE_BLANK_MESSAGE, code="value_blank")
     if len(value) > FACT_VALUE_MAX_CHARS:
         message = FACT_VALUE_TOO_LONG_MESSAGE.format(
             limit=_french_number(FACT_VALUE_MAX_CHARS), length=_french_number(len(value))
@@ -218,6 +226,8 @@ def _validate_subjects(value: object) -> None:
         raise ValidationError(f"Un sujet a au plus {SUBJECT_MAX_CHARS} caractères.")
     if any("\x00" in s for s in value):
         raise ValidationError(ProhibitNullCharactersValidator.message)
+    if any(shows_nothing(s) for s in value):  # a badge with nothing in it (QA)
+        raise ValidationError("Un sujet ne peut pas être vide.")
 
 
 def number_said(value: float) -> str:

@@ -103,11 +103,13 @@ _FIELD_SAID = {"importance": _importance_said, "memory_type": _type_said}
 
 
 def normalize_subjects(subjects: Iterable[str] | None) -> list[str]:
-    """Flat lower-case tags, without blanks or repeats, order kept."""
+    """Flat lower-case tags, without blanks (invisible ones too) or repeats, order kept."""
+    from memory.models.rules import shows_nothing
+
     seen: dict[str, None] = {}
     for subject in subjects or ():
         tag = str(subject).strip().lower()
-        if tag:
+        if not shows_nothing(tag):
             seen.setdefault(tag, None)
     return list(seen)
 

@@ -38,6 +38,9 @@ from memory.services.indexing import (
 
 CHANNEL_MAX = 64
 EMPTY_MESSAGE = "Le message est vide."
+# The longest message the memory takes (the API, the import).
+CONTENT_MAX_CHARS = 50_000
+CONTENT_TOO_LONG = "un message est limité à 50 000 caractères (celui-ci en a {length})."
 BAD_CHANNEL = "Le canal doit être un nom court (lettres, chiffres, - et _), 64 caractères au plus."
 
 

@@ -22,7 +22,13 @@ from memory.services.erased_marks import (
     summary_mark,
 )
 from memory.services.indexing import KIND_MESSAGE, KIND_SUMMARY
-from memory.services.messages import BAD_CHANNEL, EMPTY_MESSAGE, channel_validate
+from memory.services.messages import (
+    BAD_CHANNEL,
+    CONTENT_MAX_CHARS,
+    CONTENT_TOO_LONG,
+    EMPTY_MESSAGE,
+    channel_validate,
+)
 from memory.services.portability import MESSAGE_FIELDS
 from memory.services.portability_validate import (
     DUPLICATE_ID,
@@ -30,6 +36,7 @@ from memory.services.portability_validate import (
     SPECS,
     UNKNOWN_REF,
     ImportLineError,
+    dates_check,
     model_check,
     record_check,
 )
@@ -37,6 +44,7 @@ from memory.services.portability_validate import (
 if TYPE_CHECKING:
     from memory.services.portability_import_records import ImportReport
 
+EMPTY_SUMMARY = "le résumé est vide."
 FORGOTTEN_ROW = "{kind} du {date} : oublié dans cette mémoire, non réimporté."
 ERASED_ROW = "{kind} du {date} : effacé de cette mémoire, non réimporté."
 # New rows are written by batches (one INSERT per batch; the FTS triggers fire per row).
@@ -111,6 +119,15 @@ class MessageRecords:
             raise ImportLineError(line, f"champ « channel » : {BAD_CHANNEL}") from None
         if not values["content"].strip():
             raise ImportLineError(line, f"champ « content » : {EMPTY_MESSAGE}")
+        if len(values["content"]) > CONTENT_MAX_CHARS:
+            too_long = CONTENT_TOO_LONG.format(length=len(values["content"]))
+            raise ImportLineError(line, f"champ « content » : {too_long}")
+        dates_check(
+            line,
+            values,
+            past=("created_at", "digested_at"),
+            ordered=[("created_at", "digested_at")],
+        )
         message = Message(**values)
         model_check(line, message, exclude=["reply_to", "forgetting"])
         if reply_to in self.forgotten:
@@ -176,6 +193,9 @@ class MessageRecords:
 
     def _summary(self, line: int, record: dict) -> None:
         values = record_check(line, record, SPECS["summary"])
+        if not values["content"].strip():
+            raise ImportLineError(line, f"champ « content » : {EMPTY_SUMMARY}")
+        dates_check(line, values, past=("created_at", "period_start", "period_end"))
         # The summary of this channel and second here with this text, however retyped.
         alike = said_alike("summary", values)
         second = moment_to_the_second(values["created_at"])

@@ -36,11 +36,13 @@ from memory.services.portability_validate import (
     MISSING_FIELD,
     NOT_OBJECT,
     RECORD_TYPES,
+    REVISION_BEFORE_FACT,
     SPECS,
     UNKNOWN_FIELDS,
     UNKNOWN_REF,
     UNKNOWN_TYPE,
     ImportLineError,
+    dates_check,
     model_check,
     record_check,
     settings_check,
@@ -173,12 +175,21 @@ class Importer(MessageRecords):
         source_message = values.pop("source_message")
         if not isinstance(revisions, list):
             raise ImportLineError(line, BAD_TYPE.format(name="revisions", expected="une liste"))
+        dates_check(
+            line,
+            values,
+            past=("created_at", "updated_at", "last_accessed_at"),
+            ordered=[("created_at", "updated_at")],
+        )
         rows = []
         for number, revision in enumerate(revisions, start=1):
             where = f"révision {number}, "
             if not isinstance(revision, dict):
                 raise ImportLineError(line, where + NOT_OBJECT)
             rows.append(record_check(line, revision, SPECS["revision"], where))
+            dates_check(line, rows[-1], past=("created_at",), where=where)
+            if rows[-1]["created_at"] < values["created_at"]:
+                raise ImportLineError(line, where + REVISION_BEFORE_FACT)
         if source_message is not None and source_message not in self.message_ids:
             raise ImportLineError(
                 line, UNKNOWN_REF.format(name="source_message", id=source_message)

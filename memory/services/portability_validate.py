@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
@@ -52,6 +53,9 @@ DUPLICATE_ID = "le message {id} apparaît deux fois dans le fichier."
 DUPLICATE_KEY = "le fait « {key} » apparaît deux fois dans le fichier."
 UNKNOWN_REF = "champ « {name} » : aucun message {id} sur une ligne précédente."
 BAD_SETTING = "réglages invalides, « {name} » : {expected} attendu."
+DATE_IN_FUTURE = "champ « {name} » : la date est dans le futur."
+DATE_BEFORE = "champ « {name} » : la date précède celle de « {earlier} »."
+REVISION_BEFORE_FACT = "champ « created_at » : la date précède celle du fait."
 # LineDecoder's refusals (the importer shows them as BAD_JSON).
 DUPLICATE_FIELD = "champ « {name} » écrit deux fois"
 NOT_A_NUMBER = "{value} n'est pas un nombre JSON"
@@ -251,6 +255,29 @@ def _date_check(line: int, value: object, name: str, where: str) -> datetime:
     if not date_in_range(parsed):
         raise ImportLineError(line, where + DATE_OUT_OF_RANGE.format(name=name))
     return parsed
+
+
+def dates_check(
+    line: int,
+    values: dict,
+    *,
+    past: Sequence[str],
+    ordered: Sequence[tuple[str, str]] = (),
+    where: str = "",
+) -> None:
+    """No date of ``past`` in the future (past a clock's tolerance, as the API's for a
+    message), and each (earlier, later) pair of ``ordered`` in that order: what no
+    history of a memory holds (QA: a message of 2090, a fact updated before it existed)."""
+    from memory.services.messages import FUTURE_TOLERANCE
+
+    limit = timezone.now() + FUTURE_TOLERANCE
+    for name in past:
+        if values.get(name) is not None and values[name] > limit:
+            raise ImportLineError(line, where + DATE_IN_FUTURE.format(name=name))
+    for earlier, later in ordered:
+        first, then = values.get(earlier), values.get(later)
+        if first is not None and then is not None and then < first:
+            raise ImportLineError(line, where + DATE_BEFORE.format(name=later, earlier=earlier))
 
 
 def settings_check(line: int, record: dict) -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from io import StringIO
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
-from memory.models import Fact, MemorySettings, Message
+from memory.models import Fact, MemorySettings, Message, Summary
 from memory.services.search import DATE_RANGE_MESSAGE
 
 pytestmark = pytest.mark.django_db
@@ -233,3 +236,82 @@ def test_settings_of_the_right_json_types_are_imported(tmp_path):
     call_command("memory_import", str(path), stdout=StringIO(), stderr=StringIO())
     row = MemorySettings.load()
     assert (row.max_results, row.search_min_score) == (7, 1.0)
+
+
+# QA: what every other writer refuses, or no history of this memory can hold, was imported.
+FUTURE = "2090-01-01T00:00:00+00:00"
+SUMMARY = {
+    "type": "summary",
+    "channel": "whatsapp",
+    "content": "Le propriétaire a parlé de son vélo.",
+    "message_count": 2,
+    "period_start": "2026-01-01T10:00:00+00:00",
+    "period_end": "2026-01-01T10:05:00+00:00",
+    "created_at": "2026-01-01T11:00:00+00:00",
+}
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        # A date in the future, as the API refuses a message's (past its clock's tolerance).
+        (_message(created_at=FUTURE), "champ « created_at » : la date est dans le futur"),
+        (
+            _message(observed=True, digested_at=FUTURE),
+            "champ « digested_at » : la date est dans le futur",
+        ),
+        (_fact(created_at=FUTURE, updated_at=FUTURE), "« created_at » : la date est dans le futur"),
+        (_fact(last_accessed_at=FUTURE), "« last_accessed_at » : la date est dans le futur"),
+        (SUMMARY | {"created_at": FUTURE}, "« created_at » : la date est dans le futur"),
+        (
+            SUMMARY | {"period_end": FUTURE},
+            "champ « period_end » : la date est dans le futur",
+        ),
+        (
+            _fact(revisions=[REVISION | {"created_at": FUTURE}]),
+            "révision 1, champ « created_at » : la date est dans le futur",
+        ),
+        # Dates in an order no history holds.
+        (
+            _fact(created_at="2026-06-01T10:00:00+00:00", updated_at="2026-01-01T10:00:00Z"),
+            "champ « updated_at » : la date précède celle de « created_at »",
+        ),
+        (
+            _fact(revisions=[REVISION | {"created_at": "2001-01-01T00:00:00+00:00"}]),
+            "révision 1, champ « created_at » : la date précède celle du fait",
+        ),
+        (
+            _message(observed=True, digested_at="2025-12-31T10:00:00+00:00"),
+            "champ « digested_at » : la date précède celle de « created_at »",
+        ),
+        # Blank, or longer than the API takes.
+        (_fact(value="   "), "champ « value » : La valeur d'un fait ne peut pas être vide"),
+        (SUMMARY | {"content": " \n "}, "champ « content » : le résumé est vide"),
+        (_message(content="mot " * 12_501), "champ « content » : un message est limité à 50"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None,
+)
+def test_a_line_no_other_writer_would_store_is_refused(tmp_path, record, expected):
+    message = _refused(tmp_path, json.dumps(record))
+    assert expected in message, message
+    assert not Summary.all_objects.exists()
+
+
+def test_a_clock_a_little_ahead_is_not_the_future(tmp_path):
+    """An export from a machine whose clock runs a minute ahead still imports (the API's
+    tolerance, messages.FUTURE_TOLERANCE)."""
+    soon = (timezone.now() + timedelta(minutes=1)).isoformat()
+    path = tmp_path / "memoire.jsonl"
+    revision = REVISION | {"created_at": soon}
+    fact = _fact(created_at=soon, updated_at=soon, revisions=[revision])
+    lines = [HEADER, GOOD, _message(created_at=soon), fact]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    call_command("memory_import", str(path), stdout=StringIO(), stderr=StringIO())
+    assert Message.objects.count() == 2 and Fact.objects.count() == 1
+
+
+def test_a_blank_fact_value_is_refused_everywhere_the_model_is_checked():
+    """The one rule of a fact's value (rules.validate_fact_value): the admin and the
+    import check it through the model."""
+    with pytest.raises(ValidationError, match="ne peut pas être vide"):
+        Fact(key="velo", value=" \t ").full_clean()
