@@ -137,18 +137,44 @@ def fact_key_composed(value: str) -> str:
     return unicodedata.normalize("NFC", value)
 
 
-# What is not a letter or a digit in a key: a run of it separates words ("user_job",
-# "user job", "user-job", "l'utilisateur" are shown alike in the prompt and the pages).
-_KEY_SEPARATORS = re.compile(r"[\W_]+")
+# Punctuation that says something in a key (« taux_% », « niveau_c# », « note_* »): kept,
+# as symbols are (« c++ », « 🎂 », « € »). The rest of the punctuation, spaces and
+# underscores separate words ("user_job", "user job", "user-job", "l'utilisateur" are
+# shown alike in the prompt and the pages).
+_KEY_MARKS_KEPT = frozenset("#%&*@§")
+
+
+def _key_separator(char: str) -> bool:
+    if char in _KEY_MARKS_KEPT:
+        return False
+    return char.isspace() or unicodedata.category(char)[0] in "PZ"
+
+
+# Every separator of the Basic Multilingual Plane as a space (str.translate: the database
+# folds every key of a scan with it); one beyond it is kept as a symbol.
+_KEY_SEPARATORS_AS_SPACES = {
+    code: " " for code in range(0x10000) if _key_separator(chr(code)) and code != 0x20
+}
+# The rule before symbols were kept (every run of what is not a letter or a digit was
+# one separator): the marks an erasure left then (memory.services.erased_marks).
+_KEY_SEPARATORS_BEFORE = re.compile(r"[\W_]+")
 
 
 def fact_key_folded(value: str) -> str:
     """What keys that look alike share, for the agent's statements: letter case and accents
     (« École_x », « ecole_x », « ÉCOLE_X »), letters' width (« ＵＳＥＲ » is « user »: NFKC),
-    and the separators between words (« user job », « user-job », « user__job »). The
-    extraction's key rule (agent.extraction.normalize_key: ASCII snake_case) folds alike.
-    The database has it as makilab_key_folded(key) (memory.db.backend)."""
-    return _KEY_SEPARATORS.sub("_", _letters_folded(value)).strip("_")
+    and the separators between words (« user job », « user-job », « user__job »); symbols
+    and the marks of _KEY_MARKS_KEPT say something (« niveau_c++ » is not « niveau_c# »,
+    « 🎂 » not « 💊 »: QA), and a key of separators alone folds to itself. The extraction's
+    key rule (agent.extraction.normalize_key: ASCII snake_case) folds alike. The database
+    has it as makilab_key_folded(key) (memory.db.backend)."""
+    letters = _letters_folded(value)
+    return "_".join(letters.translate(_KEY_SEPARATORS_AS_SPACES).split()) or letters
+
+
+def fact_key_folded_before(value: str) -> str:
+    """fact_key_folded as it was before symbols counted (the marks left then)."""
+    return _KEY_SEPARATORS_BEFORE.sub("_", _letters_folded(value)).strip("_")
 
 
 def _letters_folded(value: str) -> str:

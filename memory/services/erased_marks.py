@@ -21,7 +21,12 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from memory.models import ErasedMark, Fact, FactRevision, Message, Summary
-from memory.models.rules import fact_key_composed, fact_key_folded, text_folded
+from memory.models.rules import (
+    fact_key_composed,
+    fact_key_folded,
+    fact_key_folded_before,
+    text_folded,
+)
 from memory.selectors import message_written_at
 from memory.services.forgetting_restated import key_unaside
 
@@ -49,11 +54,25 @@ def fact_key_mark(key: str) -> str:
     return _mark("fact-key", key)
 
 
-def fact_key_marks(key: str) -> set[str]:
+def _keys_folded(key: str, *, before: bool) -> set[str]:
+    """``key`` folded (fact_key_folded), and with ``before`` as folded before symbols counted
+    (« niveau_c++ » was « niveau_c »: the marks an erasure left then; not a key the older
+    fold emptied, which every key of symbols alone shared)."""
+    folded = {fact_key_folded(key)}
+    if before and (older := fact_key_folded_before(key)):
+        folded.add(older)
+    return folded
+
+
+def fact_key_marks(key: str, *, before: bool = True) -> set[str]:
     """The marks an erased fact's key leaves: the key as stored, and what keys that look
     alike share (fact_key_folded): the agent's statements fold onto a fact by it
-    (fact_keys.key_as_stored), so once the fact is gone its mark must recognise them."""
-    return {fact_key_mark(key), _mark("fact-key-folded", fact_key_folded(key))}
+    (fact_keys.key_as_stored), so once the fact is gone its mark must recognise them.
+    ``before``: with the older fold's (_keys_folded), to recognise; an erasure leaves none."""
+    return {
+        fact_key_mark(key),
+        *(_mark("fact-key-folded", folded) for folded in _keys_folded(key, before=before)),
+    }
 
 
 def _fact_key_spellings_marks(key: str) -> set[str]:
@@ -117,18 +136,21 @@ def forgotten_alike() -> set[tuple[str, str]]:
     return alike
 
 
-def fact_marks(key: str, value: str) -> set[str]:
+def fact_marks(key: str, value: str, *, before: bool = True) -> set[str]:
     """The marks of a fact with one of its texts: as stored, and as it looks (fact_alike).
     A mark left before texts were folded (its words case folded only) still recognises
-    the same retyping."""
-    folded_key, folded_text = fact_alike(key, value)
-    return {
-        fact_mark(key, value),
-        _mark("fact-alike", folded_key, _words(value).casefold()),
-        _mark("fact-folded", folded_key, folded_text),
-        # As folded before ligatures were written out: the marks left then.
-        _mark("fact-folded", folded_key, _text_alike(value, ligatures=False)),
-    }
+    the same retyping; ``before``: and one left before keys' symbols counted
+    (_keys_folded), to recognise; an erasure leaves none."""
+    marks = {fact_mark(key, value)}
+    folded_text = _text_alike(value)
+    for folded_key in _keys_folded(key_unaside(key), before=before):
+        marks |= {
+            _mark("fact-alike", folded_key, _words(value).casefold()),
+            _mark("fact-folded", folded_key, folded_text),
+            # As folded before ligatures were written out: the marks left then.
+            _mark("fact-folded", folded_key, _text_alike(value, ligatures=False)),
+        }
+    return marks
 
 
 def message_mark(values: Mapping) -> str:
@@ -182,7 +204,8 @@ def marks_record(
     """Leave a mark for each row about to be deleted for good (the caller's transaction)."""
     digests: set[str] = set()
     for key, value in facts.values_list("key", "value"):
-        digests |= fact_key_marks(key_unaside(key)) | fact_marks(key, value)
+        digests |= fact_key_marks(key_unaside(key), before=False)
+        digests |= fact_marks(key, value, before=False)
         digests.add(fact_text_mark(value))
     staying = _texts_staying(facts, revisions)
     for fact_id, key, old, new in revisions.values_list(
@@ -190,7 +213,7 @@ def marks_record(
     ):
         for text in (old, new):
             if text and text not in staying.get(fact_id, ()):
-                digests |= fact_marks(key, text)
+                digests |= fact_marks(key, text, before=False)
                 digests.add(fact_text_mark(text))
     for row in messages.values(*MESSAGE_KEY):
         digests |= {message_mark(row), said_alike_mark("message", row)}
