@@ -36,7 +36,9 @@ EXTRACTION_MAX_TOKENS = 1500
 _DELIMITERS = re.compile(
     r"</?\s*(message_du_proprietaire|reponse_de_l_agent|resultats_d_outils)\s*>", re.IGNORECASE
 )
-_KEY_JUNK = re.compile(r"[^a-z0-9]+")
+# What is no part of an extracted key: all but letters, digits, and the signs that tell two
+# keys apart (« c++ », « c# »: the agent's keys fold alike, rules.fact_key_folded).
+_KEY_JUNK = re.compile(r"[^a-z0-9+#]+")
 
 
 @dataclass(frozen=True)

@@ -137,11 +137,11 @@ def fact_key_composed(value: str) -> str:
     return unicodedata.normalize("NFC", value)
 
 
-# Punctuation that says something in a key (« taux_% », « niveau_c# », « note_* »): kept,
+# Punctuation that says something in a key (« taux_% », « niveau_c# », « r&d »): kept,
 # as symbols are (« c++ », « 🎂 », « € »). The rest of the punctuation, spaces and
 # underscores separate words ("user_job", "user job", "user-job", "l'utilisateur" are
 # shown alike in the prompt and the pages).
-_KEY_MARKS_KEPT = frozenset("#%&*@§")
+_KEY_MARKS_KEPT = frozenset("#%&@§")
 
 
 def _key_separator(char: str) -> bool:

@@ -16,7 +16,7 @@ from agent.extraction import (
 from agent.extraction_jobs import exchange_facts_save
 from agent.models import LlmUsage
 from agent.tasks import extract_and_save_facts
-from memory.models import Fact, Job, JobState
+from memory.models import Fact, Job, JobState, fact_key_folded
 from memory.services.messages import message_save
 from tests.fakes.anthropic import overloaded, text_message
 
@@ -228,10 +228,19 @@ def test_the_older_task_name_runs_the_exchanges_durable_job_once(world, exchange
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
-    [("Ville de l'Utilisateur", "ville_de_l_utilisateur"), ("  café--noir ", "cafe_noir")],
+    [
+        ("Ville de l'Utilisateur", "ville_de_l_utilisateur"),
+        ("  café--noir ", "cafe_noir"),
+        ("**ville**", "ville"),  # a model's emphasis is no part of the key
+        # The signs that tell two keys apart (QA: C++ and C# were one fact), as the agent's
+        # keys fold (rules.fact_key_folded).
+        ("Niveau C++", "niveau_c++"),
+        ("niveau_C#", "niveau_c#"),
+    ],
 )
 def test_keys_are_normalised_to_snake_case(raw, expected):
     assert normalize_key(raw) == expected
+    assert fact_key_folded(raw) == fact_key_folded(expected)
 
 
 def test_an_answer_that_is_not_a_list_of_facts_gives_nothing():
