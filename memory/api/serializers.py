@@ -40,6 +40,7 @@ from memory.models import (
     SelfCategory,
     validate_fact_key,
 )
+from memory.models.rules import validate_fact_channel
 from memory.selectors import FACTS_RECENT_MAX
 from memory.services.fact_ownership import owner_kept_answer
 from memory.services.fact_revisions import fact_version
@@ -229,7 +230,12 @@ class _FactFieldsSerializer(StrictInputSerializer):
         max_length=SUBJECTS_MAX,
         required=False,
     )
-    channel = StrictCharField(max_length=_CHANNEL_MAX, required=False, allow_blank=True)
+    channel = StrictCharField(
+        max_length=_CHANNEL_MAX,
+        required=False,
+        allow_blank=True,
+        validators=[validate_fact_channel],  # the model's (a Django error: DRF says it)
+    )
     ttl = StrictCharField(
         max_length=TTL_MAX_CHARS,
         required=False,

@@ -24,6 +24,7 @@ from memory.models.rules import (
     LocalizedMaxValueValidator,
     LocalizedMinValueValidator,
     _validate_subjects,
+    validate_fact_channel,
     validate_fact_key,
     validate_fact_key_shape,
     validate_fact_value,
@@ -63,7 +64,14 @@ class Fact(Indexable):
     source = models.CharField(
         max_length=16, choices=FactSource.choices, default=FactSource.MANUAL, db_index=True
     )
-    channel = models.CharField("canal", max_length=64, blank=True, default="", db_index=True)
+    channel = models.CharField(
+        "canal",
+        max_length=64,
+        blank=True,
+        default="",
+        db_index=True,
+        validators=[validate_fact_channel],
+    )
     source_message = models.ForeignKey(
         Message,
         null=True,

@@ -96,6 +96,27 @@ def shows_nothing(value: str) -> bool:
     return all(char.isspace() or _unseen(char, "") for char in value)
 
 
+CHANNEL_MAX = 64
+BAD_CHANNEL = "Le canal doit être un nom court (lettres, chiffres, - et _), 64 caractères au plus."
+
+
+def channel_well_formed(channel: str) -> bool:
+    """The channels' one rule (a message's, a search filter's, a fact's): a short name of
+    letters, digits, « - », « _ » and « . »."""
+    return (
+        bool(channel)
+        and len(channel) <= CHANNEL_MAX
+        and all(c.isalnum() or c in "-_." for c in channel)
+    )
+
+
+def validate_fact_channel(value: str) -> None:
+    """A fact's channel: none (a fact of every channel) or one a message could have (QA: a
+    fact under « bad channel/.. » could not even be found by a search's channel filter)."""
+    if value and not channel_well_formed(value):
+        raise ValidationError(BAD_CHANNEL, code="bad_channel")
+
+
 def validate_fact_key(value: str) -> None:
     """The one key rule of a writer (model, admin, forms, API, tools, MCP, import): the
     shape above, no character nobody sees (a key holding a zero-width space looked exactly

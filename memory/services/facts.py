@@ -302,8 +302,9 @@ def fact_update(
         current.forgotten_at = None
         written += ["forgotten", "forgotten_at", *_key_back(current)]
     current.owner_fields = owned
-    # A legacy key (written before the key rule) must not block other edits.
-    current.full_clean(exclude=None if "key" in changes else ["key"], validate_unique=False)
+    # A legacy key or channel (written before their rules) must not block other edits.
+    legacy = [name for name in ("key", "channel") if name not in changes]
+    current.full_clean(exclude=legacy, validate_unique=False)
     current.save(update_fields=written)
     revision_record(
         fact=current, actor=actor, reason=reason, old_value=old_value, before=before, note=note

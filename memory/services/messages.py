@@ -27,6 +27,7 @@ from memory.models import (
     MessageRole,
     MessageSource,
 )
+from memory.models.rules import BAD_CHANNEL, channel_well_formed
 from memory.services.indexing import (
     INDEXED_ROLES,
     KIND_MESSAGE,
@@ -36,21 +37,15 @@ from memory.services.indexing import (
     row_created_send,
 )
 
-CHANNEL_MAX = 64
 EMPTY_MESSAGE = "Le message est vide."
 # The longest message the memory takes (the API, the import).
 CONTENT_MAX_CHARS = 50_000
 CONTENT_TOO_LONG = "un message est limité à 50 000 caractères (celui-ci en a {length})."
-BAD_CHANNEL = "Le canal doit être un nom court (lettres, chiffres, - et _), 64 caractères au plus."
 
 
 def channel_validate(channel: str) -> str:
     channel = (channel or "").strip()
-    if (
-        not channel
-        or len(channel) > CHANNEL_MAX
-        or not all(c.isalnum() or c in "-_." for c in channel)
-    ):
+    if not channel_well_formed(channel):
         raise ValidationError({"channel": BAD_CHANNEL})
     return channel
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import MemoryRetrieval, MemorySettings, Message
+from memory.models import Fact, MemoryRetrieval, MemorySettings, Message
 from memory.services.facts import fact_store
 from tests.dashboard.conftest import HTMX
 
@@ -28,9 +28,11 @@ def hostile_fact():
         key=f"k{IMG}",
         value=f"{SCRIPT} {CLOSE}",
         subjects=["<b>gras</b>"],
-        channel="<b>canal</b>",
     )
+    # A channel stored before the channels' rule held for facts (writers refuse it now).
+    Fact.all_objects.filter(pk=fact.pk).update(channel="<b>canal</b>")
     fact_store(key=f"k{IMG}", value=f"{SCRIPT} v2")
+    fact.refresh_from_db()
     return fact
 
 

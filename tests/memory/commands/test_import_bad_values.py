@@ -288,6 +288,7 @@ SUMMARY = {
         (_fact(value="   "), "champ « value » : La valeur d'un fait ne peut pas être vide"),
         (SUMMARY | {"content": " \n "}, "champ « content » : le résumé est vide"),
         (_message(content="mot " * 12_501), "champ « content » : un message est limité à 50"),
+        (_fact(channel="bad channel/.."), "champ « channel » : Le canal doit être un nom court"),
     ],
     ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None,
 )
