@@ -302,8 +302,8 @@ def fact_update(
         current.forgotten_at = None
         written += ["forgotten", "forgotten_at", *_key_back(current)]
     current.owner_fields = owned
-    # A legacy key or channel (written before their rules) must not block other edits.
-    legacy = [name for name in ("key", "channel") if name not in changes]
+    # A key, channel, value or subjects stored before their rules must not block other edits.
+    legacy = [name for name in ("key", "channel", "value", "subjects") if name not in changes]
     current.full_clean(exclude=legacy, validate_unique=False)
     current.save(update_fields=written)
     revision_record(

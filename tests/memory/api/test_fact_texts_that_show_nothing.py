@@ -60,3 +60,17 @@ def test_the_model_refuses_them_for_the_admin_and_the_import(blank):
         Fact(key="velo", value=blank or "\u2060").full_clean()
     with pytest.raises(ValidationError, match="Un sujet ne peut pas être vide"):
         Fact(key="velo", value="Le vélo est bleu", subjects=[blank]).full_clean()
+
+
+def test_a_value_stored_before_the_rule_blocks_no_other_edit():
+    """Only what an edit changes is checked: the owner can still reweigh, or replace, a value
+    of invisible characters stored before the rule."""
+    from memory.models import Actor
+    from memory.services.facts import fact_store, fact_update
+
+    fact, _ = fact_store(key="vide", value="x", subjects=["vélo"])
+    Fact.all_objects.filter(pk=fact.pk).update(value="\u200b", subjects=["\u200b"])
+    fact = fact_update(fact=Fact.objects.get(pk=fact.pk), actor=Actor.USER, importance=0.9)
+    assert fact.importance == 0.9
+    fact = fact_update(fact=fact, actor=Actor.USER, value="Le vélo est bleu")
+    assert Fact.objects.get(pk=fact.pk).value == "Le vélo est bleu"
