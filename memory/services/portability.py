@@ -6,6 +6,8 @@ every other line is an object with a ``type``:
 
 - ``settings``: the memory settings' knobs (``MemorySettings`` minus the notes ones);
 - ``context_notes``: ``enabled``, ``notes`` (fixed paths) and ``tag``;
+- ``channel``: ``channel`` and ``observed``, one per channel with settings (an observed
+  room is one the agent listens to without answering);
 - ``message``: ``id`` (a reference inside the file), channel, role, author,
   source, content, created_at, compacted, ``reply_to`` (the ``id`` of an earlier
   message line, or null); a message of an observed room also has
@@ -35,7 +37,7 @@ from datetime import datetime
 from django.db.models import Q
 from django.utils import timezone
 
-from memory.models import Fact, MemorySettings, Message, Summary
+from memory.models import ChannelSettings, Fact, MemorySettings, Message, Summary
 from memory.services.fact_ownership import STATED_FIELDS
 from memory.services.search import date_clamp
 from memory.services.settings import EDITABLE_FIELDS
@@ -159,6 +161,8 @@ def export_records(*, since: datetime | None = None) -> Iterator[dict]:
         "type": "context_notes",
         **{short: getattr(settings, name) for name, short in NOTES_FIELDS.items()},
     }
+    for channel, observed in ChannelSettings.objects.values_list("channel", "observed"):
+        yield {"type": "channel", "channel": channel, "observed": observed}
     exported: set[int] = set()
     for message in _messages(since):
         exported.add(message.id)

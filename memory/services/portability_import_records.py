@@ -19,7 +19,7 @@ from memory.models import (
     fact_key_folded,
     validate_fact_key_shape,
 )
-from memory.models.rules import fact_key_reserved, invisible_in
+from memory.models.rules import BAD_CHANNEL, fact_key_reserved, invisible_in
 from memory.services.erased_marks import (
     fact_alike,
     fact_marks,
@@ -128,6 +128,20 @@ class Importer(MessageRecords):
     def _context_notes(self, line: int, record: dict) -> None:
         values = record_check(line, record, SPECS["context_notes"])
         self._settings_apply(line, {name: values[short] for name, short in NOTES_FIELDS.items()})
+
+    def _channel(self, line: int, record: dict) -> None:
+        """A channel's settings, applied as the file has them (as a settings line is)."""
+        from memory.services.channels import channel_settings_get, channel_settings_set
+
+        values = record_check(line, record, SPECS["channel"])
+        try:
+            if channel_settings_get(channel=values["channel"]).observed == values["observed"]:
+                return
+            channel_settings_set(channel=values["channel"], observed=values["observed"])
+        except ValidationError:
+            raise ImportLineError(line, f"champ « channel » : {BAD_CHANNEL}") from None
+        said = "observé" if values["observed"] else "non observé"
+        self.report.settings_changed.append(f"canal « {values['channel']} » {said}")
 
     def _settings_apply(self, line: int, values: dict) -> None:
         current = MemorySettings.load()

@@ -107,6 +107,7 @@ SPECS: dict[str, dict[str, tuple[str, bool]]] = {
         "created_at": (DATE, False),
     },
     "context_notes": {"enabled": (BOOL, False), "notes": (LIST, False), "tag": (STR, False)},
+    "channel": {"channel": (STR, False), "observed": (BOOL, False)},
 }
 assert set(SPECS["message"]) == {*MESSAGE_FIELDS, "id", "reply_to"}
 assert set(SPECS["summary"]) == set(SUMMARY_FIELDS)
@@ -116,7 +117,7 @@ MESSAGE_OBSERVED_SPEC = {"observed": (BOOL, False), "digested_at": (DATE, True)}
 # Optional fields of a fact line: the agent's self and goal items only.
 FACT_AGENT_SPEC = {"kind": (STR, False), "category": (STR, False)}
 assert set(SPECS["revision"]) == set(REVISION_FIELDS)
-RECORD_TYPES = ("settings", "context_notes", "message", "summary", "fact")
+RECORD_TYPES = ("settings", "context_notes", "channel", "message", "summary", "fact")
 # A settings line may name some knobs only (an export writes them all); each has its
 # model field's JSON type: the model would take true for 1 and cut 7.9 to 7.
 _FIELD_KINDS = ((models.BooleanField, BOOL), (models.IntegerField, INT), (models.FloatField, FLOAT))

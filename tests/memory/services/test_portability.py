@@ -173,7 +173,14 @@ def test_the_export_starts_with_the_header_and_never_contains_forgotten_text(tmp
     assert lines[0]["exported_at"]
     assert [r["type"] for r in lines[1:3]] == ["settings", "context_notes"]
     assert lines[2]["notes"] == ["Profil.md"]
-    assert counts == {"settings": 1, "context_notes": 1, "message": 5, "summary": 1, "fact": 2}
+    assert counts == {
+        "settings": 1,
+        "context_notes": 1,
+        "channel": 1,
+        "message": 5,
+        "summary": 1,
+        "fact": 2,
+    }
     for forgotten in (FORGOTTEN_TOPIC_TEXT, EXCLUDED_TEXT, OWNER_FORGOTTEN_VALUE, "B4242Z"):
         assert forgotten not in text
     fact = next(r for r in lines if r.get("key") == "blessure_epaule")
