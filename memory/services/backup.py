@@ -53,6 +53,10 @@ BACKUP_NOT_A_FOLDER = (
     "{dir} est un fichier, pas un dossier : la sauvegarde s'écrit dans un dossier nouveau ou vide."
 )
 BACKUP_UNREACHABLE = "Impossible d'accéder au dossier de sauvegarde {dir} : {detail}."
+BACKUP_NOT_EMPTY = (
+    "Le dossier {dir} contient déjà d'autres fichiers : la sauvegarde s'écrit dans un "
+    "dossier nouveau ou vide."
+)
 BACKUP_DIRECTORY = "Impossible de créer le dossier de sauvegarde {dir} : {detail}."
 BACKUP_WRITE = "Impossible d'écrire la sauvegarde dans {dir} : {detail}"
 NOT_A_BACKUP = "Pas de sauvegarde Makilab dans {dir} (fichier {file} absent ou illisible)."
@@ -159,8 +163,9 @@ def memory_backup(*, directory: Path) -> BackupReport:
 
 
 def _backup_folder_make(directory: Path) -> None:
-    """The backup's folder, made if missing; refused when it is a file, holds a backup, or
-    the system will not let it be read or made (a folder on the way closed, a file)."""
+    """The backup's folder, made if missing; refused when it is a file, holds a backup or
+    other files, or the system will not let it be read or made (a folder on the way
+    closed, a file)."""
     try:
         live = database_path()
         if live.is_file() and directory.exists() and directory.resolve() == live.resolve().parent:
@@ -169,6 +174,8 @@ def _backup_folder_make(directory: Path) -> None:
             raise MemoryServiceError(BACKUP_EXISTS.format(dir=directory))
         if directory.exists() and not directory.is_dir():
             raise MemoryServiceError(BACKUP_NOT_A_FOLDER.format(dir=directory))
+        if directory.is_dir() and any(directory.iterdir()):  # QA: it wrote beside others' files
+            raise MemoryServiceError(BACKUP_NOT_EMPTY.format(dir=directory))
     except OSError as exc:
         detail = os_error_reason(exc)
         raise MemoryServiceError(BACKUP_UNREACHABLE.format(dir=directory, detail=detail)) from exc

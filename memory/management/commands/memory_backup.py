@@ -10,6 +10,8 @@ from memory.exceptions import MemoryServiceError
 from memory.management.french import FrenchCommand
 from memory.services.formatting import count_fr
 
+NO_DIRECTORY = "Donnez le dossier de la sauvegarde : un dossier nouveau ou vide."
+
 
 class Command(FrenchCommand):
     help = (
@@ -19,13 +21,15 @@ class Command(FrenchCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("directory", type=Path, help="Un dossier nouveau ou vide.")
+        parser.add_argument("directory", help="Un dossier nouveau ou vide.")
 
-    def handle(self, *args, directory: Path, **options):
+    def handle(self, *args, directory: str, **options):
         from memory.services.backup import memory_backup
 
+        if not directory.strip():  # an unset shell variable: not the current folder (QA)
+            raise CommandError(NO_DIRECTORY)
         try:
-            report = memory_backup(directory=directory)
+            report = memory_backup(directory=Path(directory))
         except MemoryServiceError as exc:
             raise CommandError(str(exc)) from exc
         counts = report.counts

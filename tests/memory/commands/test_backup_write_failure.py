@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -14,11 +15,26 @@ from memory.services.backup import DATABASE_FILE, MANIFEST_FILE
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_a_backup_into_an_existing_folder_it_cannot_write_is_refused_in_french():
-    """/proc exists (mkdir(exist_ok=True) passes) but nothing can be created in it, like a
-    read-only mount or another user's folder: SQLite's "unable to open database file"."""
-    with pytest.raises(CommandError, match="Impossible d'écrire la sauvegarde dans /proc : "):
-        call_command("memory_backup", "/proc", stdout=StringIO())
+def test_a_backup_into_an_existing_folder_it_cannot_write_is_refused_in_french(
+    tmp_path, monkeypatch
+):
+    """An empty folder that exists (mkdir(exist_ok=True) passes) but where nothing can be
+    created, like a read-only mount or another user's folder (the tests run as root, whom
+    no permission stops: the system's refusal is given here): SQLite's would be "unable to
+    open database file"."""
+    touch = Path.touch
+
+    def refused(path, *args, **kwargs):
+        if path.parent == tmp_path:
+            raise PermissionError(13, "Permission denied", str(path))
+        return touch(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "touch", refused)
+    with pytest.raises(
+        CommandError, match=f"Impossible d'écrire la sauvegarde dans {tmp_path} : accès refusé"
+    ):
+        call_command("memory_backup", str(tmp_path), stdout=StringIO())
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_backup_that_fails_halfway_leaves_nothing_and_the_next_attempt_goes_through(
