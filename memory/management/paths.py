@@ -19,6 +19,7 @@ from memory.error_reasons import os_error_reason
 FILE_MISSING = "Fichier introuvable : {path}"
 FOLDER_MISSING = "Dossier introuvable : {path}"
 IS_A_FOLDER = "C'est un dossier, pas un fichier : {path}"
+NOT_A_FILE = "Ce n'est pas un fichier ordinaire (un périphérique, un tube, une socket) : {path}"
 NOT_A_FOLDER = "Ce n'est pas un dossier : {path}"
 PATH_UNREACHABLE = "Impossible d'accéder à {path} : {reason}."
 FILE_UNREADABLE = "Impossible de lire {path} : {reason}."
@@ -48,8 +49,10 @@ def not_a_folder_check(path: Path) -> os.stat_result | None:
 def file_check(path: Path, *, missing: str = FILE_MISSING) -> None:
     """A CommandError unless ``path`` is a regular file (``missing``: the words for none)."""
     info = not_a_folder_check(path)
-    if info is None or not stat.S_ISREG(info.st_mode):
+    if info is None:
         raise CommandError(missing.format(path=path))
+    if not stat.S_ISREG(info.st_mode):  # QA: /dev/null was « introuvable »
+        raise CommandError(NOT_A_FILE.format(path=path))
 
 
 def folder_check(path: Path) -> None:

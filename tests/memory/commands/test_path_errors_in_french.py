@@ -213,3 +213,18 @@ def test_a_backup_into_the_live_data_folder_says_so():
         f"Le dossier {live} est celui de la mémoire en service : choisissez un autre dossier "
         "pour la sauvegarde."
     )
+
+
+@pytest.mark.parametrize(
+    "command", [("memory_import",), ("memory_seed_self",), ("memory_eval", "--dataset")]
+)
+def test_a_device_or_a_pipe_is_not_a_file_not_a_missing_one(tmp_path, command):
+    """QA: `memory_import /dev/null` answered « Fichier introuvable » for a path that exists."""
+    pipe = tmp_path / "tube"
+    os.mkfifo(pipe)
+    for path in ("/dev/null", str(pipe)):
+        message = _refusal(*command, path)
+        assert (
+            message
+            == f"Ce n'est pas un fichier ordinaire (un périphérique, un tube, une socket) : {path}"
+        )
