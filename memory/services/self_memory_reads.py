@@ -34,6 +34,7 @@ logger = logging.getLogger("memory.services.self_memory")
 
 # As the agent's own search tools (agent.tool_kit.MAX_QUERY_CHARS).
 QUERY_TOO_LONG_MESSAGE = "La recherche dépasse {limit} caractères : raccourcissez-la."
+QUERY_EMPTY_MESSAGE = "La recherche est vide : dites ce qu'il faut chercher."
 SEARCH_LIMIT = 5
 NOT_FOUND_MESSAGE = "Aucun souvenir {label} avec l'id {id}."
 KIND_LABELS = {FactKind.SELF: "sur moi-même", FactKind.GOAL: "d'objectif"}
@@ -112,9 +113,12 @@ def agent_item_recall(
     *, kind: str, query: str, category: str | None = None, limit: int = SEARCH_LIMIT
 ) -> tuple[list[AgentItemHit], str]:
     """The tools' search: agent_item_search, the items found counted as read."""
+    from memory.models.rules import shows_nothing
     from memory.services.fact_access import facts_accessed
 
     _no_nul(query)
+    if shows_nothing(query):  # QA: spaces answered items « par le sens »
+        raise MemoryServiceError(QUERY_EMPTY_MESSAGE)
     if len(query) > QUERY_MAX_CHARS:
         raise MemoryServiceError(QUERY_TOO_LONG_MESSAGE.format(limit=QUERY_MAX_CHARS))
     hits, how = agent_item_search(kind=kind, query=query, category=category, limit=limit)
