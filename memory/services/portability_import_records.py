@@ -25,6 +25,7 @@ from memory.services.erased_marks import (
     fact_marks,
     forgotten_alike,
 )
+from memory.services.fact_ownership import OWNED_FIELDS
 from memory.services.forgetting_restated import key_unaside
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
 from memory.services.portability import NOTES_FIELDS, SETTINGS_FIELDS
@@ -48,6 +49,11 @@ from memory.services.portability_validate import (
     settings_check,
 )
 from memory.services.settings import memory_settings_update
+
+UNKNOWN_OWNER_FIELD = (
+    "champ « owner_fields » : « {name} » n'est pas un champ qu'un propriétaire tient "
+    "(attendus : {names})."
+)
 
 __all__ = [
     "CONFLICT_ERASED",
@@ -189,6 +195,12 @@ class Importer(MessageRecords):
         source_message = values.pop("source_message")
         if not isinstance(revisions, list):
             raise ImportLineError(line, BAD_TYPE.format(name="revisions", expected="une liste"))
+        unknown = [name for name in values["owner_fields"] if name not in OWNED_FIELDS]
+        if unknown:  # QA: the page showed « bogus » among the fields the owner holds
+            raise ImportLineError(
+                line,
+                UNKNOWN_OWNER_FIELD.format(name=unknown[0], names=", ".join(OWNED_FIELDS)),
+            )
         dates_check(
             line,
             values,

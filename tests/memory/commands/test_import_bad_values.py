@@ -289,6 +289,7 @@ SUMMARY = {
         (SUMMARY | {"content": " \n "}, "champ « content » : le résumé est vide"),
         (_message(content="mot " * 12_501), "champ « content » : un message est limité à 50"),
         (_fact(channel="bad channel/.."), "champ « channel » : Le canal doit être un nom court"),
+        (_fact(owner_fields=["value", "bogus"]), "« owner_fields » : « bogus » n'est pas un champ"),
     ],
     ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None,
 )
