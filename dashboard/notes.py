@@ -131,7 +131,13 @@ def note_add(request: HtmxHttpRequest) -> HttpResponse:
 @require_POST
 def note_remove(request: HtmxHttpRequest) -> HttpResponse:
     def action(data):
-        _notes_service_or_error().context_note_remove(path=data["path"])
+        notes = _notes_service_or_error()
+        before = memory_settings_get().obsidian_context_notes or []
+        after = notes.context_note_remove(path=data["path"]).obsidian_context_notes or []
+        if len(after) == len(before):  # QA: a note never there was « retirée »
+            return isolated_in(
+                f"La note « {data['path']} » n'était pas dans le contexte.", data["path"]
+            )
         return isolated_in(f"Note « {data['path']} » retirée du contexte.", data["path"])
 
     return _notes_action(request, NotePathForm(request.POST), action)

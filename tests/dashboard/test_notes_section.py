@@ -113,3 +113,16 @@ def test_the_preview_of_a_path_out_of_the_vault_is_refused_as_bad_input(staff_cl
     response = staff_client.get("/memory/notes/preview/", {"path": path}, **HTMX)
     assert response.status_code == 422
     assert 'class="alert"' in response.content.decode()
+
+
+def test_removing_a_note_that_was_not_there_says_so(staff_client, vault):
+    """QA: « nope.md », never in the context, was « retirée du contexte »."""
+    MemorySettings.objects.update_or_create(
+        pk=1, defaults={"obsidian_context_notes": ["Profil.md"]}
+    )
+    response = staff_client.post("/memory/notes/remove/", {"path": "nope.md"}, **HTMX)
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "retirée du contexte" not in html
+    assert "était pas dans le contexte" in html
+    assert MemorySettings.load().obsidian_context_notes == ["Profil.md"]
