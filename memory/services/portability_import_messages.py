@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from memory.services.portability_import_records import ImportReport
 
 EMPTY_SUMMARY = "le résumé est vide."
+REPLY_ELSEWHERE = "champ « reply_to » : le message {id} est d'un autre canal."
 FORGOTTEN_ROW = "{kind} du {date} : oublié dans cette mémoire, non réimporté."
 ERASED_ROW = "{kind} du {date} : effacé de cette mémoire, non réimporté."
 # New rows are written by batches (one INSERT per batch; the FTS triggers fire per row).
@@ -70,6 +71,7 @@ class MessageRecords:
 
     def __init__(self) -> None:
         self.message_ids: dict[int, int | Message | None] = {}  # file id -> row (id or to insert)
+        self.message_channels: dict[int, str] = {}  # file id -> its channel
         self.forgotten: set[int] = set()  # file ids of messages forgotten in this memory
         self.erased: set[int] = set()  # those of them erased for good
         # What this memory holds, read once: the matching keys of its messages, and the
@@ -117,6 +119,10 @@ class MessageRecords:
             values["channel"] = channel_validate(values["channel"])
         except ValidationError:
             raise ImportLineError(line, f"champ « channel » : {BAD_CHANNEL}") from None
+        if reply_to is not None and self.message_channels[reply_to] != values["channel"]:
+            # An exchange is one channel's (its point, its forget, the history it is seen in).
+            raise ImportLineError(line, REPLY_ELSEWHERE.format(id=reply_to))
+        self.message_channels[file_id] = values["channel"]
         if not values["content"].strip():
             raise ImportLineError(line, f"champ « content » : {EMPTY_MESSAGE}")
         if len(values["content"]) > CONTENT_MAX_CHARS:

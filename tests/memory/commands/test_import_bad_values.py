@@ -290,6 +290,10 @@ SUMMARY = {
         (_message(content="mot " * 12_501), "champ « content » : un message est limité à 50"),
         (_fact(channel="bad channel/.."), "champ « channel » : Le canal doit être un nom court"),
         (_fact(owner_fields=["value", "bogus"]), "« owner_fields » : « bogus » n'est pas un champ"),
+        (
+            _message(channel="sms", role="assistant", source="agent", reply_to=1),
+            "champ « reply_to » : le message 1 est d'un autre canal",
+        ),
     ],
     ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None,
 )
