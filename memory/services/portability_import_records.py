@@ -28,6 +28,7 @@ from memory.services.erased_marks import (
 from memory.services.fact_ownership import OWNED_FIELDS
 from memory.services.forgetting_restated import key_unaside
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
+from memory.services.messages import FUTURE_TOLERANCE
 from memory.services.portability import NOTES_FIELDS, SETTINGS_FIELDS
 from memory.services.portability_import_messages import BATCH, MessageRecords
 from memory.services.portability_validate import (
@@ -214,7 +215,7 @@ class Importer(MessageRecords):
                 raise ImportLineError(line, where + NOT_OBJECT)
             rows.append(record_check(line, revision, SPECS["revision"], where))
             dates_check(line, rows[-1], past=("created_at",), where=where)
-            if rows[-1]["created_at"] < values["created_at"]:
+            if rows[-1]["created_at"] < values["created_at"] - FUTURE_TOLERANCE:
                 raise ImportLineError(line, where + REVISION_BEFORE_FACT)
         if source_message is not None and source_message not in self.message_ids:
             raise ImportLineError(

@@ -267,8 +267,9 @@ def dates_check(
     where: str = "",
 ) -> None:
     """No date of ``past`` in the future (past a clock's tolerance, as the API's for a
-    message), and each (earlier, later) pair of ``ordered`` in that order: what no
-    history of a memory holds (QA: a message of 2090, a fact updated before it existed)."""
+    message), and each (earlier, later) pair of ``ordered`` in that order, within the same
+    tolerance (a message the API dated by a clock a little ahead, digested at once): what
+    no history of a memory holds (QA: a message of 2090, a fact updated before it existed)."""
     from memory.services.messages import FUTURE_TOLERANCE
 
     limit = timezone.now() + FUTURE_TOLERANCE
@@ -277,7 +278,7 @@ def dates_check(
             raise ImportLineError(line, where + DATE_IN_FUTURE.format(name=name))
     for earlier, later in ordered:
         first, then = values.get(earlier), values.get(later)
-        if first is not None and then is not None and then < first:
+        if first is not None and then is not None and then < first - FUTURE_TOLERANCE:
             raise ImportLineError(line, where + DATE_BEFORE.format(name=later, earlier=earlier))
 
 

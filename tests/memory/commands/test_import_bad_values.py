@@ -321,3 +321,26 @@ def test_a_blank_fact_value_is_refused_everywhere_the_model_is_checked():
     import check it through the model."""
     with pytest.raises(ValidationError, match="ne peut pas être vide"):
         Fact(key="velo", value=" \t ").full_clean()
+
+
+def test_an_export_of_a_message_dated_a_little_ahead_and_digested_at_once_imports(
+    tmp_path, agent_api
+):
+    """A room's message the API took from a clock four minutes ahead (within its tolerance),
+    digested a minute later: its export is this memory's own history, imported back."""
+    from memory.services.channels import channel_settings_set
+
+    channel_settings_set(channel="salon", observed=True)
+    ahead = (timezone.now() + timedelta(minutes=4)).isoformat()
+    answer = agent_api.post(
+        "/api/v1/memory/messages",
+        {"channel": "salon", "author": "Paul", "content": "Noël chez mamie", "timestamp": ahead},
+        format="json",
+    )
+    assert answer.status_code in (200, 201), answer.content
+    Message.objects.filter(channel="salon").update(digested_at=timezone.now())
+    path = tmp_path / "export.jsonl"
+    call_command("memory_export", str(path), stdout=StringIO())
+    Message.all_objects.all().delete()
+    call_command("memory_import", str(path), stdout=StringIO(), stderr=StringIO())
+    assert Message.all_objects.get().content == "Noël chez mamie"
