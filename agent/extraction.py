@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ from agent.exceptions import LlmInvalidJson
 from agent.prompts import EXTRACTION_PROMPT, EXTRACTION_SYSTEM_PROMPT, EXTRACTION_TOOL_SECTION
 from memory.exceptions import InvalidTTL
 from memory.models import Actor, FactSource, MemoryType
+from memory.models.rules import fact_key_extracted
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +36,6 @@ EXTRACTION_MAX_TOKENS = 1500
 _DELIMITERS = re.compile(
     r"</?\s*(message_du_proprietaire|reponse_de_l_agent|resultats_d_outils)\s*>", re.IGNORECASE
 )
-# What is no part of an extracted key: all but letters, digits, and the signs that tell two
-# keys apart (« c++ », « c# »: the agent's keys fold alike, rules.fact_key_folded).
-_KEY_JUNK = re.compile(r"[^a-z0-9+#]+")
 
 
 @dataclass(frozen=True)
@@ -52,10 +49,9 @@ class FactCandidate:
 
 
 def normalize_key(raw: str) -> str:
-    """A fact key in snake_case ASCII: "Ville de l'Utilisateur" -> "ville_de_l_utilisateur"."""
-    decomposed = unicodedata.normalize("NFKD", raw)
-    ascii_text = "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
-    return _KEY_JUNK.sub("_", ascii_text).strip("_")[:MAX_KEY_CHARS].strip("_")
+    """A fact key in snake_case, folded as the agent's keys fold (rules.fact_key_extracted):
+    "Ville de l'Utilisateur" -> "ville_de_l_utilisateur", "Taux %" -> "taux_%"."""
+    return fact_key_extracted(raw)[:MAX_KEY_CHARS].strip("_")
 
 
 def log_dropped_fact(reason: str, item: object) -> None:

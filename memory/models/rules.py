@@ -187,10 +187,22 @@ def fact_key_folded(value: str) -> str:
     and the separators between words (« user job », « user-job », « user__job »); symbols
     and the marks of _KEY_MARKS_KEPT say something (« niveau_c++ » is not « niveau_c# »,
     « 🎂 » not « 💊 »: QA), and a key of separators alone folds to itself. The extraction's
-    key rule (agent.extraction.normalize_key: ASCII snake_case) folds alike. The database
+    key rule (agent.extraction.normalize_key: fact_key_extracted) folds alike. The database
     has it as makilab_key_folded(key) (memory.db.backend)."""
     letters = _letters_folded(value)
-    return "_".join(letters.translate(_KEY_SEPARATORS_AS_SPACES).split()) or letters
+    return _key_words(letters) or letters
+
+
+def _key_words(letters: str) -> str:
+    return "_".join(letters.translate(_KEY_SEPARATORS_AS_SPACES).split())
+
+
+def fact_key_extracted(raw: str) -> str:
+    """A key as the extraction writes it (agent.extraction.normalize_key): the model's key
+    folded as the agent's keys fold (fact_key_folded: « Taux_% » is the owner's « taux_% »,
+    « R&D » « r&d »), without the characters nobody sees; "" when no word is left."""
+    visible = "".join(" " if _unseen(char, "") else char for char in raw)
+    return _key_words(_letters_folded(visible))
 
 
 def fact_key_folded_before(value: str) -> str:

@@ -54,13 +54,20 @@ def fact_key_mark(key: str) -> str:
     return _mark("fact-key", key)
 
 
-def _keys_folded(key: str, *, before: bool) -> set[str]:
-    """``key`` folded (fact_key_folded), and with ``before`` as folded before symbols counted
-    (« niveau_c++ » was « niveau_c »: the marks an erasure left then; not a key the older
-    fold emptied, which every key of symbols alone shared)."""
-    folded = {fact_key_folded(key)}
+# The mark kinds of a key folded as now (fact_key_folded) end with this: marks of the fold
+# before symbols counted keep their kinds, so each is read with its own fold only (an
+# erasure of « niveau_c » today is no erasure of « niveau_c++ »: review).
+FOLD_SINCE_SYMBOLS = "/symbols"
+
+
+def _keys_folded(key: str, *, before: bool) -> set[tuple[str, str]]:
+    """(the mark kind's end, ``key`` folded): as now (fact_key_folded), and with ``before``
+    as folded before symbols counted (« niveau_c++ » was « niveau_c »), to recognise the
+    marks an erasure left then (not a key the older fold emptied: every key of symbols
+    alone shared it)."""
+    folded = {(FOLD_SINCE_SYMBOLS, fact_key_folded(key))}
     if before and (older := fact_key_folded_before(key)):
-        folded.add(older)
+        folded.add(("", older))
     return folded
 
 
@@ -71,7 +78,10 @@ def fact_key_marks(key: str, *, before: bool = True) -> set[str]:
     ``before``: with the older fold's (_keys_folded), to recognise; an erasure leaves none."""
     return {
         fact_key_mark(key),
-        *(_mark("fact-key-folded", folded) for folded in _keys_folded(key, before=before)),
+        *(
+            _mark("fact-key-folded" + fold, folded)
+            for fold, folded in _keys_folded(key, before=before)
+        ),
     }
 
 
@@ -143,12 +153,12 @@ def fact_marks(key: str, value: str, *, before: bool = True) -> set[str]:
     (_keys_folded), to recognise; an erasure leaves none."""
     marks = {fact_mark(key, value)}
     folded_text = _text_alike(value)
-    for folded_key in _keys_folded(key_unaside(key), before=before):
+    for fold, folded_key in _keys_folded(key_unaside(key), before=before):
         marks |= {
-            _mark("fact-alike", folded_key, _words(value).casefold()),
-            _mark("fact-folded", folded_key, folded_text),
+            _mark("fact-alike" + fold, folded_key, _words(value).casefold()),
+            _mark("fact-folded" + fold, folded_key, folded_text),
             # As folded before ligatures were written out: the marks left then.
-            _mark("fact-folded", folded_key, _text_alike(value, ligatures=False)),
+            _mark("fact-folded" + fold, folded_key, _text_alike(value, ligatures=False)),
         }
     return marks
 

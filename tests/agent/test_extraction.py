@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent.client import LlmUnavailable
 from agent.extraction import (
     MAX_FACTS,
+    MAX_KEY_CHARS,
     candidate_from,
     facts_parse,
     normalize_key,
@@ -17,6 +20,7 @@ from agent.extraction_jobs import exchange_facts_save
 from agent.models import LlmUsage
 from agent.tasks import extract_and_save_facts
 from memory.models import Fact, Job, JobState, fact_key_folded
+from memory.models.rules import invisible_in
 from memory.services.messages import message_save
 from tests.fakes.anthropic import overloaded, text_message
 
@@ -241,6 +245,24 @@ def test_the_older_task_name_runs_the_exchanges_durable_job_once(world, exchange
 def test_keys_are_normalised_to_snake_case(raw, expected):
     assert normalize_key(raw) == expected
     assert fact_key_folded(raw) == fact_key_folded(expected)
+
+
+@pytest.mark.parametrize("raw", ["R&D", "taux_%", "budget_€", "contact_@", "🎂 Marie", "Ｃ＃"])
+def test_an_extracted_key_folds_as_the_models_key(raw):
+    """Review: the extraction kept + and # only, the fold every symbol and # % & @ §: the
+    model's « taux_% » was stored « taux », beside the owner's « taux_% »."""
+    assert fact_key_folded(normalize_key(raw)) == fact_key_folded(raw)
+
+
+@given(st.text(max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_any_extracted_key_folds_as_the_models_key(raw):
+    """The invariant, for any text: what the extraction stores is the key the agent's
+    statements fold onto (fact_keys.key_as_stored), unless nothing visible is left."""
+    key = normalize_key(raw)
+    if key and len(fact_key_folded(raw)) <= MAX_KEY_CHARS and not invisible_in(raw):
+        assert fact_key_folded(key) == fact_key_folded(raw)
+    assert key == key.strip() and invisible_in(key) is None
 
 
 def test_an_answer_that_is_not_a_list_of_facts_gives_nothing():

@@ -97,3 +97,14 @@ def test_a_mark_left_by_the_fold_before_still_recognises_the_erased_key():
     ErasedMark.objects.create(digest=_mark("fact-key-folded", "niveau_c"), erased_at=before)
     assert legacy  # the erasure did leave marks
     assert fact_erased_since(key="niveau_c++", value="autre texte", moment=None)
+
+
+def test_an_erasure_today_is_read_with_todays_fold_only():
+    """Review: the marks of an erasure made today were read with the older fold too, so
+    erasing « niveau_c » kept a late statement of « niveau_c++ », another fact, out."""
+    fact = Fact.objects.create(key="niveau_c", value="Marie débute en C")
+    before = fact.created_at
+    fact_erase(fact=fact, actor=Actor.USER)
+
+    assert fact_erased_since(key="niveau_c", value="autre", moment=before)
+    assert not fact_erased_since(key="niveau_c++", value="Marie est experte en C++", moment=before)
