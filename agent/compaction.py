@@ -88,7 +88,9 @@ def channel_compact(*, channel: str) -> Summary | None:
     # The transcript may have been cut: only what the LLM saw gets compacted.
     transcript = _transcript(messages)
     messages = messages[: transcript.count("\n") + 1]
-    start, end = messages[0].created_at, messages[-1].created_at
+    # By date, not by id: a message recorded late (the API's timestamp, an import) is older.
+    start = min(m.created_at for m in messages)
+    end = max(m.created_at for m in messages)
     answer = llm_message(
         system=COMPACTION_SYSTEM_PROMPT,
         messages=[

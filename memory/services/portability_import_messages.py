@@ -30,6 +30,7 @@ from memory.services.messages import (
     channel_validate,
 )
 from memory.services.portability import MESSAGE_FIELDS
+from memory.services.portability_legacy import summary_repaired
 from memory.services.portability_validate import (
     DUPLICATE_ID,
     MESSAGE_OBSERVED_SPEC,
@@ -202,6 +203,7 @@ class MessageRecords:
         if not values["content"].strip():
             raise ImportLineError(line, f"champ « content » : {EMPTY_SUMMARY}")
         dates_check(line, values, past=("created_at", "period_start", "period_end"))
+        summary_repaired(values)
         # The summary of this channel and second here with this text, however retyped.
         alike = said_alike("summary", values)
         second = moment_to_the_second(values["created_at"])

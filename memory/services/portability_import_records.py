@@ -31,6 +31,7 @@ from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows
 from memory.services.messages import FUTURE_TOLERANCE
 from memory.services.portability import NOTES_FIELDS, SETTINGS_FIELDS
 from memory.services.portability_import_messages import BATCH, MessageRecords
+from memory.services.portability_legacy import fact_repaired
 from memory.services.portability_validate import (
     BAD_TYPE,
     DUPLICATE_KEY,
@@ -202,12 +203,8 @@ class Importer(MessageRecords):
                 line,
                 UNKNOWN_OWNER_FIELD.format(name=unknown[0], names=", ".join(OWNED_FIELDS)),
             )
-        dates_check(
-            line,
-            values,
-            past=("created_at", "updated_at", "last_accessed_at"),
-            ordered=[("created_at", "updated_at")],
-        )
+        dates_check(line, values, past=("created_at", "updated_at", "last_accessed_at"))
+        self.report.conflicts.extend(fact_repaired(values))
         rows = []
         for number, revision in enumerate(revisions, start=1):
             where = f"révision {number}, "

@@ -430,20 +430,3 @@ def test_a_summary_holding_a_nul_is_refused_as_the_api_refuses_it(tmp_path):
     with pytest.raises(ImportLineError, match=rf"^ligne {index + 1} : champ « content » : Le"):
         memory_import_lines(lines)
     assert not Message.all_objects.exists()
-
-
-def test_a_summary_whose_period_ends_before_it_starts_is_refused(tmp_path):
-    """A period that ends before it starts would date the summary (Summary.date) before the
-    exchanges it covers and put it outside every period filter that holds them."""
-    lines = _valid_lines(tmp_path)
-    index = next(i for i, line in enumerate(lines) if '"type":"summary"' in line)
-    record = json.loads(lines[index])
-    record |= {"period_start": "2026-03-31T10:00:00+00:00", "period_end": "2026-03-01T10:00:00Z"}
-    lines[index] = json.dumps(record)
-    _wipe()
-    with pytest.raises(
-        ImportLineError,
-        match=rf"^ligne {index + 1} : champ « period_end » : la fin de la période précède",
-    ):
-        memory_import_lines(lines)
-    assert not Message.all_objects.exists()
