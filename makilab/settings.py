@@ -311,7 +311,8 @@ ANTHROPIC_API_KEY = env_secret("ANTHROPIC_API_KEY")
 # empty: the SDK's default endpoint
 ANTHROPIC_BASE_URL = env_url("ANTHROPIC_BASE_URL", schemes={"http", "https"})
 ANTHROPIC_MODEL = env_str("ANTHROPIC_MODEL", "claude-sonnet-4-6")
-ANTHROPIC_MAX_TOKENS = env_int("ANTHROPIC_MAX_TOKENS", 1024, minimum=1)
+# At most 128,000: a reply is a message the memory stores (messages.STORED_MAX_CHARS).
+ANTHROPIC_MAX_TOKENS = env_int("ANTHROPIC_MAX_TOKENS", 1024, minimum=1, maximum=128_000)
 ANTHROPIC_TIMEOUT_S = env_float("ANTHROPIC_TIMEOUT_S", 60.0, positive=True)
 # Retries of the SDK (exponential backoff with jitter, Retry-After honoured) on
 # 529 overloaded, 5xx, 429, timeouts and connection errors.

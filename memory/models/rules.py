@@ -250,7 +250,7 @@ FACT_VALUE_TOO_LONG_MESSAGE = (
 )
 
 
-def _french_number(n: int) -> str:
+def french_number(n: int) -> str:
     return f"{n:,}".replace(",", "\u202f")  # 10 000, with a narrow no-break space
 
 
@@ -263,7 +263,7 @@ def validate_fact_value(value: str) -> None:
         raise ValidationError(FACT_VALUE_BLANK_MESSAGE, code="value_blank")
     if len(value) > FACT_VALUE_MAX_CHARS:
         message = FACT_VALUE_TOO_LONG_MESSAGE.format(
-            limit=_french_number(FACT_VALUE_MAX_CHARS), length=_french_number(len(value))
+            limit=french_number(FACT_VALUE_MAX_CHARS), length=french_number(len(value))
         )
         raise ValidationError(message, code="too_long")
 

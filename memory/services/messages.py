@@ -38,9 +38,13 @@ from memory.services.indexing import (
 )
 
 EMPTY_MESSAGE = "Le message est vide."
-# The longest message the memory takes (the API, the import).
+# The longest message an outside agent records (the API).
 CONTENT_MAX_CHARS = 50_000
-CONTENT_TOO_LONG = "un message est limité à 50 000 caractères (celui-ci en a {length})."
+# The longest message any writer of the memory stores: the agent's own replies are as long
+# as ANTHROPIC_MAX_TOKENS lets them be (at most 128,000 tokens, about 4 characters each).
+# What an import takes: this memory's export always imports (review).
+STORED_MAX_CHARS = 1_000_000
+CONTENT_TOO_LONG = "un message est limité à {limit} caractères (celui-ci en a {length})."
 
 
 def channel_validate(channel: str) -> str:

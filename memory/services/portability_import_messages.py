@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import ValidationError
 
 from memory.models import Message, Summary
+from memory.models.rules import french_number
 from memory.services.erased_marks import (
     MESSAGE_KEY,
     marks_known,
@@ -24,9 +25,9 @@ from memory.services.erased_marks import (
 from memory.services.indexing import KIND_MESSAGE, KIND_SUMMARY
 from memory.services.messages import (
     BAD_CHANNEL,
-    CONTENT_MAX_CHARS,
     CONTENT_TOO_LONG,
     EMPTY_MESSAGE,
+    STORED_MAX_CHARS,
     channel_validate,
 )
 from memory.services.portability import MESSAGE_FIELDS
@@ -126,8 +127,10 @@ class MessageRecords:
         self.message_channels[file_id] = values["channel"]
         if not values["content"].strip():
             raise ImportLineError(line, f"champ « content » : {EMPTY_MESSAGE}")
-        if len(values["content"]) > CONTENT_MAX_CHARS:
-            too_long = CONTENT_TOO_LONG.format(length=len(values["content"]))
+        if len(values["content"]) > STORED_MAX_CHARS:
+            too_long = CONTENT_TOO_LONG.format(
+                limit=french_number(STORED_MAX_CHARS), length=french_number(len(values["content"]))
+            )
             raise ImportLineError(line, f"champ « content » : {too_long}")
         dates_check(
             line,

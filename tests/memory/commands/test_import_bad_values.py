@@ -283,7 +283,11 @@ SUMMARY = {
         # Blank, or longer than the API takes.
         (_fact(value="   "), "champ « value » : La valeur d'un fait ne peut pas être vide"),
         (SUMMARY | {"content": " \n "}, "champ « content » : le résumé est vide"),
-        (_message(content="mot " * 12_501), "champ « content » : un message est limité à 50"),
+        (
+            _message(content="mot " * 250_001),
+            "champ « content » : un message est limité à 1\u202f000\u202f000 caractères "
+            "(celui-ci en a 1\u202f000\u202f004)",
+        ),
         (_fact(owner_fields=["value", "bogus"]), "« owner_fields » : « bogus » n'est pas un champ"),
         (
             _message(channel="sms", role="assistant", source="agent", reply_to=1),
