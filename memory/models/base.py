@@ -73,7 +73,7 @@ class Forgetting(models.Model):
         verbose_name_plural = "oublis"
 
     def __str__(self) -> str:
-        return f"{self.topic[:60]} ({self.state})"
+        return f"{self.topic[:60]} ({self.get_state_display()})"
 
     @property
     def undoable(self) -> bool:

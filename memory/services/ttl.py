@@ -13,11 +13,11 @@ TTL_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 TTL_PATTERN = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$", re.IGNORECASE)
 TTL_AMOUNT_MAX = 9999
 INVALID_TTL_MESSAGE = (
-    "Durée de vie invalide : {value!r}. Utilisez un nombre suivi de m (minutes), "
+    "Durée de vie invalide : « {value} ». Utilisez un nombre suivi de m (minutes), "
     "h (heures), d (jours) ou w (semaines), par exemple « 30m », « 1h », « 7d »."
 )
 TTL_OUT_OF_RANGE_MESSAGE = (
-    "Durée de vie hors limites : {value!r}. Le nombre va de 1 à {max} (une durée de vie "
+    "Durée de vie hors limites : « {value} ». Le nombre va de 1 à {max} (une durée de vie "
     "plus longue : pas de durée de vie, le fait reste)."
 )
 
