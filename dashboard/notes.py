@@ -121,7 +121,12 @@ def _notes_service_or_error():
 @require_POST
 def note_add(request: HtmxHttpRequest) -> HttpResponse:
     def action(data):
-        _notes_service_or_error().context_note_add(path=data["path"])
+        notes = _notes_service_or_error()
+        before = memory_settings_get().obsidian_context_notes or []
+        after = notes.context_note_add(path=data["path"]).obsidian_context_notes or []
+        if len(after) == len(before):  # QA: a note already there was « ajoutée »
+            message = f"La note « {data['path']} » est déjà dans le contexte."
+            return isolated_in(message, data["path"])
         return isolated_in(f"Note « {data['path']} » ajoutée au contexte.", data["path"])
 
     return _notes_action(request, NotePathForm(request.POST), action)

@@ -126,3 +126,12 @@ def test_removing_a_note_that_was_not_there_says_so(staff_client, vault):
     assert "retirée du contexte" not in html
     assert "était pas dans le contexte" in html
     assert MemorySettings.load().obsidian_context_notes == ["Profil.md"]
+
+
+def test_adding_a_note_already_in_the_context_says_so(staff_client, vault):
+    """QA: « Profil.md » after « Profil » (the same note) was « ajoutée au contexte »."""
+    staff_client.post("/memory/notes/add/", {"path": "Profil"}, **HTMX)
+    again = staff_client.post("/memory/notes/add/", {"path": "Profil.md"}, **HTMX)
+    html = again.content.decode()
+    assert "ajoutée au contexte" not in html and "est déjà dans le contexte" in html
+    assert MemorySettings.load().obsidian_context_notes == ["Profil.md"]
