@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django import template
 
 from memory.models import MemoryType, MessageRole
@@ -19,9 +21,44 @@ LABELS: dict[str, str] = {
     "live": "Salon observé",
     "semantic": "sémantique",
     "fts": "mots-clés",
+    "keywords": "mots-clés",
+    "time": "période",
     "t1": "T1",
     "notes": "notes",
+    "fusion": "fusion",
+    "prefetch": "préchargement",
 }
+
+# A retrieval's timed steps, as the log's line names them (QA: « embed 38,3 ms · keywords… »).
+TIMING_LABELS: dict[str, str] = {
+    "embed": "plongement",
+    "qdrant": "Qdrant",
+    "keywords": "mots-clés",
+    "t1": "T1",
+    "prefetch": "préchargement",
+    "live": "salons",
+    "notes": "notes",
+    "fusion": "fusion",
+    "log": "journal",
+    "total": "en tout",
+}
+_TIMEOUT = re.compile(r"^timeout after (\d+) ms$")
+
+
+@register.filter
+def timing_label(name: object) -> object:
+    """The French name of a retrieval's timed step; unknown ones as they are."""
+    return TIMING_LABELS.get(str(name), name)
+
+
+@register.filter
+def failure_said(reason: object) -> str:
+    """Why a retrieval source failed, in French (the log keeps its technical text: a time
+    limit in English, or the error's class and message)."""
+    text = str(reason or "")
+    if timeout := _TIMEOUT.match(text):
+        return f"pas de réponse en {timeout.group(1)} ms"
+    return f"erreur : {text}" if text else "erreur"
 
 
 @register.filter

@@ -124,7 +124,7 @@ def test_the_log_shows_the_latest_injections(staff_client):
         "18,7 ms",
         "Profil.md",
         "Sources indisponibles : notes (timeout)",
-        "embed 11,2 ms",
+        "plongement 11,2 ms",
     ):
         assert text in html, text
 
