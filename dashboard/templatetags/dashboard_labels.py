@@ -32,6 +32,7 @@ LABELS: dict[str, str] = {
 # A retrieval's timed steps, as the log's line names them (QA: « embed 38,3 ms · keywords… »).
 TIMING_LABELS: dict[str, str] = {
     "embed": "plongement",
+    "semantic": "sémantique",
     "qdrant": "Qdrant",
     "keywords": "mots-clés",
     "t1": "T1",
@@ -58,6 +59,8 @@ def failure_said(reason: object) -> str:
     text = str(reason or "")
     if timeout := _TIMEOUT.match(text):
         return f"pas de réponse en {timeout.group(1)} ms"
+    if text == "timeout":  # a source's own limit (the notes' vault)
+        return "pas de réponse à temps"
     return f"erreur : {text}" if text else "erreur"
 
 

@@ -51,7 +51,7 @@ def test_the_injection_log_names_its_sources_and_timings_in_french(
     log = _text(_log_part(page))
 
     assert "Peugeot" in log  # the injection is listed
-    for english in ("keywords", "prefetch", "embed ", "total "):
+    for english in ("keywords", "prefetch", "embed ", "total ", "semantic "):
         assert english not in log, english
 
 

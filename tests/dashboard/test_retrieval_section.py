@@ -123,8 +123,9 @@ def test_the_log_shows_the_latest_injections(staff_client):
         "57 tokens",
         "18,7 ms",
         "Profil.md",
-        "Sources indisponibles : notes (timeout)",
+        "Sources indisponibles : notes (pas de réponse à temps)",
         "plongement 11,2 ms",
+        "sémantique 2,5 ms",
     ):
         assert text in html, text
 
