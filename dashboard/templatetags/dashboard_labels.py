@@ -140,8 +140,13 @@ def change_value(value: object, field: object = "") -> object:
     from django.utils.dateparse import parse_datetime
 
     from memory.models import FactSource
+    from memory.models.choices import CATEGORY_LABELS
 
-    names = {"memory_type": dict(MemoryType.choices), "source": dict(FactSource.choices)}
+    names = {
+        "memory_type": dict(MemoryType.choices),
+        "source": dict(FactSource.choices),
+        "category": CATEGORY_LABELS,
+    }
     if str(field) in names and isinstance(value, str):
         return names[str(field)].get(value, value)
     if isinstance(value, list):
