@@ -59,6 +59,30 @@ class ExpiredFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ChannelFilter(admin.SimpleListFilter):
+    """The facts' channels, the empty one named (QA: Django's filter gave it an empty link,
+    read by a screen reader as an unnamed one)."""
+
+    title = "canal"
+    parameter_name = "channel"
+    NONE = "__aucun__"
+
+    def lookups(self, request, model_admin):
+        channels = (
+            model_admin.get_queryset(request).order_by("channel").values_list("channel", flat=True)
+        )
+        return [
+            (channel or self.NONE, channel or "Aucun (tous les canaux)")
+            for channel in dict.fromkeys(channels)
+        ]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value is None:
+            return queryset
+        return queryset.filter(channel="" if value == self.NONE else value)
+
+
 class FactRevisionInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = FactRevision
     extra = 0
@@ -81,12 +105,19 @@ class FactAdmin(admin.ModelAdmin):
         "source",
         "channel",
         "expires_at",
-        "forgotten",
+        "forgotten_said",
         "index_state",
     )
     list_display_links = ("key",)
     list_editable = ("value", "importance")
-    list_filter = ("memory_type", "source", "channel", "forgotten", ExpiredFilter, "index_state")
+    list_filter = (
+        "memory_type",
+        "source",
+        ChannelFilter,
+        "forgotten",
+        ExpiredFilter,
+        "index_state",
+    )
     search_fields = ("key", "value", "subjects")
     readonly_fields = (
         "forgotten",
@@ -117,6 +148,11 @@ class FactAdmin(admin.ModelAdmin):
     delete_confirmation_template = "admin/memory/fact/forget_confirmation.html"
 
     @admin.display(description="message d'origine")
+    @admin.display(description="oublié", ordering="forgotten")
+    def forgotten_said(self, fact: Fact) -> str:
+        # Words, not Django's boolean icon (its alt text is English « True »/« False »: QA).
+        return "Oui" if fact.forgotten else "Non"
+
     def source_message_shown(self, obj: Fact) -> str:
         """The fact's source message, read as every page reads messages: one a forget took
         (a fact it left keeps the link until the purge) shows nothing of its text."""
