@@ -379,15 +379,26 @@ def fact_remember(
         source_present(
             key=key, actor=actor, source_message_id=source_message_id, drawn_from=drawn_from
         )
-        before = Fact.all_objects.values_list("version", flat=True).get(pk=target.pk)
-        fact = fact_update(
-            fact=target,
-            actor=actor,
-            reason=reason,
-            note=f"nouvelle clé proposée : {key}",
-            revive=False,
-            **changes,
-        )
+        before = Fact.all_objects.filter(pk=target.pk).values_list("version", flat=True).first()
+        if before is not None:
+            fact = fact_update(
+                fact=target,
+                actor=actor,
+                reason=reason,
+                note=f"nouvelle clé proposée : {key}",
+                revive=False,
+                **changes,
+            )
+    if before is None:
+        # Erased for good while deciding (QA: Fact.DoesNotExist, then the retry stored the
+        # statement apart). Drawn from a message, the statement is about what the owner
+        # erased after it was written: erased stays erased, as statement_erased says.
+        # A tool's statement is news: stored on its own.
+        if dated is not None:
+            logger.info("dedup: %s was erased while deciding; %s not stored", target.key, key)
+            raise FactErased(ERASED_MESSAGE.format(key=key))
+        fact, _ = fact_store(**store_kwargs)
+        return RememberResult(fact, "added", candidates, decided_by)
     if fact.forgotten:
         logger.info("dedup: %s was forgotten while deciding; %s not merged", fact.key, key)
         return RememberResult(fact, "noop", candidates, decided_by)
