@@ -19,6 +19,12 @@ from celery import Celery
 logger = logging.getLogger(__name__)
 
 FIRST_RUN_DELAY_S = 2.0
+# A worker that stopped on its own (an error Celery calls unrecoverable) is started again
+# after this long, twice as long after each stop that came soon after its start.
+RESTART_DELAY_S = 1.0
+RESTART_DELAY_MAX_S = 60.0
+# A worker that ran this long before it stopped starts again after RESTART_DELAY_S.
+RESTART_RESET_AFTER_S = 60.0
 
 
 def broker_in_process() -> bool:
@@ -39,7 +45,17 @@ def tasks_reach_a_worker() -> bool:
 
 
 class EmbeddedWorker:
-    """A Celery worker (threads pool) running in a background thread of this process."""
+    """A Celery worker (threads pool) running in a background thread of this process, and
+    started again when it stops on its own.
+
+    Celery ends a worker on an error it calls unrecoverable: with a Redis broker that went
+    away while the worker held a task it had not acknowledged, kombu's restore of that task
+    raised (AttributeError on the lost connection) and the worker stopped for good, while
+    the API kept taking messages (QA: every later row pending until `serve` was restarted).
+    A broker that is down delays the work, never stops it: a new worker is started after
+    RESTART_DELAY_S, doubling up to RESTART_DELAY_MAX_S while it keeps stopping, and it
+    reconnects when the broker is back (the unacknowledged task is delivered again).
+    """
 
     # Whether one runs in this process (tasks_reach_a_worker).
     running = False
@@ -49,9 +65,17 @@ class EmbeddedWorker:
         self.concurrency = concurrency
         self._worker = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.starts = 0  # how many workers were started (tests)
 
     def start(self) -> None:
-        self._worker = self.app.WorkController(
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._supervise, name="celery-worker", daemon=True)
+        self._thread.start()
+        EmbeddedWorker.running = True
+
+    def _controller(self):
+        return self.app.WorkController(
             hostname="makilab-embedded@%h",
             pool_cls="threads",
             concurrency=self.concurrency,
@@ -61,14 +85,33 @@ class EmbeddedWorker:
             without_gossip=True,
             task_events=False,
         )
-        self._thread = threading.Thread(
-            target=self._worker.start, name="celery-worker", daemon=True
-        )
-        self._thread.start()
-        EmbeddedWorker.running = True
+
+    def _supervise(self) -> None:
+        import time
+
+        delay = RESTART_DELAY_S
+        while not self._stopping.is_set():
+            self._worker = worker = self._controller()
+            if self._stopping.is_set():  # stop() came while it was being made
+                return
+            self.starts += 1
+            started = time.monotonic()
+            try:
+                worker.start()  # returns once the worker stopped
+            except BaseException:  # the supervisor outlives its worker
+                logger.exception("the embedded Celery worker failed")
+            if self._stopping.is_set():
+                return
+            if time.monotonic() - started >= RESTART_RESET_AFTER_S:
+                delay = RESTART_DELAY_S
+            logger.warning("the embedded Celery worker stopped: a new one in %.0f s", delay)
+            if self._stopping.wait(delay):
+                return
+            delay = min(delay * 2, RESTART_DELAY_MAX_S)
 
     def stop(self, timeout: float = 10.0) -> None:
         EmbeddedWorker.running = False
+        self._stopping.set()
         if self._worker is not None:
             self._worker.stop()
         if self._thread is not None:
