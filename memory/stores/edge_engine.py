@@ -64,6 +64,30 @@ EDGE_LOCKED_MESSAGE = (
 )
 
 
+EDGE_READ_ONLY_MESSAGE = (
+    "Qdrant embarqué ({path}) : {file} n'est pas accessible en écriture (dossier en lecture "
+    "seule, fichier protégé) ; les lignes attendent qu'il le redevienne."
+)
+
+
+def writable_or_unavailable(folder: Path) -> None:
+    """StoreUnavailable unless every file of the collection in ``folder`` can be written.
+
+    The engine writes its files through memory maps: one that became read-only while the
+    process ran (a read-only remount, an immutable flag) makes that write a SIGBUS, which
+    ended the whole process, web server included (QA). Checked before each write, the
+    store is down instead: the rows stay pending and the service answers on. About a
+    hundred access() calls a write (a few µs each). A full disk still faults: no check
+    says in advance whether a page will find room."""
+    for directory, _dirs, files in os.walk(folder):
+        for name in (".", *files):
+            path = os.path.join(directory, name)
+            if not os.access(path, os.W_OK):
+                raise StoreUnavailable(
+                    EDGE_READ_ONLY_MESSAGE.format(path=folder, file=os.path.relpath(path, folder))
+                )
+
+
 def engine_error(path: Path, exc: BaseException) -> StoreUnavailable:
     """The engine's error ``exc`` told as the store's in ``path`` (a lock held elsewhere
     named as such)."""

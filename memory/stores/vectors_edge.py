@@ -151,6 +151,7 @@ class EdgeVectorStore:
                 [qe.Point(p.id, list(p.vector), dict(p.payload)) for p in points]
             )
             self._vector_cache.forget(name, (p.id for p in points))
+            edge_engine.writable_or_unavailable(self._collection_path(name))
             try:
                 # Synchronous: applied and written to the shard's WAL when it returns.
                 shard.update(operation)
@@ -214,6 +215,7 @@ class EdgeVectorStore:
                 return
             self._last_used = _clock()
             self._vector_cache.forget(name, ids)
+            edge_engine.writable_or_unavailable(self._collection_path(name))
             try:
                 shard.update(qe.UpdateOperation.delete_points(list(ids)))
             except Exception as exc:
