@@ -259,7 +259,13 @@ def folder_lock(path: Path) -> int:
     # Our own lock on top of the WAL's: it covers every collection of the folder,
     # including those not opened yet, and it is released by the kernel if the
     # process dies, so a crash never leaves a stale lock behind.
-    fd = os.open(path / EDGE_LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path / EDGE_LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only folder or lock file (QA: a traceback at start)
+        from memory.error_reasons import os_error_reason
+
+        detail = f"{EDGE_LOCK_FILE} : {os_error_reason(exc)}"
+        raise StoreUnavailable(EDGE_ERROR_MESSAGE.format(path=path, detail=detail)) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError as exc:

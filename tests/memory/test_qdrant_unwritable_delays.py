@@ -116,3 +116,23 @@ def test_serve_survives_a_qdrant_folder_that_becomes_unwritable(tmp_path):
         + "\n".join(line for line in log.splitlines() if "Fatal" in line or "vectors_edge" in line)
     )
     assert state == "pending"
+
+
+def test_a_lock_file_that_cannot_be_opened_is_a_store_down_not_a_traceback(tmp_path):
+    """QA: serve refused to start with an English PermissionError traceback when the
+    folder's lock file was immutable; now the store is down, said in French, and serve runs
+    (its searches say why, its rows wait)."""
+    from memory.exceptions import StoreUnavailable
+    from memory.stores.edge_engine import EDGE_LOCK_FILE, folder_lock
+
+    if os.geteuid() != 0 or not shutil.which("chattr"):
+        pytest.skip("needs root and chattr")
+    lock = tmp_path / EDGE_LOCK_FILE
+    lock.write_text("1\n")
+    if not _chattr("+i", [lock]):
+        pytest.skip("the immutable attribute cannot be set here")
+    try:
+        with pytest.raises(StoreUnavailable, match=r"\.makilab\.lock : opération non permise"):
+            folder_lock(tmp_path)
+    finally:
+        _chattr("-i", [lock])
