@@ -52,6 +52,30 @@
       flash("Le serveur a répondu une erreur (" + status + "). Réessayez dans un instant.");
     }
   });
+  // After a swap the keyboard's place stays in the part that changed (QA: a refused form
+  // swapped in left the focus on the page's body, the next Tab past it): the first field
+  // marked invalid, else the element focused before if it is still there (htmx keeps it
+  // by id), else the swapped part's notice or first control.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var part = event.detail.elt;
+    if (!part || !part.isConnected) part = event.detail.target;
+    if (!part || !part.querySelector) return;
+    var invalid = part.querySelector("[aria-invalid=true]");
+    if (invalid) {
+      invalid.focus();
+      return;
+    }
+    if (document.activeElement && document.activeElement !== document.body) return;
+    var next = part.querySelector(
+      "[role=status], [role=alert], .notice, a[href], button, input, select, textarea, summary"
+    );
+    if (next) {
+      if (!next.matches("a[href], button, input, select, textarea, summary")) {
+        next.setAttribute("tabindex", "-1");
+      }
+      next.focus();
+    }
+  });
   document.addEventListener("htmx:sendError", function () {
     flash("Serveur injoignable : vérifiez que Makilab tourne, puis réessayez.");
   });
