@@ -147,12 +147,12 @@ class FactAdmin(admin.ModelAdmin):
     actions = ["restore_facts", "forget_facts", "erase_facts"]
     delete_confirmation_template = "admin/memory/fact/forget_confirmation.html"
 
-    @admin.display(description="message d'origine")
     @admin.display(description="oublié", ordering="forgotten")
     def forgotten_said(self, fact: Fact) -> str:
         # Words, not Django's boolean icon (its alt text is English « True »/« False »: QA).
         return "Oui" if fact.forgotten else "Non"
 
+    @admin.display(description="message d'origine")
     def source_message_shown(self, obj: Fact) -> str:
         """The fact's source message, read as every page reads messages: one a forget took
         (a fact it left keeps the link until the purge) shows nothing of its text."""

@@ -51,3 +51,16 @@ def test_the_channel_filter_still_filters(staff_client):
     page = staff_client.get("/admin/memory/fact/", {"channel": "__aucun__"}).content.decode()
     assert ">ville<" in page and ">sport<" not in page
     assert "Aucun (tous les canaux)" in page
+
+
+def test_each_admin_column_keeps_its_own_french_name(staff_client):
+    """Review: the forgotten column was inserted under the source message's decorator, so
+    it was headed « Message d'origine » and that field fell back to Django's English."""
+    from memory.admin import FactAdmin
+
+    assert FactAdmin.forgotten_said.short_description == "oublié"
+    assert FactAdmin.source_message_shown.short_description == "message d'origine"
+    fact_store(key="ville", value="Mickael habite à Lyon")
+    page = staff_client.get("/admin/memory/fact/").content.decode()
+    head = page[page.index("column-forgotten_said") :][:400]
+    assert "ublié" in head and "essage d" not in head, head
