@@ -390,11 +390,14 @@ def fact_remember(
                 **changes,
             )
     if before is None:
-        # Erased for good while deciding (QA: Fact.DoesNotExist, then the retry stored the
-        # statement apart). Drawn from a message, the statement is about what the owner
-        # erased after it was written: erased stays erased, as statement_erased says.
-        # A tool's statement is news: stored on its own.
-        if dated is not None:
+        # Gone while deciding (QA: Fact.DoesNotExist, then the retry stored the statement
+        # apart). Erased for good after the statement's message was written, the statement
+        # is about what the owner erased: erased stays erased, as statement_erased says of
+        # its own key and text. Gone otherwise (a forget's undo deletes the agent's fact
+        # that held the key meanwhile: review), or a tool's statement (news): stored apart.
+        if statement_erased(
+            key=target.key, value=target.value, actor=actor, source_message_id=dated
+        ):
             logger.info("dedup: %s was erased while deciding; %s not stored", target.key, key)
             raise FactErased(ERASED_MESSAGE.format(key=key))
         fact, _ = fact_store(**store_kwargs)

@@ -20,10 +20,13 @@ from __future__ import annotations
 import pytest
 
 import agent.client
+import memory.services.dedup as dedup
 from agent.extraction_jobs import extraction_job_enqueue
+from memory.exceptions import FactErased
 from memory.models import Actor, Fact, Job
 from memory.services.erasing import fact_erase
 from memory.services.facts import fact_store
+from memory.services.forgetting import forgetting_restore, topic_forget
 from memory.services.jobs import job_run
 from memory.services.messages import message_save
 from tests.agent.test_extraction_forget_in_flight import _route
@@ -116,3 +119,49 @@ def test_a_tools_statement_whose_target_is_erased_while_deciding_is_stored_apart
     assert result.action == "added"
     assert not Fact.all_objects.filter(pk=target.pk).exists()
     assert Fact.objects.get(key="violon").value == "David joue du violoncelle depuis dix ans"
+
+
+def test_a_target_deleted_by_a_forget_undo_does_not_drop_the_agents_statement(monkeypatch):
+    """Review: a forget's undo deletes the agent's fact that held the key meanwhile
+    (forgetting_restated.key_back): gone, not erased, and the statement stands."""
+    fact_store(key="instrument", value="David joue du violoncelle", actor=Actor.AGENT)
+    forgetting_id = topic_forget(topic="violoncelle", actor=Actor.USER).forgetting_id
+    assert forgetting_id is not None
+    # During the forget the agent states the key again: a fact of its own holds it.
+    holder, created = fact_store(
+        key="instrument", value="David joue de la guitare", actor=Actor.AGENT
+    )
+    assert created and holder.key == "instrument"
+    message = message_save(
+        channel="whatsapp",
+        role="user",
+        content="David joue de la guitare électrique depuis cet été.",
+    )
+
+    def decide(*, key, value, candidates):
+        # The owner undoes the forget while the dedup LLM decides.
+        forgetting_restore(forgetting_id=forgetting_id, actor=Actor.USER)
+        return dedup.UPDATE, holder
+
+    monkeypatch.setattr(
+        dedup, "fact_candidates", lambda **kw: [dedup.Candidate(fact=holder, score=0.9)]
+    )
+    monkeypatch.setattr(agent.client, "llm_available", lambda: True)
+    monkeypatch.setattr(dedup, "llm_decide", decide)
+
+    try:
+        dedup.fact_remember(
+            key="guitare",
+            value="David joue de la guitare électrique depuis cet été",
+            source_message_id=message.id,
+            actor=Actor.AGENT,
+        )
+        raised = None
+    except FactErased as exc:
+        raised = exc
+    assert not Fact.all_objects.filter(pk=holder.pk).exists()  # the undo deleted it
+    kept = list(Fact.objects.filter(value__icontains="électrique").values_list("key", "value"))
+    assert raised is None and kept, (
+        f"the agent's statement was dropped as erased ({raised}) though the owner erased "
+        f"nothing: {list(Fact.all_objects.values_list('key', 'value', 'forgotten'))}"
+    )
