@@ -39,6 +39,9 @@ from memory.stores.vectors import (
 
 logger = logging.getLogger(__name__)
 
+# Shards a close found unwritable: held, never closed nor dropped, until the process ends.
+_UNCLOSED: list = []
+
 # The clock of "when was this store last searched, read or written" (optimize's quiet_s);
 # tests move it.
 _clock = time.monotonic
@@ -326,6 +329,7 @@ class EdgeVectorStore:
                 return None
             path = self._collection_path(name)
             self._last_used = _clock()
+            edge_engine.writable_or_unavailable(path)  # its flush writes through the maps
             try:
                 copied = edge_rewrite.shard_copy(
                     shard, path, self._dimensions[name], self._embedders[name]
@@ -392,7 +396,8 @@ class EdgeVectorStore:
 
     def flush(self) -> None:
         with self._lock:
-            for shard in self._shards.values():
+            for name, shard in self._shards.items():
+                edge_engine.writable_or_unavailable(self._collection_path(name))
                 try:
                     shard.flush()
                 except Exception as exc:
@@ -405,6 +410,15 @@ class EdgeVectorStore:
                 return
             self._closed = True
             for name, shard in list(self._shards.items()):
+                try:
+                    edge_engine.writable_or_unavailable(self._collection_path(name))
+                except StoreUnavailable as exc:
+                    # Its flush, or its close's, would fault on the read-only maps (SIGBUS:
+                    # review): left open, unflushed, held until the process ends. What it
+                    # had not written is in T1, and indexed again at the next start.
+                    logger.error("Qdrant Edge collection %s not closed: %s", name, exc)
+                    _UNCLOSED.append(shard)
+                    continue
                 try:
                     shard.flush()
                     shard.close()
