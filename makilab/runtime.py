@@ -91,14 +91,14 @@ class EmbeddedWorker:
 
         delay = RESTART_DELAY_S
         while not self._stopping.is_set():
-            self._worker = worker = self._controller()
-            if self._stopping.is_set():  # stop() came while it was being made
-                return
-            self.starts += 1
             started = time.monotonic()
             try:
+                self._worker = worker = self._controller()
+                if self._stopping.is_set():  # stop() came while it was being made
+                    return
+                self.starts += 1
                 worker.start()  # returns once the worker stopped
-            except BaseException:  # the supervisor outlives its worker
+            except BaseException:  # the supervisor outlives its worker, and its making
                 logger.exception("the embedded Celery worker failed")
             if self._stopping.is_set():
                 return
