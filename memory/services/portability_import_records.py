@@ -204,7 +204,10 @@ class Importer(MessageRecords):
                 UNKNOWN_OWNER_FIELD.format(name=unknown[0], names=", ".join(OWNED_FIELDS)),
             )
         dates_check(line, values, past=("created_at", "updated_at", "last_accessed_at"))
-        self.report.conflicts.extend(fact_repaired(values))
+        # Matched on the file's own text (this memory may hold the fact so), written repaired;
+        # the repair is reported only for a fact the import writes (review).
+        raw_value = values["value"]
+        repaired = fact_repaired(values)
         rows = []
         for number, revision in enumerate(revisions, start=1):
             where = f"révision {number}, "
@@ -253,13 +256,13 @@ class Importer(MessageRecords):
             value, forgotten = existing
             if forgotten:
                 self.report.conflicts.append(CONFLICT_FORGOTTEN.format(key=key))
-            elif value != values["value"]:
+            elif value not in (raw_value, values["value"]):
                 self.report.conflicts.append(CONFLICT_VALUE.format(key=key))
             self.report.count(self.report.unchanged, "fact")
             return
         if self._forgotten_alike is None:
             self._forgotten_alike = forgotten_alike()
-        alike = fact_alike(key, values["value"])
+        alike = fact_alike(key, raw_value)
         if alike in self._live_alike:
             # A fact here, its key and text typed otherwise in the file: that fact.
             self.report.count(self.report.unchanged, "fact")
@@ -280,7 +283,12 @@ class Importer(MessageRecords):
             # « courses »): the owner's new keys are refused so (fact_keys), and so is this.
             self.report.conflicts.append(CONFLICT_LOOK_ALIKE.format(key=key, other=other))
             return
-        marks = {m for k in {key, typed, composed} for m in fact_marks(k, values["value"])}
+        marks = {
+            m
+            for k in {key, typed, composed}
+            for text in {raw_value, values["value"]}
+            for m in fact_marks(k, text)
+        }
         if self._was_erased(*marks):
             self.report.conflicts.append(CONFLICT_ERASED.format(key=key))
             return
@@ -289,6 +297,7 @@ class Importer(MessageRecords):
             # The file's next look-alike key meets this fact as one already here (« Courses »
             # after « courses » in one file started both, both in the prompt).
             self._file_keys_alike.setdefault(folded, key)
+        self.report.conflicts.extend(repaired)
         self._fact_batch.append((fact, values["updated_at"], revisions))
         if len(self._fact_batch) >= BATCH:
             self._flush_facts()

@@ -154,3 +154,21 @@ def test_a_bad_channel_in_a_file_is_repaired_and_said(tmp_path):
     call_command("memory_import", str(path), stdout=out, stderr=StringIO())
     assert Fact.objects.get(key="velo").channel == "bad-channel"
     assert "« bad channel/.. » devient « bad-channel »" in out.getvalue()
+
+
+def test_reimporting_its_own_export_reports_no_change_for_a_legacy_fact(tmp_path):
+    """Review: the repair was reported before the import knew whether it wrote the fact,
+    and the repaired value, compared with the stored one, made a false conflict."""
+    # Stored as the API stored it before the rules (no model check on this path).
+    Fact.objects.create(key="velo", value="\u200b", channel="famille / perso")
+    path = tmp_path / "export.jsonl"
+    call_command("memory_export", str(path), stdout=StringIO())
+
+    out = StringIO()
+    call_command("memory_import", str(path), stdout=out, stderr=StringIO())
+    report = out.getvalue()
+
+    fact = Fact.objects.get(key="velo")
+    assert (fact.value, fact.channel) == ("\u200b", "famille / perso")  # left as it was
+    assert "1 déjà présent" in report
+    assert "conflit" not in report.split("Import terminé")[0], report
