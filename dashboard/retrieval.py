@@ -189,11 +189,18 @@ def _settings_changed_text(form: RetrievalSettingsForm, stored: dict[str, object
     return " ".join([*said, SETTINGS_CHANGED_END])
 
 
+# The query parameter of the preview run again after a topic forget, its undo or erasure.
+PREVIEW_AGAIN = "again"
+
+
 @staff_required
 @require_GET
 def retrieval_preview(request: HtmxHttpRequest) -> HttpResponse:
     if not request.htmx:
         return section(request, PARTIAL, retrieval_context)
+    if request.GET.get(PREVIEW_AGAIN) and not request.GET.get("message", "").strip():
+        # The preview run again after a topic forget (_retrieval.html): none was shown.
+        return HttpResponse(status=204)
     context = _preview_context(request)
     status = UNPROCESSABLE if context["preview_form"].errors else 200
     return render(request, "dashboard/memory/_retrieval_preview.html", context, status=status)

@@ -104,3 +104,42 @@ def test_the_injection_log_on_screen_drops_the_forgotten_fact(
     _forget(page, "docteur Bernard")
 
     expect(page.locator("#retrieval-log")).not_to_contain_text(VALUE, timeout=5_000)
+
+
+def test_a_preview_on_screen_is_run_again_without_the_forgotten_fact(
+    browser_page,  # noqa: F811
+    live_server,
+    django_user_model,
+    logged,
+):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    log_in(page, live_server, django_user_model)
+    preview_form = page.locator("form.preview-form")
+    preview_form.locator("textarea, input[name=message]").first.fill(
+        "Quel est le numéro du docteur Bernard ?"
+    )
+    preview_form.locator("button[type=submit]").click()
+    expect(page.locator("#retrieval-preview")).to_contain_text(VALUE)
+
+    _forget(page, "docteur Bernard")
+
+    expect(page.locator("#retrieval-preview #preview-shown")).to_be_visible()
+    expect(page.locator("#retrieval-preview")).not_to_contain_text(VALUE, timeout=5_000)
+
+
+def test_no_preview_is_run_when_none_was_shown(
+    browser_page,  # noqa: F811
+    live_server,
+    django_user_model,
+    logged,
+):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    log_in(page, live_server, django_user_model)
+    _forget(page, "docteur Bernard")
+    expect(page.locator("#facts-section")).not_to_contain_text(VALUE)
+    page.wait_for_timeout(500)
+    assert page.locator("#retrieval-preview .alert").count() == 0
