@@ -11,13 +11,13 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memory.stores.vectors import KNOWLEDGE, VectorPoint, point_id
 from memory.stores.vectors_edge import EdgeVectorStore
 from memory.stores.vectors_server import ServerVectorStore
+from tests.stateful import stateful_settings
 
 DIM = 8
 
@@ -188,5 +188,7 @@ class KeptVectorsMachine(RuleBasedStateMachine):
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-KeptVectorsMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25)
+# The project's stateful settings: no deadline (a CI run on a loaded machine took 300 ms
+# for a step of writes to a real shard, past hypothesis's default 200).
+KeptVectorsMachine.TestCase.settings = stateful_settings(examples=40, steps=25)
 test_kept_vectors_are_what_the_shard_holds = KeptVectorsMachine.TestCase
