@@ -331,8 +331,16 @@ def _answer_batch(
                 mark = forget_mark()
                 context = context_after_forget(**asked, retrieval=retrieval)
                 tail = tool_exchange_withdraw(tail, ran)
-    except LlmError as exc:
-        exc.message_ids = tuple(message_ids)
+    except BaseException as exc:  # an LLM error, a stream's reader gone (GeneratorExit)
+        if any(o.name == "memory__forget" for o in outcomes):
+            # The forget ran and no reply will be saved: its request still never feeds
+            # memory (QA: an LLM failing after the forget left « cérémonie à Belém » to the
+            # search, the next history and the next extraction).
+            from memory.services.forgetting import forget_exchange_exclude
+
+            forget_exchange_exclude(message_ids=list(message_ids))
+        if isinstance(exc, LlmError):
+            exc.message_ids = tuple(message_ids)
         raise
 
     # Read before the reply is saved: it closes the channel's open exchange.
