@@ -18,9 +18,28 @@ _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 
 
 def message_text(message: Any) -> str:
-    """The text blocks of an answer, joined (tool_use and thinking blocks left out)."""
+    """The text blocks of an answer, joined (tool_use and thinking blocks left out), as text
+    the memory can store (text_storable)."""
     parts = [block.text for block in message.content or [] if getattr(block, "type", "") == "text"]
-    return "\n".join(part for part in parts if part).strip()
+    return text_storable("\n".join(part for part in parts if part).strip())
+
+
+def text_storable(value: Any) -> Any:
+    """``value`` (a text, or lists and dicts of them) without what no stored or sent text
+    may hold: a NUL (the model refuses it: QA, the reply was lost, the API blamed the
+    owner's request) and a lone UTF-16 surrogate (no UTF-8 holds it: the next request
+    re-sending it raised), the latter as U+FFFD."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "")
+        if any("\ud800" <= c <= "\udfff" for c in value):
+            value = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in value)
+        return value
+    if isinstance(value, list):
+        return [text_storable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: text_storable(item) for key, item in value.items()}
+    return value
 
 
 def parse_json_answer(text: str) -> object:

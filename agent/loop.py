@@ -229,7 +229,7 @@ def _answer_batch(
 ) -> Generator[tuple[str, Any], None, ChatResult]:
     from agent.client import llm_call, llm_stream
     from agent.followups import exchange_followups_enqueue
-    from agent.llm_answers import message_text
+    from agent.llm_answers import message_text, text_storable
     from memory.services.messages import message_save
 
     # What was forgotten or erased before now is out of what this answer reads; a
@@ -315,12 +315,17 @@ def _answer_batch(
             tail.append(
                 {
                     "role": "assistant",
-                    "content": [b.to_dict(mode="json", exclude_none=True) for b in answer.content],
+                    # As text every later request can send (a lone surrogate made it raise).
+                    "content": text_storable(
+                        [b.to_dict(mode="json", exclude_none=True) for b in answer.content]
+                    ),
                 }
             )
             results, ran = [], []
             for block in tool_uses:
-                outcome = tool_run(name=block.name, tool_input=block.input, context=tool_context)
+                outcome = tool_run(
+                    name=block.name, tool_input=text_storable(block.input), context=tool_context
+                )
                 outcomes.append(outcome)
                 ran.append((block.id, outcome))
                 yield "tool_call", outcome
