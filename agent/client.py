@@ -30,7 +30,7 @@ from agent.exceptions import (
     LlmRequestRejected,
     LlmUnavailable,
 )
-from agent.llm_answers import message_text, parse_json_answer
+from agent.llm_answers import answer_complete, message_text, parse_json_answer
 from agent.stream_usage import cut_usage_record
 
 if TYPE_CHECKING:
@@ -360,4 +360,4 @@ def llm_json(
         max_tokens=max_tokens,
         channel=channel,
     )
-    return parse_json_answer(message_text(message))
+    return parse_json_answer(message_text(answer_complete(message, purpose=purpose)))

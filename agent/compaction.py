@@ -67,7 +67,7 @@ def channel_compact(*, channel: str) -> Summary | None:
     (LlmUnavailable is transient: the task retries).
     """
     from agent.client import llm_available, llm_message
-    from agent.llm_answers import message_text
+    from agent.llm_answers import answer_complete, message_text
     from memory.services.indexing import KIND_SUMMARY, index_enqueue
 
     if not llm_available():
@@ -109,7 +109,7 @@ def channel_compact(*, channel: str) -> Summary | None:
         channel=channel,
         max_tokens=COMPACTION_MAX_TOKENS,
     )
-    text = message_text(answer)
+    text = message_text(answer_complete(answer, purpose="compaction"))
     if not text:
         logger.warning("compaction of %s: the LLM gave an empty summary", channel)
         return None

@@ -14,6 +14,12 @@ class LlmUnavailable(LlmError):
     """No LLM now: no key, or Anthropic down/overloaded/timing out after the retries."""
 
 
+class LlmAnswerCut(LlmUnavailable):
+    """The answer stopped at the output cap (``stop_reason`` « max_tokens »): what it did not
+    say is missing, so it is not taken as complete; a job tries again (nothing is marked
+    done from it), then fails visibly."""
+
+
 class LlmNotConfigured(LlmUnavailable):
     """ANTHROPIC_API_KEY is not set."""
 

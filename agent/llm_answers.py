@@ -24,6 +24,23 @@ def message_text(message: Any) -> str:
     return text_storable("\n".join(part for part in parts if part).strip())
 
 
+ANSWER_CUT_MESSAGE = (
+    "La réponse du LLM ({purpose}) a été coupée par sa limite de tokens : rien n'en est "
+    "gardé, le travail sera refait."
+)
+
+
+def answer_complete(message: Any, *, purpose: str) -> Any:
+    """``message``, unless the LLM stopped at its output cap (LlmAnswerCut): QA, a digest's
+    JSON cut there stored no fact and marked its batch digested, an extraction's stored
+    nothing, a compaction kept a summary cut mid-sentence and its messages compacted."""
+    if getattr(message, "stop_reason", None) == "max_tokens":
+        from agent.exceptions import LlmAnswerCut
+
+        raise LlmAnswerCut(ANSWER_CUT_MESSAGE.format(purpose=purpose))
+    return message
+
+
 def text_storable(value: Any) -> Any:
     """``value`` (a text, or lists and dicts of them) without what no stored or sent text
     may hold: a NUL (the model refuses it: QA, the reply was lost, the API blamed the
