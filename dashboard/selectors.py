@@ -155,6 +155,11 @@ def costs_summary_get(*, days: int = COSTS_DAYS, today: date | None = None) -> d
     }
 
 
+def _dollars(value: float) -> str:
+    """An amount as the page writes it (floatformat:4 in French): « 0,0840 » (QA)."""
+    return f"{value:.4f}".replace(".", ",")
+
+
 def _chart(start: date, days: int, daily: dict, purpose_rows: list[dict]) -> dict[str, Any]:
     """Stacked bars per day (one colour per purpose) with the overhead drawn over them."""
     inner_height = CHART_HEIGHT - 2 * CHART_PADDING
@@ -181,7 +186,7 @@ def _chart(start: date, days: int, daily: dict, purpose_rows: list[dict]) -> dic
                         "y": round(bottom, 2),
                         "height": round(height, 2),
                         "colour": purpose["colour"],
-                        "title": f"{day:%d/%m} {purpose['label']} : {value:.4f} $",
+                        "title": f"{day:%d/%m} {purpose['label']} : {_dollars(value)} $",
                     }
                 )
             overhead_height = float(data["overhead_cost"]) / highest * inner_height
@@ -189,7 +194,10 @@ def _chart(start: date, days: int, daily: dict, purpose_rows: list[dict]) -> dic
                 overhead = {
                     "y": round(CHART_PADDING + inner_height - overhead_height, 2),
                     "height": round(overhead_height, 2),
-                    "title": f"{day:%d/%m} surcoût auto-retrieval : {float(data['overhead_cost']):.4f} $",
+                    "title": (
+                        f"{day:%d/%m} surcoût auto-retrieval : "
+                        f"{_dollars(float(data['overhead_cost']))} $"
+                    ),
                 }
         bars.append(
             {
@@ -210,5 +218,7 @@ def _chart(start: date, days: int, daily: dict, purpose_rows: list[dict]) -> dic
         "max_cost": highest,
         "bars": bars,
         "overhead_colour": OVERHEAD_COLOUR,
-        "empty": highest == 0,
+        # No call at all (QA: calls priced 0, a model missing from the price table, were
+        # said absent while « Par usage » listed them).
+        "empty": not daily,
     }
