@@ -91,4 +91,8 @@ def chat_send(request: HtmxHttpRequest) -> HttpResponse:
         )
     if request.htmx:
         return render(request, TURN_TEMPLATE, {"turn": turn})
+    if turn.error:  # without JavaScript the page it lands on says it (QA: nothing did)
+        from django.contrib import messages
+
+        messages.error(request, turn.error)
     return redirect("agent:chat")
