@@ -57,7 +57,9 @@
   // marked invalid, else the element focused before if it is still there (htmx keeps it
   // by id), else the swapped part's notice or first control.
   document.addEventListener("htmx:afterSettle", function (event) {
-    var part = event.detail.elt;
+    // The settled element (the new one, after an outerHTML swap), else htmx's target.
+    var part = event.target;
+    if (!part || !part.isConnected) part = event.detail.elt;
     if (!part || !part.isConnected) part = event.detail.target;
     if (!part || !part.querySelector) return;
     var invalid = part.querySelector("[aria-invalid=true]");
