@@ -2,7 +2,7 @@
 
 from django import forms
 
-from agent.api.serializers import MAX_MESSAGE_CHARS
+from agent.api.serializers import MAX_MESSAGE_CHARS, message_shows_something
 
 
 class ChatForm(forms.Form):
@@ -13,4 +13,5 @@ class ChatForm(forms.Form):
         widget=forms.Textarea(
             attrs={"rows": 3, "placeholder": "Écris à Makilab…", "autocomplete": "off"}
         ),
+        validators=[message_shows_something],
     )

@@ -30,6 +30,21 @@ class ChatInputSerializer(StrictInputSerializer):
     )
     author = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
 
+    def validate_message(self, value: str) -> str:
+        return message_shows_something(value)
+
+
+def message_shows_something(value: str) -> str:
+    """A message of characters nobody sees only (U+200B, U+FEFF…) is blank, refused as one
+    of spaces is (QA: it was taken, then injected by auto-retrieval)."""
+    from django.core.exceptions import ValidationError
+
+    from memory.models.rules import shows_nothing
+
+    if shows_nothing(value):
+        raise ValidationError(serializers.CharField.default_error_messages["blank"])
+    return value
+
 
 class RetrievedMemorySerializer(serializers.Serializer):
     id = StrictCharField()
