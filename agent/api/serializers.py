@@ -4,22 +4,18 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memory.api.fields import FrenchFloatField, StrictCharField, StrictRegexField
+from memory.api.fields import FrenchFloatField, StrictCharField
 from memory.api.serializers import StrictInputSerializer
 from memory.models import MessageSource
+from memory.models.rules import CHANNEL_MAX, validate_channel
 
 MAX_MESSAGE_CHARS = 20_000
-CHANNEL_REGEX = r"^[\w.-]{1,64}$"
-CHANNEL_MESSAGE = (
-    "Le canal doit être un nom court (lettres, chiffres, - et _), 64 caractères au plus."
-)
 
 
 class ChatInputSerializer(StrictInputSerializer):
-    channel = StrictRegexField(
-        CHANNEL_REGEX,
-        max_length=64,
-        error_messages={"invalid": CHANNEL_MESSAGE},
+    channel = StrictCharField(
+        max_length=CHANNEL_MAX,
+        validators=[validate_channel],  # the channels' one rule (a Django error: DRF says it)
         help_text="Le canal de la conversation, ex. mission_control ou whatsapp.",
     )
     message = StrictCharField(max_length=MAX_MESSAGE_CHARS, trim_whitespace=True)

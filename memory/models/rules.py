@@ -110,11 +110,17 @@ def channel_well_formed(channel: str) -> bool:
     )
 
 
+def validate_channel(value: str) -> None:
+    """A channel a message could have (the chat API's, a message's): the rule above."""
+    if not channel_well_formed(value):
+        raise ValidationError(BAD_CHANNEL, code="bad_channel")
+
+
 def validate_fact_channel(value: str) -> None:
     """A fact's channel: none (a fact of every channel) or one a message could have (QA: a
     fact under « bad channel/.. » could not even be found by a search's channel filter)."""
-    if value and not channel_well_formed(value):
-        raise ValidationError(BAD_CHANNEL, code="bad_channel")
+    if value:
+        validate_channel(value)
 
 
 def validate_fact_key(value: str) -> None:

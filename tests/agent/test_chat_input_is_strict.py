@@ -4,10 +4,14 @@ text is expected is a 400, and nothing is recorded."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from agent.api.serializers import ChatInputSerializer
 from memory.api.fields import STRING_REQUIRED_MESSAGE
 from memory.api.serializers import UNKNOWN_FIELD_MESSAGE
 from memory.models import Message
+from memory.models.rules import BAD_CHANNEL, CHANNEL_MAX, channel_well_formed
 
 pytestmark = pytest.mark.django_db
 
@@ -43,3 +47,17 @@ def test_a_number_where_a_text_is_expected_is_refused(staff_client, body, field)
     assert response.status_code == 400
     assert response.json()["extra"]["fields"] == {field: [STRING_REQUIRED_MESSAGE]}
     assert not Message.objects.exists()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=70))
+def test_the_chat_takes_a_channel_by_the_channels_one_rule(channel):
+    """The chat API's channel and a message's are the same rule (it had a regex of its own,
+    beside rules.channel_well_formed): what one takes, the other takes (DRF trims the ends)."""
+    serializer = ChatInputSerializer(data={"channel": channel, "message": "Bonjour"})
+
+    valid = serializer.is_valid()
+
+    assert valid == channel_well_formed(channel.strip()), (channel, serializer.errors)
+    if not valid and channel.strip() and len(channel.strip()) <= CHANNEL_MAX:
+        assert BAD_CHANNEL in serializer.errors["channel"], serializer.errors

@@ -20,13 +20,20 @@ import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.anthropic import FakeAnthropic, FakeReply, text_message
-from tests.memory.test_workers import ROOT, SETUP, _env, _free_port, _http, _python
+from tests.memory.test_workers import (
+    ROOT,
+    _env,
+    _free_port,
+    _http,
+    _owner_token,
+    _start_serve,
+    _wait_serving,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -63,28 +70,6 @@ class Responder:
         if system.startswith("Tu maintiens"):  # dedup: the facts are all different
             return text_message(json.dumps({"action": "ADD", "id": None}))
         return text_message("Le propriétaire a demandé de retenir des faits numérotés.")
-
-
-def _start(env, port):
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
-def _wait_up(base: str) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{base}/login/", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.3)
-    pytest.fail("serve did not start")
 
 
 def _state(db: Path) -> dict:
@@ -145,15 +130,10 @@ def test_every_exchange_is_extracted_exactly_once_after_a_stop_and_a_restart(tmp
     )
     db = tmp_path / "makilab.sqlite3"
     base = f"http://127.0.0.1:{port}"
-    server = _start(env, port)
+    server = _start_serve(env, port)
     try:
-        _wait_up(base)
-        token = _python(
-            SETUP
-            + "from rest_framework.authtoken.models import Token; from django.contrib.auth.models import User;"
-            " print(Token.objects.get_or_create(user=User.objects.get(username='owner'))[0].key)",
-            env,
-        ).strip()
+        _wait_serving(base, server)
+        token = _owner_token(env)
         for i in range(CHATS):
             status, body = _http(
                 f"{base}/api/agent/chat",
@@ -169,8 +149,8 @@ def test_every_exchange_is_extracted_exactly_once_after_a_stop_and_a_restart(tmp
         assert len(before["revisions"]) < CHATS, "the stop must land before the work is done"
         asked_before = sum(responder.extractions.values())
 
-        server = _start(env, port)
-        _wait_up(base)
+        server = _start_serve(env, port)
+        _wait_serving(base, server)
         started = changed = time.monotonic()
         state = _state(db)
         while not _settled(state):

@@ -20,22 +20,22 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import subprocess
 import time
-import urllib.request
 
 import pytest
 
 from tests.fakes.anthropic import FakeAnthropic, text_message
 from tests.memory.test_workers import (
-    SETUP,
     _env,
     _free_port,
+    _gateway_token,
     _http,
-    _python,
+    _redis_up,
     _start_serve,
     _stop,
+    _wait_message_indexed,
+    _wait_serving,
 )
 
 pytestmark = pytest.mark.slow
@@ -59,42 +59,10 @@ def _redis_start(port: int, tmp_path) -> subprocess.Popen:
     )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if (
-            subprocess.run(
-                ["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True
-            ).stdout.strip()
-            == "PONG"
-        ):
+        if _redis_up(port):
             return process
         time.sleep(0.1)
     pytest.fail("redis-server did not start")
-
-
-def _wait_up(base: str) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{base}/login/", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.3)
-    pytest.fail("serve did not start")
-
-
-def _state(db, message_id: int) -> str:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
-        return conn.execute(
-            "SELECT index_state FROM messages WHERE id = ?", (message_id,)
-        ).fetchone()[0]
-
-
-def _wait_indexed(db, message_id: int, limit_s: float) -> str:
-    deadline = time.monotonic() + limit_s
-    state = _state(db, message_id)
-    while state != "indexed" and time.monotonic() < deadline:
-        time.sleep(0.5)
-        state = _state(db, message_id)
-    return state
 
 
 def test_serve_on_redis_keeps_indexing_after_the_broker_comes_back(tmp_path):
@@ -135,16 +103,8 @@ def test_serve_on_redis_keeps_indexing_after_the_broker_comes_back(tmp_path):
     base = f"http://127.0.0.1:{port}"
     server = _start_serve(env, port, "--worker", "yes")
     try:
-        _wait_up(base)
-        token = (
-            _python(
-                SETUP
-                + "from django.core.management import call_command; call_command('agent_token', 'gateway')",
-                env,
-            )
-            .strip()
-            .splitlines()[-1]
-        )
+        _wait_serving(base, server)
+        token = _gateway_token(env)
         status, body = _http(
             f"{base}/api/v1/memory/messages",
             token=token,
@@ -161,7 +121,7 @@ def test_serve_on_redis_keeps_indexing_after_the_broker_comes_back(tmp_path):
         )
         assert status == 201, body
         first = body["message_ids"][0]
-        assert _wait_indexed(db, first, 60) == "indexed"
+        assert _wait_message_indexed(db, first, 60) == "indexed"
         deadline = time.monotonic() + 20
         while not fake.requests and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -183,7 +143,7 @@ def test_serve_on_redis_keeps_indexing_after_the_broker_comes_back(tmp_path):
         )
         assert status == 201, body
         after = body["message_ids"][0]
-        state = _wait_indexed(db, after, 90)
+        state = _wait_message_indexed(db, after, 90)
     finally:
         log = _stop(server)
         redis.terminate()

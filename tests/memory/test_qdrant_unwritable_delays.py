@@ -15,34 +15,25 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import subprocess
 import time
 import urllib.request
 
 import pytest
 
-from tests.memory.test_workers import SETUP, _env, _free_port, _http, _python, _start_serve, _stop
+from tests.memory.test_workers import (
+    _env,
+    _free_port,
+    _gateway_token,
+    _http,
+    _message_state,
+    _start_serve,
+    _stop,
+    _wait_message_indexed,
+    _wait_serving,
+)
 
 pytestmark = pytest.mark.slow
-
-
-def _wait_up(base: str) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{base}/login/", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.3)
-    pytest.fail("serve did not start")
-
-
-def _state(db, message_id: int) -> str:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
-        return conn.execute(
-            "SELECT index_state FROM messages WHERE id = ?", (message_id,)
-        ).fetchone()[0]
 
 
 def _chattr(flag: str, paths) -> bool:
@@ -68,16 +59,8 @@ def test_serve_survives_a_qdrant_folder_that_becomes_unwritable(tmp_path):
     server = _start_serve(env, port)
     collections = []
     try:
-        _wait_up(base)
-        token = (
-            _python(
-                SETUP
-                + "from django.core.management import call_command; call_command('agent_token', 'gateway')",
-                env,
-            )
-            .strip()
-            .splitlines()[-1]
-        )
+        _wait_serving(base, server)
+        token = _gateway_token(env)
         status, body = _http(
             f"{base}/api/v1/memory/messages",
             token=token,
@@ -85,10 +68,7 @@ def test_serve_survives_a_qdrant_folder_that_becomes_unwritable(tmp_path):
         )
         assert status == 201, body
         first = body["message_ids"][0]
-        deadline = time.monotonic() + 60
-        while _state(db, first) != "indexed" and time.monotonic() < deadline:
-            time.sleep(0.3)
-        assert _state(db, first) == "indexed"
+        assert _wait_message_indexed(db, first, 60) == "indexed"
 
         collections = [p for p in (tmp_path / "qdrant").iterdir() if p.is_dir()]
         assert collections and _chattr("+i", collections)
@@ -106,7 +86,7 @@ def test_serve_survives_a_qdrant_folder_that_becomes_unwritable(tmp_path):
             urllib.request.urlopen(f"{base}/login/", timeout=5)
         except OSError:
             answered = False
-        state = _state(db, second)
+        state = _message_state(db, second)
     finally:
         _chattr("-i", collections)
         log = _stop(server)

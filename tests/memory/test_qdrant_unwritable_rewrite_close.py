@@ -1,9 +1,11 @@
-"""A collection rewrite (after an erasure, in the request's process) and the store's close
-(serve's shutdown) on a collection folder made unwritable: StoreUnavailable, and a close
-that returns, not the SIGBUS that ended the process (review: the writability check guarded
-upsert and delete only; both flush through the engine's memory maps). The engine's own
-drop of a shard at the interpreter's end still flushes: a known limit, the script ends
-before it. Needs root with the immutable attribute (skipped otherwise)."""
+"""A collection rewrite (after an erasure, in the request's process), a flush and the
+store's close (serve's shutdown) on a collection folder made unwritable: a French
+StoreUnavailable, and a close that returns, not the SIGBUS that ended the process (review:
+the writability check guarded upsert and delete only; the rewrite and the close flush
+through the engine's memory maps; a bare flush meets a file it cannot open and says so in
+the engine's English). The engine's own drop of a shard at the interpreter's end still
+flushes: a known limit, the script ends before it. Needs root with the immutable
+attribute (skipped otherwise)."""
 
 from __future__ import annotations
 
@@ -35,12 +37,15 @@ points = [
     for _ in range(50)
 ]
 store.upsert("knowledge", points, embedder="test")
-store.flush()
+if operation != "flush":  # else its points are still to be written through the maps
+    store.flush()
 assert subprocess.run(["chattr", "-R", "+i", str(folder / "knowledge")]).returncode == 0
 print("immutable", flush=True)
 try:
     if operation == "rewrite":
         store.rewrite("knowledge")
+    elif operation == "flush":
+        store.flush()
     else:
         store.close()
     print("returned", flush=True)
@@ -62,7 +67,7 @@ def _immutable_available(tmp_path: Path) -> bool:
     return ok
 
 
-@pytest.mark.parametrize("operation", ["rewrite", "close"])
+@pytest.mark.parametrize("operation", ["rewrite", "flush", "close"])
 def test_an_unwritable_collection_never_kills_the_process(tmp_path, operation):
     if not _immutable_available(tmp_path):
         pytest.skip("needs root and chattr")
@@ -81,8 +86,11 @@ def test_an_unwritable_collection_never_kills_the_process(tmp_path, operation):
     finally:
         subprocess.run(["chattr", "-R", "-i", str(folder)], capture_output=True)
     assert "immutable" in result.stdout, result.stderr[-2000:]
-    said = "StoreUnavailable" if operation == "rewrite" else "returned"
-    assert said in result.stdout, result.stderr[-2000:]
+    if operation == "close":
+        assert "returned" in result.stdout, result.stderr[-2000:]
+    else:  # said before the engine meets the file (its own error is English, or a SIGBUS)
+        assert "StoreUnavailable" in result.stdout, result.stderr[-2000:]
+        assert "n'est pas accessible en écriture" in result.stdout, result.stdout
     assert result.returncode == 0, (
         f"{operation} on an unwritable collection ended the process "
         f"(exit {result.returncode}) instead of StoreUnavailable:\n{result.stderr[-1500:]}"

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -28,9 +29,9 @@ REDIS_DB = 13
 pytestmark = pytest.mark.slow
 
 
-def _redis_up() -> bool:
+def _redis_up(port: int = REDIS_PORT) -> bool:
     try:
-        with socket.create_connection((REDIS_HOST, REDIS_PORT), timeout=1) as sock:
+        with socket.create_connection((REDIS_HOST, port), timeout=1) as sock:
             sock.sendall(b"PING\r\n")
             return sock.recv(16).startswith(b"+PONG")
     except OSError:
@@ -249,6 +250,61 @@ def _start_serve(env: dict[str, str], port: int, *args: str) -> subprocess.Popen
     )
 
 
+def _wait_serving(base: str, server: subprocess.Popen | None = None, timeout: float = 90) -> None:
+    """Wait until serve at ``base`` answers its login page; fail if ``server`` exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server is not None and server.poll() is not None:
+            pytest.fail(f"serve exited:\n{server.communicate()[0][-3000:]}")
+        try:
+            urllib.request.urlopen(f"{base}/login/", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.3)
+    pytest.fail("serve did not start")
+
+
+def _owner_token(env: dict[str, str], username: str = "owner") -> str:
+    """The API token of the superuser serve created from DJANGO_SUPERUSER_USERNAME."""
+    return _python(
+        SETUP
+        + "from rest_framework.authtoken.models import Token; from django.contrib.auth.models import User;"
+        f" print(Token.objects.get_or_create(user=User.objects.get(username={username!r}))[0].key)",
+        env,
+    ).strip()
+
+
+def _gateway_token(env: dict[str, str]) -> str:
+    """A fresh agent token for the gateway, made by `manage.py agent_token` as an operator would."""
+    return (
+        _python(
+            SETUP
+            + "from django.core.management import call_command; call_command('agent_token', 'gateway')",
+            env,
+        )
+        .strip()
+        .splitlines()[-1]
+    )
+
+
+def _message_state(db: Path, message_id: int) -> str:
+    """A message's index_state, read from the SQLite file itself (no Django, any process)."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+        return conn.execute(
+            "SELECT index_state FROM messages WHERE id = ?", (message_id,)
+        ).fetchone()[0]
+
+
+def _wait_message_indexed(db: Path, message_id: int, timeout: float) -> str:
+    """The message's index_state once it is indexed, or when ``timeout`` runs out."""
+    deadline = time.monotonic() + timeout
+    state = _message_state(db, message_id)
+    while state != "indexed" and time.monotonic() < deadline:
+        time.sleep(0.3)
+        state = _message_state(db, message_id)
+    return state
+
+
 def _http(url: str, *, token: str | None = None, data: dict | None = None) -> tuple[int, dict]:
     headers = {"Accept": "application/json"}
     if token:
@@ -277,19 +333,8 @@ def test_the_embedded_serve_runs_web_worker_and_store_in_one_process(tmp_path):
     server = _start_serve(env, port)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(f"{base}/login/", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.3)
-        token = _python(
-            SETUP
-            + "from rest_framework.authtoken.models import Token; from django.contrib.auth.models import User;"
-            " print(Token.objects.get_or_create(user=User.objects.get(username='owner'))[0].key)",
-            env,
-        ).strip()
+        _wait_serving(base, server)
+        token = _owner_token(env)
         status, body = _http(
             f"{base}/api/memory/facts",
             token=token,

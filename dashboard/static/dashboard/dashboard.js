@@ -57,10 +57,9 @@
   // marked invalid, else the element focused before if it is still there (htmx keeps it
   // by id), else the swapped part's notice or first control.
   document.addEventListener("htmx:afterSettle", function (event) {
-    // The settled element (the new one, after an outerHTML swap), else htmx's target.
+    // htmx dispatches afterSettle on each element it settled (the new one after an
+    // outerHTML swap), and names it in detail.elt too: the part that changed.
     var part = event.target;
-    if (!part || !part.isConnected) part = event.detail.elt;
-    if (!part || !part.isConnected) part = event.detail.target;
     if (!part || !part.querySelector) return;
     var invalid = part.querySelector("[aria-invalid=true]");
     if (invalid) {

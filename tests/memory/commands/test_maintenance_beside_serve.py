@@ -16,7 +16,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.memory.mcp.test_mcp_beside_serve import _wait_up
 from tests.memory.test_workers import (
     MIGRATE,
     ROOT,
@@ -25,6 +24,7 @@ from tests.memory.test_workers import (
     _free_port,
     _python,
     _start_serve,
+    _wait_serving,
 )
 
 pytestmark = pytest.mark.slow
@@ -87,7 +87,7 @@ def serve_beside(env, data_dir, *args: str, host: str = "127.0.0.1") -> Iterator
     port = _free_port()
     server = _start_serve(env, port, "--no-migrate", *args)
     try:
-        _wait_up(f"http://{host}:{port}", server)
+        _wait_serving(f"http://{host}:{port}", server)
         _wait_indexed(data_dir)
         yield server
     finally:

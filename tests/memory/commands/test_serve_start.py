@@ -14,8 +14,14 @@ from memory.management.commands.serve import (
     bind_error_message,
 )
 from memory.services.serve_link import RUNTIME_FILE
-from tests.memory.mcp.test_mcp_beside_serve import _wait_up
-from tests.memory.test_workers import MIGRATE, _env, _free_port, _python, _start_serve
+from tests.memory.test_workers import (
+    MIGRATE,
+    _env,
+    _free_port,
+    _python,
+    _start_serve,
+    _wait_serving,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +44,7 @@ def test_a_second_serve_on_the_same_data_folder_refuses_to_start(tmp_path):
     assert not notes.exists()
     first = _start_serve(env, port, "--no-migrate")
     try:
-        _wait_up(f"http://127.0.0.1:{port}", first)
+        _wait_serving(f"http://127.0.0.1:{port}", first)
         assert notes.is_dir()  # created on first start, for the owner's notes
         second = _start_serve(env, _free_port(), "--no-migrate")
         out = _finish(second)
@@ -56,7 +62,7 @@ def test_a_second_serve_on_the_same_data_folder_refuses_to_start(tmp_path):
     assert (tmp_path / RUNTIME_FILE).read_text() == ""
     again = _start_serve(env, port, "--no-migrate")
     try:
-        _wait_up(f"http://127.0.0.1:{port}", again)
+        _wait_serving(f"http://127.0.0.1:{port}", again)
     finally:
         again.send_signal(signal.SIGTERM)
         _finish(again, timeout=60)

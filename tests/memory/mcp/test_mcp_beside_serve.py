@@ -12,17 +12,24 @@ from __future__ import annotations
 import asyncio
 import signal
 import sqlite3
-import subprocess
 import sys
 import time
-import urllib.request
 
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.memory.test_workers import MIGRATE, ROOT, SETUP, _env, _free_port, _python
+from tests.memory.test_workers import (
+    MIGRATE,
+    ROOT,
+    SETUP,
+    _env,
+    _free_port,
+    _python,
+    _start_serve,
+    _wait_serving,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -44,19 +51,6 @@ print(Token.objects.create(user=agent).key)
 """,
         env,
     ).strip()
-
-
-def _wait_up(base: str, server: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"serve exited:\n{server.communicate()[0][-3000:]}")
-        try:
-            urllib.request.urlopen(f"{base}/login/", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.3)
-    pytest.fail("serve did not start")
 
 
 async def _over_http(url: str, token: str, steps):
@@ -86,16 +80,9 @@ def test_serve_answers_mcp_over_http_and_stdio_works_beside_it(tmp_path):
     token = _token(env)
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port), "--no-migrate"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    server = _start_serve(env, port, "--no-migrate")
     try:
-        _wait_up(base, server)
+        _wait_serving(base, server)
 
         async def remember_then_find(client):
             remembered = await client.call_tool("remember", BIKE)

@@ -23,6 +23,7 @@ from memory.models import Fact, Message, Summary
 from memory.services.messages import message_save
 from memory.services.portability_legacy import channel_repaired
 from tests.fakes.anthropic import text_message
+from tests.memory.commands.test_import_bad_values import HEADER, _fact
 
 pytestmark = pytest.mark.django_db
 
@@ -129,27 +130,9 @@ def test_a_channel_is_repaired_to_the_closest_one_of_the_rule(channel, expected)
 
 
 def test_a_bad_channel_in_a_file_is_repaired_and_said(tmp_path):
-    header = {"format": "makilab-memory", "version": 1, "exported_at": None, "since": None}
-    fact = {
-        "type": "fact",
-        "key": "velo",
-        "value": "Le vélo est gris",
-        "memory_type": "fact",
-        "importance": 0.5,
-        "subjects": [],
-        "source": "manual",
-        "channel": "bad channel/..",
-        "expires_at": None,
-        "created_at": "2026-01-01T10:00:00+00:00",
-        "updated_at": "2026-01-01T10:00:00+00:00",
-        "last_accessed_at": None,
-        "access_count": 0,
-        "owner_fields": [],
-        "source_message": None,
-        "revisions": [],
-    }
+    fact = _fact(channel="bad channel/..", revisions=[])
     path = tmp_path / "f.jsonl"
-    path.write_text(json.dumps(header) + "\n" + json.dumps(fact) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(HEADER) + "\n" + json.dumps(fact) + "\n", encoding="utf-8")
     out = StringIO()
     call_command("memory_import", str(path), stdout=out, stderr=StringIO())
     assert Fact.objects.get(key="velo").channel == "bad-channel"
