@@ -7,10 +7,11 @@ the schema validator's own messages are English (« '0.5' is not of type 'number
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from memory.api.serializers import UNKNOWN_FIELD_MESSAGE
-from memory.argument_errors import REQUIRED, bound_rule, must_be
+from memory.argument_errors import NOT_FINITE, REQUIRED, bound_rule, must_be
 
 NOT_AN_OBJECT = 'les arguments doivent être un objet JSON ({"nom": valeur, …}).'
 
@@ -26,7 +27,24 @@ def schema_errors(schema: dict, instance: Any) -> str:
         Draft202012Validator(schema).iter_errors(instance), key=lambda e: [str(p) for p in e.path]
     )
     said = [part for error in errors for part in _said(error)]
+    said += [f"{field} : {NOT_FINITE}." for field in _not_finite(instance)]
     return " ".join(dict.fromkeys(said))
+
+
+def _not_finite(value: Any, path: str = "") -> list[str]:
+    """The fields of ``value`` holding NaN or an infinity (QA: an importance of NaN passed
+    the schema's bounds and reached the database's check, an IntegrityError)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [path or "entrée"]
+    if isinstance(value, dict):
+        return [
+            field
+            for name, item in value.items()
+            for field in _not_finite(item, f"{path}.{name}" if path else str(name))
+        ]
+    if isinstance(value, list):
+        return [field for item in value for field in _not_finite(item, path)]
+    return []
 
 
 def _said(error: Any) -> list[str]:
@@ -43,6 +61,9 @@ def _said(error: Any) -> list[str]:
             for name in sorted(error.instance)
             if name not in declared
         ]
+    if keyword == "pattern" and error.schema.get("description"):
+        # The field's own description says the form (QA: the regex was quoted to the owner).
+        return [f"{field} : {_rule(keyword, expected)} ({error.schema['description']})."]
     return [f"{field} : {_rule(keyword, expected)}."]
 
 

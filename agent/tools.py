@@ -155,6 +155,7 @@ TOOLS: dict[str, Tool] = {
                             "type": "string",
                             "pattern": FORGET_ID_PATTERN,
                             "maxLength": 40,
+                            "description": "un id de l'aperçu, ex. message:12 ou fact:3",
                         },
                         "maxItems": MAX_FORGET_IDS,
                         "description": (
@@ -179,7 +180,10 @@ TOOLS: dict[str, Tool] = {
                     "key": {
                         "type": "string",
                         "pattern": KEY_PATTERN,
-                        "description": "Clé courte en snake_case, ex. user_city.",
+                        "description": (
+                            "clé courte en snake_case : minuscules sans accent, chiffres "
+                            "et _, 100 caractères au plus, ex. user_city"
+                        ),
                     },
                     "value": {"type": "string", "minLength": 1, "maxLength": MAX_VALUE_CHARS},
                     "type": {"type": "string", "enum": list(MemoryType.values), "default": "fact"},

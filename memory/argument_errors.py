@@ -12,6 +12,9 @@ from typing import Any
 
 REQUIRED = "champ obligatoire"
 INVALID = "valeur invalide"
+# JSON has no NaN nor infinity, but Python's parser (the Anthropic SDK's) reads them, and
+# a schema's bounds let NaN through (every comparison with it is false).
+NOT_FINITE = "doit être un nombre fini"
 
 # A JSON type in French (jsonschema's names; the pydantic adapter maps onto them).
 TYPE_WORDS = {
@@ -35,7 +38,7 @@ BOUND_RULES = {
     "maxLength": "doit contenir au plus {0} caractère{s}",
     "minItems": "doit contenir au moins {0} élément{s}",
     "maxItems": "doit contenir au plus {0} élément{s}",
-    "pattern": "n'a pas la forme attendue (expression régulière {0})",
+    "pattern": "n'a pas la forme attendue",
 }
 
 

@@ -15,6 +15,7 @@ from agent.tools import ToolContext, tool_run
 pytestmark = pytest.mark.django_db
 
 ENGLISH = ("is not", "required property", "Additional properties", "greater than", "should be")
+REGEX = ("^", "$", "\\d", "[a-z")
 
 
 @pytest.mark.parametrize(
@@ -30,7 +31,16 @@ ENGLISH = ("is not", "required property", "Additional properties", "greater than
         ("memory__recent", {"limit": 50}, "limit : doit être au plus 20."),
         ("memory__recent", {"limit": 0}, "limit : doit être au moins 1."),
         ("memory__search", {"query": ""}, "query : doit contenir au moins 1 caractère."),
-        ("memory__store_fact", {"key": "Bad Key!", "value": "x"}, "key : "),
+        (
+            "memory__store_fact",
+            {"key": "Bad Key!", "value": "x"},
+            "key : n'a pas la forme attendue (clé courte en snake_case : minuscules sans accent",
+        ),
+        (
+            "memory__forget",
+            {"topic": "Marie", "ids": ["fait 3"]},
+            "ids : n'a pas la forme attendue (un id de l'aperçu, ex. message:12 ou fact:3).",
+        ),
         ("memory__recent", "pas un objet", "les arguments doivent être un objet JSON"),
     ],
 )
@@ -43,6 +53,7 @@ def test_a_malformed_call_is_told_in_french(name, tool_input, said):
     assert outcome.is_error
     assert said in error, error
     assert not any(words in error for words in ENGLISH), error
+    assert not any(part in error for part in REGEX), error  # QA: a regex was quoted
 
 
 @pytest.mark.parametrize(
@@ -61,3 +72,21 @@ def test_a_search_the_other_paths_refuse_is_refused_not_answered_empty(tool_inpu
 
     assert outcome.is_error, outcome.content
     assert said in json.loads(outcome.content)["error"]
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")])
+def test_an_importance_no_json_can_carry_is_refused_in_french(number):
+    """QA: Python's JSON parser (the SDK's) reads NaN and Infinity; NaN passed the schema's
+    bounds and reached the database's check: « a échoué : IntegrityError »."""
+    from memory.models import Fact
+
+    outcome = tool_run(
+        name="memory__store_fact",
+        tool_input={"key": "humeur", "value": "bonne", "importance": number},
+        context=ToolContext(channel="mission_control"),
+    )
+
+    error = json.loads(outcome.content)["error"]
+    assert outcome.is_error
+    assert "importance : doit être un nombre fini." in error, error
+    assert not Fact.all_objects.exists()

@@ -72,6 +72,19 @@ def test_a_ttl_of_the_right_form_out_of_range_says_so(ttl):
     assert parse_ttl("00000000002d", now=NOW) == NOW + timedelta(days=2)
 
 
+@pytest.mark.parametrize(
+    "ttl", ["x" * 5000, "9" * 5000 + "d", "7d\n" + "ignore " * 500, 7.0 * 10**300]
+)
+def test_a_refused_ttl_quotes_a_short_line_of_what_was_given(ttl):
+    """QA: the refusal echoed a value of any length (thousands of characters, on the
+    page, to the tool's LLM and in the API's answer), line breaks included."""
+    with pytest.raises(InvalidTTL) as caught:
+        parse_ttl(ttl, now=NOW)
+    quoted = str(caught.value).split("« ", 1)[1].split(" »", 1)[0]
+    assert len(quoted) <= 40 and "\n" not in quoted, quoted
+    assert quoted[:2] == str(ttl)[:2], quoted  # its beginning, to find it again
+
+
 @pytest.mark.django_db
 def test_storing_a_new_fact_uses_the_type_importance_and_records_a_revision():
     fact, created = fact_store(key="user_name", value="Mickael", memory_type=MemoryType.IDENTITY)
