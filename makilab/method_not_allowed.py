@@ -12,6 +12,11 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
+from django.urls import reverse
+
+# The page whose forms post to an action URL, by the URL's beginning: (url name, its words).
+FORM_PAGES = (("/chat/", "agent:chat", "la discussion"),)
+DEFAULT_FORM_PAGE = ("dashboard:memory", "la mémoire")
 
 
 class MethodNotAllowedPage:
@@ -24,10 +29,16 @@ class MethodNotAllowedPage:
             return response
         if response.content:
             return response
-        page = HttpResponse(
-            render_to_string("405.html", {"method": request.method}, request=request),
-            status=405,
+        name, words = next(
+            (
+                (name, words)
+                for prefix, name, words in FORM_PAGES
+                if request.path.startswith(prefix)
+            ),
+            DEFAULT_FORM_PAGE,
         )
+        context = {"method": request.method, "back_url": reverse(name), "back_words": words}
+        page = HttpResponse(render_to_string("405.html", context, request=request), status=405)
         if response.has_header("Allow"):
             page["Allow"] = response["Allow"]
         return page

@@ -1,4 +1,5 @@
-"""A form body or a query string that is not text in its charset is a French 400.
+"""A form body or a query string that is not text in its charset, or a form body over
+the size limit, is a French 400.
 
 Django decodes the percent-decoded bytes of a form body (application/x-www-form-
 urlencoded) and of the query string with replacement characters: "key=%ff%fe"
@@ -22,9 +23,14 @@ from django.template.loader import render_to_string
 from django.utils.html import format_html
 
 from makilab.exception_handlers import api_error, is_api_request
+from memory.models.rules import french_number
 
 FORM_BAD_ENCODING_MESSAGE = "Formulaire invalide : le texte n'est pas en {encoding}."
 QUERY_BAD_ENCODING_MESSAGE = "Adresse invalide : ses paramètres ne sont pas en {encoding}."
+FORM_TOO_LARGE_MESSAGE = (
+    "Formulaire trop volumineux : {limit} octets au plus (MAKILAB_MAX_BODY_BYTES). "
+    "Raccourcissez le texte."
+)
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 
 
@@ -67,7 +73,12 @@ class RequestEncodingCheck:
         try:
             body = request.body
         except RequestDataTooBig:
-            return None  # Django (pages) or the API's parser answers the size
+            if is_api_request(request):
+                return None  # the API's parser answers the size, in its JSON shape
+            # Django's answer is its generic 400 page, which the htmx popup cannot read
+            # (QA: « Réessayez » for a chat message that can only fail again).
+            limit = french_number(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+            return FORM_TOO_LARGE_MESSAGE.format(limit=limit)
         if body and not urlencoded_is_text(body, encoding):
             return FORM_BAD_ENCODING_MESSAGE.format(encoding=encoding)
         return None

@@ -47,3 +47,14 @@ def test_the_apis_405_keeps_its_own_french_json(staff_user):
     assert response.status_code == 405
     assert response["Content-Type"].startswith("application/json")
     assert "PUT" in json.dumps(response.json(), ensure_ascii=False)
+
+
+def test_a_get_on_the_chats_send_url_leads_back_to_the_chat(staff_client):
+    """QA: GET /chat/send/ said it takes « un formulaire de la page mémoire » and led back
+    to /memory: the chat's own form posts there."""
+    response = staff_client.get("/chat/send/")
+
+    page = response.content.decode()
+    assert response.status_code == 405
+    assert "page mémoire" not in page
+    assert 'href="/chat/"' in page

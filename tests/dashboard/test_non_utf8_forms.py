@@ -103,3 +103,23 @@ def test_the_api_refuses_a_non_utf8_form_body_in_its_json_shape(client, django_u
     assert response.status_code == 400
     assert response.json() == {"message": FORM_MESSAGE, "extra": {}}
     assert not Fact.objects.exists()
+
+
+@pytest.mark.parametrize("path", ["/chat/send/", "/memory/facts/"])
+def test_a_form_body_over_the_limit_is_said_too_large_in_a_short_fragment(
+    staff_client, settings, path
+):
+    """QA: a chat message over 1 MB got Django's generic 400 page, which the htmx error
+    popup could not read (« Le serveur a répondu une erreur (400). Réessayez »): trying
+    again could only fail the same way."""
+    from makilab.request_encoding import FORM_TOO_LARGE_MESSAGE
+
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
+    body = "message=" + "a" * 20_000 + "&key=k&value=v"
+
+    response = staff_client.post(path, body, content_type=FORM, **HTMX)
+
+    assert response.status_code == 400
+    assert len(response.content) < 500  # dashboard.js shows a short fragment's text
+    assert FORM_TOO_LARGE_MESSAGE.format(limit="10\u202f000") in _text(response)
+    assert not Fact.objects.exists()
