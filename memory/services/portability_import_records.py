@@ -34,7 +34,9 @@ from memory.services.portability_import_messages import BATCH, MessageRecords
 from memory.services.portability_legacy import fact_repaired
 from memory.services.portability_validate import (
     BAD_TYPE,
+    DUPLICATE_CHANNEL,
     DUPLICATE_KEY,
+    DUPLICATE_SETTINGS,
     FACT_AGENT_SPEC,
     MISSING_FIELD,
     NOT_OBJECT,
@@ -109,6 +111,9 @@ class Importer(MessageRecords):
         # The folded keys of the file's new facts -> their keys (a key as typed today only).
         self._file_keys_alike: dict[str, str] = {}
         self._fact_batch: list[tuple[Fact, datetime, list[FactRevision]]] = []
+        # The line of each setting the file gave ("settings", "context_notes", a channel's
+        # name): a file no export writes gives one twice, refused, not applied twice (QA).
+        self._settings_lines: dict[str, int] = {}
 
     def record(self, line: int, record: object) -> None:
         if not isinstance(record, dict):
@@ -125,7 +130,13 @@ class Importer(MessageRecords):
 
     # --- settings -------------------------------------------------------------------------
 
+    def _setting_once(self, line: int, name: str, refusal: str, **said: object) -> None:
+        first = self._settings_lines.setdefault(name, line)
+        if first != line:
+            raise ImportLineError(line, refusal.format(first=first, **said))
+
     def _settings(self, line: int, record: dict) -> None:
+        self._setting_once(line, "settings", DUPLICATE_SETTINGS, type="settings")
         values = {k: v for k, v in record.items() if k != "type"}
         unknown = sorted(set(values) - set(SETTINGS_FIELDS))
         if unknown:
@@ -135,6 +146,7 @@ class Importer(MessageRecords):
 
     def _context_notes(self, line: int, record: dict) -> None:
         values = record_check(line, record, SPECS["context_notes"])
+        self._setting_once(line, "context_notes", DUPLICATE_SETTINGS, type="context_notes")
         self._settings_apply(line, {name: values[short] for name, short in NOTES_FIELDS.items()})
 
     def _channel(self, line: int, record: dict) -> None:
@@ -142,6 +154,8 @@ class Importer(MessageRecords):
         from memory.services.channels import channel_settings_get, channel_settings_set
 
         values = record_check(line, record, SPECS["channel"])
+        channel = values["channel"]
+        self._setting_once(line, f"channel:{channel}", DUPLICATE_CHANNEL, channel=channel)
         try:
             if channel_settings_get(channel=values["channel"]).observed == values["observed"]:
                 return

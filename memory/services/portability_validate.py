@@ -51,6 +51,10 @@ DATE_WITHOUT_OFFSET = (
 DATE_OUT_OF_RANGE = "champ « {name} » : " + DATE_RANGE_MESSAGE
 DUPLICATE_ID = "le message {id} apparaît deux fois dans le fichier."
 DUPLICATE_KEY = "le fait « {key} » apparaît deux fois dans le fichier."
+DUPLICATE_SETTINGS = "une seule ligne « {type} » par fichier (la première : ligne {first})."
+DUPLICATE_CHANNEL = (
+    "le canal « {channel} » apparaît deux fois dans le fichier (la première : ligne {first})."
+)
 UNKNOWN_REF = "champ « {name} » : aucun message {id} sur une ligne précédente."
 BAD_SETTING = "réglages invalides, « {name} » : {expected} attendu."
 DATE_IN_FUTURE = "champ « {name} » : la date est dans le futur."
@@ -303,9 +307,17 @@ def model_check(line: int, instance, exclude: list[str], where: str = "") -> Non
 
 
 def header_check(line: int, record: object) -> None:
+    """The header: this format and version, and its dates, when given, dates an export
+    writes (QA: « since » and « exported_at » were never read: any value passed)."""
     if not isinstance(record, dict) or record.get("format") != FORMAT_NAME:
         raise ImportLineError(line, BAD_HEADER)
     if record.get("version") != FORMAT_VERSION:
         raise ImportLineError(
             line, BAD_VERSION.format(version=record.get("version"), supported=FORMAT_VERSION)
         )
+    dates = {
+        name: _date_check(line, record[name], name, "")
+        for name in ("since", "exported_at")
+        if record.get(name) is not None
+    }
+    dates_check(line, dates, past=("since", "exported_at"), ordered=[("since", "exported_at")])

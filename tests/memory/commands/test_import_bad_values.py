@@ -343,3 +343,64 @@ def test_an_export_of_a_message_dated_a_little_ahead_and_digested_at_once_import
     Message.all_objects.all().delete()
     call_command("memory_import", str(path), stdout=StringIO(), stderr=StringIO())
     assert Message.all_objects.get().content == "Noël chez mamie"
+
+
+def _refused_file(tmp_path, records: list[dict]) -> str:
+    """Import ``records`` (the header first): the French error, after checking nothing stayed."""
+    path = tmp_path / "memoire.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    before = MemorySettings.load().max_results
+    with pytest.raises(CommandError) as caught:
+        call_command("memory_import", str(path), stdout=StringIO(), stderr=StringIO())
+    assert not Message.all_objects.exists()
+    assert MemorySettings.load().max_results == before
+    return str(caught.value)
+
+
+IN_A_YEAR = (timezone.now() + timedelta(days=365)).isoformat()
+
+
+@pytest.mark.parametrize(
+    ("header", "said"),
+    [
+        (HEADER | {"since": "hier"}, "ligne 1 : champ « since » : date ISO 8601 attendue."),
+        (HEADER | {"exported_at": 5}, "ligne 1 : champ « exported_at » : date ISO 8601 attendue."),
+        (
+            HEADER | {"exported_at": None, "since": IN_A_YEAR},
+            "ligne 1 : champ « since » : la date est dans le futur.",
+        ),
+        (
+            HEADER | {"since": "2026-06-01T00:00:00+00:00"},
+            "ligne 1 : champ « exported_at » : la date précède celle de « since ».",
+        ),
+    ],
+    ids=["since-words", "exported-at-number", "since-future", "since-after-export"],
+)
+def test_a_header_whose_dates_no_export_writes_is_refused(tmp_path, header, said):
+    """QA: the header's « since » and « exported_at » were never read: any value passed."""
+    message = _refused_file(tmp_path, [header, GOOD])
+    assert message == "Rien n'a été importé. " + said, message
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "said"),
+    [
+        (
+            {"type": "settings", "max_results": 3},
+            {"type": "settings", "max_results": 9},
+            "ligne 4 : une seule ligne « settings » par fichier (la première : ligne 3).",
+        ),
+        (
+            {"type": "channel", "channel": "lobby", "observed": True},
+            {"type": "channel", "channel": "lobby", "observed": False},
+            "ligne 4 : le canal « lobby » apparaît deux fois dans le fichier (la première : "
+            "ligne 3).",
+        ),
+    ],
+    ids=["settings", "channel"],
+)
+def test_a_setting_given_twice_is_refused_not_applied_twice(tmp_path, first, second, said):
+    """QA: two settings lines were both applied, the last one winning, and the report
+    listed the knob twice: a file no export writes, refused as two facts of one key are."""
+    message = _refused_file(tmp_path, [HEADER, GOOD, first, second])
+    assert message == "Rien n'a été importé. " + said, message
