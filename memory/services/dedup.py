@@ -29,6 +29,7 @@ from memory.exceptions import (
     StoreUnavailable,
 )
 from memory.models import Actor, Fact, FactKind, FactSource, RevisionReason
+from memory.models.rules import fact_key_folded
 from memory.services.erased_marks import statement_erased
 from memory.services.fact_keys import key_as_stored, live_look_alike
 from memory.services.facts import fact_store, fact_update, source_present
@@ -225,11 +226,17 @@ def _numbers(text: str) -> set[str]:
     return set(re.findall(r"\d+", text))
 
 
-def rule_decide(value: str, candidates: list[Candidate]) -> tuple[str, Fact | None]:
-    """Without an LLM: merge only a near-identical text that also says the same numbers.
+def rule_decide(
+    value: str, candidates: list[Candidate], *, key: str | None = None
+) -> tuple[str, Fact | None]:
+    """Without an LLM: merge only a near-identical text that also says the same numbers
+    and, with ``key``, whose key does not name another one of the same thing.
 
     The local model gives "4512" vs "4513" or "7h40" vs "7h45" a cosine above
-    many true duplicates, so a changed number always means another fact here.
+    many true duplicates, so a changed number always means another fact here. A value
+    of a few words is embedded without its key (index_documents.fact_text): « Allergique
+    aux arachides » under « paul_allergie » and under « marie_allergie » score 1.0, and
+    only the keys tell the people apart (QA: Paul's allergy was stored nowhere).
     """
     from memory.stores.embedders import get_embedder
 
@@ -237,9 +244,29 @@ def rule_decide(value: str, candidates: list[Candidate]) -> tuple[str, Fact | No
     for candidate in candidates:
         if candidate.score < threshold:
             break
+        if key is not None and _keys_name_others(key, candidate.fact.key, value):
+            continue
         if _numbers(candidate.fact.value) == _numbers(value):
             return UPDATE, candidate.fact
     return ADD, None
+
+
+def _keys_name_others(key: str, other: str, value: str) -> bool:
+    """Whether two keys name the same kind of thing of different ones: they share a word
+    and differ by words the value does not say (« marie_allergie », « paul_allergie »;
+    « allergie », « marie_allergie »). Keys of no word in common are two names of one fact
+    (« injury », « mickael_shoulder » for « Mickael s'est cassé l'épaule »); a qualifier
+    the value says is no other one. Nothing here can tell « city » and « user_city » apart
+    from two people's: they stay two facts, never one fact lost."""
+    words, others = _words(key), _words(other)
+    if not words & others:
+        return False
+    return not (words ^ others) <= _words(value)
+
+
+def _words(text: str) -> frozenset[str]:
+    """The words of a key or a value as the key fold has them (case, accents dropped)."""
+    return frozenset(fact_key_folded(text).split("_"))
 
 
 def fact_remember(
@@ -341,9 +368,9 @@ def fact_remember(
                 decided_by = "llm"
             except MemoryServiceError as exc:
                 logger.warning("dedup LLM decision failed (%s): falling back to the rule", exc)
-                action, target = rule_decide(value, candidates)
+                action, target = rule_decide(value, candidates, key=key)
         else:
-            action, target = rule_decide(value, candidates)
+            action, target = rule_decide(value, candidates, key=key)
 
     if action == ADD or target is None:
         fact, _ = fact_store(**store_kwargs)

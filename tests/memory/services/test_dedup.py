@@ -111,6 +111,33 @@ def test_with_the_vector_store_held_elsewhere_a_restatement_still_merges(world, 
     assert [c.fact.key for c in result.candidates] == ["injury"]
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "value"),
+    [
+        ("marie_allergie", "paul_allergie", "Allergique aux arachides"),
+        ("marie_employeur", "paul_employeur", "Travaille chez Google"),
+        ("allergie", "allergie_marie", "Allergique aux arachides"),
+    ],
+)
+def test_without_an_llm_the_same_words_about_another_person_are_not_merged(
+    world, first, second, value
+):
+    """QA: a value of a few words is embedded without its key, so the same words about
+    Marie and about Paul scored 1.0 and were merged: that Paul is allergic was stored
+    nowhere (« noop »). Only the keys tell them apart."""
+    _remember(first, value)
+    result = _remember(second, value)
+    assert result.action == "added"
+    assert sorted(Fact.objects.values_list("key", flat=True)) == sorted([first, second])
+
+
+def test_a_qualifier_the_value_says_is_the_same_fact(world):
+    first = _remember("ville", "Mickael habite à Lyon")
+    result = _remember("ville_mickael", "Mickael habite à Lyon")
+    assert result.action == "noop"
+    assert result.fact.pk == first.fact.pk
+
+
 def test_without_an_llm_a_changed_number_is_never_merged(world):
     _remember("gate_code", "Le code du portail est 4512")
     result = _remember("gate_code_new", "Le code du portail est 4513")
