@@ -42,7 +42,7 @@ _DELIMITERS = re.compile(
 class FactCandidate:
     key: str
     value: str
-    memory_type: str
+    memory_type: str | None  # None: not stated (a new fact is a « fact », a stored one keeps its)
     importance: float | None
     subjects: tuple[str, ...]
     ttl: str | None
@@ -73,8 +73,8 @@ def candidate_from(item: object) -> FactCandidate | None:
     if not key or not value or len(value) > MAX_VALUE_CHARS:
         log_dropped_fact("empty or too long key/value", item)
         return None
-    memory_type = item.get("type", MemoryType.FACT)
-    if memory_type not in MemoryType.values:
+    memory_type = item.get("type")
+    if memory_type is not None and memory_type not in MemoryType.values:
         log_dropped_fact("unknown type", item)
         return None
     importance = item.get("importance")

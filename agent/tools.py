@@ -186,7 +186,11 @@ TOOLS: dict[str, Tool] = {
                         ),
                     },
                     "value": {"type": "string", "minLength": 1, "maxLength": MAX_VALUE_CHARS},
-                    "type": {"type": "string", "enum": list(MemoryType.values), "default": "fact"},
+                    "type": {
+                        "type": "string",
+                        "enum": list(MemoryType.values),
+                        "description": "Absent : fact pour un nouveau fait, inchangé sinon.",
+                    },
                     "importance": {"type": "number", "minimum": 0, "maximum": 1},
                     "subjects": {
                         "type": "array",

@@ -120,7 +120,7 @@ def store_fact_run(tool_input: dict, context: ToolContext) -> dict:
     result = fact_remember(
         key=tool_input["key"],
         value=tool_input["value"],
-        memory_type=tool_input.get("type", MemoryType.FACT),
+        memory_type=tool_input.get("type"),  # unstated: a stored fact keeps its type (QA)
         importance=tool_input.get("importance"),
         subjects=tool_input.get("subjects") or [],
         ttl=tool_input.get("ttl") or None,
