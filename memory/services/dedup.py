@@ -375,9 +375,20 @@ def fact_remember(
     if action == ADD or target is None:
         fact, _ = fact_store(**store_kwargs)
         return RememberResult(fact, "added", candidates, decided_by)
-    if action == NOOP:
-        return RememberResult(target, "noop", candidates, decided_by)
     now = Fact.all_objects.filter(pk=target.pk).first() if decided_by == "llm" else None
+    if action == NOOP:
+        if (
+            now is not None
+            and not now.forgotten
+            and now.forgetting_id is None
+            and now.value != target.value
+        ):
+            # « Already known » was said of the value the LLM saw; it changed while the LLM
+            # decided (the owner corrected it: QA), and the statement is known nowhere.
+            logger.info("dedup: %s changed while deciding; %s stored apart", now.key, key)
+            fact, _ = fact_store(**store_kwargs)
+            return RememberResult(fact, "added", candidates, decided_by)
+        return RememberResult(target, "noop", candidates, decided_by)
     if (
         now is not None
         and not now.forgotten  # forgotten while deciding: not merged, nor kept (below)

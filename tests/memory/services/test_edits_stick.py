@@ -215,6 +215,36 @@ def test_a_dedup_merge_keeps_an_owner_edit_made_while_the_llm_decided(
     assert (fact.importance, fact.subjects) == (0.9, ["sante", "ski"])
 
 
+def test_a_noop_decided_while_the_owner_rewrote_the_target_keeps_the_statement(
+    vector_store, local_embedder, fake_anthropic, monkeypatch
+):
+    """QA: « already known » was said of the value the LLM saw; the owner corrected it
+    meanwhile (the ankle, not the shoulder), and the statement was known nowhere."""
+    import agent.client
+
+    target, _ = fact_store(
+        key="shoulder", value="Mickael s'est cassé l'épaule en ski", actor=Actor.AGENT
+    )
+    index_row(KIND_FACT, target.pk)
+    real = agent.client.llm_json
+
+    def slow_llm_json(**kwargs):
+        fact_update(
+            fact=Fact.objects.get(pk=target.pk),
+            actor=Actor.USER,
+            value="Mickael s'est foulé la cheville en ski",
+        )
+        return real(**kwargs)
+
+    monkeypatch.setattr(agent.client, "llm_json", slow_llm_json)
+    fake_anthropic.script(text_message(f'{{"action": "NOOP", "id": {target.pk}}}'))
+    statement = "Mickael s'est cassé l'épaule au ski"
+    result = fact_remember(key="mickael_epaule", value=statement)
+    values = set(Fact.objects.values_list("value", flat=True))
+    assert values == {"Mickael s'est foulé la cheville en ski", statement}, result.action
+    assert result.action == "added"
+
+
 def test_after_an_embedder_change_extracted_facts_are_kept_in_t1(vector_store, local_embedder):
     from memory.stores.vectors import KNOWLEDGE, VectorPoint
 
