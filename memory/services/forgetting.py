@@ -209,6 +209,7 @@ def forgetting_take(
         message_texts=Message.all_objects.filter(
             pk__in=chosen.message_ids, role=MessageRole.USER
         ).values_list("content", flat=True),
+        old_values=_old_values(chosen.revisions),
     )
     if points:  # (an erasure purges at once: its purge removes them)
         # At once when Qdrant answers; the rows stay, so the indexing machine (their
@@ -216,6 +217,20 @@ def forgetting_take(
         roots = list(chosen.exchanges)
         transaction.on_commit(lambda: remove_points(roots, fact_ids, summary_ids))
     return forgetting
+
+
+def _old_values(lines) -> list[tuple[int, str]]:
+    """(fact id, value) of the history lines a forget takes from facts it leaves, but the
+    values those facts still hold (the forget left them in view)."""
+    current = dict(
+        Fact.all_objects.filter(pk__in={line.fact_id for line in lines}).values_list("id", "value")
+    )
+    return [
+        (line.fact_id, value)
+        for line in lines
+        for value in (line.old_value, line.new_value)
+        if value and value != current.get(line.fact_id)
+    ]
 
 
 def _revisions_add(facts: Iterable[Fact], *, actor: str, reason: str, note: str) -> None:

@@ -308,8 +308,8 @@ def select(topic: str, *, keep: Iterable[int] = ()) -> Selection:
 
 
 def history_about(terms: list[str], taken: list[int]) -> list[FactRevision]:
-    """The history lines of facts the forget leaves whose values hold every word of the
-    topic (an old value about it, edited away since): the word rule, the same as for a
+    """The history lines of facts the forget leaves whose values or note hold every word of
+    the topic (an old value about it, edited away since): the word rule, the same as for a
     log's message preview. The facts it takes keep their whole history with them; a
     fact it leaves though its value still holds every word (the LLM judged it about
     something else, or the owner kept it) keeps its history too: the lines show
@@ -326,6 +326,8 @@ def history_about(terms: list[str], taken: list[int]) -> list[FactRevision]:
         if not contains_all(line.fact.value, terms)
         and any(
             contains_all(text, terms)
-            for text in (line.old_value, line.new_value, str(line.changes))
+            # The note too: the reason the agent gave for a delete, a key dedup proposed
+            # (QA: « déménage à Zanzibar » stayed in a fact's history after the forget).
+            for text in (line.old_value, line.new_value, str(line.changes), line.note)
         )
     ]

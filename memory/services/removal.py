@@ -199,19 +199,36 @@ def _collections_rewrite(*, messages: bool, knowledge: bool) -> None:
         store.rewrite(name)
 
 
-def redact_copies(*, items: set[str], terms: list[str] = (), message_texts: Iterable[str] = ()):
+# A logged memory shows a fact by the start of its value: this much of an old value names it.
+OLD_VALUE_PROBE_CHARS = 60
+
+
+def redact_copies(
+    *,
+    items: set[str],
+    terms: list[str] = (),
+    message_texts: Iterable[str] = (),
+    old_values: Iterable[tuple[int, str]] = (),
+):
     """The copies a forget cannot delete keep no forgotten text: the retrieval logs (their
-    memories and message previews) and the extraction jobs not done yet."""
+    memories and message previews), the extraction jobs not done yet and the admin's
+    history of actions. ``old_values``: (fact id, value) of the history lines a forget
+    took from a fact it leaves; a copy showing that fact by such a value goes too (QA: an
+    old value about the topic stayed in the log and on the admin's index)."""
+    old_values = [(f"fact:{pk}", value) for pk, value in old_values if value and value.strip()]
     _redact_logs(
-        items=items, rule=PreviewRule.of(terms=[terms] if terms else [], texts=message_texts)
+        items=items,
+        rule=PreviewRule.of(terms=[terms] if terms else [], texts=message_texts),
+        old_values=old_values,
     )
     _redact_jobs(items=items, terms=terms)
-    _redact_admin_log(items)
+    _redact_admin_log(items, old_values)
 
 
-def _redact_admin_log(items: set[str]) -> None:
+def _redact_admin_log(items: set[str], old_values: list[tuple[str, str]] = ()) -> None:
     """The admin's history of actions names each row it changed by its text (a fact's
-    "key = value", a message's start): those lines no longer name a row a forget took."""
+    "key = value", a message's start): those lines no longer name a row a forget took,
+    nor a fact by a value it took from its history."""
     from django.contrib.admin.models import LogEntry
     from django.contrib.contenttypes.models import ContentType
     from django.db.models import Q
@@ -224,11 +241,23 @@ def _redact_admin_log(items: set[str]) -> None:
         kind, _, raw = item.partition(":")
         if kind in ids:
             ids[kind].append(raw)
+    types = {
+        kind: list(
+            ContentType.objects.get_for_models(*models[kind], for_concrete_models=False).values()
+        )
+        for kind, pks in ids.items()
+        if pks or (kind == "fact" and old_values)
+    }
     lines = Q()
     for kind, pks in ids.items():
         if pks:
-            types = ContentType.objects.get_for_models(*models[kind], for_concrete_models=False)
-            lines |= Q(content_type__in=list(types.values()), object_id__in=pks)
+            lines |= Q(content_type__in=types[kind], object_id__in=pks)
+    for item, value in old_values:  # Fact.__str__: "key = " and the value's first 60
+        lines |= Q(
+            content_type__in=types["fact"],
+            object_id=item.partition(":")[2],
+            object_repr__endswith=f" = {value[:60]}",
+        )
     if lines:
         LogEntry.objects.filter(lines).exclude(object_repr=REDACTED).update(object_repr=REDACTED)
 
@@ -276,24 +305,31 @@ _TAKEN_TEXTS = CompiledRead(
 )
 
 
-def _redact_logs(*, items: set[str], rule: PreviewRule) -> None:
+def _redact_logs(
+    *, items: set[str], rule: PreviewRule, old_values: list[tuple[str, str]] = ()
+) -> None:
     from django.db.models import Q, TextField
     from django.db.models.functions import Cast
 
+    probes = [(item, " ".join(value.split())[:OLD_VALUE_PROBE_CHARS]) for item, value in old_values]
     rows = MemoryRetrieval.objects.all()
     if not rule:
-        if not items:
+        named_items = items | {item for item, _ in probes}
+        if not named_items:
             return
         # Only the rows naming one of the items (their JSON holds its quoted id): a single
         # fact's forget does not read every log row in Python.
         named = Q()
-        for item in items:
+        for item in named_items:
             named |= Q(memories_text__contains=f'"{item}"')
         rows = rows.annotate(memories_text=Cast("memories", TextField())).filter(named)
     for row in rows.iterator():
         changed = False
         for memory in row.memories:
-            if memory.get("id") in items and memory.get("text") != REDACTED:
+            text, item = memory.get("text") or "", memory.get("id")
+            if text == REDACTED:
+                continue
+            if item in items or any(item == i and probe in text for i, probe in probes):
                 memory["text"] = REDACTED
                 changed = True
         if rule.hits(row.message_preview):

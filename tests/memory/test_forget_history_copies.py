@@ -1,0 +1,113 @@
+"""A topic forget that leaves a fact and takes lines of its history leaves no copy of those
+lines' words: not in the line's note, not in the retrieval log, not in the admin's history
+of actions (QA: each kept the topic after the forget and its purge)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from html import unescape
+
+import pytest
+from django.contrib.admin.models import LogEntry
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from agent.tools import ToolContext, tool_run
+from memory.models import Actor, Fact, FactRevision, MemoryRetrieval
+from memory.services.facts import fact_restore, fact_store, fact_update
+from memory.services.forgetting import forgettings_purge, topic_forget
+from memory.services.portability import export_lines
+from memory.services.retrieval import auto_retrieve
+from tests.memory.test_admin import _fact_form
+from tests.memory.world import exchange_save, index_everything
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "Zanzibar"
+TRIP = f"Voyage à {SECRET} en août avec Sophie"
+NEW_TRIP = "Voyage à Lisbonne en août avec Sophie"
+
+
+@pytest.fixture
+def agent_api(django_user_model):
+    user = django_user_model.objects.create_user(username="agent", password=None)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def _forget_then_purge(topic: str) -> dict:
+    """Forget ``topic``, then purge it as its retention's end would."""
+    result = topic_forget(topic=topic, actor=Actor.USER)
+    forgettings_purge(now=timezone.now() + timedelta(days=365))
+    return dict(result.counts)
+
+
+def test_a_topic_forget_takes_the_delete_reason_that_names_it(staff_client, agent_api):
+    kine = fact_store(key="kine", value="Le kiné s'appelle Hélène, cabinet rue Victor Hugo.")[0]
+    fact_store(key="velo", value="Le vélo de route est au garage.")
+    # The agent relays the owner: « oublie le kiné, je déménage à Zanzibar en août ».
+    outcome = tool_run(
+        name="memory__delete_fact",
+        tool_input={"key": "kine", "reason": f"Mickael déménage à {SECRET} en août"},
+        context=ToolContext(channel="mission_control"),
+    )
+    assert json.loads(outcome.content)["deleted"] is True
+    fact_restore(fact=kine, actor=Actor.USER)  # the owner keeps the kiné after all
+
+    topic_forget(topic=SECRET, actor=Actor.USER)
+
+    seen = {
+        "revisions (agent)": agent_api.get("/api/memory/facts/kine/revisions").content.decode(),
+        "revisions (owner)": staff_client.get("/api/memory/facts/kine/revisions").content.decode(),
+        "export": "".join(export_lines()),
+        "/memory history": staff_client.get("/memory/facts/kine/history/").content.decode(),
+    }
+    leaks = [path for path, text in seen.items() if SECRET in text]
+    assert leaks == [], f"the forgotten topic is still read through {leaks}"
+
+
+def test_a_forgotten_old_value_leaves_the_admin_history(staff_client):
+    fact, _ = fact_store(key="voyage_ete", value="Voyage en août avec Sophie")
+    url = reverse("admin:memory_fact_change", args=[fact.pk])
+    for value in (TRIP, NEW_TRIP):  # a browser follows the redirect (its message shown)
+        form = _fact_form(Fact.objects.get(pk=fact.pk), value=value)
+        assert staff_client.post(url, form, follow=True).status_code == 200
+
+    counts = _forget_then_purge(f"le voyage à {SECRET}")
+
+    assert counts["history"] >= 1 and counts["facts"] == 0
+    assert not FactRevision.all_objects.filter(new_value__contains=SECRET).exists()
+    seen = {
+        "admin index": unescape(staff_client.get(reverse("admin:index")).content.decode()),
+        "django_admin_log": " ".join(LogEntry.objects.values_list("object_repr", flat=True)),
+    }
+    leaks = [name for name, text in seen.items() if SECRET in text]
+    assert leaks == [], f"the forgotten old value is still named on {leaks}"
+    # The line naming the fact by the value it still holds stays as it was.
+    assert LogEntry.objects.filter(object_repr=f"voyage_ete = {NEW_TRIP}").exists()
+
+
+def test_a_forgotten_old_value_leaves_the_retrieval_log(
+    vector_store, local_embedder, settings, tmp_path, staff_client
+):
+    settings.OBSIDIAN_API_URL = ""
+    settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
+    (tmp_path / "vault").mkdir()
+    fact, _ = fact_store(key="voyage_ete", value=TRIP)
+    fact_store(key="velo", value="Le vélo de route est au garage")
+    exchange_save("whatsapp", "Le vélo est au garage pour le dérailleur", "D'accord.")
+    index_everything()
+    auto_retrieve(message="Quand part le voyage en août avec Sophie ?", channel="whatsapp")
+    assert SECRET in str(list(MemoryRetrieval.objects.values_list("memories", flat=True)))
+
+    fact_update(fact=fact, actor="user", value=NEW_TRIP)
+    index_everything()
+    counts = _forget_then_purge(f"le voyage à {SECRET}")
+
+    assert counts["history"] >= 1 and counts["facts"] == 0
+    log = staff_client.get("/api/memory/retrievals").content.decode()
+    assert SECRET not in log, "the owner's log still shows the forgotten old value"
