@@ -231,6 +231,12 @@ def candidates_gather(
     for fact in outside_fts.only("id", "key", "value").iterator():
         if _shares_a_word(f"{fact.key.replace('_', ' ')} {fact.value}", terms):
             ids.add(f"fact:{fact.id}")
+    # facts_fts holds a fact's key and value, not its subjects: a fact about the topic by
+    # its subjects alone (« Zanzibar » on a hotel booking) was no candidate (QA).
+    tagged = Fact.all_objects.filter(forgetting__isnull=True).exclude(subjects=[])
+    for pk, subjects in tagged.values_list("id", "subjects").iterator():
+        if _shares_a_word(" ".join(subjects or []), terms):
+            ids.add(f"fact:{pk}")
     by_kind: dict[str, set[int]] = {"message": set(), "fact": set(), "summary": set()}
     for item in ids:
         kind, _, raw = item.partition(":")

@@ -1,6 +1,7 @@
 """A topic forget that leaves a fact and takes lines of its history leaves no copy of those
 lines' words: not in the line's note, not in the retrieval log, not in the admin's history
-of actions (QA: each kept the topic after the forget and its purge)."""
+of actions (QA: each kept the topic after the forget and its purge); and a fact about the
+topic by its subjects alone is taken whole, not just its history."""
 
 from __future__ import annotations
 
@@ -111,3 +112,35 @@ def test_a_forgotten_old_value_leaves_the_retrieval_log(
     assert counts["history"] >= 1 and counts["facts"] == 0
     log = staff_client.get("/api/memory/retrievals").content.decode()
     assert SECRET not in log, "the owner's log still shows the forgotten old value"
+
+
+def test_a_fact_about_the_topic_by_its_subjects_is_forgotten(
+    vector_store, local_embedder, agent_api
+):
+    """QA: facts_fts holds key and value: a fact about the topic by its subjects alone was
+    no candidate; the forget took its creation line (its changes hold the subjects) and
+    left the fact, subjects included, on every read path."""
+    fact_store(
+        key="hotel",
+        value="Réserver l'hôtel pour le 3 août, chambre double.",
+        subjects=[SECRET, "vacances"],
+    )
+    fact_store(key="velo", value="Le vélo de route est au garage.")
+    exchange_save("whatsapp", "Le vélo est au garage pour le dérailleur", "D'accord.")
+    index_everything()
+
+    result = topic_forget(topic=SECRET, actor=Actor.USER)
+    index_everything()
+
+    seen = {
+        "facts api": agent_api.get("/api/memory/facts").content.decode(),
+        "search by subject": agent_api.get(
+            "/api/memory/search",
+            {"q": "réserver l'hôtel en août", "mode": "semantic", "subjects": SECRET.lower()},
+        ).content.decode(),
+        "export": "".join(export_lines()),
+    }
+    leaks = [path for path, text in seen.items() if SECRET.lower() in text.lower()]
+    assert leaks == [], (
+        f"the forget took {result.counts} and left the fact naming the topic on {leaks}"
+    )
