@@ -157,6 +157,16 @@ def fact_store(
             alike = live_look_alike(key, kind=kind)
             if alike is not None:
                 existing = Fact.all_objects.select_for_update().filter(key=alike, kind=kind).first()
+    elif existing is not None and existing.forgotten:
+        # Forgotten by the agent or by its expiry: brought back, it would stand beside a live
+        # fact whose key looks like it, both in the prompt (QA: the owner's « Statut »
+        # written once the agent's « statut » expired). The agent's statement lands on that
+        # live fact; the owner's is refused as a new look-alike key is.
+        alike = live_look_alike(key, but=existing.pk, kind=kind)
+        if alike is not None and actor == Actor.AGENT:
+            existing = Fact.all_objects.select_for_update().filter(key=alike, kind=kind).first()
+        elif alike is not None:
+            key_look_alike_refuse(key, but=existing.pk)
     if existing is not None and existing.kind != kind:
         raise MemoryServiceError(KEY_OF_OTHER_KIND_MESSAGE.format(key=key))
     if existing is None and actor != Actor.AGENT:

@@ -349,3 +349,42 @@ def test_restored_beside_a_newer_look_alike_it_waits_under_a_key_of_its_own():
     assert Fact.all_objects.get(pk=old.pk).key == restored.key
     live = Fact.objects.values_list("key", flat=True)
     assert sorted(live) == sorted(["Sport", restored.key])
+
+
+def _live() -> list[tuple[str, str]]:
+    return sorted(Fact.objects.filter(forgotten=False).values_list("key", "value"))
+
+
+def test_an_expired_fact_of_the_agents_is_not_revived_beside_the_owners_look_alike():
+    """QA: a fact the agent or its expiry forgot was brought back under its own key beside
+    the owner's live look-alike (only an owner's or a topic forget looked for it): two
+    live look-alikes, conflicting, both in the prompt."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.services.dedup import fact_remember
+    from memory.services.expiry import expired_purge
+
+    fact_store(key="statut", value="en vacances", ttl="1h", actor=Actor.AGENT)
+    expired_purge(now=timezone.now() + timedelta(hours=2))
+    fact_store(key="Statut", value="au bureau", actor=Actor.USER)  # nothing live held it
+
+    fact_remember(key="statut", value="en congé maladie", actor=Actor.AGENT)
+
+    assert _live() == [("Statut", "au bureau")]
+    with pytest.raises(FactKeyLookAlike):  # the owner's own restatement: a look-alike key
+        fact_store(key="statut", value="en déplacement", actor=Actor.USER)
+    assert _live() == [("Statut", "au bureau")]
+
+
+def test_a_fact_the_agent_forgot_is_not_revived_beside_the_owners_look_alike():
+    from memory.services.dedup import fact_remember
+
+    fact, _ = fact_store(key="User_Job", value="boulanger", actor=Actor.AGENT)
+    fact_forget(fact=fact, actor=Actor.AGENT)
+    fact_store(key="user-job", value="pâtissier", actor=Actor.USER)
+
+    fact_remember(key="user job", value="cuisinier", actor=Actor.AGENT)
+
+    assert _live() == [("user-job", "pâtissier")]
