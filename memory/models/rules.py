@@ -190,11 +190,19 @@ _KEY_SEPARATORS_BEFORE = re.compile(r"[\W_]+")
 def fact_key_folded(value: str) -> str:
     """What keys that look alike share, for the agent's statements: letter case and accents
     (« École_x », « ecole_x », « ÉCOLE_X »), letters' width (« ＵＳＥＲ » is « user »: NFKC),
-    and the separators between words (« user job », « user-job », « user__job »); symbols
+    ligatures (« sœur » is « soeur », as the text fold has them), and the separators between
+    words (« user job », « user-job », « user__job »); symbols
     and the marks of _KEY_MARKS_KEPT say something (« niveau_c++ » is not « niveau_c# »,
     « 🎂 » not « 💊 »: QA), and a key of separators alone folds to itself. The extraction's
     key rule (agent.extraction.normalize_key: fact_key_extracted) folds alike. The database
     has it as makilab_key_folded(key) (memory.db.backend)."""
+    letters = _letters_folded(value).translate(_LIGATURES_WRITTEN_OUT)
+    return _key_words(letters) or letters
+
+
+def fact_key_folded_with_ligatures(value: str) -> str:
+    """fact_key_folded as it was before ligatures were written out (« sœur » was not
+    « soeur »: QA): the marks an erasure left then."""
     letters = _letters_folded(value)
     return _key_words(letters) or letters
 

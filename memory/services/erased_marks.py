@@ -25,6 +25,7 @@ from memory.models.rules import (
     fact_key_composed,
     fact_key_folded,
     fact_key_folded_before,
+    fact_key_folded_with_ligatures,
     text_folded,
 )
 from memory.selectors import message_written_at
@@ -66,6 +67,9 @@ def _keys_folded(key: str, *, before: bool) -> set[tuple[str, str]]:
     marks an erasure left then (not a key the older fold emptied: every key of symbols
     alone shared it)."""
     folded = {(FOLD_SINCE_SYMBOLS, fact_key_folded(key))}
+    if before:
+        # A key's ligatures were kept before they were written out: its marks then.
+        folded.add((FOLD_SINCE_SYMBOLS, fact_key_folded_with_ligatures(key)))
     if before and (older := fact_key_folded_before(key)):
         folded.add(("", older))
     return folded

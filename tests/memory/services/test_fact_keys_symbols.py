@@ -66,6 +66,9 @@ def test_the_owners_new_key_of_symbols_is_not_a_look_alike_of_another(owner_api)
         ("ＵＳＥＲ＿ＪＯＢ", "user_job"),
         ("École.x", "ecole_x"),
         ("Niveau C++", "niveau_c++"),
+        ("prenom_soeur", "prénom_sœur"),  # QA: ligatures as the text fold has them
+        ("Coeur De Metier", "cœur_de_métier"),
+        ("CURRICULUM_VITAE", "curriculum_vitæ"),
     ],
 )
 def test_case_accents_width_and_separators_still_fold(typed, stored):
@@ -108,3 +111,35 @@ def test_an_erasure_today_is_read_with_todays_fold_only():
 
     assert fact_erased_since(key="niveau_c", value="autre", moment=before)
     assert not fact_erased_since(key="niveau_c++", value="Marie est experte en C++", moment=before)
+
+
+def test_the_owners_written_out_key_beside_a_ligature_key_is_refused():
+    """QA: « coeur_de_metier » was taken beside « cœur_de_métier », both in the prompt."""
+    from memory.exceptions import FactKeyLookAlike
+    from memory.services.facts import fact_store
+
+    fact_store(key="cœur_de_métier", value="La menuiserie", actor=Actor.USER)
+    with pytest.raises(FactKeyLookAlike):
+        fact_store(key="coeur_de_metier", value="La charpente", actor=Actor.USER)
+
+
+def test_the_agents_written_out_key_lands_on_the_owners_ligature_key():
+    from memory.services.dedup import fact_remember
+    from memory.services.facts import fact_store
+
+    fact_store(key="prénom_sœur", value="Marie", actor=Actor.USER)
+    result = fact_remember(key="prenom_soeur", value="Julie", actor=Actor.AGENT)
+    assert list(Fact.objects.values_list("key", "value")) == [("prénom_sœur", "Marie")]
+    assert result.fact.key == "prénom_sœur"
+
+
+def test_a_mark_left_before_ligatures_were_written_out_still_recognises_the_key():
+    """An erasure made before this fold left « prenom_sœur »'s mark: the agent restating
+    the key, from a message written before the erasure, is still recognised."""
+    from memory.services.erased_marks import _mark
+
+    moment = Fact.objects.create(key="x", value="y").created_at
+    ErasedMark.objects.create(
+        digest=_mark("fact-key-folded/symbols", "prenom_sœur"), erased_at=moment
+    )
+    assert fact_erased_since(key="Prénom_Sœur", value="autre texte", moment=None)
