@@ -35,6 +35,7 @@ from agent.tools_memory import (
     store_fact_run,
 )
 from agent.tools_self import SELF_TOOLS
+from memory.api.forgetting import FORGET_ID_FORM, FORGET_ID_MAX_CHARS, FORGET_ID_PATTERN
 from memory.exceptions import MemoryServiceError
 from memory.models import MemoryType
 
@@ -45,8 +46,6 @@ MAX_VALUE_CHARS = 1000
 MAX_SUBJECTS = 10
 KEY_PATTERN = r"^[a-z0-9][a-z0-9_]{0,99}$"
 EXCERPT_CHARS = 300
-# A forget's confirmed preview: memory.api.forgetting.ForgetInputSerializer's ids.
-FORGET_ID_PATTERN = r"^(message|fact|summary|revision):\d+$"
 MAX_FORGET_IDS = 2000
 
 UNKNOWN_TOOL_MESSAGE = "Outil inconnu : {name}."
@@ -154,8 +153,8 @@ TOOLS: dict[str, Tool] = {
                         "items": {
                             "type": "string",
                             "pattern": FORGET_ID_PATTERN,
-                            "maxLength": 40,
-                            "description": "un id de l'aperçu, ex. message:12 ou fact:3",
+                            "maxLength": FORGET_ID_MAX_CHARS,
+                            "description": FORGET_ID_FORM,
                         },
                         "maxItems": MAX_FORGET_IDS,
                         "description": (

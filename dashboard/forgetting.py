@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.auth import staff_required
 from dashboard.sections import isolated_in, section, with_facts_count, with_facts_reloaded
+from dashboard.templatetags.dashboard_labels import forget_counts
 from memory.exceptions import FactNotFound, MemoryServiceError
 from memory.models import Actor, Forgetting
 from memory.selectors import fact_get
@@ -29,7 +30,6 @@ from memory.services.forgetting import (
     topic_forget,
     topic_forget_preview,
 )
-from memory.services.forgetting_plan import facts_total_text
 
 PARTIAL = "dashboard/memory/_forget.html"
 RECENT_MAX = 10
@@ -98,10 +98,8 @@ def forget_confirm(request: HttpRequest) -> HttpResponse:
     if result.forgetting_id is None:
         message = "Rien à oublier sur ce sujet."
     else:
-        c = result.counts
         message = (
-            f"Oublié : {c['exchanges']} échange(s), {facts_total_text(c['facts'])}, "
-            f"{c['summaries']} résumé(s). Annulable jusqu'au "
+            f"Oublié : {forget_counts(result.counts)}. Annulable jusqu'au "
             f"{timezone.localtime(result.purge_after):%d/%m/%Y}."
         )
     if result.ids_not_taken:  # a preview gone stale meanwhile: said, not dropped silently

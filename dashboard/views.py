@@ -86,11 +86,15 @@ HIT_KIND_LABELS = {
 
 def _facts_context(request: HttpRequest, **overrides: Any) -> dict[str, Any]:
     filter_form = FactFilterForm(request.GET)
-    query, show_forgotten = "", False
     if filter_form.is_valid():
-        query = filter_form.cleaned_data["filter"]
-        show_forgotten = filter_form.cleaned_data["forgotten"]
-    facts = fact_list(search=query, include_forgotten=show_forgotten, include_expired=True)
+        facts = fact_list(
+            search=filter_form.cleaned_data["filter"],
+            include_forgotten=filter_form.cleaned_data["forgotten"],
+            include_expired=True,
+        )
+    else:
+        # The list shows the filter's error, not every fact as if all matched (QA).
+        facts = Fact.objects.none()
     total = facts.count()
     context = {
         "facts": list(facts[:FACTS_SHOWN_MAX]),
@@ -199,7 +203,9 @@ def facts_section(request: HtmxHttpRequest) -> HttpResponse:
     """GET: the facts, filtered. POST: add a fact (or update the one with that key)."""
     partial = "dashboard/memory/_facts.html"
     if request.method == "GET":
-        return section(request, partial, _facts_context)
+        # A filter the form refuses (over 500 characters, a NUL) is a form error: 422.
+        status = UNPROCESSABLE if not FactFilterForm(request.GET).is_valid() else 200
+        return section(request, partial, _facts_context, status=status)
     if request.method != "POST":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     form = FactAddForm(request.POST)

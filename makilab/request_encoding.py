@@ -1,5 +1,6 @@
-"""A form body or a query string that is not text in its charset, or a form body over
-the size limit, is a French 400.
+"""A form body or a query string that is not text in its charset, a form body over
+the size limit, or either with more fields than DATA_UPLOAD_MAX_NUMBER_FIELDS, is a
+French 400.
 
 Django decodes the percent-decoded bytes of a form body (application/x-www-form-
 urlencoded) and of the query string with replacement characters: "key=%ff%fe"
@@ -9,6 +10,10 @@ Content-Type names another): the API and /mcp get the API's JSON shape
 ({"message", "extra"}, as memory/api/parsers.py words its own encoding
 error), an htmx request a short fragment, a page templates/400.html.
 Multipart bodies (file uploads) are left to Django.
+
+Too many fields: Django raises TooManyFieldsSent wherever the query string or the body
+is first read (DRF's content negotiation, a form parser), which ends in its generic
+HTML 400 page and an ERROR traceback; checked here, every caller gets the French answer.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from collections.abc import Callable
 from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.template.loader import render_to_string
 from django.utils.html import format_html
 
@@ -31,6 +36,8 @@ FORM_TOO_LARGE_MESSAGE = (
     "Formulaire trop volumineux : {limit} octets au plus (MAKILAB_MAX_BODY_BYTES). "
     "Raccourcissez le texte."
 )
+QUERY_TOO_MANY_MESSAGE = "Adresse invalide : trop de paramètres ({limit} au plus)."
+FORM_TOO_MANY_MESSAGE = "Formulaire invalide : trop de champs ({limit} au plus)."
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
 
 
@@ -45,6 +52,20 @@ def urlencoded_is_text(raw: bytes, encoding: str) -> bool:
     except (UnicodeDecodeError, LookupError):
         return False
     return True
+
+
+def urlencoded_has_too_many_fields(raw: bytes, encoding: str) -> bool:
+    """Whether ``raw`` holds more fields than DATA_UPLOAD_MAX_NUMBER_FIELDS, counted
+    by Django's own parser (QueryDict), so the limit is the one Django enforces."""
+    try:
+        QueryDict(raw, encoding=encoding)
+    except TooManyFieldsSent:
+        return True
+    return False
+
+
+def _field_limit() -> str:
+    return french_number(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS)
 
 
 class RequestEncodingCheck:
@@ -68,6 +89,8 @@ class RequestEncodingCheck:
             query_bytes = query.encode("utf-8", "surrogateescape")
         if query_bytes and not urlencoded_is_text(query_bytes, encoding):
             return QUERY_BAD_ENCODING_MESSAGE.format(encoding=encoding)
+        if query_bytes and urlencoded_has_too_many_fields(query_bytes, encoding):
+            return QUERY_TOO_MANY_MESSAGE.format(limit=_field_limit())
         if request.content_type != FORM_CONTENT_TYPE:
             return None
         try:
@@ -81,6 +104,8 @@ class RequestEncodingCheck:
             return FORM_TOO_LARGE_MESSAGE.format(limit=limit)
         if body and not urlencoded_is_text(body, encoding):
             return FORM_BAD_ENCODING_MESSAGE.format(encoding=encoding)
+        if body and urlencoded_has_too_many_fields(body, encoding):
+            return FORM_TOO_MANY_MESSAGE.format(limit=_field_limit())
         return None
 
     @staticmethod

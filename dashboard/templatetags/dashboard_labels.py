@@ -83,9 +83,18 @@ def is_owner_fact(kind: object) -> bool:
 
 
 @register.filter
-def facts_count(count: object) -> str:
-    """A forget's count of Fact rows, in French: the owner's facts and the agent's items."""
-    return facts_total_text(int(count or 0))
+def forget_counts(counts: object) -> str:
+    """What a forget took (Forgetting.counts, ForgetResult.counts), in French: the owner's
+    facts and the agent's items together, and the lines of history when it took some."""
+    counts = counts if isinstance(counts, dict) else {}
+    text = (
+        f"{counts.get('exchanges') or 0} échange(s), "
+        f"{facts_total_text(int(counts.get('facts') or 0))}, "
+        f"{counts.get('summaries') or 0} résumé(s)"
+    )
+    if counts.get("history"):
+        text += f", {counts['history']} ligne(s) d'historique"
+    return text
 
 
 # A fact's fields as its history names them (QA: « expires_at : — → 2026-12-14T13:52…»).

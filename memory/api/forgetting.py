@@ -30,6 +30,12 @@ from memory.services.forgetting import (
 )
 
 TOPIC_MAX_CHARS = 200
+# The ids of a forget's preview (the dry run's ``ids``), which a confirmation sends back.
+FORGET_ID_PATTERN = r"^(message|fact|summary|revision):\d+$"
+FORGET_ID_MAX_CHARS = 40
+FORGET_ID_FORM = "un id de l'aperçu, ex. message:12 ou fact:3"
+# DRF's own « ne satisfait pas le motif imposé » does not say what an id looks like (QA).
+FORGET_ID_MESSAGE = f"Id invalide : attendu {FORGET_ID_FORM} (les « ids » du dry run)."
 FORGETTING_NOT_FOUND = {
     404: OpenApiResponse(ErrorSerializer, description="Aucun oubli avec ce numéro."),
 }
@@ -41,7 +47,11 @@ class ForgetInputSerializer(StrictInputSerializer):
         default=False, help_text="true : montrer ce qui serait oublié, sans rien changer."
     )
     ids = JsonListField(
-        child=StrictRegexField(r"^(message|fact|summary|revision):\d+$", max_length=40),
+        child=StrictRegexField(
+            FORGET_ID_PATTERN,
+            max_length=FORGET_ID_MAX_CHARS,
+            error_messages={"invalid": FORGET_ID_MESSAGE},
+        ),
         required=False,
         max_length=2000,
         help_text="Les ids de l'aperçu confirmé (``ids`` du dry run) : rien d'autre n'est pris.",

@@ -28,6 +28,14 @@ _SAID = [
     (r"argument (\S+): expected one argument", "option {0} : une valeur est attendue."),
     (r"the following arguments are required: (.*)", "arguments obligatoires manquants : {0}."),
     (r"unrecognized arguments: (.*)", "arguments inconnus : {0}."),
+    (
+        r"ambiguous option: (\S+) could match (.*)",
+        "option {0} ambiguë : elle peut désigner {1}. Écrivez-la en entier.",
+    ),
+    (
+        r"argument (\S+): ignored explicit argument '(.*)'",
+        "option {0} : elle ne prend pas de valeur (« {1} » donné).",
+    ),
     (r"argument (\S+): (.*)", "option {0} : {1}"),
 ]
 

@@ -16,10 +16,12 @@ clients send it, as well as ``Token <token>``.
 from __future__ import annotations
 
 import asyncio
+import io
 import threading
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework.authentication import TokenAuthentication
@@ -28,7 +30,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from makilab.exception_handlers import MCP_PATH, THROTTLED_MESSAGE, api_error
 from makilab.throttling import refused_caller_wait
 from memory.api.permissions import BearerTokenAuthentication, is_owner
-from memory.mcp.transport_errors import french_answer
+from memory.mcp.transport_errors import bad_id_refusal, french_answer
 
 TOKEN_REQUIRED_MESSAGE = (
     "Jeton d'API requis : en-tête « Authorization: Bearer <jeton> » (ou « Token <jeton> »). "
@@ -142,19 +144,29 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         response["Allow"] = "POST"
         return response
 
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        body = None  # unread: the transport refuses it (its 413, said in French below)
+    refusal = bad_id_refusal(body) if body is not None else None
+    if refusal is not None:
+        return HttpResponse(refusal, status=400, content_type="application/json")
+
     environ = {**request.environ, "SCRIPT_NAME": "", "PATH_INFO": MCP_PATH}
+    if body is not None:
+        environ["wsgi.input"] = io.BytesIO(body)  # Django read it: the transport reads a copy
     started: dict = {}
 
     def start_response(status: str, headers: list, exc_info=None):
         started["status"], started["headers"] = status, headers
 
     # JSON mode: one short body per POST, read whole before answering.
-    body = b"".join(_wsgi_bridge()(environ, start_response))
+    answer = b"".join(_wsgi_bridge()(environ, start_response))
     status = int(started["status"].split()[0])
-    french = french_answer(status, body, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+    french = french_answer(status, answer, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
     if french is not None:
         return HttpResponse(french, status=status, content_type="application/json")
-    response = HttpResponse(body, status=status)
+    response = HttpResponse(answer, status=status)
     for name, value in started["headers"]:
         if name.lower() not in _HOP_HEADERS:
             response[name] = value

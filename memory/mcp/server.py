@@ -9,7 +9,7 @@ wrong JSON type, an argument the tool does not declare (a typo, as the API's
 MCP tool error (``isError``) with a French message; an unexpected failure is
 logged and answered with a French message too, never with a traceback. What
 the SDK answers as a JSON-RPC error (malformed request parameters, an unknown
-resource, a resource that fails) carries a French message as well.
+resource or prompt, a resource that fails) carries a French message as well.
 
 Over stdio, a client that writes its requests and closes its input (a script)
 gets an answer to each of them before the server exits (memory.mcp.stdio_answers).
@@ -63,6 +63,7 @@ ARGUMENTS_NOT_AN_OBJECT_MESSAGE = (
     'Entrée invalide pour {tool} : les arguments doivent être un objet JSON ({{"nom": valeur, …}}).'
 )
 UNKNOWN_RESOURCE_MESSAGE = "Ressource inconnue : {uri}. Ressources disponibles : {known}."
+UNKNOWN_PROMPT_MESSAGE = "Prompt inconnu : {name}. Prompts disponibles : {known}."
 RESOURCE_FAILED_MESSAGE = (
     "La lecture de la ressource {uri} a échoué ; l'erreur est dans le journal du serveur."
 )
@@ -279,6 +280,15 @@ class MemoryMCPServer(MCPServer):
             known = ", ".join(str(resource.uri) for resource in await self.list_resources())
             message = UNKNOWN_RESOURCE_MESSAGE.format(uri=uri, known=known)
             raise ResourceNotFoundError(message) from exc
+
+    async def get_prompt(self, name: str, arguments=None, context=None):
+        # The SDK answers an unknown prompt in English with no JSON-RPC code (0), and logs a
+        # traceback: say it as an unknown resource is said.
+        if self._prompt_manager.get_prompt(name) is None:
+            known = ", ".join(prompt.name for prompt in await self.list_prompts()) or "aucun"
+            message = UNKNOWN_PROMPT_MESSAGE.format(name=name, known=known)
+            raise MCPError(code=INVALID_PARAMS, message=message, data="")
+        return await super().get_prompt(name, arguments, context)
 
 
 @contextmanager

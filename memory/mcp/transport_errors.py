@@ -3,7 +3,9 @@
 The transport answers a body that is not JSON, not a JSON-RPC message, a wrong
 Accept or Content-Type header and a body too large before any of our code runs,
 in English (pydantic's validation report and a link to its documentation among
-them), two of them as plain text. An unknown method is answered in English too. Over
+them), two of them as plain text. An unknown method is answered in English too, and a
+request whose id is of no JSON-RPC type is taken for a notification (``bad_id_refusal``
+answers it before the transport reads it). Over
 stdio a line that is no message got no answer at all (``stdio_refusal``).
 ``french_answer`` rewrites those answers: same status, same JSON-RPC error code
 and id, a French message. An answer to a request the transport could read (it
@@ -28,6 +30,10 @@ NOT_ACCEPTABLE_MESSAGE = (
 BAD_CONTENT_TYPE_MESSAGE = "Type de contenu invalide : envoyez « Content-Type: application/json »."
 TOO_LARGE_MESSAGE = "Corps de requête trop volumineux : {limit} octets au plus."
 UNKNOWN_METHOD_MESSAGE = "Méthode JSON-RPC inconnue : « {method} »."
+BAD_ID_MESSAGE = (
+    "Message JSON-RPC invalide : « id » doit être un texte ou un nombre entier "
+    "(sans « id », le message est une notification, sans réponse)."
+)
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 
@@ -59,6 +65,24 @@ def french_answer(status: int, body: bytes, *, limit: int) -> bytes | None:
     if code in (INVALID_REQUEST, INVALID_PARAMS):
         return _error(request_id, code, NOT_JSON_RPC_MESSAGE)
     return None
+
+
+def bad_id_refusal(body: bytes) -> bytes | None:
+    """The French -32600 for a message whose « id » is neither a string nor an integer
+    (MCP: never null), or None. The SDK reads such a message as a notification: a 202,
+    nothing run, and the client waits for an answer that never comes (QA)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # the transport's parse error
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    request_id = message["id"]
+    if isinstance(request_id, str) or (
+        isinstance(request_id, int) and not isinstance(request_id, bool)
+    ):
+        return None
+    return _error(None, INVALID_REQUEST, BAD_ID_MESSAGE)
 
 
 def _error(request_id, code: int, message: str) -> bytes:

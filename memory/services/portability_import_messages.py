@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from django.core.exceptions import ValidationError
 
 from memory.models import Message, Summary
-from memory.models.rules import french_number
+from memory.models.rules import channel_well_formed, french_number
 from memory.services.erased_marks import (
     MESSAGE_KEY,
     marks_known,
@@ -206,24 +206,36 @@ class MessageRecords:
         if not values["content"].strip():
             raise ImportLineError(line, f"champ « content » : {EMPTY_SUMMARY}")
         dates_check(line, values, past=("created_at", "period_start", "period_end"))
-        summary_repaired(values)
+        # Matched under the file's own channel too (this memory may hold it so), written
+        # repaired; the repair is reported only for a summary the import writes.
+        filed_channel = values["channel"]
+        repaired = summary_repaired(values)
+        if not channel_well_formed(values["channel"]):
+            raise ImportLineError(line, f"champ « channel » : {BAD_CHANNEL}")
+        copies = [values]
+        if filed_channel != values["channel"]:
+            copies.append({**values, "channel": filed_channel})
         # The summary of this channel and second here with this text, however retyped.
-        alike = said_alike("summary", values)
+        alike = {said_alike("summary", copy) for copy in copies}
         second = moment_to_the_second(values["created_at"])
         same_moment = Summary.all_objects.filter(
-            channel=values["channel"],
+            channel__in={copy["channel"] for copy in copies},
             created_at__gte=second,
             created_at__lt=second + timedelta(seconds=1),
         ).values("channel", "created_at", "content", "forgetting_id")
-        held = [row["forgetting_id"] for row in same_moment if said_alike("summary", row) == alike]
+        held = [row["forgetting_id"] for row in same_moment if said_alike("summary", row) in alike]
         if held:
             self._kept("summary", None not in held, values["created_at"])
             return
-        if self._was_erased(summary_mark(values), *said_alike_marks("summary", values)):
+        marks = [
+            m for copy in copies for m in (summary_mark(copy), *said_alike_marks("summary", copy))
+        ]
+        if self._was_erased(*marks):
             self._kept("summary", True, values["created_at"], present=False, erased=True)
             return
         summary = Summary(**values)
         model_check(line, summary, exclude=["forgetting"])
+        self.report.conflicts.extend(repaired)
         summary.save(force_insert=True)
         self.new[KIND_SUMMARY].append(summary.id)
         self.report.count(self.report.created, "summary")

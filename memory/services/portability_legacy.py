@@ -1,6 +1,6 @@
 """What a memory could hold before today's rules, made to fit them as an import reads it.
 
-The writers now refuse a fact's channel no message could have, a value or a subject of
+The writers now refuse a fact's or a summary's channel no message could have, a value or a subject of
 characters nobody sees, and the compaction dated a summary from its first message by id
 to its last (a message recorded late ended its period before it started). A memory that
 stored one still holds it, and its export, this memory's own history, must import (into
@@ -17,6 +17,7 @@ from memory.services.fact_ownership import normalize_subjects
 
 CHANNEL_REWRITTEN = "fait « {key} » : le canal « {old} » devient « {new} »."
 CHANNEL_REMOVED = "fait « {key} » : le canal « {old} » est retiré (le fait vaut pour tous)."
+SUMMARY_CHANNEL_REWRITTEN = "résumé du {date} : le canal « {old} » devient « {new} »."
 VALUE_REWRITTEN = (
     "fait « {key} » : sa valeur n'avait que des caractères invisibles, elle les nomme : « {new} »."
 )
@@ -54,9 +55,20 @@ def fact_repaired(values: dict) -> list[str]:
     return said
 
 
-def summary_repaired(values: dict) -> None:
-    """A summary's period given from its later end to its earlier one (the compaction dated
-    it by its messages' ids) is the period between the two."""
+def summary_repaired(values: dict) -> list[str]:
+    """Fit a summary line's ``values`` to today's rules, in place; the report's lines for
+    what the owner would see changed. Its channel is repaired as a fact's is; one with
+    nothing left is kept as it is, for the import to refuse (a summary is a channel's).
+    A period given from its later end to its earlier one (the compaction dated it by its
+    messages' ids) is the period between the two."""
+    said = []
+    channel = values["channel"]
+    new = channel if channel_well_formed(channel) else channel_repaired(channel)
+    if new and new != channel:
+        values["channel"] = new
+        date = values["created_at"].isoformat(timespec="seconds")
+        said.append(SUMMARY_CHANNEL_REWRITTEN.format(date=date, old=channel, new=new))
     start, end = values.get("period_start"), values.get("period_end")
     if start is not None and end is not None and end < start:
         values["period_start"], values["period_end"] = end, start
+    return said

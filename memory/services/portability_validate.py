@@ -36,7 +36,13 @@ from memory.services.search import DATE_RANGE_MESSAGE, date_in_range
 LINE_ERROR = "ligne {line} : {message}"
 EMPTY_FILE = "le fichier est vide (un en-tête makilab-memory est attendu)."
 BAD_HEADER = f'en-tête attendu : {{"format": "{FORMAT_NAME}", "version": {FORMAT_VERSION}, …}}.'
-BAD_VERSION = "version {version} non prise en charge (cette version lit la version {supported})."
+# The version as the file wrote it, in JSON: the text "1" is no version 1 (QA: « version 1
+# non prise en charge (cette version lit la version 1) »).
+BAD_VERSION = (
+    "version {version} non prise en charge (cette version lit la version {supported}, "
+    "un nombre entier)."
+)
+VERSION_SHOWN_MAX = 40
 BAD_JSON = "JSON invalide ({error})."
 NOT_OBJECT = "un objet JSON est attendu."
 UNKNOWN_TYPE = "type « {type} » inconnu (attendus : {types})."
@@ -311,10 +317,13 @@ def header_check(line: int, record: object) -> None:
     writes (QA: « since » and « exported_at » were never read: any value passed)."""
     if not isinstance(record, dict) or record.get("format") != FORMAT_NAME:
         raise ImportLineError(line, BAD_HEADER)
-    if record.get("version") != FORMAT_VERSION:
-        raise ImportLineError(
-            line, BAD_VERSION.format(version=record.get("version"), supported=FORMAT_VERSION)
-        )
+    version = record.get("version")
+    # 1.0 and true equal 1 in Python: only the integer 1 is the version an export writes.
+    if not _is_kind(version, INT) or version != FORMAT_VERSION:
+        shown = json.dumps(version, ensure_ascii=False)
+        if len(shown) > VERSION_SHOWN_MAX:
+            shown = shown[:VERSION_SHOWN_MAX] + "…"
+        raise ImportLineError(line, BAD_VERSION.format(version=shown, supported=FORMAT_VERSION))
     dates = {
         name: _date_check(line, record[name], name, "")
         for name in ("since", "exported_at")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import html as html_lib
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+from memory.api.fields import BOOLEAN_EXPECTED
 from memory.models import Actor, Fact, RevisionReason
 from memory.services.facts import fact_forget, fact_store
 from tests.dashboard.conftest import HTMX
@@ -51,6 +53,27 @@ def test_the_filter_box_filters_by_key_or_value(staff_client):
     assert 'data-key="sport"' not in html
     html = staff_client.get(FACTS, {"filter": "zzz"}, **HTMX).content.decode()
     assert "Aucun fait ne correspond à « <bdi>zzz</bdi> »." in html
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ({"filter": "z" * 601}, "Filtrer : Assurez-vous que cette valeur comporte au plus 500"),
+        ({"filter": "\x00"}, "Filtrer : Le caractère nul n’est pas autorisé."),
+        ({"forgotten": "oui"}, "Afficher les faits oubliés : " + BOOLEAN_EXPECTED),
+    ],
+)
+def test_an_invalid_filter_shows_its_error_not_every_fact(staff_client, query, said):
+    """QA: the invalid filter was dropped without a word and every fact listed, as if all
+    matched."""
+    fact_store(key="medecin", value="Le docteur Bernard")
+
+    response = staff_client.get(FACTS, query, **HTMX)
+
+    assert response.status_code == 422
+    text = html_lib.unescape(response.content.decode())
+    assert "Le docteur Bernard" not in text
+    assert said in text
 
 
 def test_forgotten_facts_show_only_when_asked_and_expired_ones_are_marked(staff_client):

@@ -1,8 +1,11 @@
 """/memory "Oublier un sujet": a preview first, then the confirmation, then undo."""
 
+import html as html_lib
+
 import pytest
 
 from memory.models import Forgetting, ForgettingState, Message
+from memory.services.facts import fact_store
 from tests.dashboard.conftest import HTMX, forget_confirmed
 from tests.memory.world import marie_messages_save
 
@@ -240,3 +243,19 @@ def test_the_confirmation_gives_the_undo_date_the_list_gives(staff_client, memor
     html = response.content.decode()
     assert "Annulable jusqu&#x27;au 07/12/2026." in html, html
     assert "définitif le 07/12/2026" in html
+
+
+def test_the_confirmation_counts_the_history_lines_it_took(staff_client):
+    """QA: « Oublié : 0 échange(s), 0 fait(s)…, 0 résumé(s). » when the topic was only in
+    an old value of a fact, which the forget took (the recent forgets' list said it)."""
+    fact_store(key="voyage", value="Voyage à Lisbonne en mai")
+    fact_store(key="voyage", value="Voyage à Porto en mai")
+
+    response = forget_confirmed(staff_client, "Lisbonne", **HTMX)
+
+    text = html_lib.unescape(response.content.decode())
+    assert Forgetting.objects.count() == 1
+    message = text[text.index("Oublié :") : text.index("Annulable")]
+    assert "2 ligne(s) d'historique" in message, message  # stored, then changed
+    recent = text[text.index("Oublis récents") :]
+    assert "2 ligne(s) d'historique" in recent

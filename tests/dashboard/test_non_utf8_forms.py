@@ -123,3 +123,31 @@ def test_a_form_body_over_the_limit_is_said_too_large_in_a_short_fragment(
     assert len(response.content) < 500  # dashboard.js shows a short fragment's text
     assert FORM_TOO_LARGE_MESSAGE.format(limit="10\u202f000") in _text(response)
     assert not Fact.objects.exists()
+
+
+def test_too_many_form_fields_is_said_in_a_short_fragment(staff_client):
+    """QA: Django's generic 400 page (and an ERROR traceback) for more fields than
+    DATA_UPLOAD_MAX_NUMBER_FIELDS."""
+    from makilab.request_encoding import FORM_TOO_MANY_MESSAGE
+
+    body = "key=k&value=v&" + "&".join(f"a{i}=1" for i in range(1100))
+
+    response = staff_client.post("/memory/facts/", body, content_type=FORM, **HTMX)
+
+    assert response.status_code == 400
+    assert len(response.content) < 500
+    assert FORM_TOO_MANY_MESSAGE.format(limit="1\u202f000") in _text(response)
+    assert not Fact.objects.exists()
+
+
+def test_too_many_query_parameters_is_the_french_400_page(staff_client):
+    from makilab.request_encoding import QUERY_TOO_MANY_MESSAGE
+
+    query = "&".join(f"a{i}=1" for i in range(1100))
+
+    response = staff_client.get("/memory/search/?" + query)
+
+    assert response.status_code == 400
+    page = _text(response)
+    assert '<html lang="fr">' in page
+    assert QUERY_TOO_MANY_MESSAGE.format(limit="1\u202f000") in page

@@ -2,6 +2,7 @@
 
 import pytest
 
+from memory.api.forgetting import FORGET_ID_MESSAGE
 from memory.models import Fact, Forgetting, Message
 from memory.services.forgetting_plan import FORGOTTEN_VALUE
 from tests.memory.world import marie_messages_save
@@ -121,6 +122,19 @@ def test_a_forget_answers_201_and_can_be_listed_and_undone(agent_api, owner_api,
 def test_bad_input_gets_a_french_400(agent_api, body, field):
     response = agent_api.post("/api/memory/forget", body, format="json")
     assert response.status_code == 400 and field in response.content.decode()
+
+
+@pytest.mark.parametrize("bad_id", ["abc", "fact:-1", "fact:", "Fact:1"])
+def test_a_malformed_id_is_explained(agent_api, bad_id):
+    """QA: DRF's « Cette valeur ne satisfait pas le motif imposé. » did not say what an id
+    looks like."""
+    response = agent_api.post(
+        "/api/memory/forget", {"topic": "Lyon", "ids": [bad_id]}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert response.json()["extra"]["fields"] == {"ids": {"0": [FORGET_ID_MESSAGE]}}
+    assert "motif" not in response.content.decode()
 
 
 def test_a_vague_topic_and_an_unknown_forget_are_refused_in_french(agent_api, owner_api):

@@ -1,16 +1,20 @@
 """Bad input at the edges: a body that is not JSON says what is wrong and where, in French;
-a date is within the memory's years in UTC, the time zone the memory stores. Never a 500."""
+a date is within the memory's years in UTC, the time zone the memory stores; too many
+query parameters or form fields is said so. Never a 500."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from django.conf import settings
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from makilab.request_encoding import FORM_TOO_MANY_MESSAGE, QUERY_TOO_MANY_MESSAGE
 from memory.error_reasons import REASON_JSON_ERROR, json_error_what
 from memory.models import Fact, Message
+from memory.models.rules import french_number
 from memory.services.search import DATE_EDGES, DATE_RANGE_UTC_MESSAGE
 
 pytestmark = pytest.mark.django_db
@@ -186,3 +190,30 @@ def test_no_endpoint_taking_a_date_answers_500_at_the_calendars_edges(api, edge)
     ]
 
     assert [r.status_code < 500 for r in answers] == [True] * len(answers)
+
+
+# --- More fields than DATA_UPLOAD_MAX_NUMBER_FIELDS ------------------------------------
+
+MANY_FIELDS = "&".join(f"a{i}=1" for i in range(1100))
+
+
+def test_too_many_query_parameters_is_the_apis_french_400(staff_client):
+    """QA: Django's generic HTML 400 page and an ERROR traceback in the log."""
+    response = staff_client.get(f"{FACTS}?{MANY_FIELDS}")
+
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
+    limit = french_number(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS)
+    assert response.json() == {"message": QUERY_TOO_MANY_MESSAGE.format(limit=limit), "extra": {}}
+
+
+def test_too_many_form_fields_is_the_apis_french_400(staff_client):
+    response = staff_client.post(
+        MESSAGES, data=MANY_FIELDS, content_type="application/x-www-form-urlencoded"
+    )
+
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
+    limit = french_number(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS)
+    assert response.json() == {"message": FORM_TOO_MANY_MESSAGE.format(limit=limit), "extra": {}}
+    assert not Message.objects.exists()

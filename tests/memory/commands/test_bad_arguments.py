@@ -74,6 +74,20 @@ def test_seed_self_error_message_has_no_format_escapes(tmp_path):
         (("benchmark", "nope"), "argument which : « nope » n'est pas un choix possible"),
         (("memory_import",), "arguments obligatoires manquants : file."),
         (("memory_stats", "--nope"), "arguments inconnus : --nope."),
+        # QA: these two reached the operator in English.
+        (
+            ("memory_doctor", "--fix=yes"),
+            "option --fix : elle ne prend pas de valeur (« yes » donné).",
+        ),
+        (("memory_stats", "--json=1"), "option --json : elle ne prend pas de valeur"),
+        (
+            ("memory_import", "--dry-run=1", "x.jsonl"),
+            "option --dry-run : elle ne prend pas de valeur",
+        ),
+        (
+            ("memory_stats", "--no"),
+            "option --no ambiguë : elle peut désigner --no-color, --no-vectors.",
+        ),
     ],
 )
 def test_argparse_refusals_are_said_in_french(args, said):
@@ -81,6 +95,7 @@ def test_argparse_refusals_are_said_in_french(args, said):
 
     assert message.startswith(said), message
     assert "Error" not in message and "invalid" not in message
+    assert "ignored explicit argument" not in message and "ambiguous" not in message
 
 
 def test_from_the_command_line_too(tmp_path):

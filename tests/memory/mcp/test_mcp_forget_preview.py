@@ -34,3 +34,15 @@ def test_the_mcp_dry_run_shows_nothing_of_a_fact_the_owner_forgot(
     assert preview["ids"] == [] and preview["summary"] == "Rien à oublier sur « Lisbonne »."
     never = _forget_preview("Tombouctou")  # a topic never stored: the same answer, notice too
     assert preview["notice"] == never["notice"]
+
+
+def test_the_mcp_forget_explains_a_malformed_id():
+    """QA: « ids : 0 : Cette valeur ne satisfait pas le motif imposé. »"""
+    from memory.api.forgetting import FORGET_ID_MESSAGE
+    from memory.mcp.server import build_server
+
+    result = asyncio.run(build_server().call_tool("forget", {"topic": "Lyon", "ids": ["abc"]}))
+
+    assert result.is_error
+    said = result.content[0].text
+    assert FORGET_ID_MESSAGE in said and "motif" not in said, said

@@ -24,6 +24,7 @@ from memory.mcp.server import (
     INVALID_PARAMS_MESSAGE,
     RESOURCE_FAILED_MESSAGE,
     TOOL_FAILED_MESSAGE,
+    UNKNOWN_PROMPT_MESSAGE,
     UNKNOWN_RESOURCE_MESSAGE,
 )
 from memory.models import Fact
@@ -306,6 +307,18 @@ def test_an_unknown_resource_is_said_in_french(live_server, token):
     assert refused.message == UNKNOWN_RESOURCE_MESSAGE.format(
         uri="memory://nope", known="memory://facts/identity, memory://settings"
     )
+
+
+def test_an_unknown_prompt_is_said_in_french_with_its_json_rpc_code(live_server, token, caplog):
+    """QA: {"code": 0, "message": "Unknown prompt: zz"} (the SDK's English) and a traceback
+    in the log."""
+    answer = _rpc(
+        f"{live_server.url}/mcp", token, "prompts/get", {"name": "zz"}, version="2025-06-18"
+    )
+
+    assert answer["error"]["code"] == -32602
+    assert answer["error"]["message"] == UNKNOWN_PROMPT_MESSAGE.format(name="zz", known="aucun")
+    assert "Traceback" not in caplog.text
 
 
 def test_a_resource_that_fails_is_said_in_french_without_its_details(

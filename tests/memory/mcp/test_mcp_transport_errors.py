@@ -2,7 +2,8 @@
 
 The SDK's transport answered a body that is not JSON, not a JSON-RPC message, a
 wrong Accept or Content-Type, a body too large and an unknown method in English,
-one of them with pydantic's internals and a link to its documentation.
+one of them with pydantic's internals and a link to its documentation; a request whose id
+is of no JSON-RPC type was taken for a notification (202, nothing run).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from rest_framework.authtoken.models import Token
 
 from memory.mcp.transport_errors import (
     BAD_CONTENT_TYPE_MESSAGE,
+    BAD_ID_MESSAGE,
     NOT_ACCEPTABLE_MESSAGE,
     NOT_JSON_MESSAGE,
     NOT_JSON_RPC_MESSAGE,
     TOO_LARGE_MESSAGE,
     UNKNOWN_METHOD_MESSAGE,
 )
+from memory.models import Fact
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,3 +99,31 @@ def test_what_the_server_already_says_in_french_is_left_as_it_is(live_server, he
     status, answer = _post(f"{live_server.url}/mcp", body, headers)
     assert answer["error"]["code"] == -32602
     assert "uri : doit être un texte." in answer["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "bad_id", [{"a": 1}, [1], True, None, 1.5], ids=["object", "list", "bool", "null", "float"]
+)
+def test_a_request_whose_id_is_no_string_nor_integer_is_refused(live_server, headers, bad_id):
+    """QA: a 202 with an empty body; the tool did not run and the client waited for an
+    answer that never came."""
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": bad_id,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"key": "ville", "value": "Lyon"}},
+        }
+    ).encode()
+
+    status, answer = _post(f"{live_server.url}/mcp", body, headers)
+
+    assert (status, answer["id"], answer["error"]["code"]) == (400, None, -32600)
+    assert answer["error"]["message"] == BAD_ID_MESSAGE
+    assert not Fact.objects.exists()
+
+
+def test_a_request_with_a_string_id_is_answered(live_server, headers):
+    body = json.dumps({"jsonrpc": "2.0", "id": "a-1", "method": "ping"}).encode()
+    status, answer = _post(f"{live_server.url}/mcp", body, headers)
+    assert (status, answer["id"], answer.get("error")) == (200, "a-1", None)

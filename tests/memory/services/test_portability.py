@@ -341,12 +341,27 @@ def test_a_bad_line_names_its_number_and_nothing_is_imported(tmp_path, change, e
     [
         ('{"format": "autre", "version": 1}', "ligne 1 : en-tête attendu"),
         ('{"format": "makilab-memory", "version": 2}', "ligne 1 : version 2 non prise en charge"),
+        # QA: « version 1 non prise en charge (cette version lit la version 1) » for the text.
+        ('{"format": "makilab-memory", "version": "1"}', 'ligne 1 : version "1" non prise'),
+        ('{"format": "makilab-memory", "version": true}', "ligne 1 : version true non prise"),
+        ('{"format": "makilab-memory", "version": 1.0}', "ligne 1 : version 1.0 non prise"),
+        ('{"format": "makilab-memory"}', "ligne 1 : version null non prise"),
         ("{pas du json", "ligne 1 : JSON invalide"),
     ],
 )
 def test_a_bad_header_is_refused(line, expected):
     with pytest.raises(ImportLineError, match=expected):
         memory_import_lines([line])
+
+
+def test_a_version_given_as_text_is_said_to_be_the_number():
+    with pytest.raises(ImportLineError) as caught:
+        memory_import_lines(['{"format": "makilab-memory", "version": "1"}'])
+
+    assert str(caught.value) == (
+        'ligne 1 : version "1" non prise en charge (cette version lit la version 1, '
+        "un nombre entier)."
+    )
 
 
 def test_a_bad_fact_line_and_a_bad_revision_are_named(tmp_path):

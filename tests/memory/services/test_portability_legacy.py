@@ -1,6 +1,7 @@
 """An export of what a memory stored before today's rules imports back, repaired (review).
 
-Until these rules the API stored a fact's channel of any shape and a value or subject of
+Until these rules the API stored a fact's channel of any shape (the older import, a
+summary's too) and a value or subject of
 characters nobody sees, the older import a fact updated before it existed, and the
 compaction dated a summary by its messages' ids (a message recorded late ended its period
 before it started). The memory still holds them; its export, its own history, must import
@@ -15,11 +16,12 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from agent.compaction import channel_compact
 from memory.models import Fact, Message, Summary
+from memory.models.rules import BAD_CHANNEL
 from memory.services.messages import message_save
 from memory.services.portability_legacy import channel_repaired
 from tests.fakes.anthropic import text_message
@@ -155,3 +157,61 @@ def test_reimporting_its_own_export_reports_no_change_for_a_legacy_fact(tmp_path
     assert (fact.value, fact.channel) == ("\u200b", "famille / perso")  # left as it was
     assert "1 déjà présent" in report
     assert "conflit" not in report.split("Import terminé")[0], report
+
+
+def _summary_line(channel: str) -> dict:
+    return {
+        "type": "summary",
+        "channel": channel,
+        "content": "Résumé de la semaine",
+        "message_count": 2,
+        "period_start": "2026-11-01T10:00:00+00:00",
+        "period_end": "2026-11-01T11:00:00+00:00",
+        "created_at": "2026-11-01T12:00:00+00:00",
+    }
+
+
+def _import_lines(tmp_path, *lines: dict) -> str:
+    path = tmp_path / "f.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (HEADER, *lines)), encoding="utf-8")
+    out = StringIO()
+    call_command("memory_import", str(path), stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("channel", "repaired"),
+    [("a b/c", "a-b-c"), ("é" * 70, "é" * 64)],
+    ids=["symbols", "too-long"],
+)
+def test_a_summarys_bad_channel_in_a_file_is_repaired_and_said(tmp_path, channel, repaired):
+    """QA: « a b/c » was stored as is, without a word: a summary in a channel no message,
+    search filter or context call can ever name."""
+    report = _import_lines(tmp_path, _summary_line(channel))
+
+    assert Summary.objects.get().channel == repaired
+    said = f"résumé du 2026-11-01T12:00:00+00:00 : le canal « {channel} » devient « {repaired} »."
+    assert said in report, report
+
+
+@pytest.mark.parametrize("channel", ["", "///"])
+def test_a_summary_whose_channel_leaves_nothing_is_refused(tmp_path, channel):
+    """A summary is a channel's: none is left to store it under."""
+    with pytest.raises(CommandError) as refused:
+        _import_lines(tmp_path, _summary_line(channel))
+
+    assert f"champ « channel » : {BAD_CHANNEL}" in str(refused.value)
+    assert not Summary.all_objects.exists()
+
+
+def test_reimporting_its_own_export_keeps_a_legacy_summary_without_a_copy(tmp_path):
+    """Matched under the file's own channel, as a legacy fact is: no repaired twin."""
+    Summary.objects.create(channel="a b/c", content="Un résumé", message_count=2)
+    path = tmp_path / "export.jsonl"
+    call_command("memory_export", str(path), stdout=StringIO())
+
+    out = StringIO()
+    call_command("memory_import", str(path), stdout=out, stderr=StringIO())
+
+    assert list(Summary.all_objects.values_list("channel", flat=True)) == ["a b/c"]
+    assert "devient" not in out.getvalue()
