@@ -161,7 +161,9 @@ class ForgetResult:
 
     @property
     def empty(self) -> bool:
-        return not any(self.counts.get(k) for k in ("exchanges", "facts", "summaries"))
+        """Nothing taken: not even a line of a history (QA: a forget that took old values
+        only was told « Rien à oublier » though it was recorded, and undoable)."""
+        return not any(self.counts.get(k) for k in ("exchanges", "facts", "summaries", "history"))
 
     def as_dict(self) -> dict:
         return {
@@ -185,9 +187,11 @@ class ForgetResult:
             return " ".join(filter(None, ["Rien à oublier sur ce sujet.", self.not_taken_text()]))
         c = self.counts
         days = max(0, round((self.purge_after - timezone.now()) / timedelta(days=1)))
+        history = f", {c['history']} ligne(s) d'historique" if c.get("history") else ""
         return (
-            f"C'est oublié : {c['exchanges']} échange(s), {facts_total_text(c['facts'])} et "
-            f"{c['summaries']} résumé(s) ne sont plus dans la mémoire. Le propriétaire peut "
+            f"C'est oublié : {c['exchanges']} échange(s), {facts_total_text(c['facts'])}"
+            f"{history} et {c['summaries']} résumé(s) ne sont plus dans la mémoire. "
+            "Le propriétaire peut "
             f"annuler cet oubli (n° {self.forgetting_id}) depuis la page Mémoire pendant "
             f"{days} jour(s) ; ensuite il est définitif. Ne répète pas ce qui a été oublié."
             + (f" {self.not_taken_text()}" if self.ids_not_taken else "")

@@ -144,3 +144,16 @@ def test_a_fact_about_the_topic_by_its_subjects_is_forgotten(
     assert leaks == [], (
         f"the forget took {result.counts} and left the fact naming the topic on {leaks}"
     )
+
+
+def test_a_forget_that_took_old_values_only_says_what_it_took(agent_api):
+    """QA: the agent and the API were told « Rien à oublier sur ce sujet. » of a forget
+    that took lines of history only, though it was recorded and can be undone."""
+    fact, _ = fact_store(key="voyage_ete", value=TRIP)
+    fact_update(fact=fact, actor=Actor.USER, value=NEW_TRIP)
+
+    result = topic_forget(topic=f"le voyage à {SECRET}", actor=Actor.USER)
+
+    assert result.forgetting_id is not None and not result.empty
+    assert "Rien à oublier" not in result.as_text()
+    assert "2 ligne(s) d'historique" in result.as_text()  # its creation and its edit
