@@ -89,3 +89,31 @@ def fact_named(key: str, actor: str, *, any_kind: bool = False) -> Fact:
             raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=key))
         fact = fact_get(key=alike, any_kind=any_kind)
     return fact
+
+
+def renamed_since(key: str, *, kind: str, message_id: int) -> int | None:
+    """The live fact the owner renamed from a key that looks like ``key`` after the message
+    ``message_id`` was written (a message gone counts as before): a statement drawn from
+    that message is about that fact, under the key the owner gave it (QA: a late
+    extraction brought « ville » back beside the owner's « ville_natale »). A statement of a
+    later message is news: a fact of its own (dedup compares it with the rest)."""
+    from memory.models import FactRevision
+    from memory.selectors import message_written_at
+    from memory.services.fact_ownership import OWNER_ACTORS
+
+    written = message_written_at(message_id)
+    lines = FactRevision.objects.filter(
+        actor__in=OWNER_ACTORS,
+        changes__has_key="key",
+        fact__kind=kind,
+        fact__forgotten=False,
+        fact__forgetting__isnull=True,
+    )
+    if written is not None:
+        lines = lines.filter(created_at__gt=written)
+    folded = fact_key_folded(key)
+    for fact_id, changes in lines.order_by("-created_at", "-id").values_list("fact_id", "changes"):
+        old = (changes.get("key") or [None])[0]
+        if isinstance(old, str) and fact_key_folded(old) == folded:
+            return fact_id
+    return None

@@ -14,6 +14,7 @@ from memory.models import Fact, FactRevision, RevisionReason
 
 # Fields a revision records as {"field": [old, new]} (the value also has old_value/new_value).
 TRACKED_FIELDS = (
+    "key",  # an owner's rename (a creation records its key as the fact's own, not a change)
     "value",
     "memory_type",
     "importance",
@@ -61,7 +62,7 @@ def revision_record(
             name: [_jsonable(before[name]), _jsonable(after[name])]
             for name in TRACKED_FIELDS
             if before[name] != after[name]
-            and not (before[name] is None and after[name] in ("", []))
+            and not (before[name] is None and (after[name] in ("", []) or name == "key"))
         }
     return FactRevision.objects.create(
         fact=fact,

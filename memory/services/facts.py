@@ -20,7 +20,12 @@ from memory.models import (
     RevisionReason,
 )
 from memory.services import fact_revisions
-from memory.services.fact_keys import key_as_stored, key_look_alike_refuse, live_look_alike
+from memory.services.fact_keys import (
+    key_as_stored,
+    key_look_alike_refuse,
+    live_look_alike,
+    renamed_since,
+)
 from memory.services.fact_ownership import (
     OWNED_AT_CREATION,
     OWNER_ACTORS,
@@ -167,6 +172,11 @@ def fact_store(
             existing = Fact.all_objects.select_for_update().filter(key=alike, kind=kind).first()
         elif alike is not None:
             key_look_alike_refuse(key, but=existing.pk)
+    if existing is None and actor == Actor.AGENT and (dated_by or source_message_id):
+        # Drawn from a message older than the owner's rename of the key: that fact.
+        renamed = renamed_since(key, kind=kind, message_id=dated_by or source_message_id)
+        if renamed is not None:
+            existing = Fact.all_objects.select_for_update().filter(pk=renamed).first()
     if existing is not None and existing.kind != kind:
         raise MemoryServiceError(KEY_OF_OTHER_KIND_MESSAGE.format(key=key))
     if existing is None and actor != Actor.AGENT:
