@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterable
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -19,6 +20,7 @@ from memory.models import (
     MemoryType,
     RevisionReason,
 )
+from memory.selectors import message_written_at
 from memory.services import fact_revisions
 from memory.services.fact_keys import (
     key_as_stored,
@@ -68,8 +70,12 @@ def _stated(
     source: str | None,
     channel: str | None,
     ttl: str | None,
+    said_at: datetime | None = None,
 ) -> dict[str, object]:
-    """The fields a write states (ttl "" states "forever"; None states nothing)."""
+    """The fields a write states (ttl "" states "forever"; None states nothing). A ttl
+    counts from ``said_at``, the statement's message's date, else from now: the same
+    statement stored again (a retried extraction) states the same expiry, and writes
+    nothing (QA: every run slid the expiry, wrote a revision and re-embedded the fact)."""
     fields: dict[str, object] = {}
     if memory_type is not None:
         fields["memory_type"] = memory_type
@@ -82,7 +88,7 @@ def _stated(
     if channel is not None:
         fields["channel"] = channel
     if ttl is not None:
-        fields["expires_at"] = parse_ttl(ttl)
+        fields["expires_at"] = parse_ttl(ttl, now=said_at)
     return fields
 
 
@@ -125,6 +131,7 @@ def fact_store(
         extracted = actor == Actor.AGENT
     key = key_as_stored(key, actor)
     source_present(key=key, actor=actor, source_message_id=source_message_id, drawn_from=drawn_from)
+    said = dated_by or source_message_id
     stated = _stated(
         memory_type=memory_type,
         importance=importance,
@@ -132,6 +139,7 @@ def fact_store(
         source=source,
         channel=channel,
         ttl=ttl,
+        said_at=message_written_at(said) if said and ttl else None,
     )
     existing = Fact.all_objects.select_for_update().filter(key=key).first()
     if existing is not None and stated_before_forget(
