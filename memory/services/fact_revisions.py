@@ -94,10 +94,21 @@ FACT_CHANGED_FORGET_MESSAGE = (
 )
 
 
+# No topic: the agent's token may be the one told (a forgotten topic is forgotten content).
+FACT_TAKEN_MEANWHILE_MESSAGE = (
+    "Ce fait a été oublié entre-temps (oubli n° {id}) : rien n'a été enregistré. "
+    "Annulez cet oubli depuis la page Mémoire pour le modifier."
+)
+
+
 def fact_changed_refuse(current: Fact, opened: str | None, *, forget: bool = False) -> None:
     """Raise FactChanged, with the value stored now, when ``current`` (the row the caller
     locked) is no longer the version ``opened`` the caller read (None: no check).
-    ``forget``: said of a forget (fact_forget), else of an edit (fact_update's message)."""
+    ``forget``: said of a forget (fact_forget), else of an edit (fact_update's message).
+    A topic forget that took the fact meanwhile leaves its version as it was: said too
+    (QA: the owner's edit was written onto the forgotten row, answered 200)."""
+    if opened is not None and current.forgetting_id is not None:
+        raise FactChanged(FACT_TAKEN_MEANWHILE_MESSAGE.format(id=current.forgetting_id))
     if opened is not None and fact_version(current) != opened:
         message = FACT_CHANGED_FORGET_MESSAGE if forget else FACT_CHANGED_MESSAGE
         raise FactChanged(message.format(value=current.value))

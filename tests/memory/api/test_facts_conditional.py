@@ -110,6 +110,30 @@ def test_the_check_is_made_under_the_lock_not_in_the_view(owner_api, ville, monk
     assert Fact.objects.get(key="ville").value == "Lyon"
 
 
+def test_a_topic_forget_between_the_read_and_the_lock_is_seen(owner_api, ville, monkeypatch):
+    """QA: a topic forget leaves the fact's version (its update moment) as it was, so an
+    edit read before it was written onto the forgotten row and answered 200."""
+    import memory.api.facts as facts_api
+    from memory.services.forgetting import topic_forget
+
+    read = facts_api.fact_or_404
+
+    def read_then_a_forget(key, *, actor):
+        fact = read(key, actor=actor)
+        topic_forget(topic="Lyon", actor=Actor.USER)  # between the read and the lock
+        return fact
+
+    tag = _tag(owner_api.get(CITY))
+    monkeypatch.setattr(facts_api, "fact_or_404", read_then_a_forget)
+
+    response = owner_api.patch(CITY, {"value": "Paris"}, format="json", HTTP_IF_MATCH=tag)
+
+    assert response.status_code == 412, response.content
+    assert "oublié entre-temps" in response.json()["message"]
+    assert "Lyon" not in response.json()["message"]
+    assert Fact.all_objects.get(key="ville").value == "Lyon"
+
+
 def test_a_list_of_tags_matches_when_one_is_current(owner_api, ville):
     tag = _tag(owner_api.get(CITY))
     header = f'"ancienne", W/{tag}, {tag}'
