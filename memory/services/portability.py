@@ -215,12 +215,12 @@ def memory_export(*, path, since: datetime | None = None) -> dict[str, int]:
     target = os.path.realpath(path)
     if os.path.exists(target) and not os.path.isfile(target):
         with open(target, "w", encoding="utf-8") as handle:
-            return _export_write(handle, since)
+            return export_write(handle, since)
     folder, name = os.path.split(target)
     fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            counts = _export_write(handle, since)
+            counts = export_write(handle, since)
             handle.flush()
             os.fsync(handle.fileno())
         if os.path.exists(target):  # an earlier export keeps its permissions
@@ -234,7 +234,7 @@ def memory_export(*, path, since: datetime | None = None) -> dict[str, int]:
     return counts
 
 
-def _export_write(handle, since: datetime | None) -> dict[str, int]:
+def export_write(handle, since: datetime | None) -> dict[str, int]:
     counts: dict[str, int] = {}
     for record in export_records(since=since):
         handle.write(_line(record))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 from django.core.management.base import CommandError
 
@@ -26,7 +28,9 @@ class Command(FrenchCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("file", type=Path, help="Le fichier JSONL à écrire.")
+        parser.add_argument(
+            "file", type=Path, help="Le fichier JSONL à écrire (« - » : la sortie standard)."
+        )
         parser.add_argument(
             "--since",
             help="Seulement ce qui a changé depuis cette date (AAAA-MM-JJ ou ISO 8601) ; "
@@ -34,12 +38,19 @@ class Command(FrenchCommand):
         )
 
     def handle(self, *args, file: Path, since: str | None, **options):
-        from memory.services.portability import memory_export
+        from memory.services.portability import export_write, memory_export
 
         try:
             since_at = parse_since(since) if since else None
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        if str(file) == "-":  # as the Unix tools read it (QA: a file named « - » was written)
+            # The lines alone on the standard output, for a pipe; the summary beside.
+            lines = SimpleNamespace(write=partial(self.stdout.write, ending=""))
+            counts = export_write(lines, since_at)
+            parts = ", ".join(count_fr(counts.get(t, 0), n) for t, n in TYPE_LABELS.items())
+            self.stderr.write(f"Export écrit sur la sortie standard : {parts}, réglages.")
+            return
         folder_check(file.parent)
         not_a_folder_check(file)
         try:

@@ -110,6 +110,26 @@ def test_manage_py_exits_non_zero_without_a_traceback_on_a_bad_file(tmp_path):
     assert "Rien n'a été importé. ligne 2 : champ « key » manquant." in result.stderr
 
 
+@pytest.mark.slow
+def test_an_export_to_dash_goes_to_the_standard_output(tmp_path):
+    """QA: « memory_export - » wrote a file named « - »; as the Unix tools read it, the
+    lines go to the standard output (for a pipe), the summary to the error output."""
+    env = _env(tmp_path / "data")
+    _python(MIGRATE, env)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "memory_export", "-"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "-").exists()
+    assert json.loads(result.stdout.splitlines()[0])["format"] == "makilab-memory"
+    assert "Export écrit sur la sortie standard" in result.stderr
+
+
 @pytest.mark.django_db(transaction=True)
 def test_benchmark_import_prints_the_rates_on_throwaway_memories():
     Fact.objects.create(key="vrai_fait", value="le vrai fait du propriétaire")
