@@ -30,6 +30,7 @@ from typing import Literal, Protocol
 from django.conf import settings
 
 from memory.exceptions import UnsafeNotePath
+from memory.models.rules import invisible_in
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,10 @@ MSG_PATH_TOO_LONG = f"Le chemin de la note dépasse {MAX_PATH_CHARS} caractères
 MSG_PATH_ABSOLUTE = "Le chemin de la note doit être relatif au coffre Obsidian."
 MSG_PATH_PARENT = "Le chemin de la note ne peut pas remonter hors du coffre (« .. »)."
 MSG_PATH_CHARS = "Le chemin de la note contient un caractère interdit."
+MSG_PATH_INVISIBLE = (
+    "Le chemin de la note contient un caractère invisible ({code}) : il désignerait une "
+    "autre note que celle qu'il montre."
+)
 MSG_PATH_NAME_TOO_LONG = (
     f"Un nom de dossier ou de note dépasse {MAX_NAME_BYTES} octets, "
     "la limite des systèmes de fichiers."
@@ -270,6 +275,9 @@ def note_path_normalize(path: str) -> str:
         raise UnsafeNotePath(MSG_PATH_TOO_LONG)
     if any(ord(char) < 32 for char in raw):
         raise UnsafeNotePath(MSG_PATH_CHARS)
+    if (code := invisible_in(raw)) is not None:
+        # QA: « a.md\u200f » was kept as « a.md\u200f.md », a note that looks like « a.md ».
+        raise UnsafeNotePath(MSG_PATH_INVISIBLE.format(code=code))
     if raw.startswith("/") or re.match(r"^[A-Za-z]:", raw):
         raise UnsafeNotePath(MSG_PATH_ABSOLUTE)
     parts = [part for part in raw.split("/") if part not in ("", ".")]

@@ -204,6 +204,13 @@ def test_it_refuses_control_characters_in_a_path():
         note_path_normalize("a\x00b.md")
 
 
+@pytest.mark.parametrize("raw", ["a.md\u200f", "Pro\u200bfil", "\u2060Profil.md"])
+def test_it_refuses_a_path_holding_a_character_nobody_sees(raw):
+    """QA: « a.md\u200f » was kept as « a.md\u200f.md », a note that looks like « a.md »."""
+    with pytest.raises(UnsafeNotePath, match="caractère invisible"):
+        note_path_normalize(raw)
+
+
 def test_a_notes_control_characters_never_reach_a_page_or_the_prompt():
     """QA: a note holding NUL or \\x01 bytes had them written raw into /memory's HTML (the
     prompt block dropped them); the note is read without them, line breaks and tabs kept."""
