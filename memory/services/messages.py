@@ -118,6 +118,7 @@ IDEMPOTENCY_KEY_RETENTION = timedelta(days=30)
 FUTURE_TOLERANCE = timedelta(minutes=5)
 ROLE_SOURCE_MISMATCH = "Le rôle « {role} » ne va pas avec la source « {source} »."
 FUTURE_TIMESTAMP = "La date du message est dans le futur."
+REPLY_BEFORE_QUESTION = "La réponse est datée avant la question à laquelle elle répond."
 ITEM_INVALID = "Le message d'index {index} est invalide ({detail}) : rien n'a été enregistré."
 KEY_REUSED = (
     "Cette clé d'idempotence a déjà servi pour d'autres messages : "
@@ -232,6 +233,10 @@ def _record_one(draft: MessageDraft) -> Message:
     # exchange's extraction reads them, the reply and the tool results.
     exchange = _open_exchange(fields["channel"])
     users = [m for m in exchange if m.role == MessageRole.USER]
+    asked = users[-1].created_at if users else None
+    if asked and draft.created_at and draft.created_at < asked - FUTURE_TOLERANCE:
+        # No history holds an answer written before its question (QA: the API took it).
+        raise ValidationError({"created_at": REPLY_BEFORE_QUESTION})
     reply = message_save(**fields, reply_to_id=users[-1].id if users else None)
     if draft.memory_excluded:
         # As after the agent's memory__forget: the whole exchange names the topic.

@@ -161,6 +161,34 @@ def test_an_import_keeps_the_original_dates(world, agent_api):
     assert saved.created_at == when
 
 
+def test_a_reply_dated_before_its_question_is_refused(world, agent_api):
+    """QA: the API took a reply written an hour before the question it answers, which no
+    history holds (the history and the extraction read them in that order)."""
+    asked = timezone.now() - timedelta(days=1)
+    batch = [
+        {
+            "channel": "gateway",
+            "role": "user",
+            "content": "Quelle heure ?",
+            "timestamp": asked.isoformat(),
+        },
+        {
+            "channel": "gateway",
+            "role": "assistant",
+            "content": "Midi.",
+            "timestamp": (asked - timedelta(hours=1)).isoformat(),
+        },
+    ]
+
+    response = _post(agent_api, {"messages": batch})
+
+    assert response.status_code == 400, response.content
+    assert "datée avant la question" in str(response.json()), response.json()
+    assert not Message.objects.exists()
+    batch[1]["timestamp"] = (asked + timedelta(minutes=1)).isoformat()
+    assert _post(agent_api, {"messages": batch}).status_code == 201
+
+
 def test_a_bad_item_refuses_the_whole_batch_naming_its_index(world, agent_api):
     batch = _exchange()
     batch[2] = {**batch[2], "content": "   "}
