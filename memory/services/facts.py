@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterable
-from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -20,7 +19,6 @@ from memory.models import (
     MemoryType,
     RevisionReason,
 )
-from memory.selectors import message_written_at
 from memory.services import fact_revisions
 from memory.services.fact_keys import (
     key_as_stored,
@@ -70,12 +68,12 @@ def _stated(
     source: str | None,
     channel: str | None,
     ttl: str | None,
-    said_at: datetime | None = None,
 ) -> dict[str, object]:
     """The fields a write states (ttl "" states "forever"; None states nothing). A ttl
-    counts from ``said_at``, the statement's message's date, else from now: the same
-    statement stored again (a retried extraction) states the same expiry, and writes
-    nothing (QA: every run slid the expiry, wrote a revision and re-embedded the fact)."""
+    counts from now: a statement made again renews it (review: counted from the
+    statement's message, a digest dated by its batch's oldest message stored facts
+    already expired, and an older message's late statement cut short an expiry a later
+    one had renewed)."""
     fields: dict[str, object] = {}
     if memory_type is not None:
         fields["memory_type"] = memory_type
@@ -88,7 +86,7 @@ def _stated(
     if channel is not None:
         fields["channel"] = channel
     if ttl is not None:
-        fields["expires_at"] = parse_ttl(ttl, now=said_at)
+        fields["expires_at"] = parse_ttl(ttl)
     return fields
 
 
@@ -131,7 +129,6 @@ def fact_store(
         extracted = actor == Actor.AGENT
     key = key_as_stored(key, actor)
     source_present(key=key, actor=actor, source_message_id=source_message_id, drawn_from=drawn_from)
-    said = dated_by or source_message_id
     stated = _stated(
         memory_type=memory_type,
         importance=importance,
@@ -139,7 +136,6 @@ def fact_store(
         source=source,
         channel=channel,
         ttl=ttl,
-        said_at=message_written_at(said) if said and ttl else None,
     )
     existing = Fact.all_objects.select_for_update().filter(key=key).first()
     if existing is not None and stated_before_forget(
@@ -180,9 +176,10 @@ def fact_store(
             existing = Fact.all_objects.select_for_update().filter(key=alike, kind=kind).first()
         elif alike is not None:
             key_look_alike_refuse(key, but=existing.pk)
-    if existing is None and actor == Actor.AGENT and (dated_by or source_message_id):
-        # Drawn from a message older than the owner's rename of the key: that fact.
-        renamed = renamed_since(key, kind=kind, message_id=dated_by or source_message_id)
+    if existing is None and actor == Actor.AGENT and source_message_id:
+        # Stated by a message older than the owner's rename of the key: that fact. Its own
+        # message, not ``dated_by`` (a digest's oldest: review, later news landed there).
+        renamed = renamed_since(key, kind=kind, message_id=source_message_id)
         if renamed is not None:
             existing = Fact.all_objects.select_for_update().filter(pk=renamed).first()
     if existing is not None and existing.kind != kind:

@@ -4,12 +4,18 @@ renamed fact, both in the prompt)."""
 
 from __future__ import annotations
 
-import pytest
+import json
+from datetime import timedelta
 
-from memory.models import Actor, Fact
+import pytest
+from django.utils import timezone
+
+from memory.models import Actor, Fact, FactRevision, Message
 from memory.services.dedup import fact_remember
-from memory.services.facts import fact_update
+from memory.services.facts import fact_store, fact_update
 from memory.services.messages import message_save
+from tests.agent.conftest import lobby  # noqa: F401
+from tests.fakes.anthropic import fake_anthropic, text_message  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -48,6 +54,43 @@ def test_a_statement_of_a_later_message_is_a_fact_of_its_own(renamed):
     _, fact = renamed
     later = message_save(channel="whatsapp", role="user", content="J'habite à Lyon")
     fact_remember(key="ville", value="Lyon", actor=Actor.AGENT, source_message_id=later.id)
+    assert sorted(Fact.objects.values_list("key", "value")) == [
+        ("ville", "Lyon"),
+        ("ville_natale", "Paris"),
+    ]
+
+
+def _room_says(content: str, at) -> Message:
+    return Message.objects.create(
+        channel="lobby", role="user", author="david", observed=True, content=content, created_at=at
+    )
+
+
+def test_news_after_the_rename_digested_with_an_older_message_is_a_fact_of_its_own(lobby):  # noqa: F811
+    """Review: the digest dates a statement by its batch's oldest message (for the forget
+    checks); the rename rule read that date, and news said after the rename landed on
+    the renamed fact: where the owner lives now was stored nowhere."""
+    from agent.digest import digest_run
+
+    now = timezone.now()
+    fact, _ = fact_store(key="ville", value="Paris", actor=Actor.AGENT)
+    _room_says("Quelqu'un a vu mes clés de voiture ?", now - timedelta(hours=2))
+    fact_update(fact=fact, actor=Actor.ADMIN, key="ville_natale")  # the owner's rename
+    FactRevision.objects.filter(fact=fact, changes__has_key="key").update(
+        created_at=now - timedelta(hours=1)
+    )
+    _room_says("J'habite à Lyon maintenant", now - timedelta(minutes=5))
+    stated = {"key": "ville", "value": "Lyon", "type": "fact", "sources": [2]}
+
+    def answer(body):
+        if "salons de discussion" in json.dumps(body.get("system"), ensure_ascii=False):
+            return text_message(json.dumps({"facts": [stated]}))
+        return text_message('{"action": "ADD"}')  # dedup: another fact than « ville_natale »
+
+    lobby.handler = answer
+
+    digest_run(trigger="manual")
+
     assert sorted(Fact.objects.values_list("key", "value")) == [
         ("ville", "Lyon"),
         ("ville_natale", "Paris"),

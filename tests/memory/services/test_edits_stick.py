@@ -245,31 +245,28 @@ def test_a_noop_decided_while_the_owner_rewrote_the_target_keeps_the_statement(
     assert result.action == "added"
 
 
-def test_the_same_statement_with_a_ttl_stored_again_writes_nothing():
-    """QA: a ttl counted from now made every restatement a change (a retried extraction
-    too): a revision, a re-embedding, and the expiry slid. It counts from the statement's
-    message; a later message saying it again renews it."""
+def test_a_statement_with_a_ttl_made_again_renews_its_expiry_from_now():
+    """A TTL counts from now: said again, the state still holds, and its expiry moves on
+    (review: counted from the statement's message instead, a digest dated by its batch's
+    oldest message stored facts already expired, and an older message's late statement
+    cut short an expiry a later one had renewed)."""
     from agent.extraction import fact_candidate_store, facts_parse
     from memory.services.messages import message_save
 
-    said = message_save(channel="whatsapp", role="user", content="Dentiste mardi")
-    [candidate], _ = facts_parse(
-        {"facts": [{"key": "rdv_dentiste", "value": "Dentiste mardi", "ttl": "7d"}]}
+    old = message_save(
+        channel="whatsapp",
+        role="user",
+        content="Dentiste mardi",
+        created_at=timezone.now() - timedelta(days=3),
     )
-    first = fact_candidate_store(candidate, channel="whatsapp", source_message_id=said.id)
-    before = Fact.objects.get(pk=first.fact.pk)
-    assert before.expires_at == said.created_at + timedelta(days=7)
-    revisions = FactRevision.objects.count()
-
-    again = fact_candidate_store(candidate, channel="whatsapp", source_message_id=said.id)
-
-    after = Fact.objects.get(pk=first.fact.pk)
-    assert again.action == "noop"
-    assert FactRevision.objects.count() == revisions
-    assert (after.version, after.expires_at) == (before.version, before.expires_at)
-    later = message_save(channel="whatsapp", role="user", content="Toujours mardi, le dentiste")
-    renewed = fact_candidate_store(candidate, channel="whatsapp", source_message_id=later.id)
-    assert Fact.objects.get(pk=renewed.fact.pk).expires_at == later.created_at + timedelta(days=7)
+    [candidate], _ = facts_parse(
+        {"facts": [{"key": "rdv_dentiste", "value": "Dentiste mardi", "ttl": "2d"}]}
+    )
+    first = fact_candidate_store(candidate, channel="whatsapp", source_message_id=old.id)
+    stored = Fact.objects.get(pk=first.fact.pk)
+    assert stored.expires_at > timezone.now() + timedelta(days=1)  # not stored expired
+    again = fact_candidate_store(candidate, channel="whatsapp", source_message_id=old.id)
+    assert Fact.objects.get(pk=again.fact.pk).expires_at >= stored.expires_at
 
 
 def test_after_an_embedder_change_extracted_facts_are_kept_in_t1(vector_store, local_embedder):
