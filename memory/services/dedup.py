@@ -252,16 +252,14 @@ def rule_decide(
 
 
 def _keys_name_others(key: str, other: str, value: str) -> bool:
-    """Whether two keys name the same kind of thing of different ones: they share a word
-    and differ by words the value does not say (« marie_allergie », « paul_allergie »;
-    « allergie », « marie_allergie »). Keys of no word in common are two names of one fact
-    (« injury », « mickael_shoulder » for « Mickael s'est cassé l'épaule »); a qualifier
-    the value says is no other one. Nothing here can tell « city » and « user_city » apart
-    from two people's: they stay two facts, never one fact lost."""
-    words, others = _words(key), _words(other)
-    if not words & others:
-        return False
-    return not (words ^ others) <= _words(value)
+    """Whether two keys may name different things: they differ by a word the value does
+    not say (« marie_allergie », « paul_allergies »; « employeur_marie », « travail_paul »).
+    Keys that differ only by words the value says (« ville », « ville_mickael » for
+    « Mickael habite à Lyon ») name the one fact it is. Nothing here can tell
+    « city » and « user_city » from two people's: they stay two facts, never one lost
+    (review: keys with no word in common were taken for two names of one fact, and a
+    plural or a synonym merged two people's facts)."""
+    return not (_words(key) ^ _words(other)) <= _words(value)
 
 
 def _words(text: str) -> frozenset[str]:

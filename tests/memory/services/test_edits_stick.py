@@ -290,8 +290,10 @@ def test_after_an_embedder_change_extracted_facts_are_kept_in_t1(vector_store, l
 
 
 def test_dedup_sees_facts_not_indexed_yet(vector_store, local_embedder):
-    first = fact_remember(key="injury", value="Mickael s'est cassé l'épaule", actor=Actor.AGENT)
-    second = fact_remember(key="shoulder", value="Mickael s'est cassé l'épaule", actor=Actor.AGENT)
+    first = fact_remember(key="epaule", value="Mickael s'est cassé l'épaule", actor=Actor.AGENT)
+    second = fact_remember(
+        key="epaule_mickael", value="Mickael s'est cassé l'épaule", actor=Actor.AGENT
+    )
     assert second.fact.pk == first.fact.pk and Fact.objects.count() == 1
 
 

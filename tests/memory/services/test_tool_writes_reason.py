@@ -80,16 +80,16 @@ def test_the_extraction_pipeline_still_records_extracted(world):
 
 
 def test_a_tool_write_merged_by_dedup_is_recorded_merged(world):
-    first = fact_remember(key="injury", value="Mickael s'est cassé l'épaule")
+    first = fact_remember(key="epaule", value="Mickael s'est cassé l'épaule")
     index_row(KIND_FACT, first.fact.id)
     result = fact_remember(
-        key="mickael_shoulder",
+        key="mickael_epaule",
         value="Mickael s'est cassé l'épaule",
         subjects=["ski"],
         source=FactSource.TOOL,
     )
     assert result.fact.pk == first.fact.pk
-    assert _reasons("injury") == [
+    assert _reasons("epaule") == [
         (Actor.AGENT, RevisionReason.EXTRACTED),
         (Actor.AGENT, RevisionReason.MERGED),
     ]
