@@ -335,8 +335,9 @@ def _stored_moment(at: object) -> datetime:
 
 def _rows_delete(known: set[str]) -> dict[str, int]:
     from memory.models import Forgetting, ForgettingState, MessageRole
+    from memory.services.copies_redaction import redact_copies
     from memory.services.forgetting import forgetting_purge, forgettings_purge
-    from memory.services.removal import redact_copies, remove_deleted_points
+    from memory.services.removal import remove_deleted_points
 
     messages = [
         row["id"]

@@ -378,7 +378,7 @@ def fact_forget(*, fact: Fact, actor: str, note: str = "", opened: str | None = 
     )
     # The indexing machine removes the point of a forgotten fact; the logs keep no text of it.
     index_enqueue(KIND_FACT, current.id)
-    from memory.services.removal import redact_copies
+    from memory.services.copies_redaction import redact_copies
 
     redact_copies(items={f"fact:{current.pk}"})
     fact.forgotten, fact.forgotten_at = current.forgotten, current.forgotten_at

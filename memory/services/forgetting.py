@@ -44,6 +44,7 @@ from memory.models import (
     RevisionReason,
     Summary,
 )
+from memory.services.copies_redaction import redact_copies
 from memory.services.erased_marks import marks_record
 from memory.services.forgetting_plan import (
     ForgetPlan,
@@ -61,7 +62,7 @@ from memory.services.forgetting_select import (  # re-exported
     topic_terms,
 )
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
-from memory.services.removal import redact_copies, remove_deleted_points, remove_points
+from memory.services.removal import remove_deleted_points, remove_points
 
 __all__ = [
     "TOPIC_EMPTY_MESSAGE",
@@ -198,6 +199,7 @@ def forgetting_take(
     rows_changed(KIND_MESSAGE, list(chosen.exchanges))
     rows_changed(KIND_FACT, fact_ids)
     rows_changed(KIND_SUMMARY, summary_ids)
+    old_values, old_keys = _old_texts(chosen.revisions)
     redact_copies(
         items={
             *(f"message:{i}" for i in {*chosen.exchanges, *chosen.message_ids}),
@@ -209,7 +211,8 @@ def forgetting_take(
         message_texts=Message.all_objects.filter(
             pk__in=chosen.message_ids, role=MessageRole.USER
         ).values_list("content", flat=True),
-        old_values=_old_values(chosen.revisions),
+        old_values=old_values,
+        old_keys=old_keys,
     )
     if points:  # (an erasure purges at once: its purge removes them)
         # At once when Qdrant answers; the rows stay, so the indexing machine (their
@@ -219,18 +222,29 @@ def forgetting_take(
     return forgetting
 
 
-def _old_values(lines) -> list[tuple[int, str]]:
-    """(fact id, value) of the history lines a forget takes from facts it leaves, but the
-    values those facts still hold (the forget left them in view)."""
-    current = dict(
-        Fact.all_objects.filter(pk__in={line.fact_id for line in lines}).values_list("id", "value")
-    )
-    return [
+def _old_texts(lines) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """(fact id, value) and (fact id, key) of the history lines a forget takes from facts
+    it leaves (a key: an owner's rename), but those the facts still hold (the forget left
+    them in view)."""
+    current = {
+        pk: (key, value)
+        for pk, key, value in Fact.all_objects.filter(
+            pk__in={line.fact_id for line in lines}
+        ).values_list("id", "key", "value")
+    }
+    values = [
         (line.fact_id, value)
         for line in lines
         for value in (line.old_value, line.new_value)
-        if value and value != current.get(line.fact_id)
+        if value and value != current.get(line.fact_id, ("", ""))[1]
     ]
+    keys = [
+        (line.fact_id, key)
+        for line in lines
+        for key in (line.changes or {}).get("key") or []
+        if isinstance(key, str) and key and key != current.get(line.fact_id, ("", ""))[0]
+    ]
+    return values, keys
 
 
 def _revisions_add(facts: Iterable[Fact], *, actor: str, reason: str, note: str) -> None:

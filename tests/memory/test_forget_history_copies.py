@@ -157,3 +157,27 @@ def test_a_forget_that_took_old_values_only_says_what_it_took(agent_api):
     assert result.forgetting_id is not None and not result.empty
     assert "Rien à oublier" not in result.as_text()
     assert "2 ligne(s) d'historique" in result.as_text()  # its creation and its edit
+
+
+def test_a_forgotten_old_key_leaves_the_admin_history(staff_client):
+    """Review: a rename is now a line of the history; a forget that took it left the
+    admin naming the fact by its forgotten key (only old values were redacted)."""
+    fact, _ = fact_store(key="voyage_zanzibar", value="Hôtel réservé pour août avec Sophie")
+    url = reverse("admin:memory_fact_change", args=[fact.pk])
+    form = _fact_form(Fact.objects.get(pk=fact.pk), importance="0.9")
+    assert staff_client.post(url, form, follow=True).status_code == 200
+    form = _fact_form(Fact.objects.get(pk=fact.pk), key="voyage_ete")  # the owner's rename
+    assert staff_client.post(url, form, follow=True).status_code == 200
+    assert Fact.objects.get(pk=fact.pk).key == "voyage_ete"
+
+    result = topic_forget(topic="Zanzibar", actor=Actor.USER)
+    forgettings_purge(now=timezone.now() + timedelta(days=365))
+
+    assert result.counts["history"] >= 1, result.counts  # the rename's line was taken
+    assert not FactRevision.all_objects.filter(changes__icontains="zanzibar").exists()
+    seen = {
+        "admin index": unescape(staff_client.get(reverse("admin:index")).content.decode()),
+        "django_admin_log": " ".join(LogEntry.objects.values_list("object_repr", flat=True)),
+    }
+    leaks = [name for name, text in seen.items() if "zanzibar" in text.lower()]
+    assert leaks == [], f"the forgotten old key is still named on {leaks}"

@@ -25,12 +25,8 @@ from django.utils import timezone
 
 from memory.models import MemoryRetrieval
 from memory.services.formatting import clean_text
-from memory.services.removal import (
-    REDACTED,
-    PreviewRule,
-    memories_present,
-    previews_forgotten_since,
-)
+from memory.services.preview_rule import REDACTED, PreviewRule
+from memory.services.removal import memories_present, previews_forgotten_since
 from memory.services.retrieval.result import RetrievalResult
 from memory.stores.compiled import CompiledRead, param
 from memory.stores.thread_connection import connection_follow
