@@ -128,14 +128,24 @@ def _requeue_and_drop(store, name: str) -> None:
     Without it, a rebuild interrupted after the drop (the embedder down, a kill)
     would leave rows marked indexed over an empty collection, which the sweep
     (pending rows only) never re-sends: their points lost for good. The rows are
-    changed and the collection dropped in one transaction, so whatever stops the
-    rebuild leaves them pending; their tasks are sent on commit, after the drop.
+    marked pending and committed before the drop, so whatever stops the rebuild from
+    then on leaves them pending (QA: the drop ran inside that transaction, and a kill
+    during it rolled the requeue back: every row « indexed », no point). A worker may
+    index some of them between that commit and the drop, into the collection being
+    dropped: they are marked pending once more after it, and written again.
     """
+    _requeue(name)
+    store.drop_collection(name)
+    _requeue(name)
+
+
+def _requeue(name: str) -> None:
+    """Mark every row of collection ``name`` pending, its version bumped (their tasks are
+    sent on commit)."""
     with transaction.atomic():
         for kind in COLLECTION_KINDS[name]:
             for batch in _batches(source_ids(kind, name), REQUEUE_BATCH):
                 rows_changed(kind, batch)
-        store.drop_collection(name)
 
 
 def search_index_maintain(*, quiet_s: float = SEARCH_INDEX_QUIET_S) -> dict[str, int]:
