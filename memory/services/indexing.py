@@ -287,6 +287,7 @@ def _finish_all(claim: IndexClaim) -> IndexReport:
             # Our write may be stale: change the rows again so a fresh task overwrites them.
             claim_release(kind, stale, token)
             rows_changed(kind, stale)
+            _points_of_rows_gone(kind, [i for i in stale if isinstance(items[i], Document)])
     for row_id, item in items.items():
         if row_id not in done:
             report.stale += 1
@@ -296,6 +297,25 @@ def _finish_all(claim: IndexClaim) -> IndexReport:
             report.removed += 1
     claim.ended = True
     return report
+
+
+def _points_of_rows_gone(kind: str, written: list[int]) -> None:
+    """The points this task wrote for rows deleted since its fence (an erasure, a purge
+    committed in between: QA): nothing acts on a row that is gone, so their removal is
+    the deletion's own durable job (removal.remove_deleted_points), collections rewritten."""
+    gone = set(written) - set(
+        model_for(kind).all_objects.filter(pk__in=written).values_list("id", flat=True)
+    )
+    if not gone:
+        return
+    from memory.services.removal import remove_deleted_points
+
+    ids = sorted(gone)
+    remove_deleted_points(
+        ids if kind == KIND_MESSAGE else [],
+        ids if kind == KIND_FACT else [],
+        ids if kind == KIND_SUMMARY else [],
+    )
 
 
 def _removals_first(claim: IndexClaim) -> None:
