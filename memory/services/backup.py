@@ -36,6 +36,7 @@ from memory.error_reasons import os_error_reason, sqlite_error_reason
 from memory.exceptions import MemoryServiceError
 from memory.services.backup_forgets import forgets_read
 from memory.services.erased_marks import marks_read
+from memory.services.restore_journal import journal_clear, journal_read, journal_write
 
 BACKUP_FORMAT = "makilab-memory-backup"
 BACKUP_VERSION = 1
@@ -338,8 +339,13 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
     # What the replaced memory did since the backup was taken, replayed on the restored
     # one (memory_restore_finish): its erasures, and its forgets still in their undo window.
     replaced = not unreadable and target.exists()
-    manifest["erased_marks"] = marks_read(target) if replaced else []
-    manifest["forgets"] = forgets_read(target) if replaced else []
+    # A restore cut short left the replaced memory's: they are added (restore_journal).
+    marks, forgets = journal_read(target)
+    manifest["erased_marks"] = list(
+        dict.fromkeys([*marks, *(marks_read(target) if replaced else [])])
+    )
+    manifest["forgets"] = [*forgets, *(forgets_read(target) if replaced else [])]
+    journal_write(target, manifest["erased_marks"], manifest["forgets"])
     connection.close()
     if unreadable:  # SQLite cannot copy into it: the backup replaces the file
         _database_remove(target)
@@ -350,6 +356,7 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
         # The backup API writes through SQLite (WAL included), unlike a file copy.
         source.backup(destination)
         _check(destination, target)
+        _rows_pending(destination)
         manifest["restored_counts"] = _counts(destination)
     finally:
         destination.close()
@@ -370,7 +377,20 @@ def memory_restore_finish(*, manifest: dict) -> dict[str, object]:
     forgotten = forgets_replay(manifest["forgets"])
     erased = marks_replay(manifest["erased_marks"])
     requeued, dropped = _vectors_reset()
+    journal_clear(database_path())
     return {"forgotten": forgotten, "erased": erased, "requeued": requeued, "dropped": dropped}
+
+
+def _rows_pending(db: sqlite3.Connection) -> None:
+    """The copy's rows no longer claim a point, at once: its « indexed » speaks of the
+    backed-up memory's Qdrant folder, not this one, and a restore killed before its finish
+    left them so, a point never written (QA). ``_vectors_reset`` requeues them properly
+    after the migration; until then the sweep sends pending rows. A table of an older
+    schema without the column is left to it."""
+    for table in MEMORY_TABLES:
+        with contextlib.suppress(sqlite3.OperationalError):
+            db.execute(f"UPDATE {table} SET index_state = 'pending' WHERE index_state = 'indexed'")
+    db.commit()
 
 
 def _vectors_reset() -> tuple[int, Path | None]:

@@ -117,6 +117,17 @@ def waitress_proxy_options() -> dict:
     }
 
 
+def restore_unfinished_refuse() -> None:
+    """A restore cut short has erasures and forgets still to replay (restore_journal):
+    serving that memory would show what its owner erased. Said in French, with the fix."""
+    from memory.services.backup import database_path
+    from memory.services.restore_journal import RESTORE_UNFINISHED, journal_path
+
+    journal = journal_path(database_path())
+    if journal.exists():
+        raise CommandError(RESTORE_UNFINISHED.format(file=journal))
+
+
 class Command(FrenchCommand):
     help = (
         "Applique les migrations, puis sert Makilab Memory avec ses composants embarqués "
@@ -140,6 +151,7 @@ class Command(FrenchCommand):
         from memory.services.serve_link import ServeAlreadyRunning, ServeLock
 
         serve_options_check(options)
+        restore_unfinished_refuse()
         # Before anything else: a second serve on this data folder would share the
         # embedded Qdrant folder and the in-process queue's recovery with the first.
         lock = ServeLock()
