@@ -26,6 +26,7 @@ ones that fall below the margin (see embedders.LOCAL_GATE_MARGIN).
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from typing import Any
 
@@ -62,7 +63,10 @@ SMALL_TALK_PHRASES = tuple(
     pas de souci|pas de soucis|aucun souci|sans souci|pas de probleme|aucun probleme
     pas de pb|de rien|avec plaisir|je vois|ok je vois|ca roule|ca me va|entendu
     no worries|no problem|no prob|great thanks|great|sounds good|got it|you're welcome
-    my pleasure|all good|i see|makes sense
+    my pleasure|all good|i see|makes sense|je note|je comprends|d'accord je comprends
+    thanks for your help|thanks for the help|thank you for your help|thanks for helping
+    merci pour ton aide|merci pour votre aide|merci de ton aide|merci de votre aide
+    merci pour l'aide|reçu 5/5|5/5
     à demain|à plus tard|à tout à l'heure|à tout de suite|à la prochaine|bonne nuit
     bonne soirée|bonne journée|bonne matinée|bonne après-midi|bon après-midi|bonne semaine
     bonne fin de journée|bonne fin de soirée|bon week-end|bon weekend|c'est noté|bien noté
@@ -75,7 +79,11 @@ SMALL_TALK_PHRASES = tuple(
 )
 # Replies that are small talk alone ("noté !", "ok, noté", "good!"), but name a topic
 # beside other words ("et la note ?").
-SMALL_TALK_REPLIES = frozenset({"note", "good"})
+SMALL_TALK_REPLIES = frozenset(fold(w) for w in ("note", "good", "compris", "impeccable", "reçu"))
+# ASCII emoticons: « <3 » and « +1 » read as the numbers 3 and 1 (QA), « :) » as nothing.
+_EMOTICONS = re.compile(
+    r"(?<!\w)(?:<\/?3+|\+1|[:;=]['-]?[()\[\]dDpPoO/\\|*]+|\^\^|[xX][dD]+)(?!\w)"
+)
 
 # Neutral sentences, unrelated to any owner: a query's background closeness.
 REFERENCE_TEXTS = (
@@ -168,8 +176,9 @@ def without_phrases(text: str) -> str:
 
 
 def is_small_talk(text: str) -> bool:
-    """True when a message names no topic at all ("ok", "merci !", "👍", "Bonne nuit",
-    "pas de souci", "No worries")."""
+    """True when a message names no topic at all ("ok", "merci !", "👍", "<3", "Bonne
+    nuit", "pas de souci", "No worries", "bien reçu")."""
+    text = _EMOTICONS.sub(" ", text)
     words = content_words(text)
     if not words:
         return True

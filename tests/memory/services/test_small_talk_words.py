@@ -23,6 +23,12 @@ from tests.memory.world import OWNER_FACTS, facts_remember_indexed
         "et la note ?",
         "what about this morning?",
         "on se voit demain soir ?",
+        "qu'est-ce qui est compris ?",  # an acknowledgement's word in a question
+        "le petit-déjeuner est compris ?",
+        "reçu le colis ?",
+        "appelle le +1 555 0100",  # an emoticon's shape in a number
+        "<3 Sophie",
+        "page 8)",
     ],
 )
 def test_a_question_about_a_day_a_party_or_a_note_is_not_small_talk(message):
@@ -48,6 +54,14 @@ def test_a_question_about_a_day_a_party_or_a_note_is_not_small_talk(message):
         "ok, noté 👍",
         "good!",
         "very good",
+        "bien reçu",
+        "compris !",
+        "impeccable",
+        "je note",
+        "thanks for your help",
+        "merci pour ton aide :)",
+        "<3",
+        "+1",
     ],
 )
 def test_taking_leave_and_acknowledging_are_still_small_talk(message):
