@@ -51,17 +51,36 @@ def backoff_delay(attempts: int) -> timedelta:
 
 
 def index_failure_record(
-    kind: str, row_ids: Sequence[int], token: str, exc: BaseException, *, transient: bool
+    kind: str,
+    row_ids: Sequence[int],
+    token: str,
+    exc: BaseException,
+    *,
+    transient: bool,
+    versions: dict[int, int] | None = None,
 ) -> None:
-    """Count an attempt, back off; a non-transient error ends failed after MAX_ATTEMPTS."""
+    """Count an attempt, back off; a non-transient error ends failed after MAX_ATTEMPTS.
+
+    ``versions``: the version of each row the task read. A row changed since is not the
+    one that failed: left pending, its lease released, for its own task or the sweep (QA:
+    the owner's newer text was marked failed for the older one's error, and never tried)."""
     model = model_for(kind)
     message = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, DimensionMismatch):
         message += DIMENSION_HINT
     now = timezone.now()
     for row in model.all_objects.filter(pk__in=list(row_ids), index_lease_token=token).only(
-        "id", "index_attempts"
+        "id", "index_attempts", "version"
     ):
+        if versions is not None and versions.get(row.id, row.version) != row.version:
+            model.all_objects.filter(pk=row.id, index_lease_token=token).update(
+                index_state=IndexState.PENDING,
+                index_retry_at=None,
+                index_queued_at=None,
+                index_lease_token="",
+                index_lease_until=None,
+            )
+            continue
         attempts = row.index_attempts + 1
         # Retrying cannot fix an invalid embedding or a dimension mismatch: failed at once.
         final = isinstance(exc, EmbeddingInvalid | DimensionMismatch)

@@ -220,18 +220,19 @@ def _attempt(claim: IndexClaim, step) -> bool:
     kind, token = claim.kind, claim.token
     # Rows, once each: a long summary is several documents (its passages; review).
     item_ids = list(dict.fromkeys(i.row_id for i in claim.items))
+    read = {i.row_id: i.version for i in claim.items}
     try:
         step()
         return True
     except StoreUnavailable as exc:
         claim.ended = True
-        index_failure_record(kind, item_ids, token, exc, transient=True)
+        index_failure_record(kind, item_ids, token, exc, transient=True, versions=read)
         raise
     except (EmbeddingInvalid, DimensionMismatch) as exc:
-        index_failure_record(kind, item_ids, token, exc, transient=False)
+        index_failure_record(kind, item_ids, token, exc, transient=False, versions=read)
         logger.warning("indexing %s %s failed: %s", kind, item_ids[:10], exc)
     except Exception as exc:  # unexpected: counted and bounded like the others
-        index_failure_record(kind, item_ids, token, exc, transient=False)
+        index_failure_record(kind, item_ids, token, exc, transient=False, versions=read)
         logger.exception("indexing %s %s failed", kind, item_ids[:10])
     claim.ended = True
     claim.report.failed = len(item_ids)
