@@ -96,8 +96,8 @@ FACT_CHANGED_FORGET_MESSAGE = (
 
 # No topic: the agent's token may be the one told (a forgotten topic is forgotten content).
 FACT_TAKEN_MEANWHILE_MESSAGE = (
-    "Ce fait a été oublié entre-temps (oubli n° {id}) : rien n'a été enregistré. "
-    "Annulez cet oubli depuis la page Mémoire pour le modifier."
+    "Ce fait a été oublié entre-temps (oubli n° {id}) : rien n'a été fait. "
+    "Pour le retrouver, annulez cet oubli depuis la page Mémoire."
 )
 
 
