@@ -31,7 +31,7 @@ from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows
 from memory.services.messages import FUTURE_TOLERANCE
 from memory.services.portability import NOTES_FIELDS, SETTINGS_FIELDS
 from memory.services.portability_import_messages import BATCH, MessageRecords
-from memory.services.portability_legacy import fact_repaired
+from memory.services.portability_legacy import fact_repaired, revision_changes_repaired
 from memory.services.portability_validate import (
     BAD_TYPE,
     DUPLICATE_CHANNEL,
@@ -228,6 +228,7 @@ class Importer(MessageRecords):
             if not isinstance(revision, dict):
                 raise ImportLineError(line, where + NOT_OBJECT)
             rows.append(record_check(line, revision, SPECS["revision"], where))
+            repaired += revision_changes_repaired(values["key"], number, rows[-1]["changes"])
             dates_check(line, rows[-1], past=("created_at",), where=where)
             if rows[-1]["created_at"] < values["created_at"] - FUTURE_TOLERANCE:
                 raise ImportLineError(line, where + REVISION_BEFORE_FACT)

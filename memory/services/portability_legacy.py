@@ -32,6 +32,33 @@ def channel_repaired(channel: str) -> str:
     return cleaned if channel_well_formed(cleaned) else ""
 
 
+# The fields a revision's changes name: what the history records (fact_revisions), and
+# « kind » the history labels too.
+CHANGES_UNREADABLE = (
+    "fait « {key} » : révision {number} : changements illisibles retirés ({names})."
+)
+
+
+def revision_changes_repaired(key: str, number: int, changes: dict) -> list[str]:
+    """A revision's ``changes`` as the history reads them, in place: each a tracked field
+    with its [old, new]; the rest is dropped and said (QA: « zzz : 1 → 2 » and
+    « expiration : notadate → 5 » showed in a fact's history on /memory)."""
+    from memory.services.fact_revisions import TRACKED_FIELDS
+
+    known = {*TRACKED_FIELDS, "kind"}
+    dropped = [
+        name
+        for name, pair in changes.items()
+        if name not in known or not (isinstance(pair, list) and len(pair) == 2)
+    ]
+    for name in dropped:
+        del changes[name]
+    if not dropped:
+        return []
+    names = ", ".join(str(name)[:40] for name in dropped[:5])
+    return [CHANGES_UNREADABLE.format(key=key, number=number, names=names)]
+
+
 def fact_repaired(values: dict) -> list[str]:
     """Fit a fact line's ``values`` (record_check's) to today's rules, in place; the report's
     lines for what the owner would see changed."""

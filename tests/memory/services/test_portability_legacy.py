@@ -215,3 +215,28 @@ def test_reimporting_its_own_export_keeps_a_legacy_summary_without_a_copy(tmp_pa
 
     assert list(Summary.all_objects.values_list("channel", flat=True)) == ["a b/c"]
     assert "devient" not in out.getvalue()
+
+
+def test_a_revisions_unreadable_changes_are_dropped_and_said(tmp_path):
+    """QA: the import took a revision's changes of any shape, and the fact's history on
+    /memory showed « zzz : 1 → 2 » and « expiration : notadate → 5 »."""
+    revision = {
+        "actor": "user",
+        "reason": "edited",
+        "old_value": "Le vélo est gris",
+        "new_value": "Le vélo est gris",
+        "changes": {"importance": [0.5, 0.9], "zzz": [1, 2], "expires_at": "notadate"},
+        "note": "",
+        "created_at": "2026-01-01T10:00:00+00:00",
+    }
+    path = tmp_path / "f.jsonl"
+    path.write_text(
+        json.dumps(HEADER) + "\n" + json.dumps(_fact(revisions=[revision])) + "\n",
+        encoding="utf-8",
+    )
+    out = StringIO()
+    call_command("memory_import", str(path), stdout=out, stderr=StringIO())
+
+    [line] = Fact.objects.get(key="velo").revisions.all()
+    assert line.changes == {"importance": [0.5, 0.9]}
+    assert "changements illisibles retirés (zzz, expires_at)" in out.getvalue()
