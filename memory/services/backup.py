@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from memory.error_reasons import os_error_reason, sqlite_error_reason
@@ -65,6 +65,7 @@ BACKUP_UNREADABLE = "La sauvegarde {file} est illisible : {error}."
 BAD_BACKUP = "La sauvegarde {file} est abîmée : {error}."
 EMPTY_DATABASE = "le fichier est vide"
 COUNTS_DIFFER = "{found} lignes dans {table}, {manifest} en annonce {expected}"
+RESTORE_COPY_FAILED = "La copie de la sauvegarde dans {file} a échoué : {error}."
 TARGET_UNREADABLE = (
     "La base actuelle {file} est illisible ({error}). Relancez avec --force pour la "
     "remplacer par la sauvegarde."
@@ -293,7 +294,7 @@ def _database_remove(path: Path) -> None:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-def _embedded_qdrant() -> Path | None:
+def embedded_qdrant() -> Path | None:
     """The embedded Qdrant folder of this data dir, when it holds something."""
     qdrant = Path(settings.QDRANT_PATH)
     if not settings.QDRANT_URL and qdrant.is_dir() and any(qdrant.iterdir()):
@@ -303,7 +304,7 @@ def _embedded_qdrant() -> Path | None:
 
 def _target_content(target: Path) -> str | None:
     """What makes the destination not empty (None: safe to restore over)."""
-    qdrant = _embedded_qdrant()
+    qdrant = embedded_qdrant()
     if qdrant is not None:
         return f"dossier Qdrant {qdrant}"
     if not target.exists() or target.stat().st_size == 0:
@@ -339,12 +340,14 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
     # What the replaced memory did since the backup was taken, replayed on the restored
     # one (memory_restore_finish): its erasures, and its forgets still in their undo window.
     replaced = not unreadable and target.exists()
-    # A restore cut short left the replaced memory's: they are added (restore_journal).
-    marks, forgets = journal_read(target)
-    manifest["erased_marks"] = list(
-        dict.fromkeys([*marks, *(marks_read(target) if replaced else [])])
-    )
-    manifest["forgets"] = [*forgets, *(forgets_read(target) if replaced else [])]
+    # A restore cut short left the replaced memory's (restore_journal): the database holds
+    # the backup's copy now, the replaced memory is the journal's.
+    journal = journal_read(target)
+    if journal is not None:
+        manifest["erased_marks"], manifest["forgets"] = journal
+    else:
+        manifest["erased_marks"] = marks_read(target) if replaced else []
+        manifest["forgets"] = forgets_read(target) if replaced else []
     journal_write(target, manifest["erased_marks"], manifest["forgets"])
     connection.close()
     if unreadable:  # SQLite cannot copy into it: the backup replaces the file
@@ -354,7 +357,14 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
     destination = _connect(target)
     try:
         # The backup API writes through SQLite (WAL included), unlike a file copy.
-        source.backup(destination)
+        try:
+            source.backup(destination)
+        except sqlite3.Error as exc:  # the memory as it was: nothing to replay (review)
+            if journal is None:
+                journal_clear(target)
+            raise MemoryServiceError(
+                RESTORE_COPY_FAILED.format(file=target, error=sqlite_error_reason(exc))
+            ) from None
         _check(destination, target)
         _rows_pending(destination)
         manifest["restored_counts"] = _counts(destination)
@@ -362,23 +372,6 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
         destination.close()
         source.close()
     return manifest
-
-
-def memory_restore_finish(*, manifest: dict) -> dict[str, object]:
-    """After ``memory_restore`` and the migration: what the replaced memory did since the
-    backup was taken stands, and no restored row claims a point this data dir lacks.
-
-    The carried forgets are taken first: the replay of the erasure marks then purges
-    those past their undo window (and those it empties), as the hourly purge would.
-    """
-    from memory.services.backup_forgets import forgets_replay
-    from memory.services.erased_marks import marks_replay
-
-    forgotten = forgets_replay(manifest["forgets"])
-    erased = marks_replay(manifest["erased_marks"])
-    requeued, dropped = _vectors_reset()
-    journal_clear(database_path())
-    return {"forgotten": forgotten, "erased": erased, "requeued": requeued, "dropped": dropped}
 
 
 def _rows_pending(db: sqlite3.Connection) -> None:
@@ -391,38 +384,3 @@ def _rows_pending(db: sqlite3.Connection) -> None:
         with contextlib.suppress(sqlite3.OperationalError):
             db.execute(f"UPDATE {table} SET index_state = 'pending' WHERE index_state = 'indexed'")
     db.commit()
-
-
-def _vectors_reset() -> tuple[int, Path | None]:
-    """The backup holds SQLite only: its rows say 'indexed' for points this data dir does
-    not hold (a fresh Qdrant folder), or holds for another memory (the replaced one's).
-    Every row that makes a point goes back to pending, version bumped, as ``reindex
-    --recreate`` requeues them (``rows_changed``): the indexing sweep rebuilds them on its
-    own. Then the embedded Qdrant folder's collections are dropped: left there, the
-    points of the replaced memory's rows that the backup does not hold would stay as
-    orphans (the sweep writes points, it never looks for strays). Requeued first: a
-    restore stopped between the two leaves pending rows whose points the sweep rewrites,
-    never rows marked indexed over a dropped collection. A Qdrant server is left alone
-    (not part of the data dir): ``reindex --recreate`` clears it.
-
-    Returns (rows requeued, the folder whose collections were dropped or None).
-    """
-    from memory.services.indexing import rows_changed
-    from memory.services.maintenance import COLLECTION_KINDS, REQUEUE_BATCH, source_ids
-
-    requeued = 0
-    with transaction.atomic():
-        for name, kinds in COLLECTION_KINDS.items():
-            for kind in kinds:
-                ids = source_ids(kind, name)
-                for start in range(0, len(ids), REQUEUE_BATCH):
-                    rows_changed(kind, ids[start : start + REQUEUE_BATCH])
-                requeued += len(ids)
-    folder = _embedded_qdrant()
-    if folder is not None:
-        from memory.stores.vectors import get_vector_store
-
-        store = get_vector_store()
-        for name in COLLECTION_KINDS:
-            store.drop_collection(name)
-    return requeued, folder

@@ -62,6 +62,8 @@ class IndexClaim:
     embedder: str = ""  # the embedder that made ``vectors``
     # A failure was recorded on the rows: the task has nothing more to do.
     ended: bool = False
+    # The rows whose points this task upserted (what its fence kept).
+    written: set[int] = field(default_factory=set)
 
     @property
     def items(self) -> list[Document | Removal]:

@@ -180,6 +180,7 @@ def _write(claim: IndexClaim, vectors: list[list[float]]) -> None:
         vectors, embedder = _embed(documents), current_embedder()
     _remove(removals)
     _upsert(documents, vectors, embedder)
+    claim.written |= {d.row_id for d in documents}
 
 
 def _fence(
@@ -288,7 +289,7 @@ def _finish_all(claim: IndexClaim) -> IndexReport:
             # Our write may be stale: change the rows again so a fresh task overwrites them.
             claim_release(kind, stale, token)
             rows_changed(kind, stale)
-            _points_of_rows_gone(kind, [i for i in stale if isinstance(items[i], Document)])
+            _points_of_rows_gone(kind, [i for i in stale if i in claim.written])
     for row_id, item in items.items():
         if row_id not in done:
             report.stale += 1

@@ -130,22 +130,23 @@ def _requeue_and_drop(store, name: str) -> None:
     (pending rows only) never re-sends: their points lost for good. The rows are
     marked pending and committed before the drop, so whatever stops the rebuild from
     then on leaves them pending (QA: the drop ran inside that transaction, and a kill
-    during it rolled the requeue back: every row « indexed », no point). A worker may
-    index some of them between that commit and the drop, into the collection being
-    dropped: they are marked pending once more after it, and written again.
+    during it rolled the requeue back: every row « indexed », no point). That first
+    requeue sends no task; a task already in flight may still index a row into the
+    collection being dropped: every row is marked pending once more after the drop, its
+    tasks sent then.
     """
-    _requeue(name)
+    _requeue(name, send=False)  # no task yet: none writes into what is dropped (review)
     store.drop_collection(name)
     _requeue(name)
 
 
-def _requeue(name: str) -> None:
-    """Mark every row of collection ``name`` pending, its version bumped (their tasks are
-    sent on commit)."""
+def _requeue(name: str, *, send: bool = True) -> None:
+    """Mark every row of collection ``name`` pending, its version bumped (with ``send``,
+    their tasks are sent on commit; else the sweep finds them)."""
     with transaction.atomic():
         for kind in COLLECTION_KINDS[name]:
             for batch in _batches(source_ids(kind, name), REQUEUE_BATCH):
-                rows_changed(kind, batch)
+                rows_changed(kind, batch, send=send)
 
 
 def search_index_maintain(*, quiet_s: float = SEARCH_INDEX_QUIET_S) -> dict[str, int]:

@@ -66,7 +66,7 @@ SMALL_TALK_PHRASES = tuple(
     my pleasure|all good|i see|makes sense|je note|je comprends|d'accord je comprends
     thanks for your help|thanks for the help|thank you for your help|thanks for helping
     merci pour ton aide|merci pour votre aide|merci de ton aide|merci de votre aide
-    merci pour l'aide|reçu 5/5|5/5
+    merci pour l'aide|reçu 5/5
     à demain|à plus tard|à tout à l'heure|à tout de suite|à la prochaine|bonne nuit
     bonne soirée|bonne journée|bonne matinée|bonne après-midi|bon après-midi|bonne semaine
     bonne fin de journée|bonne fin de soirée|bon week-end|bon weekend|c'est noté|bien noté

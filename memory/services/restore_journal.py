@@ -6,8 +6,8 @@ that database; ``memory_restore_finish`` replays them after the migration. Held 
 only, a restore killed in between lost them for good: the rows the replaced memory had
 erased came back, and running the restore again read the marks of the half-restored file,
 the backup's (QA). So they are written here, beside the database and on disk, before the
-overwrite; a restore run again adds them to what it reads, and the finish removes the
-file once they are replayed. While it is there, ``serve`` refuses to start.
+overwrite; a restore run again replays them (the database holds the backup's copy by
+then), and the finish removes the file once they are replayed. While it is there, ``serve`` refuses to start.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from memory.services.backup_forgets import CarriedForget
 JOURNAL_SUFFIX = ".restore.json"
 RESTORE_UNFINISHED = (
     "Une restauration n'a pas fini ({file} est là) : relancez "
-    "`python manage.py memory_restore --force <dossier de la sauvegarde>` avant de démarrer."
+    "`python manage.py memory_restore --force <dossier de la sauvegarde>` avant de démarrer "
+    "(ou supprimez ce fichier pour garder la mémoire telle qu'elle est, sans rejouer ses "
+    "effacements et ses oublis)."
 )
 
 
@@ -45,11 +47,11 @@ def journal_write(database: Path, marks: list, forgets: list[CarriedForget]) -> 
     os.replace(temporary, path)
 
 
-def journal_read(database: Path) -> tuple[list[tuple], list[CarriedForget]]:
-    """The marks and forgets a restore cut short left to replay; nothing when none was."""
+def journal_read(database: Path) -> tuple[list[tuple], list[CarriedForget]] | None:
+    """The marks and forgets a restore cut short left to replay; None when none was."""
     path = journal_path(database)
     if not path.exists():
-        return [], []
+        return None
     data = json.loads(path.read_text(encoding="utf-8"))
     return [tuple(mark) for mark in data["erased_marks"]], [_in(f) for f in data["forgets"]]
 

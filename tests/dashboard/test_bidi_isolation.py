@@ -172,9 +172,22 @@ def test_erasing_a_fact_isolates_its_key_in_the_notice(staff_client, reversed_wo
     assert_isolated(html)
 
 
-def test_a_note_preview_isolates_its_path_and_content(staff_client, reversed_world):
+def test_a_note_preview_isolates_its_content(staff_client, reversed_world, vault):
+    (vault / "Note droite.md").write_text(f"# Titre\n\n{RLO}contenu\n", encoding="utf-8")
+    html = staff_client.get(
+        "/memory/notes/preview/", {"path": "Note droite.md"}, **HTMX
+    ).content.decode()
+    assert_isolated(html, at_least=1)
+
+
+def test_a_note_path_holding_an_override_is_refused_and_its_echo_isolated(
+    staff_client, reversed_world
+):
+    """A path holding a character nobody sees names another note than the one it shows:
+    refused (memory.stores.notes.note_path_normalize), the path it echoes isolated."""
     html = staff_client.get("/memory/notes/preview/", {"path": NOTE}, **HTMX).content.decode()
-    assert_isolated(html, at_least=2)
+    assert "caractère invisible" in html
+    assert_isolated(html, at_least=1)
 
 
 def test_the_chat_isolates_messages_and_their_author(staff_client, reversed_world):

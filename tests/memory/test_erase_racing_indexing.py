@@ -48,3 +48,37 @@ def test_an_erasure_committed_after_a_tasks_fence_leaves_no_point(vector_store, 
     assert point_id("fact", keep.id) in ids
     leftover = [h.payload for h in vector_store.retrieve(KNOWLEDGE, [point_id("fact", secret.id)])]
     assert point_id("fact", secret.id) not in ids, f"erased fact's point still there: {leftover}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_erased_before_the_fence_costs_no_second_collection_rewrite(
+    vector_store, monkeypatch
+):
+    install(monkeypatch, HashEmbedder())
+    keep, _ = fact_store(key="velo", value="Le vélo est gris")
+    secret, _ = fact_store(key="code_garage", value="Le code du garage est B4242Z")
+    indexing.index_rows(indexing.KIND_FACT, [keep.id])  # the collection exists
+
+    rewrites: list[str] = []
+    real_rewrite = type(vector_store).rewrite
+
+    def counted(self, name):
+        rewrites.append(name)
+        return real_rewrite(self, name)
+
+    monkeypatch.setattr(type(vector_store), "rewrite", counted)
+
+    real_fence = indexing._fence
+
+    def erased_before_fence(claim, vectors):
+        monkeypatch.setattr(indexing, "_fence", real_fence)
+        fact_erase(fact=Fact.objects.get(pk=secret.id), actor=Actor.USER)
+        return real_fence(claim, vectors)
+
+    monkeypatch.setattr(indexing, "_fence", erased_before_fence)
+    indexing.index_rows(indexing.KIND_FACT, [keep.id, secret.id], force=True)
+
+    assert not Fact.all_objects.filter(pk=secret.id).exists()
+    # The erasure's own job rewrites knowledge once; the task wrote nothing for the
+    # erased row, so it has nothing to rewrite.
+    assert rewrites.count(KNOWLEDGE) == 1, rewrites

@@ -29,7 +29,8 @@ class Command(FrenchCommand):
         )
 
     def handle(self, *args, directory: Path, force: bool, **options):
-        from memory.services.backup import memory_restore, memory_restore_finish, notes_settings
+        from memory.services.backup import memory_restore, notes_settings
+        from memory.services.restore_finish import memory_restore_finish
 
         try:
             manifest = memory_restore(directory=directory, force=force)

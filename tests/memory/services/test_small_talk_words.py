@@ -29,6 +29,8 @@ from tests.memory.world import OWNER_FACTS, facts_remember_indexed
         "appelle le +1 555 0100",  # an emoticon's shape in a number
         "<3 Sophie",
         "page 8)",
+        "j'ai quoi le 5/5 ?",  # review: « reçu 5/5 » is small talk, the date is not
+        "On fait quoi le 5/5 ?",
     ],
 )
 def test_a_question_about_a_day_a_party_or_a_note_is_not_small_talk(message):
