@@ -66,6 +66,13 @@ BAD_BACKUP = "La sauvegarde {file} est abîmée : {error}."
 EMPTY_DATABASE = "le fichier est vide"
 COUNTS_DIFFER = "{found} lignes dans {table}, {manifest} en annonce {expected}"
 RESTORE_COPY_FAILED = "La copie de la sauvegarde dans {file} a échoué : {error}."
+# How long a restore waits for another process to release the database (SQLite's backup
+# waited forever: review, a restore beside an MCP server or a shell hung).
+RESTORE_LOCK_WAIT_S = 30
+LOCKED_REASON = (
+    "un autre processus écrit dans la base (un serveur MCP, un shell, un worker) ; "
+    "arrêtez-le, puis relancez"
+)
 TARGET_UNREADABLE = (
     "La base actuelle {file} est illisible ({error}). Relancez avec --force pour la "
     "remplacer par la sauvegarde."
@@ -358,13 +365,12 @@ def memory_restore(*, directory: Path, force: bool = False) -> dict:
     try:
         # The backup API writes through SQLite (WAL included), unlike a file copy.
         try:
-            source.backup(destination)
-        except sqlite3.Error as exc:  # the memory as it was: nothing to replay (review)
+            source.backup(destination, progress=_waited_at_most(RESTORE_LOCK_WAIT_S))
+        except (sqlite3.Error, _LockedTooLong) as exc:  # the memory as it was (review)
             if journal is None:
                 journal_clear(target)
-            raise MemoryServiceError(
-                RESTORE_COPY_FAILED.format(file=target, error=sqlite_error_reason(exc))
-            ) from None
+            error = LOCKED_REASON if isinstance(exc, _LockedTooLong) else sqlite_error_reason(exc)
+            raise MemoryServiceError(RESTORE_COPY_FAILED.format(file=target, error=error)) from None
         _check(destination, target)
         _rows_pending(destination)
         manifest["restored_counts"] = _counts(destination)
@@ -384,3 +390,21 @@ def _rows_pending(db: sqlite3.Connection) -> None:
         with contextlib.suppress(sqlite3.OperationalError):
             db.execute(f"UPDATE {table} SET index_state = 'pending' WHERE index_state = 'indexed'")
     db.commit()
+
+
+class _LockedTooLong(Exception):
+    """The destination stayed locked by another process past the restore's wait."""
+
+
+def _waited_at_most(seconds: float):
+    """A progress callback for sqlite3's backup: it retries a locked database forever;
+    this one gives up after ``seconds`` (the copy is rolled back, the database untouched)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+
+    def progress(status: int, remaining: int, total: int) -> None:
+        if status in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) and time.monotonic() > deadline:
+            raise _LockedTooLong
+
+    return progress

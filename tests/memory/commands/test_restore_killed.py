@@ -137,3 +137,49 @@ def test_the_journal_gives_back_the_marks_and_forgets_it_was_given(tmp_path):
     assert journal_read(database) == (marks, [forget])
     journal_clear(database)
     assert journal_read(database) is None
+
+
+@pytest.mark.slow
+def test_a_restore_over_a_database_another_process_holds_fails_in_french(tmp_path):
+    """Review: SQLite's backup retries a locked database forever, so a restore beside an
+    MCP server or a shell holding a write hung; it now gives up in French, the memory and
+    the replays (no journal) as they were."""
+    import sqlite3
+
+    data, backup = tmp_path / "data", tmp_path / "sauvegarde"
+    _run(data, "migrate", "--verbosity", "0")
+    _run(data, "shell", "-c", SEED)
+    _run(data, "memory_backup", str(backup))
+    holder = sqlite3.connect(data / "makilab.sqlite3", timeout=1)
+    holder.execute("BEGIN IMMEDIATE")  # another process writing, for longer than the wait
+    try:
+        refused = subprocess.run(
+            [sys.executable, "-c", WAIT_ONE_SECOND, str(backup)],
+            cwd=ROOT,
+            env=_env(data),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        holder.rollback()
+        holder.close()
+    assert refused.returncode == 1, refused.stderr[-800:]
+    assert "un autre processus écrit dans la base" in refused.stderr, refused.stderr[-800:]
+    assert "Traceback" not in refused.stderr
+    assert not (data / "makilab.sqlite3.restore.json").exists()
+
+
+WAIT_ONE_SECOND = """
+import sys
+import django
+django.setup()
+import memory.services.backup as backup
+backup.RESTORE_LOCK_WAIT_S = 1
+from django.core.management import CommandError, call_command
+try:
+    call_command("memory_restore", "--force", sys.argv[1])
+except CommandError as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(1)
+"""
