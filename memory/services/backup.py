@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,8 +139,6 @@ def notes_settings() -> dict[str, object]:
 
 def memory_backup(*, directory: Path) -> BackupReport:
     """Copy the live database into ``directory`` (created if needed), with backup.json."""
-    import time
-
     started = time.perf_counter()
     directory = Path(directory)
     target = directory / DATABASE_FILE
@@ -399,8 +398,6 @@ class _LockedTooLong(Exception):
 def _waited_at_most(seconds: float):
     """A progress callback for sqlite3's backup: it retries a locked database forever;
     this one gives up after ``seconds`` (the copy is rolled back, the database untouched)."""
-    import time
-
     deadline = time.monotonic() + seconds
 
     def progress(status: int, remaining: int, total: int) -> None:

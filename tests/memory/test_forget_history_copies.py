@@ -13,8 +13,6 @@ import pytest
 from django.contrib.admin.models import LogEntry
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from agent.tools import ToolContext, tool_run
 from memory.models import Actor, Fact, FactRevision, MemoryRetrieval
@@ -22,6 +20,7 @@ from memory.services.facts import fact_restore, fact_store, fact_update
 from memory.services.forgetting import forgettings_purge, topic_forget
 from memory.services.portability import export_lines
 from memory.services.retrieval import auto_retrieve
+from tests.memory.api.conftest import agent_api, agent_token, agent_user  # noqa: F401
 from tests.memory.test_admin import _fact_form
 from tests.memory.world import exchange_save, index_everything
 
@@ -32,14 +31,6 @@ TRIP = f"Voyage à {SECRET} en août avec Sophie"
 NEW_TRIP = "Voyage à Lisbonne en août avec Sophie"
 
 
-@pytest.fixture
-def agent_api(django_user_model):
-    user = django_user_model.objects.create_user(username="agent", password=None)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-    return client
-
-
 def _forget_then_purge(topic: str) -> dict:
     """Forget ``topic``, then purge it as its retention's end would."""
     result = topic_forget(topic=topic, actor=Actor.USER)
@@ -47,7 +38,10 @@ def _forget_then_purge(topic: str) -> dict:
     return dict(result.counts)
 
 
-def test_a_topic_forget_takes_the_delete_reason_that_names_it(staff_client, agent_api):
+def test_a_topic_forget_takes_the_delete_reason_that_names_it(
+    staff_client,
+    agent_api,  # noqa: F811
+):
     kine = fact_store(key="kine", value="Le kiné s'appelle Hélène, cabinet rue Victor Hugo.")[0]
     fact_store(key="velo", value="Le vélo de route est au garage.")
     # The agent relays the owner: « oublie le kiné, je déménage à Zanzibar en août ».
@@ -115,7 +109,9 @@ def test_a_forgotten_old_value_leaves_the_retrieval_log(
 
 
 def test_a_fact_about_the_topic_by_its_subjects_is_forgotten(
-    vector_store, local_embedder, agent_api
+    vector_store,
+    local_embedder,
+    agent_api,  # noqa: F811
 ):
     """QA: facts_fts holds key and value: a fact about the topic by its subjects alone was
     no candidate; the forget took its creation line (its changes hold the subjects) and
@@ -146,7 +142,7 @@ def test_a_fact_about_the_topic_by_its_subjects_is_forgotten(
     )
 
 
-def test_a_forget_that_took_old_values_only_says_what_it_took(agent_api):
+def test_a_forget_that_took_old_values_only_says_what_it_took():
     """QA: the agent and the API were told « Rien à oublier sur ce sujet. » of a forget
     that took lines of history only, though it was recorded and can be undone."""
     fact, _ = fact_store(key="voyage_ete", value=TRIP)

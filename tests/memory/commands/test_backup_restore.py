@@ -124,6 +124,25 @@ def _manage(data_dir, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+def _run(data_dir, *args: str) -> str:
+    """`manage.py` ``args`` on ``data_dir``, which must succeed: its output."""
+    done = _manage(data_dir, *args)
+    assert done.returncode == 0, done.stderr[-800:]
+    return done.stdout
+
+
+def _script(data_dir, script: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """A Python ``script`` (Django set up by it) on ``data_dir``: a command stopped midway."""
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=ROOT,
+        env=_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 @pytest.mark.slow
 def test_restore_into_a_fresh_data_dir_then_reindex_leaves_the_doctor_clean(tmp_path, memory):
     """The backup restored is one taken while another thread wrote."""

@@ -12,14 +12,10 @@ them. (The restore's _vectors_reset does it in the safe order: commit, then drop
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.memory.commands.test_backup_restore import ROOT, _manage
+from tests.memory.commands.test_backup_restore import _run, _script
 from tests.memory.commands.test_restore_keeps_erasures import SEED
-from tests.memory.test_workers import _env
 
 pytestmark = pytest.mark.slow
 
@@ -45,12 +41,6 @@ STATE = (
 )
 
 
-def _run(data, *args):
-    done = _manage(data, *args)
-    assert done.returncode == 0, done.stderr[-800:]
-    return done.stdout
-
-
 def test_a_recreate_killed_at_its_drop_leaves_no_fact_marked_indexed_without_a_point(tmp_path):
     data = tmp_path / "data"
     _run(data, "migrate", "--verbosity", "0")
@@ -58,14 +48,7 @@ def test_a_recreate_killed_at_its_drop_leaves_no_fact_marked_indexed_without_a_p
     _run(data, "reindex")
     assert _run(data, "shell", "-c", STATE).strip().splitlines()[-1] == "2 2"
 
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLED_AFTER_DROP],
-        cwd=ROOT,
-        env=_env(data),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    killed = _script(data, KILLED_AFTER_DROP)
     assert killed.returncode == -9, killed.stderr[-800:]
 
     indexed, points = map(int, _run(data, "shell", "-c", STATE).strip().splitlines()[-1].split())

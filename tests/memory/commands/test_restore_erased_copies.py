@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.memory.commands.test_backup_restore import _manage
+from tests.memory.commands.test_backup_restore import _run
 
 pytestmark = pytest.mark.slow
 
@@ -44,12 +44,6 @@ MARKS = (
     "from memory.models import ErasedMark; "
     "print(sorted(m.isoformat() for m in ErasedMark.objects.values_list('erased_at', flat=True)))"
 )
-
-
-def _run(data, *args):
-    done = _manage(data, *args)
-    assert done.returncode == 0, done.stderr[-800:]
-    return done.stdout
 
 
 def _last_line(data, code):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.memory.commands.test_backup_restore import _manage
+from tests.memory.commands.test_backup_restore import _run
 
 pytestmark = pytest.mark.slow
 
@@ -30,12 +30,6 @@ LOOK = (
     "Fact.all_objects.filter(value__contains='B4242Z').count(), len(fts_search('B4242Z')), "
     "Fact.objects.filter(key='velo').count())"
 )
-
-
-def _run(data, *args):
-    done = _manage(data, *args)
-    assert done.returncode == 0, done.stderr[-800:]
-    return done.stdout
 
 
 def test_a_restored_backup_does_not_bring_back_what_was_erased_since(tmp_path):

@@ -12,14 +12,10 @@ only way to finish it) reads the marks of the half-restored file, i.e. the backu
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.memory.commands.test_backup_restore import ROOT, _manage
+from tests.memory.commands.test_backup_restore import _run, _script
 from tests.memory.commands.test_restore_keeps_erasures import ERASE, LOOK, SEED
-from tests.memory.test_workers import _env
 
 pytestmark = pytest.mark.slow
 
@@ -41,12 +37,6 @@ call_command("memory_restore", "--force", sys.argv[1])
 """
 
 
-def _run(data, *args):
-    done = _manage(data, *args)
-    assert done.returncode == 0, done.stderr[-800:]
-    return done.stdout
-
-
 def test_a_restore_killed_before_its_finish_does_not_bring_back_what_was_erased(tmp_path):
     data, backup = tmp_path / "data", tmp_path / "sauvegarde"
     _run(data, "migrate", "--verbosity", "0")
@@ -55,14 +45,7 @@ def test_a_restore_killed_before_its_finish_does_not_bring_back_what_was_erased(
     assert _run(data, "shell", "-c", ERASE).strip().endswith("1")
     assert _run(data, "shell", "-c", LOOK).strip().splitlines()[-1] == "0 0 0 1"
 
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLED_RESTORE, str(backup)],
-        cwd=ROOT,
-        env=_env(data),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    killed = _script(data, KILLED_RESTORE, str(backup))
     assert killed.returncode == -9, killed.stderr[-800:]
 
     # The operator runs the restore again to finish it.
@@ -98,14 +81,7 @@ def test_a_restore_killed_before_its_finish_leaves_no_row_marked_indexed_without
     assert _run(data, "shell", "-c", INDEXED).strip().splitlines()[-1] != "0 0"
     _run(data, "memory_backup", str(backup))
 
-    killed = subprocess.run(
-        [sys.executable, "-c", KILLED_RESTORE.replace('"--force", ', ""), str(backup)],
-        cwd=ROOT,
-        env=_env(fresh),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    killed = _script(fresh, KILLED_RESTORE.replace('"--force", ', ""), str(backup))
     assert killed.returncode == -9, killed.stderr[-800:]
 
     assert _run(fresh, "shell", "-c", INDEXED).strip().splitlines()[-1] == "0 0"
@@ -153,14 +129,7 @@ def test_a_restore_over_a_database_another_process_holds_fails_in_french(tmp_pat
     holder = sqlite3.connect(data / "makilab.sqlite3", timeout=1)
     holder.execute("BEGIN IMMEDIATE")  # another process writing, for longer than the wait
     try:
-        refused = subprocess.run(
-            [sys.executable, "-c", WAIT_ONE_SECOND, str(backup)],
-            cwd=ROOT,
-            env=_env(data),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        refused = _script(data, WAIT_ONE_SECOND, str(backup), timeout=300)
     finally:
         holder.rollback()
         holder.close()

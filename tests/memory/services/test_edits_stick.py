@@ -181,9 +181,9 @@ def test_a_dedup_merge_decided_while_the_owner_forgot_the_target_does_not_revive
     assert "forgotten while deciding" in caplog.text
 
 
-def test_a_dedup_merge_keeps_an_owner_edit_made_while_the_llm_decided(
-    vector_store, local_embedder, fake_anthropic, monkeypatch
-):
+def _shoulder_edited_while_the_llm_decides(monkeypatch, fake_anthropic, action, **edit):
+    """The agent's « shoulder » fact, indexed; the dedup LLM answers ``action`` on it, and
+    the owner makes ``edit`` to it while the LLM decides."""
     import agent.client
 
     target, _ = fact_store(
@@ -193,17 +193,21 @@ def test_a_dedup_merge_keeps_an_owner_edit_made_while_the_llm_decided(
     real = agent.client.llm_json
 
     def slow_llm_json(**kwargs):
-        # While the LLM decides, the owner raises the importance and adds a subject.
-        fact_update(
-            fact=Fact.objects.get(pk=target.pk),
-            actor=Actor.USER,
-            importance=0.9,
-            subjects=["sante"],
-        )
+        fact_update(fact=Fact.objects.get(pk=target.pk), actor=Actor.USER, **edit)
         return real(**kwargs)
 
     monkeypatch.setattr(agent.client, "llm_json", slow_llm_json)
-    fake_anthropic.script(text_message(f'{{"action": "UPDATE", "id": {target.pk}}}'))
+    fake_anthropic.script(text_message(f'{{"action": "{action}", "id": {target.pk}}}'))
+    return target
+
+
+def test_a_dedup_merge_keeps_an_owner_edit_made_while_the_llm_decided(
+    vector_store, local_embedder, fake_anthropic, monkeypatch
+):
+    # While the LLM decides, the owner raises the importance and adds a subject.
+    target = _shoulder_edited_while_the_llm_decides(
+        monkeypatch, fake_anthropic, "UPDATE", importance=0.9, subjects=["sante"]
+    )
     result = fact_remember(
         key="mickael_epaule",
         value="Mickael s'est cassé l'épaule en ski le 3 mars",
@@ -220,24 +224,9 @@ def test_a_noop_decided_while_the_owner_rewrote_the_target_keeps_the_statement(
 ):
     """QA: « already known » was said of the value the LLM saw; the owner corrected it
     meanwhile (the ankle, not the shoulder), and the statement was known nowhere."""
-    import agent.client
-
-    target, _ = fact_store(
-        key="shoulder", value="Mickael s'est cassé l'épaule en ski", actor=Actor.AGENT
+    _shoulder_edited_while_the_llm_decides(
+        monkeypatch, fake_anthropic, "NOOP", value="Mickael s'est foulé la cheville en ski"
     )
-    index_row(KIND_FACT, target.pk)
-    real = agent.client.llm_json
-
-    def slow_llm_json(**kwargs):
-        fact_update(
-            fact=Fact.objects.get(pk=target.pk),
-            actor=Actor.USER,
-            value="Mickael s'est foulé la cheville en ski",
-        )
-        return real(**kwargs)
-
-    monkeypatch.setattr(agent.client, "llm_json", slow_llm_json)
-    fake_anthropic.script(text_message(f'{{"action": "NOOP", "id": {target.pk}}}'))
     statement = "Mickael s'est cassé l'épaule au ski"
     result = fact_remember(key="mickael_epaule", value=statement)
     values = set(Fact.objects.values_list("value", flat=True))
