@@ -43,6 +43,8 @@ SMALL_TALK = frozenset(
     no bien vu entendu ca marche roger noted pris see you bye ciao plus tard later a tkt np
     beaucoup lot much vraiment really trop grave ah oh eh euh hmm bah ben wow waouh
     va vas vais how are you what's up sup
+    bcp bcq acc dacc cheers perfect awesome amazing excellent alright sure kk tks thnx
+    oki doki infiniment bisous bises biz
     """.split()
 )
 
@@ -73,7 +75,8 @@ SMALL_TALK_PHRASES = tuple(
     noté pris|pris note|see you tomorrow|see you later|see you soon|good morning
     good afternoon|good evening|good night|good day|have a good day|have a nice day
     have a good one|have a good night|have a good evening|have a great day|good job
-    good to know|very good|good one
+    good to know|very good|good one|nice one|love it|good idea|bonne idee|c'est gentil
+    mille fois|je regarde|je regarde ça|je vais voir
     """.replace("\n", "|").split("|")
     if phrase.strip()
 )

@@ -70,6 +70,58 @@ def test_taking_leave_and_acknowledging_are_still_small_talk(message):
     assert is_small_talk(message)
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        # Chat shorthand and thanks the evaluation sets' negatives showed injecting memories.
+        "merci bcp !",
+        "parfait merci bcp",
+        "cheers",
+        "haha nice one",
+        "thanks, that's perfect",
+        "d'acc",
+        "d'accord je regarde",
+        "awesome thanks",
+        "perfect",
+        "Merci infiniment",
+        "merci mille fois",
+        "c'est gentil",
+        "bisous",
+        "bises !",
+        "excellent",
+        "love it",
+        "kk",
+        "tks",
+        "oki doki",
+        "sure",
+        "alright",
+        "amazing!",
+        "bonne idée",
+        "good idea",
+        "je regarde ça",
+        "je vais voir",
+    ],
+)
+def test_chat_shorthand_thanks_and_acknowledgements_are_small_talk(message):
+    assert is_small_talk(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "On part à Nice en juin ?",  # the city, not « nice one »
+        "c'est quoi l'idée de Paul pour les vacances ?",
+        "je regarde quoi ce soir ?",
+        "je vais voir qui samedi ?",
+        "are you sure the dentist is on Monday?",
+        "mille euros pour le devis ?",
+        "c'est quoi le mate que Léa aime ?",
+    ],
+)
+def test_the_same_words_in_a_question_name_a_topic(message):
+    assert not is_small_talk(message)
+
+
 def _injected(message: str) -> list[str]:
     result = auto_retrieve_preview(message=message, channel="gateway")
     assert result.gate != "small_talk"
