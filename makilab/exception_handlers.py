@@ -6,16 +6,23 @@ held by another process is a 503 to retry (makilab.database_busy).
 
 ``page_not_found`` is the site's handler404: an address under /api/ that matches no
 route answers the same JSON shape; every other address keeps the HTML 404 page.
+
+An error body never carries a lone UTF-16 surrogate: JSON lets a client send one
+(``"\\ud800"``), an error may echo it (a choice's bad value, an unknown field's name),
+and no UTF-8 holds it, so the renderer would fail and the client get a 500. Each is
+shown as its code point, « U+D800 », as DRF's text fields name it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler
@@ -30,6 +37,8 @@ API_NOT_FOUND_MESSAGE = "Aucune route de l'API à cette adresse."
 # Where machines call: the API and the MCP server answer errors as JSON, pages as HTML.
 API_PREFIXES = ("/api/", "/mcp/")
 MCP_PATH = "/mcp"
+# A str holds a surrogate code point only unpaired: json.loads joins a pair into one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _as_drf(exc: Exception) -> Exception:
@@ -54,7 +63,35 @@ def _null_body_said_in_french(fields: dict) -> dict:
     return {**fields, api_settings.NON_FIELD_ERRORS_KEY: said}
 
 
+def _surrogates_shown(data: object) -> object:
+    """``data`` with every lone surrogate, in a text or a key, written « U+D800 »; the very
+    same object when it holds none (a ReturnDict keeps its serializer)."""
+    if isinstance(data, str):
+        shown = _SURROGATE.sub(lambda match: f"U+{ord(match.group()):04X}", data)
+        if shown == data:
+            return data
+        return ErrorDetail(shown, code=data.code) if isinstance(data, ErrorDetail) else shown
+    if isinstance(data, dict):
+        items = [(_surrogates_shown(k), _surrogates_shown(v)) for k, v in data.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, data.items(), strict=True)):
+            return data
+        return dict(items)
+    if isinstance(data, list):
+        shown_items = [_surrogates_shown(item) for item in data]
+        if all(a is b for a, b in zip(shown_items, data, strict=True)):
+            return data
+        return shown_items
+    return data
+
+
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
+    response = _api_error_response(exc, context)
+    if response is not None:
+        response.data = _surrogates_shown(response.data)
+    return response
+
+
+def _api_error_response(exc: Exception, context: dict) -> Response | None:
     if database_busy(exc):
         return Response(
             {"message": DATABASE_BUSY_MESSAGE, "extra": {}},
