@@ -1,5 +1,5 @@
-"""A WSGI application served by waitress (what `serve` runs) on a free local port, in a
-thread, for tests that need the real server's handling of a request."""
+"""A WSGI application served by waitress as `serve` runs it (makilab.http_server) on a
+free local port, in a thread, for tests that need the real server's handling of a request."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from collections.abc import Iterator
 @contextlib.contextmanager
 def waitress_serving(application, **options) -> Iterator[int]:
     """The port ``application`` is served on until the block ends."""
-    from waitress import create_server
+    from makilab.http_server import http_server_create
 
-    server = create_server(application, host="127.0.0.1", port=0, **options)
+    server = http_server_create(application, host="127.0.0.1", port=0, **options)
     stop = threading.Event()
 
     def run() -> None:

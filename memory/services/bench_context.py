@@ -38,8 +38,8 @@ def context_benchmark(
     from django.db import connection
     from django.test.utils import override_settings
     from rest_framework.authtoken.models import Token
-    from waitress import create_server
 
+    from makilab.http_server import http_server_create
     from makilab.wsgi import application
     from memory.selectors import memory_stats_get
     from memory.services.retrieval import retrieval_warm
@@ -54,7 +54,7 @@ def context_benchmark(
     token = Token.objects.create(user=get_user_model().objects.create_user(username="benchmark"))
     retrieval_warm()  # as serve does before its first request
     embedder = get_embedder()
-    server = create_server(
+    server = http_server_create(
         application, host="127.0.0.1", port=0, threads=threads, ident="makilab-benchmark"
     )
     stop = threading.Event()

@@ -165,9 +165,8 @@ class Command(FrenchCommand):
             lock.release()
 
     def _serve(self, lock, options) -> None:
-        from waitress import create_server
-
         from makilab.celery import app as celery_app
+        from makilab.http_server import http_server_create
         from makilab.runtime import EmbeddedWorker, Scheduler, broker_in_process
         from makilab.wsgi import application
         from memory.services.notes import notes_source_prepare
@@ -188,7 +187,7 @@ class Command(FrenchCommand):
             self.stderr.write(SHARED_FOLDER_WARNING)
 
         try:
-            server = create_server(
+            server = http_server_create(
                 application,
                 host=options["host"],
                 port=options["port"],
