@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -40,7 +40,7 @@ from memory.api.views import (
 )
 from memory.exceptions import FactChanged
 from memory.models import Actor, FactKind
-from memory.selectors import fact_list, facts_recent
+from memory.selectors import FACT_NOT_FOUND_MESSAGE, fact_list, facts_recent
 from memory.services.fact_ownership import kept_fields_stated
 from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
 from memory.services.self_memory import agent_item_store
@@ -139,7 +139,9 @@ class FactDetailApi(MemoryApi):
         summary="Modifier un fait",
         description=(
             "Change les champs donnés seulement. ``ttl`` vide ou null retire l'expiration. "
-            "Un fait oublié qui est modifié revient. L'ancienne valeur reste dans l'historique. "
+            "Un fait oublié que le propriétaire modifie revient ; pour le jeton de l'agent, un "
+            "fait oublié est introuvable (404), même oublié pendant sa requête. L'ancienne "
+            "valeur reste dans l'historique. "
             "Une valeur, une importance ou un type que le propriétaire a fixés restent : le "
             "jeton de l'agent qui en donne d'autres reçoit 200 avec ``owner_kept`` et "
             "``message``. Avec If-Match (l'ETag d'une lecture) : 412 et rien d'écrit si le "
@@ -160,10 +162,21 @@ class FactDetailApi(MemoryApi):
         if not body.validated_data:
             raise ValidationError({"non_field_errors": [EMPTY_PATCH_MESSAGE]})
         try:
-            # The version is compared by the service, on the row it locks.
-            fact = fact_update(fact=fact, actor=actor, opened=opened, **body.validated_data)
+            # The version is compared by the service, on the row it locks; so is whether
+            # the fact was forgotten since the read above: the agent's edit revives nothing.
+            fact = fact_update(
+                fact=fact,
+                actor=actor,
+                opened=opened,
+                revive=actor != Actor.AGENT,
+                **body.validated_data,
+            )
         except FactChanged as exc:
             raise PreconditionFailed(str(exc)) from None
+        if fact.forgotten and actor == Actor.AGENT:
+            # Forgotten since the read above: the service wrote nothing, and to the agent's
+            # token the key is now one never stored.
+            raise NotFound(FACT_NOT_FOUND_MESSAGE.format(key=key))
         context = {
             "stated_value": body.validated_data.get("value"),
             "stated_fields": kept_fields_stated(body.validated_data),

@@ -181,3 +181,13 @@ def owner_forgot(fact: Fact) -> bool:
     if not fact.forgotten or fact.forgetting_id is not None:
         return False
     return forgotten_by(fact) in OWNER_ACTORS
+
+
+def revival_refused(fact: Fact, actor: str) -> bool:
+    """Whether ``actor``'s write must leave the forgotten ``fact`` as it is: undoing a forget
+    is the owner's alone. The agent never brings back what the owner forgot, nor writes to
+    a fact a topic forget holds (its undo gives it back); it may bring back what it forgot
+    itself or what expired (its restatement, see memory.services.facts.fact_store)."""
+    if not fact.forgotten or actor != Actor.AGENT:
+        return False
+    return fact.forgetting_id is not None or owner_forgot(fact)

@@ -35,6 +35,7 @@ from memory.services.fact_ownership import (
     normalize_subjects,
     owned_after,
     owner_forgot,
+    revival_refused,
 )
 from memory.services.fact_revisions import (
     NO_FACT,
@@ -249,18 +250,23 @@ def fact_update(
     fact is revived, and so is an expired one the purge has not reached yet (an
     expired one without its expiry, else the next purge would take it again),
     unless ``revive`` is False (a merge decided before the forget): then a
-    forgotten fact stays as it is. ``opened``: the fact's version the caller's edit was
-    made on (fact_version); changed since, nothing is written (FactChanged).
+    forgotten fact stays as it is; the agent's write never revives a fact the owner forgot
+    (fact_ownership.revival_refused): returned still forgotten, nothing written.
+    ``opened``: the fact's version the caller's edit was made on (fact_version); changed
+    since, nothing is written (FactChanged).
     """
     unknown = set(fields) - UPDATABLE_FIELDS
     if unknown:
         raise TypeError(f"fact_update cannot change {sorted(unknown)}")
     current = fact_revisions.fact_locked(fact)
-    # Changed since the caller's form read it (QA: a second tab's save undid the first).
-    fact_changed_refuse(current, opened)
-    if current.forgotten and not revive:
+    # Decided on the row as locked: a forget may have landed since the caller read it (QA:
+    # the agent's PATCH, checked "not forgotten" by the view, revived the owner's forget).
+    # Before the version check, whose refusal would tell the agent the forgotten value.
+    if current.forgotten and (not revive or revival_refused(current, actor)):
         logger.info("%s was forgotten meanwhile: the write is dropped", current.key)
         return current
+    # Changed since the caller's form read it (QA: a second tab's save undid the first).
+    fact_changed_refuse(current, opened)
     if "ttl" in fields:
         fields["expires_at"] = parse_ttl(fields.pop("ttl") or None)
     if "subjects" in fields:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import Fact, FactKind
+import memory.api.facts as facts_api
+from memory.models import Actor, Fact, FactKind
+from memory.selectors import FACT_NOT_FOUND_MESSAGE
 from memory.services.facts import fact_forget, fact_store
 from memory.services.self_memory import agent_item_store
 
@@ -86,3 +88,37 @@ def test_a_forgotten_key_answers_the_agent_as_a_key_never_stored(agent_api, forg
     assert gone.status_code == never.status_code == 404
     assert gone.json()["message"] == never.json()["message"].replace("jamais_vu", "ex_adresse")
     assert Fact.all_objects.get(key="ex_adresse").forgotten
+
+
+@pytest.mark.parametrize("if_match", [False, True])
+def test_an_agent_patch_racing_the_owners_forget_leaves_the_fact_forgotten(
+    agent_api, monkeypatch, if_match
+):
+    """QA: the view found the fact live, the owner's forget landed before the service locked
+    it, and the agent's write (no If-Match) revived it; with If-Match the 412 told the agent
+    the forgotten value. Undoing a forget is the owner's alone: 404, as for a key never
+    stored, and the fact stays forgotten."""
+    fact_store(key="ex_adresse", value=SECRET, actor=Actor.AGENT)
+    read = facts_api.fact_or_404
+
+    def read_then_the_owner_forgets(key, *, actor):
+        fact = read(key, actor=actor)
+        fact_forget(fact=Fact.all_objects.get(pk=fact.pk), actor=Actor.USER)
+        return fact
+
+    headers = {}
+    if if_match:
+        headers["HTTP_IF_MATCH"] = agent_api.get("/api/v1/memory/facts/ex_adresse")["ETag"]
+    monkeypatch.setattr(facts_api, "fact_or_404", read_then_the_owner_forgets)
+
+    response = agent_api.patch(
+        "/api/v1/memory/facts/ex_adresse", {"importance": 0.9}, format="json", **headers
+    )
+
+    assert response.status_code == 404, response.content
+    assert response.json()["message"] == FACT_NOT_FOUND_MESSAGE.format(key="ex_adresse")
+    assert "Lilas" not in response.content.decode()
+    fact = Fact.all_objects.get(key="ex_adresse")
+    assert fact.forgotten and fact.importance != 0.9
+    listed = agent_api.get("/api/v1/memory/facts").json()["results"]
+    assert "ex_adresse" not in [f["key"] for f in listed]

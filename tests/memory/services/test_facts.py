@@ -169,6 +169,34 @@ def test_storing_a_forgotten_key_again_starts_a_new_fact_and_leaves_the_forgotte
 
 
 @pytest.mark.django_db
+def test_the_agents_write_never_revives_a_fact_the_owner_forgot():
+    """The agent's caller may hold the fact as read before the owner forgot it (QA: the
+    API's PATCH): the row, re-read under the lock, decides, and undoing a forget is the
+    owner's alone. Nothing is written."""
+    fact, _ = fact_store(key="pet", value="un chat", actor=Actor.AGENT)
+    read_before = Fact.objects.get(pk=fact.pk)
+    fact_forget(fact=fact, actor=Actor.USER)
+    revisions = fact.revisions.count()
+
+    written = fact_update(fact=read_before, actor=Actor.AGENT, value="deux chats")
+
+    assert written.forgotten
+    stored = Fact.all_objects.get(pk=fact.pk)
+    assert stored.forgotten and stored.value == "un chat"
+    assert fact.revisions.count() == revisions
+
+
+@pytest.mark.django_db
+def test_the_agents_restatement_still_revives_what_it_forgot_itself():
+    fact, _ = fact_store(key="pet", value="un chat", actor=Actor.AGENT)
+    fact_forget(fact=fact, actor=Actor.AGENT)
+
+    written = fact_update(fact=fact, actor=Actor.AGENT, value="deux chats")
+
+    assert not written.forgotten and written.value == "deux chats"
+
+
+@pytest.mark.django_db
 def test_expired_facts_are_not_active():
     fact, _ = fact_store(key="mood", value="fatigué", ttl="1h")
     Fact.objects.filter(pk=fact.pk).update(expires_at=NOW - timedelta(days=1))
