@@ -29,9 +29,10 @@ from memory.exceptions import (
     StoreUnavailable,
 )
 from memory.models import Actor, Fact, FactKind, FactSource, RevisionReason
-from memory.models.rules import fact_key_folded
+from memory.models.rules import fact_key_folded, text_folded
 from memory.services.erased_marks import statement_erased
 from memory.services.fact_keys import key_as_stored, live_look_alike
+from memory.services.fact_revisions import owner_changes_since
 from memory.services.facts import fact_store, fact_update, source_present
 from memory.services.forgetting_restated import restates_forgotten
 from memory.services.ttl import parse_ttl
@@ -267,6 +268,30 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(fact_key_folded(text).split("_"))
 
 
+def _restates_what_the_owner_replaced(
+    fact: Fact, *, value: str, actor: str, source_message_id: int | None
+) -> bool:
+    """Whether an agent statement drawn from a message older than the owner's edit of
+    ``fact``'s value states the value that edit replaced (a late extraction: retried, or
+    queued behind an outage): the owner's correction stands. The date rule is the owner's
+    rename's (fact_revisions.owner_changes_since: a message gone counts as before); the
+    texts compare as they look (text_folded: case, accents, spacing, a final full stop). A
+    statement with no message (a tool) or from a later one is news."""
+    if actor != Actor.AGENT or source_message_id is None:
+        return False
+    lines = owner_changes_since("value", message_id=source_message_id).filter(fact_id=fact.pk)
+    said = _looks(value)
+    return any(
+        isinstance(changes["value"][0], str) and _looks(changes["value"][0]) == said
+        for changes in lines.values_list("changes", flat=True)
+    )
+
+
+def _looks(text: str) -> str:
+    """A text as it looks (text_folded), or its words when it folds to nothing (« 👍 »)."""
+    return text_folded(text) or " ".join(text.split())
+
+
 def fact_remember(
     *,
     key: str,
@@ -374,6 +399,13 @@ def fact_remember(
         fact, _ = fact_store(**store_kwargs)
         return RememberResult(fact, "added", candidates, decided_by)
     now = Fact.all_objects.filter(pk=target.pk).first() if decided_by == "llm" else None
+    if now is not None and _restates_what_the_owner_replaced(
+        now, value=value, actor=actor, source_message_id=source_message_id
+    ):
+        # Below, a statement the owner's fact cannot hold is stored apart; this one is older
+        # than the owner's correction: the value it states came back beside it (QA).
+        logger.info("dedup: the owner replaced %s's value since %s's message", now.key, key)
+        return RememberResult(now, "noop", candidates, decided_by)
     if action == NOOP:
         if (
             now is not None

@@ -97,22 +97,13 @@ def renamed_since(key: str, *, kind: str, message_id: int) -> int | None:
     that message is about that fact, under the key the owner gave it (QA: a late
     extraction brought « ville » back beside the owner's « ville_natale »). A statement of a
     later message is news: a fact of its own (dedup compares it with the rest)."""
-    from memory.models import FactRevision
-    from memory.selectors import message_written_at
-    from memory.services.fact_ownership import OWNER_ACTORS
+    from memory.services.fact_revisions import owner_changes_since
 
-    written = message_written_at(message_id)
-    lines = FactRevision.objects.filter(
-        actor__in=OWNER_ACTORS,
-        changes__has_key="key",
-        fact__kind=kind,
-        fact__forgotten=False,
-        fact__forgetting__isnull=True,
+    lines = owner_changes_since("key", message_id=message_id).filter(
+        fact__kind=kind, fact__forgotten=False, fact__forgetting__isnull=True
     )
-    if written is not None:
-        lines = lines.filter(created_at__gt=written)
     folded = fact_key_folded(key)
-    for fact_id, changes in lines.order_by("-created_at", "-id").values_list("fact_id", "changes"):
+    for fact_id, changes in lines.values_list("fact_id", "changes"):
         old = (changes.get("key") or [None])[0]
         if isinstance(old, str) and fact_key_folded(old) == folded:
             return fact_id

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.db.models import QuerySet
+
 from memory.exceptions import FactChanged, FactNotFound
 from memory.models import Fact, FactRevision, RevisionReason
+from memory.services.fact_ownership import OWNER_ACTORS
 
 # Fields a revision records as {"field": [old, new]} (the value also has old_value/new_value).
 TRACKED_FIELDS = (
@@ -73,6 +76,20 @@ def revision_record(
         changes=changes,
         note=note,
     )
+
+
+def owner_changes_since(name: str, *, message_id: int) -> QuerySet[FactRevision]:
+    """The owner's revisions that changed the field ``name`` after the message ``message_id``
+    was written (a message gone counts as before: all of them), newest first. A statement
+    drawn from that message is older than those changes: it must not undo them (the
+    renamed key, fact_keys.renamed_since; the replaced value, dedup.fact_remember)."""
+    from memory.selectors import message_written_at
+
+    written = message_written_at(message_id)
+    lines = FactRevision.objects.filter(actor__in=OWNER_ACTORS, changes__has_key=name)
+    if written is not None:
+        lines = lines.filter(created_at__gt=written)
+    return lines.order_by("-created_at", "-id")
 
 
 def fact_version(fact) -> str:

@@ -108,3 +108,66 @@ def test_a_decision_onto_the_owners_value_keeps_the_agents_words_as_a_fact_of_th
     owner.refresh_from_db()
     assert owner.value == "Paul habite à Lyon"
     assert not owner.revisions.filter(actor=Actor.AGENT).exists()
+
+
+@pytest.fixture
+def corrected(world):
+    """« ville = Habite à Lyon », learnt from a message, then corrected by the owner to
+    « Habite à Paris »; the agent's messages after that come from ``world``'s fake LLM."""
+    from memory.models import Actor
+    from memory.services.facts import fact_store, fact_update
+    from memory.services.messages import message_save
+
+    said = message_save(channel="whatsapp", role="user", content="J'habite à Lyon.")
+    fact, _ = fact_store(
+        key="ville", value="Habite à Lyon", actor=Actor.AGENT, source_message_id=said.id
+    )
+    fact = fact_update(fact=fact, actor=Actor.USER, value="Habite à Paris")
+    index_row(KIND_FACT, fact.id)
+    return said, fact
+
+
+@pytest.mark.parametrize("action", ["SUPERSEDE", "UPDATE"])
+@pytest.mark.parametrize("restated", ["Habite à Lyon", "habite a lyon."])
+def test_a_late_statement_of_the_value_the_owner_replaced_does_not_come_back(
+    world, corrected, action, restated
+):
+    """QA: the extraction of the message that said Lyon, run after the owner's correction
+    (retried, or queued behind an outage), stated it under a key of its own; the LLM aimed
+    it at the owner's fact, which holds its value, so it was stored apart: Lyon and Paris
+    both live, both in the prompt. Older than the correction, it is what the owner
+    corrected (as a restatement under the same key, or a rule merge, already leaves it)."""
+    from memory.models import Actor
+
+    said, owner = corrected
+    world.handler = _decide(action)
+
+    result = fact_remember(
+        key="ville_actuelle", value=restated, actor=Actor.AGENT, source_message_id=said.id
+    )
+
+    assert result.action == "noop" and result.fact.pk == owner.pk
+    assert list(Fact.all_objects.values_list("key", "value", "forgotten")) == [
+        ("ville", "Habite à Paris", False)
+    ]
+
+
+def test_the_same_words_from_a_message_after_the_correction_are_news_kept_apart(world, corrected):
+    """Said after the owner's correction, « Habite à Lyon » may be a move back: the owner's
+    fact keeps its value and the agent's words are a fact of their own."""
+    from memory.models import Actor
+    from memory.services.messages import message_save
+
+    _, owner = corrected
+    later = message_save(channel="whatsapp", role="user", content="Je suis revenu à Lyon.")
+    world.handler = _decide("SUPERSEDE")
+
+    result = fact_remember(
+        key="ville_actuelle", value="Habite à Lyon", actor=Actor.AGENT, source_message_id=later.id
+    )
+
+    assert result.action == "added"
+    assert sorted(Fact.objects.values_list("key", "value")) == [
+        ("ville", "Habite à Paris"),
+        ("ville_actuelle", "Habite à Lyon"),
+    ]
