@@ -62,6 +62,7 @@ UNKNOWN_OWNER_FIELD = (
 __all__ = [
     "CONFLICT_ERASED",
     "CONFLICT_FORGOTTEN",
+    "CONFLICT_RENAMED",
     "CONFLICT_VALUE",
     "ImportReport",
     "Importer",
@@ -70,6 +71,9 @@ __all__ = [
 CONFLICT_VALUE = "fait « {key} » : une autre valeur existe ici, elle est gardée."
 CONFLICT_FORGOTTEN = "fait « {key} » : oublié dans cette mémoire, il le reste."
 CONFLICT_ERASED = "fait « {key} » : effacé de cette mémoire, non réimporté."
+CONFLICT_RENAMED = (
+    "fait « {key} » : renommé « {new} » dans cette mémoire, il le reste ; non importé."
+)
 CONFLICT_LOOK_ALIKE = (
     "fait « {key} » : sa clé ressemble trop à celle du fait « {other} » d'ici, qui est gardé ; "
     "non importé."
@@ -108,6 +112,8 @@ class Importer(MessageRecords):
         self._forgotten_alike: set[tuple[str, str]] | None = None
         self._live_alike: set[tuple[str, str]] = set()  # the live facts, read with _facts
         self._live_keys_alike: dict[str, str] = {}  # their folded keys -> their keys
+        # The keys a fact here was renamed from -> (its key now, hidden), read with _facts.
+        self._renamed: dict[str, tuple[str, bool]] = {}
         # The folded keys of the file's new facts -> their keys (a key as typed today only).
         self._file_keys_alike: dict[str, str] = {}
         self._fact_batch: list[tuple[Fact, datetime, list[FactRevision]]] = []
@@ -183,11 +189,12 @@ class Importer(MessageRecords):
 
     def _existing_facts(self) -> dict[str, tuple[str, bool]]:
         if self._facts is None:
-            rows = Fact.all_objects.values_list("key", "value", "forgotten", "forgetting_id")
-            self._facts, aside = {}, {}
-            for key, value, forgotten, forgetting_id in rows.iterator():
+            rows = Fact.all_objects.values_list("id", "key", "value", "forgotten", "forgetting_id")
+            self._facts, aside, by_id = {}, {}, {}
+            for fact_id, key, value, forgotten, forgetting_id in rows.iterator():
                 hidden = forgotten or forgetting_id is not None
                 self._facts[key] = (value, forgotten)
+                by_id[fact_id] = (key, hidden)
                 if not hidden:
                     self._live_alike.add(fact_alike(key, value))
                     self._live_keys_alike.setdefault(fact_key_folded(key), key)
@@ -198,6 +205,7 @@ class Importer(MessageRecords):
                     aside[key_unaside(key)] = (value, True)
             for key, held in aside.items():
                 self._facts.setdefault(key, held)
+            self._renamed = _renamed_keys(by_id)
         return self._facts
 
     def _fact(self, line: int, record: dict) -> None:
@@ -241,7 +249,9 @@ class Importer(MessageRecords):
         # taken: its export holds both).
         typed = values["key"]
         composed = fact_key_composed(typed)
-        key = composed if composed != typed and composed in self._existing_facts() else typed
+        facts = self._existing_facts()  # and self._renamed, read with them
+        known = composed in facts or composed in self._renamed
+        key = composed if composed != typed and known else typed
         values["key"] = key
         if key in self.fact_keys:
             raise ImportLineError(line, DUPLICATE_KEY.format(key=key))
@@ -273,6 +283,15 @@ class Importer(MessageRecords):
                 self.report.conflicts.append(CONFLICT_FORGOTTEN.format(key=key))
             elif value not in (raw_value, values["value"]):
                 self.report.conflicts.append(CONFLICT_VALUE.format(key=key))
+            self.report.count(self.report.unchanged, "fact")
+            return
+        renamed = self._renamed.get(key)
+        if renamed is not None:
+            # An export made before the owner renamed the fact: the same fact, which keeps
+            # the owner's name (QA: the old key came back as a second fact beside it).
+            new, hidden = renamed
+            conflict = CONFLICT_FORGOTTEN if hidden else CONFLICT_RENAMED
+            self.report.conflicts.append(conflict.format(key=key, new=new))
             self.report.count(self.report.unchanged, "fact")
             return
         if self._forgotten_alike is None:
@@ -348,3 +367,16 @@ class Importer(MessageRecords):
         for kind, ids in self.new.items():
             for start in range(0, len(ids), BATCH):
                 rows_changed(kind, ids[start : start + BATCH], send=send)
+
+
+def _renamed_keys(facts: dict[int, tuple[str, bool]]) -> dict[str, tuple[str, bool]]:
+    """The keys the facts here were renamed from (a revision's ``key`` change: [old, new])
+    -> the fact's key now and whether it is hidden (``facts``: id -> (key, hidden)); of a
+    key two facts left, the latest rename's. A key held now is matched as held, not here."""
+    renamed: dict[str, tuple[str, bool]] = {}
+    lines = FactRevision.all_objects.filter(changes__has_key="key").order_by("-created_at", "-id")
+    for fact_id, changes in lines.values_list("fact_id", "changes").iterator():
+        old = (changes.get("key") or [None])[0]
+        if isinstance(old, str) and fact_id in facts and old != facts[fact_id][0]:
+            renamed.setdefault(old, facts[fact_id])
+    return renamed

@@ -30,7 +30,11 @@ from memory.services.portability_import import (
     memory_import,
     memory_import_lines,
 )
-from memory.services.portability_import_records import CONFLICT_FORGOTTEN, CONFLICT_VALUE
+from memory.services.portability_import_records import (
+    CONFLICT_FORGOTTEN,
+    CONFLICT_RENAMED,
+    CONFLICT_VALUE,
+)
 from memory.services.settings import memory_settings_update
 from memory.stores.fts import fts_search
 
@@ -274,6 +278,27 @@ def test_an_owner_edit_is_kept_and_reported_and_a_forgotten_fact_stays_forgotten
         ]
     )
     assert report.created == {}
+
+
+def test_an_export_made_before_the_owner_renamed_a_fact_does_not_bring_the_old_key_back(
+    tmp_path,
+):
+    """QA: the older file's « ville » was created beside the owner's « ville_natale »: the
+    fact twice in the prompt, the search and the next export, once under the name the owner
+    replaced. The rename is in the fact's revisions: the same fact, kept, reported."""
+    fact, _ = fact_store(key="ville", value="Habite à Lyon", actor=Actor.AGENT)
+    path = tmp_path / "memoire.jsonl"
+    memory_export(path=path)
+    fact_update(fact=Fact.objects.get(pk=fact.pk), actor=Actor.USER, key="ville_natale")
+
+    report = memory_import(path=path)
+
+    assert list(Fact.all_objects.values_list("key", "value")) == [("ville_natale", "Habite à Lyon")]
+    assert report.conflicts == [CONFLICT_RENAMED.format(key="ville", new="ville_natale")]
+    assert report.created == {}
+    fact_forget(fact=Fact.objects.get(pk=fact.pk), actor=Actor.USER)
+    assert memory_import(path=path).conflicts == [CONFLICT_FORGOTTEN.format(key="ville")]
+    assert Fact.all_objects.count() == 1
 
 
 def test_since_exports_what_changed_and_keeps_exchanges_whole(tmp_path):
