@@ -29,10 +29,13 @@ MAX_PAIRED_WORDS = 4
 # 100,000 memories "réunion" AND "lundi": 5,800 rows, 7 ms, of the keyword source's
 # 11). When the words' rows add up to more than twice the window, only the newest
 # RANK_WINDOW matches are ranked, beside every row that holds one of the query's
-# uncommon words (those in RANK_WINDOW rows or fewer). At 100,000 memories: the
-# keyword source p50 12 -> 8 ms, p95 24 -> 9 ms; 0.78 of the unbounded top-16 kept
-# (0.84 with the budget alone); below 10,000 memories it rarely applies.
-RANK_WINDOW = 2000
+# uncommon words (those in RANK_WINDOW rows or fewer). At 100,000 memories, a window
+# of 2,000: the keyword source p50 12 -> 8 ms, p95 24 -> 9 ms; 0.78 of the unbounded
+# top-16 kept (0.84 with the budget alone). 1,000 (2026-12-01, 200 questions, the same
+# store, alternating): the messages' query p50 3.58 -> 2.52 ms, the facts' 2.89 -> 1.88,
+# 0.784 -> 0.765 of the unbounded top-16 kept (700: 2.26 ms, 0.760). Below 10,000
+# memories it rarely applies.
+RANK_WINDOW = 1000
 
 
 def _quoted(term: str) -> str:
