@@ -230,7 +230,7 @@ def _answer_batch(
     from agent.client import llm_call, llm_stream
     from agent.followups import exchange_followups_enqueue
     from agent.llm_answers import message_text, text_storable
-    from memory.services.messages import message_save
+    from memory.services.messages import QuestionErased, message_save
 
     # What was forgotten or erased before now is out of what this answer reads; a
     # forget committed after this mark (from /memory, the API, MCP, or one of the
@@ -352,14 +352,33 @@ def _answer_batch(
     extracted = _extraction_message_ids(
         channel=channel, message_ids=message_ids, users=user_messages
     )
-    reply_message = message_save(
-        channel=channel,
-        role=MessageRole.ASSISTANT,
-        content=reply or EMPTY_REPLY,
-        author=AGENT_AUTHOR,
-        reply_to_id=message_ids[-1],
-    )
     forgot = any(o.name == "memory__forget" for o in outcomes)
+    answered = {
+        "reply": reply or EMPTY_REPLY,
+        "retrieval_id": retrieval_id,
+        "usage": usage,
+        "channel": channel,
+        "message_ids": message_ids,
+        "retrieval": retrieval,
+        "tool_calls": outcomes,
+        "stop_reason": stop_reason,
+    }
+    try:
+        # It goes with the message it answers (message_save): taken by a forget that
+        # took that message while the answer ran (QA: it stayed live, naming the topic).
+        reply_message = message_save(
+            channel=channel,
+            role=MessageRole.ASSISTANT,
+            content=answered["reply"],
+            author=AGENT_AUTHOR,
+            reply_to_id=message_ids[-1],
+        )
+    except QuestionErased:
+        # Erased for good while the answer ran: the reply is given, never kept. The
+        # messages left open before it wait for the channel's next reply.
+        return ChatResult(**answered)
+    if reply_message.forgetting_id is not None and not forgot:
+        return ChatResult(**answered, reply_id=reply_message.id)
     if forgot:
         # The request to forget and its reply never feed memory (retrieval, search,
         # extraction, compaction, the history): they name the topic.
@@ -375,14 +394,4 @@ def _answer_batch(
         # messages it left unanswered stay open: the channel's next reply closes them.
         extract=bool(extracted) and not forgot,
     )
-    return ChatResult(
-        reply=reply_message.content,
-        retrieval_id=retrieval_id,
-        usage=usage,
-        channel=channel,
-        message_ids=message_ids,
-        reply_id=reply_message.id,
-        retrieval=retrieval,
-        tool_calls=outcomes,
-        stop_reason=stop_reason,
-    )
+    return ChatResult(**answered, reply_id=reply_message.id)

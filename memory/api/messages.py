@@ -76,7 +76,7 @@ class MessageInputSerializer(StrictInputSerializer):
         required=False,
         default=None,
         help_text="Date d'origine (imports) : un message oublié ou effacé ici, envoyé à sa date "
-        "d'origine, est refusé. Absente : maintenant.",
+        "d'origine, est refusé, quel que soit l'auteur indiqué. Absente : maintenant.",
     )
     memory_excluded = StrictBooleanField(
         default=False,
@@ -202,8 +202,10 @@ class MessagesRecordApi(MemoryApi):
             "(tout ou rien : un message invalide refuse le lot en nommant son index). Chaque "
             "message est indexé comme ceux de notre agent; un message ``assistant`` clôt "
             "l'échange (les messages user depuis la réponse précédente, et les résultats "
-            "d'outils) : l'extraction des faits et la compaction sont alors programmées. 201 "
-            "avec les ids; 200 et les mêmes ids si la clé d'idempotence a déjà servi."
+            "d'outils) : l'extraction des faits et la compaction sont alors programmées. Une "
+            "réponse suit le dernier message user : oublié, elle est prise par le même oubli; "
+            "effacé, elle est refusée. 201 avec les ids; 200 et les mêmes ids si la clé "
+            "d'idempotence a déjà servi."
         ),
         request=PolymorphicProxySerializer(
             component_name="MessagesRecordInput",

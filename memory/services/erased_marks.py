@@ -17,10 +17,10 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
-from django.db.models import Q, QuerySet
+from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
-from memory.models import ErasedMark, Fact, FactRevision, Message, Summary
+from memory.models import ErasedMark, Fact, FactRevision, Message, MessageRole, Summary
 from memory.models.rules import (
     fact_key_composed,
     fact_key_folded,
@@ -196,6 +196,52 @@ def said_alike(kind: str, values: Mapping, *, ligatures: bool = True) -> tuple:
     )
 
 
+def message_alike_anyone(values: Mapping) -> tuple:
+    """What a message offered again shares with a forgotten or erased one whoever it names
+    as its author (said_alike without the author): a gateway re-sending its history adds
+    the sender's name to a message recorded without one (QA: it came back)."""
+    return said_alike("message", {**values, "author": ""})
+
+
+def message_anyone_mark(values: Mapping) -> str:
+    """The mark of a message as it looks whoever said it (message_alike_anyone): what its
+    erasure leaves."""
+    return _mark("message-anyone", *message_alike_anyone(values))
+
+
+def message_anyone_marks(values: Mapping) -> set[str]:
+    """The marks a message offered again is recognised by whoever it names as its author:
+    message_anyone_mark, and, for erasures made before they left it, the marks of the same
+    message recorded with no author (the default of the API and of our agent's user
+    messages)."""
+    blank = {**values, "author": ""}
+    return {message_anyone_mark(values), message_mark(blank), *said_alike_marks("message", blank)}
+
+
+def open_question_mark(channel: str, after_id: int) -> str:
+    """The mark of an erased question no reply answered yet: the last user message of
+    ``channel``, after its row ``after_id`` (its latest user or assistant message left, 0
+    for none). A reply recorded later answers it and is not kept (messages_record): the
+    erasure took its exchange."""
+    return _mark("open-question", channel, after_id)
+
+
+def _open_questions_marks(messages: QuerySet[Message]) -> set[str]:
+    """The open_question_mark of each channel whose newest user or assistant messages go
+    with ``messages`` and end with a user message (no reply yet)."""
+    spoken = (MessageRole.USER, MessageRole.ASSISTANT)
+    gone = list(messages.filter(role__in=spoken).values_list("id", "channel", "role"))
+    ids = {pk for pk, _, _ in gone}
+    marks = set()
+    for channel in {channel for _, channel, _ in gone}:
+        left = Message.all_objects.filter(channel=channel, role__in=spoken).exclude(pk__in=ids)
+        after = left.aggregate(top=Max("id"))["top"] or 0
+        tail = sorted((pk, role) for pk, c, role in gone if c == channel and pk > after)
+        if tail and tail[-1][1] == MessageRole.USER:
+            marks.add(open_question_mark(channel, after))
+    return marks
+
+
 def said_alike_mark(kind: str, values: Mapping) -> str:
     """The mark of a message or summary as it looks (said_alike): what an import matches a
     retyped row on, and what its erasure leaves."""
@@ -230,7 +276,12 @@ def marks_record(
                 digests |= fact_marks(key, text, before=False)
                 digests.add(fact_text_mark(text))
     for row in messages.values(*MESSAGE_KEY):
-        digests |= {message_mark(row), said_alike_mark("message", row)}
+        digests |= {
+            message_mark(row),
+            said_alike_mark("message", row),
+            message_anyone_mark(row),
+        }
+    digests |= _open_questions_marks(messages)
     for row in summaries.values(*SUMMARY_KEY):
         digests |= {summary_mark(row), said_alike_mark("summary", row)}
     moment = now or timezone.now()
@@ -334,7 +385,7 @@ def _stored_moment(at: object) -> datetime:
 
 
 def _rows_delete(known: set[str]) -> dict[str, int]:
-    from memory.models import Forgetting, ForgettingState, MessageRole
+    from memory.models import Forgetting, ForgettingState
     from memory.services.copies_redaction import redact_copies
     from memory.services.forgetting import forgetting_purge, forgettings_purge
     from memory.services.removal import remove_deleted_points

@@ -182,7 +182,16 @@ def forgetting_take(
         purge_after=now + retention,
     )
     note = FORGET_NOTE.format(id=forgetting.id)
-    Message.all_objects.filter(pk__in=chosen.message_ids).update(forgetting=forgetting)
+    # A reply saved since the selection was read (before this transaction: the LLM judge
+    # takes seconds) to a message taken here goes with its exchange; a later one joins
+    # it when saved (messages.message_save).
+    late = (
+        Message.all_objects.filter(reply_to_id__in=chosen.message_ids, forgetting__isnull=True)
+        .exclude(pk__in=list(chosen.members))
+        .values_list("id", flat=True)
+    )
+    message_ids = {*chosen.message_ids, *late}
+    Message.all_objects.filter(pk__in=message_ids).update(forgetting=forgetting)
     fact_ids = [f.id for f in chosen.facts]
     _revisions_add(chosen.facts, actor=actor, reason=RevisionReason.FORGOTTEN, note=note)
     # A fact already forgotten alone keeps its date: an undo gives it back forgotten.
@@ -202,7 +211,7 @@ def forgetting_take(
     old_values, old_keys = _old_texts(chosen.revisions)
     redact_copies(
         items={
-            *(f"message:{i}" for i in {*chosen.exchanges, *chosen.message_ids}),
+            *(f"message:{i}" for i in {*chosen.exchanges, *message_ids}),
             *(f"fact:{i}" for i in fact_ids),
             *(f"summary:{i}" for i in summary_ids),
         },

@@ -45,6 +45,18 @@ CONTENT_MAX_CHARS = 50_000
 # What an import takes: this memory's export always imports (review).
 STORED_MAX_CHARS = 1_000_000
 CONTENT_TOO_LONG = "un message est limité à {limit} caractères (celui-ci en a {length})."
+QUESTION_ERASED = (
+    "Le message auquel répond cette réponse a été effacé de cette mémoire : "
+    "la réponse n'est pas enregistrée."
+)
+
+
+class QuestionErased(MemoryServiceError):
+    """The message a reply answers was erased for good: the reply, part of its exchange,
+    is not kept."""
+
+    def __init__(self) -> None:
+        super().__init__(QUESTION_ERASED)
 
 
 def channel_validate(channel: str) -> str:
@@ -65,7 +77,12 @@ def message_save(
     reply_to_id: int | None = None,
     created_at: datetime | None = None,
 ) -> Message:
-    """Save a message of a channel; its exchange is (re)indexed after commit."""
+    """Save a message of a channel; its exchange is (re)indexed after commit.
+
+    A reply belongs to the exchange of the message it answers (``reply_to_id``): to its
+    forget if one took that message, out of memory with it if it asked to forget;
+    QuestionErased if it was erased for good (the reply is not kept).
+    """
     if not content or not content.strip():
         raise ValidationError({"content": EMPTY_MESSAGE})
     message = Message(
@@ -77,6 +94,9 @@ def message_save(
         reply_to_id=reply_to_id,
         created_at=created_at or timezone.now(),
     )
+    if reply_to_id is not None:
+        _reply_joins_its_exchange(message)
+    taken = message.forgetting_id is not None or message.memory_excluded
     if message.role not in INDEXED_ROLES:
         message.index_state = IndexState.SKIPPED
     elif reply_to_id is None:
@@ -91,9 +111,29 @@ def message_save(
     message.save()
     if new_root:
         row_created_send(KIND_MESSAGE, message.pk)
-    elif message.role in INDEXED_ROLES:
+    elif message.role in INDEXED_ROLES and not taken:
         index_enqueue(KIND_MESSAGE, exchange_root_id(message))
     return message
+
+
+def _reply_joins_its_exchange(reply: Message) -> None:
+    """Give ``reply`` the state of the message it answers (see message_save).
+
+    Read in the reply's transaction, which holds SQLite's write lock from its start
+    (IMMEDIATE): no forget or erasure commits between this read and the save. A forget
+    that committed before took the question (QA: the reply, saved a moment later, stayed
+    live and named the topic); one that commits after takes the reply with its exchange
+    (forgetting.forgetting_take).
+    """
+    question = (
+        Message.all_objects.filter(pk=reply.reply_to_id)
+        .values("forgetting_id", "memory_excluded")
+        .first()
+    )
+    if question is None:
+        raise QuestionErased()
+    reply.forgetting_id = question["forgetting_id"]
+    reply.memory_excluded = question["memory_excluded"]
 
 
 # --- Recording by an outside agent ---------------------------------------------------
@@ -233,14 +273,19 @@ def _record_one(draft: MessageDraft) -> Message:
     # exchange's extraction reads them, the reply and the tool results.
     exchange = _open_exchange(fields["channel"])
     users = [m for m in exchange if m.role == MessageRole.USER]
-    asked = users[-1].created_at if users else None
+    question = _reply_question(fields["channel"]) or (users[-1] if users else None)
+    asked = question.created_at if question else None
     if asked and draft.created_at and draft.created_at < asked - FUTURE_TOLERANCE:
         # No history holds an answer written before its question (QA: the API took it).
         raise ValidationError({"created_at": REPLY_BEFORE_QUESTION})
-    reply = message_save(**fields, reply_to_id=users[-1].id if users else None)
+    reply = message_save(**fields, reply_to_id=question.id if question else None)
     if draft.memory_excluded:
         # As after the agent's memory__forget: the whole exchange names the topic.
         forget_exchange_exclude(message_ids=[*(m.id for m in exchange), reply.id])
+    elif reply.forgetting_id is not None or reply.memory_excluded:
+        # It went with its question (message_save): the messages left open before that
+        # one wait for the channel's next reply, as after an LLM outage.
+        return reply
     exchange_followups_enqueue(
         channel=reply.channel,
         message_ids=[m.id for m in users],
@@ -249,6 +294,27 @@ def _record_one(draft: MessageDraft) -> Message:
         extract=bool(users) and not draft.memory_excluded,
     )
     return reply
+
+
+def _reply_question(channel: str) -> Message | None:
+    """The message a reply recorded now answers when the owner forgot or erased it: the
+    channel's last user message, if no reply came after it, whatever its state (forgotten,
+    or part of a request to forget); None when it is live (the open exchange's last)
+    or there is none. QuestionErased when the owner erased it (erased_marks: an erasure
+    of an unanswered question leaves a mark)."""
+    from memory.services.erased_marks import erased_since, open_question_mark
+
+    spoken = Message.all_objects.filter(
+        channel=channel, role__in=(MessageRole.USER, MessageRole.ASSISTANT)
+    )
+    last = spoken.order_by("-id").first()
+    if erased_since([open_question_mark(channel, last.id if last else 0)], None):
+        raise QuestionErased()
+    if last is None or last.role != MessageRole.USER:
+        return None
+    if last.forgetting_id is None and not last.memory_excluded:
+        return None
+    return last
 
 
 def messages_record(*, drafts: Sequence[MessageDraft], idempotency_key: str = "") -> Recording:
@@ -303,32 +369,35 @@ ERASED_MESSAGE = (
 def _not_forgotten_here(fields: dict) -> None:
     """A message sent with its original date (an import) that the owner forgot or erased
     here is refused, as memory_import leaves it out (QA: it came back through the API):
-    matched as the import matches it, as it looks (erased_marks.said_alike: its second,
-    its text folded), a message excluded from memory counting as forgotten. The same
-    words said now are news."""
+    matched as it looks (erased_marks.said_alike: its second, its text folded) whoever it
+    names as its author (erased_marks.message_alike_anyone: QA, a gateway re-sending its
+    history with the sender's name brought it back), a message excluded from memory
+    counting as forgotten. The same words said now are news."""
     from memory.services.erased_marks import (
         MESSAGE_KEY,
         erased_since,
+        message_alike_anyone,
+        message_anyone_marks,
         message_mark,
         moment_to_the_second,
-        said_alike,
         said_alike_marks,
     )
 
     second = moment_to_the_second(fields["created_at"])
     held = (
         Message.all_objects.filter(
-            **{name: fields[name] for name in ("channel", "role", "author", "source")},
+            **{name: fields[name] for name in ("channel", "role", "source")},
             created_at__gte=second,
             created_at__lt=second + timedelta(seconds=1),
         )
         .filter(Q(forgetting__isnull=False) | Q(memory_excluded=True))
         .values(*MESSAGE_KEY)
     )
-    alike = said_alike("message", fields)
-    if any(said_alike("message", row) == alike for row in held):
+    alike = message_alike_anyone(fields)
+    if any(message_alike_anyone(row) == alike for row in held):
         raise ValidationError(FORGOTTEN_MESSAGE)
-    if erased_since([message_mark(fields), *said_alike_marks("message", fields)], None):
+    marks = [message_mark(fields), *said_alike_marks("message", fields)]
+    if erased_since([*marks, *message_anyone_marks(fields)], None):
         raise ValidationError(ERASED_MESSAGE)
 
 

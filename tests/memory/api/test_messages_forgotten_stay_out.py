@@ -4,7 +4,9 @@ QA: after a topic forget was erased, an outside agent's `POST /messages` carryin
 erased message with its original ``timestamp`` (the field « for imports ») recorded it
 again, found by a text search; during the undo window the forgotten message came back
 the same way. `memory_import` refuses exactly these rows; the API now does too. A
-message without a timestamp is said now: news, recorded as any other.
+message without a timestamp is said now: news, recorded as any other. The author it
+names does not count: a gateway re-sending its history with the sender's name is
+sending the same message (QA: ``"author": "Mickael"`` brought it back).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 from memory.models import Actor, Message
 from memory.services.erasing import forgetting_erase
 from memory.services.forgetting import topic_forget
-from tests.memory.world import exchange_save
+from memory.services.messages import message_save
 
 pytestmark = pytest.mark.django_db
 
@@ -30,13 +32,21 @@ def _sent_again(question: Message) -> dict:
     }
 
 
-@pytest.fixture
-def forgotten():
-    question, _ = exchange_save("whatsapp", SAID, "Noté, bon courage.")
+def _said_then_forgotten(author: str = "") -> tuple[dict, int]:
+    """The message as it is sent again, and the forget that took its exchange."""
+    question = message_save(channel="whatsapp", role="user", content=SAID, author=author)
+    message_save(
+        channel="whatsapp", role="assistant", content="Noté, bon courage.", reply_to_id=question.id
+    )
     sent = _sent_again(question)
     result = topic_forget(topic="opération du genou", actor=Actor.USER)
     assert not Message.objects.filter(content=SAID).exists()
     return sent, result.forgetting_id
+
+
+@pytest.fixture
+def forgotten():
+    return _said_then_forgotten()
 
 
 def _refused(agent_api, sent):
@@ -68,6 +78,24 @@ def test_the_same_words_said_now_are_news(agent_api, forgotten):
 
     assert answer.status_code == 201, answer.content
     assert Message.objects.filter(content=SAID).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("recorded_by", "sent_by"),
+    [("", "Mickael"), ("Mickael", ""), ("Mickael", "Mika")],
+    ids=["author-added", "author-dropped", "author-changed"],
+)
+@pytest.mark.parametrize("erased", [False, True], ids=["forgotten", "erased"])
+def test_a_message_sent_again_naming_another_author_is_refused(
+    agent_api, recorded_by, sent_by, erased
+):
+    sent, forgetting_id = _said_then_forgotten(author=recorded_by)
+    if erased:
+        forgetting_erase(forgetting_id=forgetting_id, actor=Actor.USER)
+
+    _refused(agent_api, {**sent, "author": sent_by})
+    found = agent_api.get("/api/v1/memory/search", {"q": "genou", "mode": "text"}).json()
+    assert found["count"] == 0, found
 
 
 @pytest.mark.parametrize(
