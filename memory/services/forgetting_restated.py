@@ -154,6 +154,14 @@ def key_back(fact: Fact, forgetting: Forgetting) -> None:
         holder = None
     if holder is not None and (holder.owner_fields or holder.forgotten or holder.kind != fact.kind):
         return
+    if holder is not None and Fact.all_objects.filter(pk=fact.pk, forgotten=True).exists():
+        # Forgotten one by one before this forget took it, it goes back to that forget: the
+        # agent's statement made meanwhile is news that forget does not concern (moved onto
+        # the fact, it revived the owner's forget; refused there, it was lost). It keeps the
+        # key; the fact waits aside under its own id, as when the agent states a key the
+        # owner forgot (set_aside).
+        set_aside(Fact(pk=fact.pk, key=key, forgetting_id=None))
+        return
     stated = None
     if holder is not None:  # the agent's: restated on the restored fact below
         stated = {"value": holder.value, "subjects": holder.subjects}

@@ -271,3 +271,31 @@ def test_mcp_remember_in_other_accented_letters_updates_the_stored_key(
     assert list(Fact.objects.values_list("key", "value")) == [
         ("ville_préférée", "Mickael préfère Bordeaux")
     ]
+
+
+def test_the_undo_of_a_topic_forget_keeps_the_agents_statement_of_a_key_the_owner_forgot(
+    agent_api, forgotten, vector_store, local_embedder
+):
+    """The owner forgot the fact, a topic forget took it too, the agent stated its key
+    meanwhile; the undo of the topic forget gives the fact back to the owner's forget.
+    The undo moved the agent's words onto it: that revived the owner's forget, then (once
+    the agent's write could no longer revive it) dropped the statement. The statement is
+    news the owner's forget does not concern: it keeps the key, the forgotten fact waits
+    aside under its own id, as when the agent states a key the owner forgot."""
+    from memory.models import Forgetting
+    from memory.services.forgetting import forgetting_restore
+
+    topic_forget(topic="Lilas", actor="user", only=[f"fact:{forgotten.pk}"])
+    forgetting = Forgetting.objects.latest("id")
+    assert Fact.all_objects.get(pk=forgotten.pk).forgetting_id == forgetting.id
+    stated = agent_api.post(FACTS, {"key": "ex_adresse", "value": "Habite à Nantes"}, format="json")
+    assert stated.status_code == 201, stated.content
+
+    forgetting_restore(forgetting_id=forgetting.id, actor="user")
+
+    owner_fact = Fact.all_objects.get(pk=forgotten.pk)
+    assert (owner_fact.forgotten, owner_fact.value) == (True, SECRET)
+    assert owner_fact.key == f"ex_adresse (fait oublié n° {forgotten.pk})"
+    assert list(Fact.objects.filter(key="ex_adresse").values_list("value", flat=True)) == [
+        "Habite à Nantes"
+    ]
