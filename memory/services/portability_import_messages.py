@@ -15,6 +15,8 @@ from memory.models.rules import channel_well_formed, french_number
 from memory.services.erased_marks import (
     MESSAGE_KEY,
     marks_known,
+    message_anyone_mark,
+    message_anyone_marks,
     message_mark,
     moment_to_the_second,
     said_alike,
@@ -80,6 +82,9 @@ class MessageRecords:
         # same rows as they look (erased_marks.said_alike_mark).
         self._messages: dict[tuple, tuple[int | Message, bool]] | None = None
         self._messages_alike: dict[str, tuple[int, bool]] = {}
+        # The forgotten ones as they look whoever they name as author -> their row
+        # (erased_marks.message_anyone_mark: as POST /messages matches them).
+        self._forgotten_anyone: dict[str, int] = {}
         self._erased: set[str] | None = None  # the erasure marks, read once
         self._message_batch: list[tuple[int, Message, int | None]] = []
 
@@ -95,6 +100,9 @@ class MessageRecords:
                 alike = said_alike_mark("message", dict(zip(MESSAGE_KEY, row[:6], strict=True)))
                 if alike not in self._messages_alike or not held[1]:  # a live row first
                     self._messages_alike[alike] = held
+                if held[1]:
+                    anyone = message_anyone_mark(dict(zip(MESSAGE_KEY, row[:6], strict=True)))
+                    self._forgotten_anyone.setdefault(anyone, row[6])
         return self._messages
 
     def _was_erased(self, *marks: str) -> bool:
@@ -156,7 +164,16 @@ class MessageRecords:
                 self.forgotten.add(file_id)
             self._kept("message", forgotten, values["created_at"])
             return
-        if self._was_erased(message_mark(values), *said_alike_marks("message", values)):
+        forgotten_row = self._forgotten_anyone.get(message_anyone_mark(values))
+        if forgotten_row is not None:
+            # The same message naming another author (a gateway's copy of the history):
+            # forgotten here whoever said it, as POST /messages has it (review).
+            self.message_ids[file_id] = forgotten_row
+            self.forgotten.add(file_id)
+            self._kept("message", True, values["created_at"])
+            return
+        marks = [message_mark(values), *said_alike_marks("message", values)]
+        if self._was_erased(*marks, *message_anyone_marks(values)):
             self._left_out(file_id, values, erased=True)
             return
         existing[key] = (message, False)

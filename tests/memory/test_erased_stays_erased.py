@@ -639,3 +639,33 @@ def test_a_mark_left_before_ligatures_were_written_out_still_recognises_a_retype
 
     assert "effacé de cette mémoire" in out, out
     assert not Summary.all_objects.exists()
+
+
+def _authored(path, author: str):
+    """The export with every message naming ``author`` (a gateway's copy of the history)."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("type") == "message":
+            record["author"] = author
+        lines.append(json.dumps(record, ensure_ascii=False))
+    authored = path.with_name(f"{author}.jsonl")
+    authored.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return authored
+
+
+@pytest.mark.parametrize("end", [None, _erased], ids=["forgotten", "erased"])
+def test_an_export_naming_another_author_does_not_bring_back_a_forgotten_message(tmp_path, end):
+    """A message matches a forgotten or erased one whoever it names as its author, as
+    POST /messages does (review of 58e8f2d: the import still matched on the author)."""
+    _world()
+    path = tmp_path / "avant.jsonl"
+    _run("memory_export", str(path))
+    result = topic_forget(topic="code porte garage", actor=Actor.USER)
+    if end is not None:
+        end(result.forgetting_id)
+
+    _run("memory_import", str(_authored(path, "Mickael")))
+
+    assert not Message.objects.filter(content__contains="B4242Z").exists()
+    assert fts_search("B4242Z") == []
