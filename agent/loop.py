@@ -377,8 +377,8 @@ def _answer_batch(
         # Erased for good while the answer ran: the reply is given, never kept. The
         # messages left open before it wait for the channel's next reply.
         return ChatResult(**answered)
-    if reply_message.forgetting_id is not None and not forgot:
-        return ChatResult(**answered, reply_id=reply_message.id)
+    # A reply that joined a forget still records its follow-ups: the extraction waits for
+    # the forget's undo (agent.extraction_jobs), as before the reply went with it (review).
     if forgot:
         # The request to forget and its reply never feed memory (retrieval, search,
         # extraction, compaction, the history): they name the topic.

@@ -226,18 +226,22 @@ def open_question_mark(channel: str, after_id: int) -> str:
     return _mark("open-question", channel, after_id)
 
 
-def _open_questions_marks(messages: QuerySet[Message]) -> set[str]:
+def _open_questions_marks(messages: QuerySet[Message], now: datetime) -> set[str]:
     """The open_question_mark of each channel whose newest user or assistant messages go
-    with ``messages`` and end with a user message (no reply yet)."""
+    with ``messages`` and end with a user message said within the reply window before
+    ``now`` (messages.REPLY_WINDOW: an older one waits for no reply; review: a purge of
+    an old unanswered question made the channel's next reminder a refused reply)."""
+    from memory.services.messages import REPLY_WINDOW
+
     spoken = (MessageRole.USER, MessageRole.ASSISTANT)
-    gone = list(messages.filter(role__in=spoken).values_list("id", "channel", "role"))
-    ids = {pk for pk, _, _ in gone}
+    gone = list(messages.filter(role__in=spoken).values_list("id", "channel", "role", "created_at"))
+    ids = {pk for pk, _, _, _ in gone}
     marks = set()
-    for channel in {channel for _, channel, _ in gone}:
+    for channel in {channel for _, channel, _, _ in gone}:
         left = Message.all_objects.filter(channel=channel, role__in=spoken).exclude(pk__in=ids)
         after = left.aggregate(top=Max("id"))["top"] or 0
-        tail = sorted((pk, role) for pk, c, role in gone if c == channel and pk > after)
-        if tail and tail[-1][1] == MessageRole.USER:
+        tail = sorted((pk, role, at) for pk, c, role, at in gone if c == channel and pk > after)
+        if tail and tail[-1][1] == MessageRole.USER and tail[-1][2] >= now - REPLY_WINDOW:
             marks.add(open_question_mark(channel, after))
     return marks
 
@@ -281,10 +285,10 @@ def marks_record(
             said_alike_mark("message", row),
             message_anyone_mark(row),
         }
-    digests |= _open_questions_marks(messages)
+    moment = now or timezone.now()
+    digests |= _open_questions_marks(messages, moment)
     for row in summaries.values(*SUMMARY_KEY):
         digests |= {summary_mark(row), said_alike_mark("summary", row)}
-    moment = now or timezone.now()
     ErasedMark.objects.bulk_create(
         [ErasedMark(digest=d, erased_at=moment) for d in sorted(digests)], batch_size=500
     )

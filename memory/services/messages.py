@@ -273,7 +273,8 @@ def _record_one(draft: MessageDraft) -> Message:
     # exchange's extraction reads them, the reply and the tool results.
     exchange = _open_exchange(fields["channel"])
     users = [m for m in exchange if m.role == MessageRole.USER]
-    question = _reply_question(fields["channel"]) or (users[-1] if users else None)
+    moment = draft.created_at or timezone.now()
+    question = _reply_question(fields["channel"], moment) or (users[-1] if users else None)
     asked = question.created_at if question else None
     if asked and draft.created_at and draft.created_at < asked - FUTURE_TOLERANCE:
         # No history holds an answer written before its question (QA: the API took it).
@@ -283,9 +284,15 @@ def _record_one(draft: MessageDraft) -> Message:
         # As after the agent's memory__forget: the whole exchange names the topic.
         forget_exchange_exclude(message_ids=[*(m.id for m in exchange), reply.id])
     elif reply.forgetting_id is not None or reply.memory_excluded:
-        # It went with its question (message_save): the messages left open before that
-        # one wait for the channel's next reply, as after an LLM outage.
-        return reply
+        # It went with its question (message_save), and so do the tool results recorded
+        # for it (review: they stayed live, naming the topic). The messages left open
+        # before that question wait for the channel's next reply; the extraction of its
+        # exchange waits for the forget's undo (agent.extraction_jobs).
+        exchange = [m for m in exchange if m.role == MessageRole.TOOL and m.id > question.id]
+        Message.all_objects.filter(pk__in=[m.id for m in exchange]).update(
+            forgetting_id=reply.forgetting_id, memory_excluded=reply.memory_excluded
+        )
+        users = [question]
     exchange_followups_enqueue(
         channel=reply.channel,
         message_ids=[m.id for m in users],
@@ -296,25 +303,38 @@ def _record_one(draft: MessageDraft) -> Message:
     return reply
 
 
-def _reply_question(channel: str) -> Message | None:
-    """The message a reply recorded now answers when the owner forgot or erased it: the
-    channel's last user message, if no reply came after it, whatever its state (forgotten,
-    or part of a request to forget); None when it is live (the open exchange's last)
-    or there is none. QuestionErased when the owner erased it (erased_marks: an erasure
-    of an unanswered question leaves a mark)."""
+# An assistant message recorded this long after the message it would answer is not its
+# reply: a reminder, a message of the agent's own (review: one days after a forgotten
+# question went with its forget; one after an erased question was refused).
+REPLY_WINDOW = timedelta(minutes=10)
+
+
+def _reply_question(channel: str, moment: datetime) -> Message | None:
+    """The message an assistant message recorded at ``moment`` answers when the owner forgot
+    or erased it, None when it answers a live one (the open exchange's last) or nothing.
+
+    The channel's last user message if no reply came after it, whatever its state
+    (forgotten, or part of a request to forget), said within REPLY_WINDOW before; or, when
+    the last message is a reply that went with such a question within REPLY_WINDOW, that
+    question (an answer sent in several messages, or sent again: review). QuestionErased
+    when the owner erased, within REPLY_WINDOW, a question nobody had answered (erased_marks:
+    such an erasure leaves a mark)."""
     from memory.services.erased_marks import erased_since, open_question_mark
 
     spoken = Message.all_objects.filter(
         channel=channel, role__in=(MessageRole.USER, MessageRole.ASSISTANT)
     )
     last = spoken.order_by("-id").first()
-    if erased_since([open_question_mark(channel, last.id if last else 0)], None):
+    mark = open_question_mark(channel, last.id if last else 0)
+    if erased_since([mark], moment - REPLY_WINDOW):
         raise QuestionErased()
-    if last is None or last.role != MessageRole.USER:
+    if last is None or (last.forgetting_id is None and not last.memory_excluded):
         return None
-    if last.forgetting_id is None and not last.memory_excluded:
+    if moment - last.created_at > REPLY_WINDOW:
         return None
-    return last
+    if last.role == MessageRole.USER:
+        return last
+    return Message.all_objects.filter(pk=last.reply_to_id).first() if last.reply_to_id else None
 
 
 def messages_record(*, drafts: Sequence[MessageDraft], idempotency_key: str = "") -> Recording:
@@ -343,6 +363,8 @@ def messages_record(*, drafts: Sequence[MessageDraft], idempotency_key: str = ""
                     ids.append(_record_one(draft).id)
                 except ValidationError as exc:
                     raise MessageItemInvalid(index, _detail(exc)) from exc
+                except QuestionErased as exc:
+                    raise MessageItemInvalid(index, str(exc)) from exc
             if recording is not None:
                 recording.message_ids = ids
                 recording.save(update_fields=["message_ids"])

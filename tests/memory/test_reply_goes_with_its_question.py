@@ -11,13 +11,15 @@ by its undo), or not kept when the question was erased for good.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 import agent.client
 import memory.services.forgetting
 from agent.loop import handle_message
-from memory.models import Actor, Message
+from memory.models import Actor, Job, Message
 from memory.services.erasing import forgetting_erase
 from memory.services.forgetting import forgetting_restore, topic_forget
 from memory.services.messages import QUESTION_ERASED
@@ -208,3 +210,157 @@ def test_our_agents_reply_to_a_question_erased_meanwhile_is_given_never_kept(
     assert done
     assert (result.reply, result.reply_id) == (REPLY, None)
     assert not Message.all_objects.filter(content=REPLY).exists()
+
+
+# --- Review: replies in several parts, tool results, reminders, follow-ups ------------
+# A reply recorded more than messages.REPLY_WINDOW after its question is no reply: a
+# reminder, a message of the agent's own, recorded as any other.
+
+
+@pytest.fixture
+def greeted(world, agent_api):
+    """The gateway recorded an answered exchange, then the owner's question, unanswered."""
+    _record(agent_api, "Bonjour")
+    _record(agent_api, "Bonjour ! Comment vas-tu ?", role="assistant")
+    answer = _record(agent_api, QUESTION)
+    assert answer.status_code == 201, answer.content
+    return answer.json()["message_ids"][0]
+
+
+def test_a_reply_sent_in_two_messages_after_the_forget_keeps_no_part_live(greeted, agent_api):
+    """Gateways split a long answer into several assistant messages (WhatsApp): each part
+    goes with the exchange the first joined (review: the second stayed live)."""
+    _forget()
+
+    replied = agent_api.post(
+        URL,
+        {
+            "messages": [
+                {"channel": "gateway", "role": "assistant", "content": "Courage pour ta hernie."},
+                {
+                    "channel": "gateway",
+                    "role": "assistant",
+                    "content": "Une hernie discale guérit.",
+                },
+            ]
+        },
+        format="json",
+    )
+
+    assert replied.status_code == 201, replied.content
+    live = [c for c in Message.objects.values_list("content", flat=True) if "hernie" in c]
+    assert live == []
+
+
+def test_a_retried_reply_after_the_forget_does_not_come_back_live(greeted, agent_api):
+    """A reply sent again after a timeout, without an idempotency key, goes where the first
+    copy went (review: the second copy was stored live, naming the topic)."""
+    _forget()
+    reply = "Courage pour ta hernie discale, repose-toi bien."
+
+    first = _record(agent_api, reply, role="assistant")
+    second = _record(agent_api, reply, role="assistant")
+
+    assert first.status_code == 201 and second.status_code == 201
+    assert not Message.objects.filter(content=reply).exists()
+
+
+def test_a_proactive_message_after_an_erased_unanswered_question_is_recorded(
+    greeted, agent_api, time_machine
+):
+    """A day after the owner erased a question nobody answered, a reminder answers nothing:
+    it is recorded (review: every assistant message of the channel was refused until the
+    owner wrote again)."""
+    forgetting_erase(forgetting_id=_forget().forgetting_id, actor=Actor.USER)
+    time_machine.move_to(timezone.now() + timedelta(days=1))
+
+    sent = _record(
+        agent_api, "Rappel : rendez-vous chez le dentiste demain à 9 h.", role="assistant"
+    )
+
+    assert sent.status_code == 201, sent.content
+
+
+def test_a_batch_refused_for_an_erased_question_names_the_index_of_the_message(greeted, agent_api):
+    """A batch refused for a reply to an erased question names the message's index, as the
+    endpoint promises for any invalid message (review)."""
+    forgetting_erase(forgetting_id=_forget().forgetting_id, actor=Actor.USER)
+
+    sent = agent_api.post(
+        URL,
+        {"messages": [{"channel": "gateway", "role": "assistant", "content": "Repose-toi bien."}]},
+        format="json",
+    )
+
+    assert sent.status_code == 400
+    assert "index 0" in sent.json()["message"], sent.json()
+
+
+def test_a_tool_result_recorded_with_the_reply_after_the_forget_goes_with_it(greeted, agent_api):
+    """The tool results recorded for a reply are part of its exchange: they go with the
+    forget the reply joins (review: they stayed live, naming the topic)."""
+    _forget()
+
+    replied = agent_api.post(
+        URL,
+        {
+            "messages": [
+                {"channel": "gateway", "role": "tool", "content": "Recherche : hernie discale L5."},
+                {"channel": "gateway", "role": "assistant", "content": "Repose-toi bien."},
+            ]
+        },
+        format="json",
+    )
+
+    assert replied.status_code == 201, replied.content
+    assert [h.excerpt for h in memory_search(query=TOPIC, mode="text")] == []
+    assert not Message.objects.filter(content__contains="hernie").exists()
+
+
+def test_undoing_a_forget_that_took_our_agents_reply_still_extracts_its_exchange(
+    world, monkeypatch
+):
+    """Our loop's reply joined a forget made while the chat call ran: its exchange's
+    extraction is still recorded, and runs once the forget is undone (review: no job was
+    recorded, « Paul » was never extracted)."""
+    done = []
+    llm_call = agent.client.llm_call
+
+    def wrapped(**kwargs):
+        if kwargs.get("purpose") == "chat" and not done:
+            done.append(_forget())
+        return llm_call(**kwargs)
+
+    monkeypatch.setattr(agent.client, "llm_call", wrapped)
+    world.script(
+        text_message("pas du JSON"),
+        text_message("Courage, Paul."),
+        text_message(json.dumps({"facts": []})),
+    )
+
+    result = handle_message(
+        channel="mission_control", text="Je m'appelle Paul et ma hernie discale me fait mal"
+    )
+    assert Message.all_objects.get(pk=result.reply_id).forgetting_id == done[0].forgetting_id
+    forgetting_restore(forgetting_id=done[0].forgetting_id, actor=Actor.USER)
+
+    assert (
+        list(Job.objects.values_list("kind", "key")) != []
+        and Job.objects.filter(kind="extract").exists()
+    ), list(Job.objects.values_list("kind", "key"))
+
+
+def test_a_proactive_message_days_after_a_forgotten_unanswered_question_stays_live(
+    greeted, agent_api, time_machine
+):
+    """Three days after a forgotten question nobody answered, a reminder is no reply: it
+    stays live (review: the forget swallowed it)."""
+    _forget()
+    time_machine.move_to(timezone.now() + timedelta(days=3))
+
+    sent = _record(
+        agent_api, "Rappel : rendez-vous chez le dentiste demain à 9 h.", role="assistant"
+    )
+
+    assert sent.status_code == 201, sent.content
+    assert Message.objects.filter(pk=sent.json()["message_ids"][0]).exists()
