@@ -271,7 +271,7 @@ def _words(text: str) -> frozenset[str]:
 def _restates_what_the_owner_replaced(
     fact: Fact, *, value: str, actor: str, source_message_id: int | None
 ) -> bool:
-    """Whether an agent statement drawn from a message older than the owner's edit of
+    """Whether an agent statement dated by a message older than the owner's edit of
     ``fact``'s value states the value that edit replaced (a late extraction: retried, or
     queued behind an outage): the owner's correction stands. The date rule is the owner's
     rename's (fact_revisions.owner_changes_since: a message gone counts as before); the
@@ -400,7 +400,7 @@ def fact_remember(
         return RememberResult(fact, "added", candidates, decided_by)
     now = Fact.all_objects.filter(pk=target.pk).first() if decided_by == "llm" else None
     if now is not None and _restates_what_the_owner_replaced(
-        now, value=value, actor=actor, source_message_id=source_message_id
+        now, value=value, actor=actor, source_message_id=dated
     ):
         # Below, a statement the owner's fact cannot hold is stored apart; this one is older
         # than the owner's correction: the value it states came back beside it (QA).

@@ -152,6 +152,31 @@ def test_a_late_statement_of_the_value_the_owner_replaced_does_not_come_back(
     ]
 
 
+def test_a_digest_statement_dated_before_the_correction_does_not_bring_it_back(world, corrected):
+    """A digest dates its statements by the batch's oldest message (``dated_by``: the LLM's
+    numbering of its sources is no proof), as every other check of fact_remember does
+    (review: this one read the numbered message only, a later « ok », and Lyon came back
+    beside the owner's Paris)."""
+    from memory.models import Actor
+    from memory.services.messages import message_save
+
+    said, owner = corrected
+    later = message_save(channel="whatsapp", role="user", content="ok")
+    world.handler = _decide("SUPERSEDE")
+
+    result = fact_remember(
+        key="ville_actuelle",
+        value="Habite à Lyon",
+        actor=Actor.AGENT,
+        source_message_id=later.id,
+        dated_by=said.id,
+        drawn_from=[said.id, later.id],
+    )
+
+    assert result.action == "noop" and result.fact.pk == owner.pk
+    assert list(Fact.objects.values_list("key", "value")) == [("ville", "Habite à Paris")]
+
+
 def test_the_same_words_from_a_message_after_the_correction_are_news_kept_apart(world, corrected):
     """Said after the owner's correction, « Habite à Lyon » may be a move back: the owner's
     fact keeps its value and the agent's words are a fact of their own."""
