@@ -19,13 +19,13 @@ from memory.models import (
     fact_key_folded,
     validate_fact_key_shape,
 )
-from memory.models.rules import BAD_CHANNEL, fact_key_reserved, invisible_in
+from memory.models.rules import BAD_CHANNEL, fact_key_reserved, invisible_in, text_folded
 from memory.services.erased_marks import (
     fact_alike,
     fact_marks,
     forgotten_alike,
 )
-from memory.services.fact_ownership import OWNED_FIELDS
+from memory.services.fact_ownership import OWNED_FIELDS, OWNER_ACTORS
 from memory.services.forgetting_restated import key_unaside
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
 from memory.services.messages import FUTURE_TOLERANCE
@@ -286,10 +286,10 @@ class Importer(MessageRecords):
             self.report.count(self.report.unchanged, "fact")
             return
         renamed = self._renamed.get(key)
-        if renamed is not None:
+        if renamed is not None and _held_by(renamed[2], raw_value):
             # An export made before the owner renamed the fact: the same fact, which keeps
             # the owner's name (QA: the old key came back as a second fact beside it).
-            new, hidden = renamed
+            new, hidden, _ = renamed
             conflict = CONFLICT_FORGOTTEN if hidden else CONFLICT_RENAMED
             self.report.conflicts.append(conflict.format(key=key, new=new))
             self.report.count(self.report.unchanged, "fact")
@@ -369,14 +369,30 @@ class Importer(MessageRecords):
                 rows_changed(kind, ids[start : start + BATCH], send=send)
 
 
-def _renamed_keys(facts: dict[int, tuple[str, bool]]) -> dict[str, tuple[str, bool]]:
-    """The keys the facts here were renamed from (a revision's ``key`` change: [old, new])
-    -> the fact's key now and whether it is hidden (``facts``: id -> (key, hidden)); of a
-    key two facts left, the latest rename's. A key held now is matched as held, not here."""
-    renamed: dict[str, tuple[str, bool]] = {}
-    lines = FactRevision.all_objects.filter(changes__has_key="key").order_by("-created_at", "-id")
+def _renamed_keys(facts: dict[int, tuple[str, bool]]) -> dict[str, tuple[str, bool, int]]:
+    """The keys the owner renamed facts here from (a revision's ``key`` change: [old, new])
+    -> the fact's key now, whether it is hidden, and its id (``facts``: id -> (key,
+    hidden)); of a key two facts left, the latest rename's. A key held now is matched as
+    held, not here."""
+    renamed: dict[str, tuple[str, bool, int]] = {}
+    lines = FactRevision.all_objects.filter(
+        actor__in=OWNER_ACTORS, changes__has_key="key"
+    ).order_by("-created_at", "-id")
     for fact_id, changes in lines.values_list("fact_id", "changes").iterator():
         old = (changes.get("key") or [None])[0]
         if isinstance(old, str) and fact_id in facts and old != facts[fact_id][0]:
-            renamed.setdefault(old, facts[fact_id])
+            renamed.setdefault(old, (*facts[fact_id], fact_id))
     return renamed
+
+
+def _held_by(fact_id: int, value: str) -> bool:
+    """Whether the fact ``fact_id`` holds or held ``value`` (as it looks: text_folded): a line
+    under a key the owner renamed since is that fact only then, not another memory's fact
+    that happens to have had the same key (review)."""
+    said = text_folded(value)
+    held = set(Fact.all_objects.filter(pk=fact_id).values_list("value", flat=True))
+    for old, new in FactRevision.all_objects.filter(fact_id=fact_id).values_list(
+        "old_value", "new_value"
+    ):
+        held |= {old or "", new or ""}
+    return any(text_folded(text) == said for text in held if text)

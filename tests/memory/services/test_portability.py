@@ -301,6 +301,38 @@ def test_an_export_made_before_the_owner_renamed_a_fact_does_not_bring_the_old_k
     assert Fact.all_objects.count() == 1
 
 
+def test_another_memorys_fact_under_a_key_the_owner_renamed_here_is_imported(tmp_path):
+    """A key renamed here is that fact only for a line stating one of its values: another
+    memory's fact that had the same key is news, imported under it (review: every line
+    under the old key was dropped as « renommé »)."""
+    fact, _ = fact_store(key="ville", value="Habite à Lyon", actor=Actor.AGENT)
+    path = tmp_path / "memoire.jsonl"
+    memory_export(path=path)
+    fact_update(fact=fact, actor=Actor.USER, key="ville_natale")
+    fact_update(fact=Fact.objects.get(pk=fact.pk), actor=Actor.USER, value="Née à Lyon")
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    stated = next(line for line in lines if line.get("type") == "fact")
+
+    def imported(value: str):
+        other = tmp_path / "autre.jsonl"
+        other.write_text(
+            "\n".join(
+                json.dumps(line, ensure_ascii=False)
+                for line in [lines[0], {**stated, "value": value}]
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+        return memory_import(path=other)
+
+    assert imported("HABITE à Lyon.").created == {}  # a value it held: that fact
+    report = imported("Habite à Grenoble")
+
+    assert report.created.get("fact") == 1, report
+    assert Fact.objects.get(key="ville").value == "Habite à Grenoble"
+    assert Fact.objects.get(pk=fact.pk).key == "ville_natale"
+
+
 def test_since_exports_what_changed_and_keeps_exchanges_whole(tmp_path):
     marks = _memory()
     cut = timezone.now()
