@@ -136,9 +136,12 @@ def key_back(fact: Fact, forgetting: Forgetting) -> None:
     When the key's holder was taken by another forget meanwhile, that one moves aside in
     its turn. When the agent stated the key meanwhile (a fact with nothing of the owner's), the
     restored fact takes it and the agent's statement becomes a restatement of it, under
-    the usual rule (the agent never overwrites what the owner set). When the owner
-    stated it, the owner's newer fact keeps the key and the restored one stays under
-    its aside key, both visible. The caller holds the transaction.
+    the usual rule (the agent never overwrites what the owner set), unless the restored
+    fact goes back to being forgotten (it was forgotten one by one before this forget
+    took it): then the agent's fact keeps the key and the restored one waits aside under
+    its own id. When the owner stated it, the owner's newer fact keeps the key and the
+    restored one stays under its aside key, both visible. The caller holds the
+    transaction.
     """
     from memory.services.facts import fact_update
     from memory.services.removal import remove_deleted_points
