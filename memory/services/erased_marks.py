@@ -221,28 +221,27 @@ def message_anyone_marks(values: Mapping) -> set[str]:
 def open_question_mark(channel: str, after_id: int) -> str:
     """The mark of an erased question no reply answered yet: the last user message of
     ``channel``, after its row ``after_id`` (its latest user or assistant message left, 0
-    for none). A reply recorded later answers it and is not kept (messages_record): the
+    for none), dated by the question (not by its erasure). A reply recorded within the
+    reply window after it answers it and is not kept (messages._reply_question): the
     erasure took its exchange."""
     return _mark("open-question", channel, after_id)
 
 
-def _open_questions_marks(messages: QuerySet[Message], now: datetime) -> set[str]:
+def _open_questions_marks(messages: QuerySet[Message]) -> dict[str, datetime]:
     """The open_question_mark of each channel whose newest user or assistant messages go
-    with ``messages`` and end with a user message said within the reply window before
-    ``now`` (messages.REPLY_WINDOW: an older one waits for no reply; review: a purge of
-    an old unanswered question made the channel's next reminder a refused reply)."""
-    from memory.services.messages import REPLY_WINDOW
-
+    with ``messages`` and end with a user message (no reply yet) -> when that question was
+    asked: the mark is dated by it, so that a reply is judged by its distance to the
+    question (messages.REPLY_WINDOW), whenever the erasure came (review)."""
     spoken = (MessageRole.USER, MessageRole.ASSISTANT)
     gone = list(messages.filter(role__in=spoken).values_list("id", "channel", "role", "created_at"))
     ids = {pk for pk, _, _, _ in gone}
-    marks = set()
+    marks: dict[str, datetime] = {}
     for channel in {channel for _, channel, _, _ in gone}:
         left = Message.all_objects.filter(channel=channel, role__in=spoken).exclude(pk__in=ids)
         after = left.aggregate(top=Max("id"))["top"] or 0
         tail = sorted((pk, role, at) for pk, c, role, at in gone if c == channel and pk > after)
-        if tail and tail[-1][1] == MessageRole.USER and tail[-1][2] >= now - REPLY_WINDOW:
-            marks.add(open_question_mark(channel, after))
+        if tail and tail[-1][1] == MessageRole.USER:
+            marks[open_question_mark(channel, after)] = tail[-1][2]
     return marks
 
 
@@ -286,13 +285,15 @@ def marks_record(
             message_anyone_mark(row),
         }
     moment = now or timezone.now()
-    digests |= _open_questions_marks(messages, moment)
+    questions = _open_questions_marks(messages)
     for row in summaries.values(*SUMMARY_KEY):
         digests |= {summary_mark(row), said_alike_mark("summary", row)}
     ErasedMark.objects.bulk_create(
-        [ErasedMark(digest=d, erased_at=moment) for d in sorted(digests)], batch_size=500
+        [ErasedMark(digest=d, erased_at=moment) for d in sorted(digests)]
+        + [ErasedMark(digest=d, erased_at=asked) for d, asked in sorted(questions.items())],
+        batch_size=500,
     )
-    return len(digests)
+    return len(digests) + len(questions)
 
 
 def _texts_staying(facts: QuerySet[Fact], revisions: QuerySet[FactRevision]) -> dict[int, set[str]]:

@@ -273,7 +273,8 @@ def _record_one(draft: MessageDraft) -> Message:
     # exchange's extraction reads them, the reply and the tool results.
     exchange = _open_exchange(fields["channel"])
     users = [m for m in exchange if m.role == MessageRole.USER]
-    moment = draft.created_at or timezone.now()
+    # A gateway's clock may run ahead (FUTURE_TOLERANCE): never later than ours (review).
+    moment = min(draft.created_at or timezone.now(), timezone.now())
     question = _reply_question(fields["channel"], moment) or (users[-1] if users else None)
     asked = question.created_at if question else None
     if asked and draft.created_at and draft.created_at < asked - FUTURE_TOLERANCE:
@@ -292,6 +293,9 @@ def _record_one(draft: MessageDraft) -> Message:
         Message.all_objects.filter(pk__in=[m.id for m in exchange]).update(
             forgetting_id=reply.forgetting_id, memory_excluded=reply.memory_excluded
         )
+        parts = Message.all_objects.filter(reply_to_id=question.id, role=MessageRole.ASSISTANT)
+        if parts.exclude(pk=reply.pk).exists():
+            return reply  # a later part: the first part recorded the follow-ups (review)
         users = [question]
     exchange_followups_enqueue(
         channel=reply.channel,
@@ -303,7 +307,7 @@ def _record_one(draft: MessageDraft) -> Message:
     return reply
 
 
-# An assistant message recorded this long after the message it would answer is not its
+# An assistant message recorded this long after the question it would answer is not its
 # reply: a reminder, a message of the agent's own (review: one days after a forgotten
 # question went with its forget; one after an erased question was refused).
 REPLY_WINDOW = timedelta(minutes=10)
@@ -314,11 +318,12 @@ def _reply_question(channel: str, moment: datetime) -> Message | None:
     or erased it, None when it answers a live one (the open exchange's last) or nothing.
 
     The channel's last user message if no reply came after it, whatever its state
-    (forgotten, or part of a request to forget), said within REPLY_WINDOW before; or, when
-    the last message is a reply that went with such a question within REPLY_WINDOW, that
-    question (an answer sent in several messages, or sent again: review). QuestionErased
-    when the owner erased, within REPLY_WINDOW, a question nobody had answered (erased_marks:
-    such an erasure leaves a mark)."""
+    (forgotten, or part of a request to forget); or, when the last message is a reply that
+    went with such a question, that question (an answer sent in several messages, or sent
+    again: review). Only a question asked at most REPLY_WINDOW before ``moment``: later,
+    the message answers nothing (measured from the question, never from an earlier part).
+    QuestionErased when the owner erased such a question that nobody had answered
+    (erased_marks.open_question_mark, dated by the question)."""
     from memory.services.erased_marks import erased_since, open_question_mark
 
     spoken = Message.all_objects.filter(
@@ -330,11 +335,12 @@ def _reply_question(channel: str, moment: datetime) -> Message | None:
         raise QuestionErased()
     if last is None or (last.forgetting_id is None and not last.memory_excluded):
         return None
-    if moment - last.created_at > REPLY_WINDOW:
+    question = last
+    if last.role == MessageRole.ASSISTANT:
+        question = Message.all_objects.filter(pk=last.reply_to_id).first()
+    if question is None or moment - question.created_at > REPLY_WINDOW:
         return None
-    if last.role == MessageRole.USER:
-        return last
-    return Message.all_objects.filter(pk=last.reply_to_id).first() if last.reply_to_id else None
+    return question
 
 
 def messages_record(*, drafts: Sequence[MessageDraft], idempotency_key: str = "") -> Recording:
