@@ -5,7 +5,7 @@ coalesced), the reply, and the results of the tools run for it. After it, fact
 extraction (from the user messages, the reply and the tool results) and, when
 the channel is long, compaction are recorded as durable jobs
 (memory.services.jobs). The agent loop (agent.loop) and the messages API
-(memory.services.messages.messages_record) both call this one function.
+(memory.services.messages_record.messages_record) both call this one function.
 """
 
 from __future__ import annotations

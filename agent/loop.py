@@ -106,7 +106,8 @@ def handle_message_events(
     A message coalesced into another request's batch only gets "saved" and "done".
     """
     from agent.client import LLM_NOT_CONFIGURED_MESSAGE, llm_available
-    from memory.services.messages import ROLE_BY_SOURCE, message_save
+    from memory.services.messages import message_save
+    from memory.services.messages_record import ROLE_BY_SOURCE
 
     message = message_save(
         channel=channel,
@@ -192,7 +193,7 @@ def _extraction_message_ids(
     *, channel: str, message_ids: list[int], users: list[Message]
 ) -> list[int]:
     """The user messages the reply (not saved yet) closes: the channel's open exchange
-    up to this batch (memory.services.messages._open_exchange: since its last reply,
+    up to this batch (memory.services.messages_record._open_exchange: since its last reply,
     excluded and forgotten messages aside), then the batch's own.
 
     An LLM outage leaves a saved message without a reply: the next reply of the
@@ -201,7 +202,7 @@ def _extraction_message_ids(
     the batch, or that another answer of this process is working on, are left to
     their own answer.
     """
-    from memory.services.messages import _open_exchange
+    from memory.services.messages_record import _open_exchange
 
     top = max(message_ids)
     others = answering_others(message_ids)

@@ -18,7 +18,7 @@ from memory.api.messages import (
 from memory.api.preview import PreviewInputSerializer, PreviewOutputSerializer
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 from memory.services.context import message_context
-from memory.services.messages import IdempotencyKeyReused
+from memory.services.messages_record import IdempotencyKeyReused
 
 KEY_WITHOUT_RECORD = "Une clé d'idempotence ne sert qu'avec record: true."
 

@@ -24,14 +24,11 @@ from memory.api.fields import (
 from memory.api.serializers import StrictInputSerializer
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
 from memory.models import MessageRole, MessageSource
-from memory.services.messages import (
-    BAD_CHANNEL,
-    CONTENT_MAX_CHARS,
-    EMPTY_MESSAGE,
+from memory.services.messages import BAD_CHANNEL, CONTENT_MAX_CHARS, EMPTY_MESSAGE, channel_validate
+from memory.services.messages_record import (
     ITEM_INVALID,
     IdempotencyKeyReused,
     MessageDraft,
-    channel_validate,
     item_errors_text,
     message_role_source,
     message_timestamp_validate,

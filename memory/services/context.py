@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memory.services.messages import MessageDraft, messages_record
+from memory.services.messages_record import MessageDraft, messages_record
 from memory.services.retrieval import RetrievalResult, auto_retrieve
 
 

@@ -28,7 +28,7 @@ from memory.services.erased_marks import (
 from memory.services.fact_ownership import OWNED_FIELDS, OWNER_ACTORS
 from memory.services.forgetting_restated import key_unaside
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
-from memory.services.messages import FUTURE_TOLERANCE
+from memory.services.messages_record import FUTURE_TOLERANCE
 from memory.services.portability import NOTES_FIELDS, SETTINGS_FIELDS
 from memory.services.portability_import_messages import BATCH, MessageRecords
 from memory.services.portability_legacy import fact_repaired, revision_changes_repaired

@@ -280,7 +280,7 @@ def dates_check(
     message), and each (earlier, later) pair of ``ordered`` in that order, within the same
     tolerance (a message the API dated by a clock a little ahead, digested at once): what
     no history of a memory holds (QA: a message of 2090, a fact updated before it existed)."""
-    from memory.services.messages import FUTURE_TOLERANCE
+    from memory.services.messages_record import FUTURE_TOLERANCE
 
     limit = timezone.now() + FUTURE_TOLERANCE
     for name in past:

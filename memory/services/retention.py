@@ -60,7 +60,7 @@ def logs_purge(*, now: datetime | None = None) -> dict[str, int]:
     from agent.tools_forget import FORGET_PREVIEW_KEEP_S
     from memory.models import MemoryRetrieval, MessageRecording
     from memory.selectors import memory_settings_get
-    from memory.services.messages import IDEMPOTENCY_KEY_RETENTION
+    from memory.services.messages_record import IDEMPOTENCY_KEY_RETENTION
 
     now = now or timezone.now()
     counts = {

@@ -194,7 +194,7 @@ def _refusal_detail(error: urllib.error.HTTPError) -> str:
     extra = body.get("extra")
     fields = extra.get("fields") if isinstance(extra, dict) else None
     if isinstance(fields, dict) and fields:  # "Données invalides." says why, field by field
-        from memory.services.messages import item_errors_text
+        from memory.services.messages_record import item_errors_text
 
         said = {
             name: errors if isinstance(errors, list) else [errors]

@@ -12,8 +12,8 @@ from agent.loop import handle_message
 from memory.api.messages import BODY_NOT_AN_OBJECT
 from memory.models import Fact, IndexState, Job, Message, MessageRecording, MessageRole
 from memory.services.jobs import job_run
-from memory.services.messages import (
-    EMPTY_MESSAGE,
+from memory.services.messages import EMPTY_MESSAGE
+from memory.services.messages_record import (
     FUTURE_TIMESTAMP,
     KEY_REUSED,
     MessageDraft,
@@ -314,7 +314,7 @@ def test_a_body_that_is_not_an_object_is_a_french_400(world, agent_api, body):
 
 def test_a_concurrent_retry_that_missed_the_first_commit_stores_nothing(world, monkeypatch):
     """Two requests with one key both pass the first check: the key row decides, whole."""
-    from memory.services import messages
+    from memory.services import messages_record as messages
 
     drafts = [
         MessageDraft(channel="gateway", content="Bonjour"),
@@ -414,7 +414,7 @@ def test_each_account_has_its_own_keys(world, agent_api, staff_api):
 
 
 def test_the_daily_purge_drops_keys_past_their_retention(world):
-    from memory.services.messages import IDEMPOTENCY_KEY_RETENTION
+    from memory.services.messages_record import IDEMPOTENCY_KEY_RETENTION
     from memory.services.retention import logs_purge
 
     messages_record(drafts=[MessageDraft(channel="gateway", content="Ancien")], idempotency_key="a")
