@@ -1,9 +1,10 @@
-"""Management commands refuse a wrong argument in French (argparse's own words are English).
+"""Management commands speak French (argparse's and Django's own words are English).
 
 ``FrenchCommand`` is the base of the project's commands: its parser (and its
 subcommands' parsers) say what argparse says, in French, from the command line
 (usage, then the message, exit status 2) and through ``call_command`` (a
-CommandError, as any other refusal).
+CommandError, as any other refusal); their --help too (its sections, and the options
+every command has).
 """
 
 from __future__ import annotations
@@ -51,7 +52,31 @@ def said_in_french(message: str) -> str:
     return message
 
 
+# The help of the options every command has (argparse's and Django's own, in English).
+_OPTION_HELP = {
+    "help": "Afficher cette aide et quitter.",
+    "version": "Afficher la version et quitter.",
+    "verbosity": "Niveau de détail : 0 minimal, 1 normal, 2 détaillé, 3 très détaillé.",
+    "settings": (
+        "Le module de réglages Python, par exemple « makilab.settings » (sinon la variable "
+        "DJANGO_SETTINGS_MODULE)."
+    ),
+    "pythonpath": "Un dossier à ajouter au chemin de recherche de Python.",
+    "traceback": "Afficher la trace complète d'une erreur de la commande.",
+    "no_color": "Ne pas colorer la sortie.",
+    "force_color": "Colorer la sortie même hors d'un terminal.",
+    "skip_checks": "Ne pas lancer les vérifications du projet.",
+}
+_USAGE = "usage: "
+
+
 class FrenchCommandParser(CommandParser):
+    def format_usage(self):
+        return _usage_in_french(super().format_usage())
+
+    def format_help(self):
+        return _usage_in_french(super().format_help())
+
     def error(self, message):
         message = said_in_french(message)
         if self.called_from_command_line:
@@ -85,9 +110,18 @@ class FrenchCommand(BaseCommand):
         return parser
 
 
+def _usage_in_french(text: str) -> str:
+    return "utilisation : " + text.removeprefix(_USAGE) if text.startswith(_USAGE) else text
+
+
 def _french(parser) -> None:
     parser.__class__ = FrenchCommandParser
+    # The sections of --help (argparse's own titles are English).
+    parser._positionals.title = "arguments"
+    parser._optionals.title = "options"
     for action in parser._actions:
+        if action.dest in _OPTION_HELP and action.help != argparse.SUPPRESS:
+            action.help = _OPTION_HELP[action.dest]
         if isinstance(action, argparse._SubParsersAction):
             for subparser in action.choices.values():
                 _french(subparser)

@@ -17,9 +17,17 @@ class Command(FrenchCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--collection", choices=["conversations", "knowledge", "live", "all"], default="all"
+            "--collection",
+            choices=["conversations", "knowledge", "live", "all"],
+            default="all",
+            help="La collection à réindexer (par défaut : toutes).",
         )
-        parser.add_argument("--batch-size", type=int, default=64)
+        parser.add_argument(
+            "--batch-size",
+            type=int,
+            default=64,
+            help="Lignes vectorisées à la fois (par défaut : 64).",
+        )
         parser.add_argument(
             "--recreate",
             action="store_true",

@@ -119,3 +119,36 @@ def test_from_the_command_line_too(tmp_path):
         in done.stderr
     )
     assert "Traceback" not in done.stderr
+
+
+ENGLISH_HELP = (
+    "usage:",
+    "positional arguments",
+    "show this help message and exit",
+    "Verbosity level",
+    "Display a full stack trace",
+    "Skip system checks",
+    "Show program's version",
+)
+
+
+def _project_commands() -> list[tuple[str, str]]:
+    from django.core.management import get_commands
+
+    return sorted((name, app) for name, app in get_commands().items() if app in ("memory", "agent"))
+
+
+@pytest.mark.parametrize(("name", "app"), _project_commands())
+def test_every_commands_help_is_in_french(name, app):
+    """An operator's first text is a command's --help: its sections and the options every
+    command has were argparse's and Django's English (review)."""
+    from django.core.management import load_command_class
+
+    parsers = [load_command_class(app, name).create_parser("manage.py", name)]
+    for parser in list(parsers):
+        for action in parser._actions:
+            if hasattr(action, "_name_parser_map"):
+                parsers += list(action._name_parser_map.values())
+    for parser in parsers:
+        text = parser.format_help()
+        assert not [words for words in ENGLISH_HELP if words in text], text
