@@ -356,22 +356,10 @@ def fact_remember(
         # Drawn from a message older than the forget, under whatever key: it stands.
         logger.info("%s states a fact forgotten since its message: not stored", key)
         return RememberResult(fact=forgotten, action="noop")
-    stored = Fact.all_objects.filter(key=key).values_list("pk", "version", "forgotten").first()
-    if stored is not None:
-        versions = {stored[0]: stored[1]}
-        alike = live_look_alike(key) if stored[2] else None
-        if alike is not None:
-            # A statement of a forgotten key may land on the live fact that looks like it
-            # (fact_store): what it did is read on that row.
-            versions.update(Fact.all_objects.filter(key=alike).values_list("pk", "version"))
-        fact, created = fact_store(**store_kwargs)
-        if created:  # the key's fact was forgotten and set aside: this one is new
-            return RememberResult(fact=fact, action="added")
-        # Still forgotten (the restatement did not undo the forget), or unchanged: a write
-        # bumps the row's version in the database (index_enqueue), not on ``fact``.
-        after = Fact.all_objects.values_list("version", flat=True).get(pk=fact.pk)
-        unchanged = fact.forgotten or after == versions.get(fact.pk)
-        return RememberResult(fact=fact, action="noop" if unchanged else "updated")
+    if Fact.all_objects.filter(key=key).exists():
+        # A restatement of the key: no candidates to look for (fact_store restates it).
+        fact, outcome = _stored(store_kwargs)
+        return RememberResult(fact=fact, action=outcome)
 
     try:
         candidates = fact_candidates(key=key, value=value)
@@ -396,8 +384,8 @@ def fact_remember(
             action, target = rule_decide(value, candidates, key=key)
 
     if action == ADD or target is None:
-        fact, _ = fact_store(**store_kwargs)
-        return RememberResult(fact, "added", candidates, decided_by)
+        fact, outcome = _stored(store_kwargs)
+        return RememberResult(fact, outcome, candidates, decided_by)
     now = Fact.all_objects.filter(pk=target.pk).first() if decided_by == "llm" else None
     if now is not None and _restates_what_the_owner_replaced(
         now, value=value, actor=actor, source_message_id=dated
@@ -416,8 +404,8 @@ def fact_remember(
             # « Already known » was said of the value the LLM saw; it changed while the LLM
             # decided (the owner corrected it: QA), and the statement is known nowhere.
             logger.info("dedup: %s changed while deciding; %s stored apart", now.key, key)
-            fact, _ = fact_store(**store_kwargs)
-            return RememberResult(fact, "added", candidates, decided_by)
+            fact, outcome = _stored(store_kwargs)
+            return RememberResult(fact, outcome, candidates, decided_by)
         return RememberResult(target, "noop", candidates, decided_by)
     if (
         now is not None
@@ -430,8 +418,8 @@ def fact_remember(
         # words would be left unwritten, and lost (QA: « Paul aime le jazz » onto the
         # owner's « ville »). The rule merges only a near-identical text: nothing to lose.
         logger.info("dedup: the owner holds %s's value; %s stored apart", now.key, key)
-        fact, _ = fact_store(**store_kwargs)
-        return RememberResult(fact, "added", candidates, decided_by)
+        fact, outcome = _stored(store_kwargs)
+        return RememberResult(fact, outcome, candidates, decided_by)
     reason = RevisionReason.SUPERSEDED if action == SUPERSEDE else RevisionReason.MERGED
     changes: dict[str, object] = {"value": value}
     if subjects is not None:
@@ -468,8 +456,8 @@ def fact_remember(
         ):
             logger.info("dedup: %s was erased while deciding; %s not stored", target.key, key)
             raise FactErased(ERASED_MESSAGE.format(key=key))
-        fact, _ = fact_store(**store_kwargs)
-        return RememberResult(fact, "added", candidates, decided_by)
+        fact, outcome = _stored(store_kwargs)
+        return RememberResult(fact, outcome, candidates, decided_by)
     if fact.forgotten:
         logger.info("dedup: %s was forgotten while deciding; %s not merged", fact.key, key)
         return RememberResult(fact, "noop", candidates, decided_by)
@@ -479,3 +467,33 @@ def fact_remember(
         "superseded" if action == SUPERSEDE else ("updated" if decided_by == "llm" else "merged")
     )
     return RememberResult(fact, label, candidates, decided_by)
+
+
+def _stored(store_kwargs: dict) -> tuple[Fact, str]:
+    """fact_store, and what it did: "added" (this write created the fact), "updated" or
+    "noop" (it restated a fact: changed, or found as stated, or still forgotten).
+
+    Told under the write lock, by the write itself, never by an earlier look at the key:
+    the candidates' embedding and the LLM's decision hold no lock, so a concurrent
+    statement may create a key this one found new (QA: three concurrent MCP `remember` of
+    one new key answered « added » twice, for one fact created then edited twice).
+    """
+    key = store_kwargs["key"]
+    # IMMEDIATE (settings): the write lock is held from here, so nothing lands between
+    # these versions and fact_store's write.
+    with transaction.atomic():
+        stored = Fact.all_objects.filter(key=key).values_list("pk", "version", "forgotten").first()
+        versions = {stored[0]: stored[1]} if stored is not None else {}
+        alike = live_look_alike(key) if stored is not None and stored[2] else None
+        if alike is not None:
+            # A statement of a forgotten key may land on the live fact that looks like it
+            # (fact_store): what it did is read on that row.
+            versions.update(Fact.all_objects.filter(key=alike).values_list("pk", "version"))
+        fact, created = fact_store(**store_kwargs)
+        if created:  # new, or the key's forgotten fact was set aside: this one is new
+            return fact, "added"
+        # Still forgotten (the restatement did not undo the forget), or unchanged: a write
+        # bumps the row's version in the database (index_enqueue), not on ``fact``.
+        after = Fact.all_objects.values_list("version", flat=True).get(pk=fact.pk)
+    unchanged = fact.forgotten or after == versions.get(fact.pk)
+    return fact, "noop" if unchanged else "updated"

@@ -208,8 +208,15 @@ def agent_item_store(
                 action = "ADD"
         if action == "ADD" or target is None:
             importance = DEFAULT_IMPORTANCE.get(category, GOAL_IMPORTANCE)
-            item, _ = fact_store(**store_kwargs, importance=importance)
-            return AgentItemResult(item, "added", decided_by)
+            # Told by the write itself, under the lock: a concurrent call may have
+            # created the key this one found new (as dedup.fact_remember's _stored).
+            before = Fact.all_objects.filter(key=key).values_list("pk", "version").first()
+            item, created = fact_store(**store_kwargs, importance=importance)
+            if created:
+                return AgentItemResult(item, "added", decided_by)
+            after = Fact.all_objects.values_list("version", flat=True).get(pk=item.pk)
+            unchanged = before == (item.pk, after)
+            return AgentItemResult(item, "noop" if unchanged else "updated", decided_by)
         if action == "NOOP":
             return AgentItemResult(target, "noop", decided_by)
         return _replace(target, action, category, content, actor, key, decided_by)
