@@ -15,6 +15,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from memory.exceptions import DimensionMismatch, EmbedderMismatch, StoreUnavailable
 from memory.models import Fact, IndexState
@@ -91,7 +92,8 @@ def test_the_doctor_names_the_switch_and_its_fix_rebuilds_with_the_new_model(
     assert not report.healthy
     assert (report.found_embedder, report.expected_embedder) == (HashEmbedder.name, new.name)
     out = StringIO()
-    call_command("memory_doctor", "--collection", "knowledge", stdout=out, stderr=out)
+    with pytest.raises(CommandError):  # differences found: exit status 1
+        call_command("memory_doctor", "--collection", "knowledge", stdout=out, stderr=out)
     assert f"embedder {HashEmbedder.name} au lieu de {new.name}" in out.getvalue()
 
     call_command("memory_doctor", "--fix", "--collection", "knowledge", stdout=StringIO())

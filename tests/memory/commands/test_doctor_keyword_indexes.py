@@ -13,6 +13,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection
 
 from memory.models import Message, Summary
@@ -45,6 +46,14 @@ def _doctor(*args: str) -> str:
     return out.getvalue()
 
 
+def _doctor_finding_differences() -> str:
+    """memory_doctor without --fix on differences: its report, and exit status 1."""
+    out = StringIO()
+    with pytest.raises(CommandError):
+        call_command("memory_doctor", stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
 def test_a_healthy_memory_has_coherent_keyword_indexes(memory):
     assert fts_broken() == []
     said = _doctor()
@@ -59,7 +68,7 @@ def test_an_index_that_disagrees_with_its_rows_is_reported_and_rebuilt(memory, t
     with pytest.raises(Exception):  # noqa: B017 - SQLite's own corruption error
         fts_integrity_check()
 
-    said = _doctor()
+    said = _doctor_finding_differences()
     assert f"index des mots-clés {table} : ne correspond plus à ses lignes" in said, said
     assert "Tout est cohérent." not in said, said
 

@@ -8,6 +8,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.utils import timezone
 
 from memory.models import Fact, IndexState, RevisionReason, Summary
@@ -38,6 +39,14 @@ def filled(vector_store, local_embedder):
 def _run(*args) -> str:
     out = StringIO()
     call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def _run_finding_differences(*args) -> str:
+    """A command that reports differences and exits with status 1 (memory_doctor)."""
+    out = StringIO()
+    with pytest.raises(CommandError):
+        call_command(*args, stdout=out, stderr=StringIO())
     return out.getvalue()
 
 
@@ -73,7 +82,7 @@ def test_doctor_finds_and_fixes_an_orphan_and_a_missing_point(filled):
         CONVERSATIONS, [VectorPoint(id=orphan, vector=vector, payload={"row_id": 999_999})]
     )
 
-    out = _run("memory_doctor")
+    out = _run_finding_differences("memory_doctor")
     assert "knowledge: 1 sans point" in out
     assert "conversations: 0 sans point, 1 points orphelins" in out
     assert "relancez avec --fix" in out
@@ -87,7 +96,7 @@ def test_doctor_finds_and_fixes_an_orphan_and_a_missing_point(filled):
 def test_doctor_finds_a_stale_point(filled):
     fact = Fact.objects.get(key="fact_1")
     Fact.objects.filter(pk=fact.pk).update(value="valeur changée sans réindexation")
-    out = _run("memory_doctor", "--collection", "knowledge")
+    out = _run_finding_differences("memory_doctor", "--collection", "knowledge")
     assert "1 périmés" in out
     _run("memory_doctor", "--fix")
     [hit] = filled.retrieve(KNOWLEDGE, [point_id(KIND_FACT, fact.id)])
