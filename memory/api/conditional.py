@@ -1,10 +1,13 @@
-"""HTTP conditional requests on a fact (RFC 9110 §8.8.3, §13.1.1): ETag and If-Match.
+"""HTTP conditional requests on a fact (RFC 9110 §8.8.3, §13.1.1, §13.1.2): ETag,
+If-Match on a write, If-None-Match on a read.
 
 A fact's entity tag is its version (fact_revisions.fact_version, the moment of its last
 write) in quotes: a strong tag, new after every write of the fact. ``If-Match`` on a write
 names the version the client read; it is never compared here but handed to the service
 (fact_update's / fact_forget's ``opened``), which compares it on the row it locks: a write
 landing between this view's read and the service's lock is seen (412), not undone.
+``If-None-Match`` on a read names the versions the client holds: the current one (weak
+comparison, §8.8.3.2) or « * » answers 304 without a body (not_modified).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.request import Request
+from rest_framework.response import Response
 
 from memory.api.views import ErrorSerializer
 from memory.models import Fact
@@ -23,6 +27,10 @@ from memory.services.fact_revisions import fact_version
 IF_MATCH_MALFORMED_MESSAGE = (
     "En-tête If-Match invalide : donnez « * » ou des étiquettes entre guillemets séparées "
     'par des virgules, telles que l\'en-tête ETag les envoie (ex. If-Match: "…").'
+)
+IF_NONE_MATCH_MALFORMED_MESSAGE = (
+    "En-tête If-None-Match invalide : donnez « * » ou des étiquettes entre guillemets "
+    'séparées par des virgules, telles que l\'en-tête ETag les envoie (ex. If-None-Match: "…").'
 )
 ANY = "*"
 # entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE, etagc = %x21 / %x23-7E / obs-text (§8.8.3).
@@ -50,18 +58,24 @@ def etag_header(fact: Fact) -> dict[str, str]:
 def _strong_tags(header: str) -> list[str] | None:
     """The opaque values of the header's strong tags (a weak one never matches in If-Match:
     strong comparison, §8.8.3.2), or None when it is no ``#entity-tag`` list."""
-    tags, position, items = [], 0, 0
+    tags = _entity_tags(header)
+    return None if tags is None else [value for weak, value in tags if not weak]
+
+
+def _entity_tags(header: str) -> list[tuple[bool, str]] | None:
+    """The header's tags as (weak, opaque value), or None when it is no ``#entity-tag``
+    list (an empty one included)."""
+    tags: list[tuple[bool, str]] = []
+    position = 0
     while True:
         while position < len(header) and header[position] in _LIST_SPACE + ",":
             position += 1  # the list's empty elements and spaces (§5.6.1)
         if position == len(header):
-            return tags if items else None
+            return tags or None
         found = _ENTITY_TAG.match(header, position)
         if found is None:
             return None
-        items += 1
-        if not found.group(1):
-            tags.append(found.group(2))
+        tags.append((bool(found.group(1)), found.group(2)))
         position = found.end()
         while position < len(header) and header[position] in _LIST_SPACE:
             position += 1
@@ -90,6 +104,32 @@ def opened_from_if_match(request: Request, fact: Fact) -> str | None:
     return tags[0] if tags else "W/"  # no version starts so: an isoformat begins with digits
 
 
+def not_modified(request: Request, fact: Fact) -> Response | None:
+    """The 304 of a read whose If-None-Match names the fact's current version (weak
+    comparison: « W/ » is ignored, §13.1.2) or is « * »; None when the fact is to be sent
+    whole. A malformed header is a French 400."""
+    header = request.headers.get("If-None-Match")
+    if header is None:
+        return None
+    if header.strip(_LIST_SPACE) != ANY:
+        tags = _entity_tags(header)
+        if tags is None:
+            raise ParseError(IF_NONE_MATCH_MALFORMED_MESSAGE)
+        if fact_version(fact) not in {value for _, value in tags}:
+            return None
+    return Response(status=status.HTTP_304_NOT_MODIFIED, headers=etag_header(fact))
+
+
+IF_NONE_MATCH_PARAMETER = OpenApiParameter(
+    "If-None-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "Facultatif : l'ETag du fait déjà lu (ou « * »). S'il nomme la version actuelle, "
+        "la réponse est 304, sans corps."
+    ),
+)
 IF_MATCH_PARAMETER = OpenApiParameter(
     "If-Match",
     str,

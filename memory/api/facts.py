@@ -6,7 +6,7 @@ Each method validates, calls one service or selector, and shapes the output
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
@@ -15,9 +15,11 @@ from rest_framework.response import Response
 from memory.api.conditional import (
     ETAG_PARAMETER,
     IF_MATCH_PARAMETER,
+    IF_NONE_MATCH_PARAMETER,
     PRECONDITION_FAILED,
     PreconditionFailed,
     etag_header,
+    not_modified,
     opened_from_if_match,
 )
 from memory.api.pagination import MemoryPagination
@@ -126,12 +128,20 @@ class FactDetailApi(MemoryApi):
         description="Le fait, même expiré (voir ``is_expired``) ; même oublié (``forgotten``) pour le "
         "propriétaire seulement : le jeton de l'agent reçoit 404. L'en-tête ETag porte sa "
         "version (``version``), à renvoyer dans If-Match pour modifier ou oublier le fait tel "
-        "que lu.",
-        parameters=[KEY_PARAMETER, ETAG_PARAMETER],
-        responses={200: FactOutputSerializer, **ERRORS, **NOT_FOUND},
+        "que lu ; avec If-None-Match, 304 sans corps s'il n'a pas changé depuis cette lecture.",
+        parameters=[KEY_PARAMETER, IF_NONE_MATCH_PARAMETER, ETAG_PARAMETER],
+        responses={
+            200: FactOutputSerializer,
+            304: OpenApiResponse(description="Le fait n'a pas changé depuis la version nommée."),
+            **ERRORS,
+            **NOT_FOUND,
+        },
     )
     def get(self, request: Request, key: str) -> Response:
         fact = fact_or_404(key, actor=self.actor(request))
+        unchanged = not_modified(request, fact)
+        if unchanged is not None:
+            return unchanged
         return Response(FactOutputSerializer(fact).data, headers=etag_header(fact))
 
     @extend_schema(
