@@ -5,6 +5,8 @@ them the service runs on its embedded defaults: SQLite, Qdrant embedded in a
 folder, the bundled local embedder, an in-process broker and a local notes
 folder, all under MAKILAB_DATA_DIR. A `.env` file in the project directory (or
 the file MAKILAB_ENV_FILE names) is read first; the real environment wins.
+The installed apps, the middleware and the URL conf read no variable: they are in
+makilab/settings_apps.py, imported below.
 """
 
 from __future__ import annotations
@@ -69,55 +71,10 @@ MAKILAB_TRUSTED_PROXY = (
 )
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if MAKILAB_BEHIND_PROXY else None
 
-# --- Applications -----------------------------------------------------------
-INSTALLED_APPS = [
-    # Django's admin on our site: every ModelAdmin guarded (makilab/admin_site.py).
-    "makilab.apps.MakilabAdminConfig",
-    "django.contrib.auth",
-    "django.contrib.contenttypes",
-    "django.contrib.sessions",
-    "django.contrib.messages",
-    "whitenoise.runserver_nostatic",
-    "django.contrib.staticfiles",
-    "rest_framework",
-    "rest_framework.authtoken",
-    "drf_spectacular",
-    # Swagger UI and Redoc as static files: the API docs page needs no CDN.
-    "drf_spectacular_sidecar",
-    "django_htmx",
-    # Login lockout after repeated wrong passwords (admin and /login/).
-    "axes",
-    "memory",
-    "agent",
-    "dashboard",
-]
+# --- Applications, middleware, URL conf: makilab/settings_apps.py -------------
+from makilab.settings_apps import *  # noqa: E402, F403
 
-MIDDLEWARE = [
-    # First, so it sees the answer last: a HEAD gets the GET's headers, no body (waitress
-    # sends what it is given; makilab/head_requests.py).
-    "makilab.head_requests.HeadWithoutBody",
-    "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
-    # A French 400 for a form body or query string that is not text (makilab/request_encoding.py).
-    "makilab.request_encoding.RequestEncodingCheck",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_htmx.middleware.HtmxMiddleware",
-    # A French page for Django's bodiless 405 (a GET on an action URL).
-    "makilab.method_not_allowed.MethodNotAllowedPage",
-    # A French 503 page, not a 500, when another process holds SQLite's lock.
-    "makilab.database_busy.DatabaseBusyPage",
-    # Last, as django-axes asks: turns a locked-out login into its 429 page.
-    "axes.middleware.AxesMiddleware",
-]
-
-ROOT_URLCONF = "makilab.urls"
-WSGI_APPLICATION = "makilab.wsgi.application"
-
+# --- Templates --------------------------------------------------------------
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",

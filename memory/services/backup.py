@@ -36,7 +36,7 @@ from django.utils import timezone
 from memory.error_reasons import os_error_reason, sqlite_error_reason
 from memory.exceptions import MemoryServiceError
 from memory.services.backup_forgets import forgets_read
-from memory.services.erased_marks import marks_read
+from memory.services.erased_replay import marks_read
 from memory.services.restore_journal import journal_clear, journal_read, journal_write
 
 BACKUP_FORMAT = "makilab-memory-backup"

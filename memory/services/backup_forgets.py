@@ -43,11 +43,11 @@ from memory.models import (
 from memory.services.erased_marks import (
     MESSAGE_KEY,
     SUMMARY_KEY,
-    _stored_moment,
     fact_mark,
     message_mark,
     summary_mark,
 )
+from memory.services.erased_replay import _stored_moment
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The copies a forget cannot delete keep no forgotten text: the retrieval logs (their
 memories and message previews), the jobs not done yet (their saved candidates and tool
 results) and the admin's history of actions (memory.services.forgetting, facts, erasing
-and erased_marks call ``redact_copies``)."""
+and erased_replay call ``redact_copies``)."""
 
 from __future__ import annotations
 

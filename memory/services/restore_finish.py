@@ -20,7 +20,7 @@ def memory_restore_finish(*, manifest: dict) -> dict[str, object]:
     those past their undo window (and those it empties), as the hourly purge would.
     """
     from memory.services.backup_forgets import forgets_replay
-    from memory.services.erased_marks import marks_replay
+    from memory.services.erased_replay import marks_replay
 
     forgotten = forgets_replay(manifest["forgets"])
     erased = marks_replay(manifest["erased_marks"])

@@ -17,7 +17,8 @@ import pytest
 from django.core.management import call_command
 
 from memory.models import Actor, Fact
-from memory.services.erased_marks import fact_erased_since, marks_known, marks_replay
+from memory.services.erased_marks import fact_erased_since, marks_known
+from memory.services.erased_replay import marks_replay
 from memory.services.erasing import forgetting_erase
 from memory.services.facts import fact_store, fact_update
 from memory.services.forgetting import topic_forget, topic_forget_preview
