@@ -30,7 +30,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from makilab.exception_handlers import MCP_PATH, THROTTLED_MESSAGE, api_error
 from makilab.throttling import refused_caller_wait
 from memory.api.permissions import BearerTokenAuthentication, is_owner
-from memory.mcp.transport_errors import bad_id_refusal, french_answer
+from memory.mcp.transport_errors import body_refusal, french_answer
 
 TOKEN_REQUIRED_MESSAGE = (
     "Jeton d'API requis : en-tête « Authorization: Bearer <jeton> » (ou « Token <jeton> »). "
@@ -148,7 +148,7 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         body = request.body
     except RequestDataTooBig:
         body = None  # unread: the transport refuses it (its 413, said in French below)
-    refusal = bad_id_refusal(body) if body is not None else None
+    refusal = body_refusal(body) if body is not None else None
     if refusal is not None:
         return HttpResponse(refusal, status=400, content_type="application/json")
 

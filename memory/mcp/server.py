@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-import anyio
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import close_old_connections
@@ -41,7 +40,6 @@ from memory.api.serializers import UNKNOWN_FIELD_MESSAGE
 from memory.argument_errors import INVALID, REQUIRED, bound_rule, must_be
 from memory.exceptions import MemoryServiceError
 from memory.mcp.resources import RESOURCES
-from memory.mcp.stdio_answers import NotingAnswers, Unanswered
 from memory.mcp.tools import INVALID_INPUT_MESSAGE, TOOLS, sentence
 from memory.mcp.transport_errors import UNKNOWN_METHOD_MESSAGE
 
@@ -218,42 +216,14 @@ class MemoryMCPServer(MCPServer):
         self.middleware.append(_french_request_params)
 
     async def run_stdio_async(self) -> None:
-        """The SDK's stdio loop, with a line that is no JSON-RPC message answered by the
-        protocol's error (null id, French) instead of dropped without a word, and the
-        end of input passed on only once the requests read are answered."""
-        from mcp.server.stdio import stdio_server
-        from mcp.shared.message import SessionMessage
+        """The SDK's stdio loop, each line read by us (memory.mcp.stdio_answers): one that
+        is no JSON-RPC message, or that the SDK would misread, is answered by the
+        protocol's error (null id, French) instead of dropped without a word or read
+        with replacement characters, and the end of input is passed on only once the
+        requests read are answered."""
+        from memory.mcp.stdio_answers import stdio_serve
 
-        from memory.mcp.transport_errors import stdio_refusal
-
-        async with stdio_server() as (read_stream, write_stream):
-            messages, received = anyio.create_memory_object_stream(0)
-            unanswered = Unanswered()
-
-            async def answer_bad_lines() -> None:
-                async with messages, read_stream:
-                    async for item in read_stream:
-                        if isinstance(item, Exception):
-                            await write_stream.send(SessionMessage(stdio_refusal(item)))
-                        else:
-                            unanswered.read(item.message)
-                            await messages.send(item)
-                    # End of input: closing `messages` would make the dispatcher cancel
-                    # the handlers still running (stdio_answers), so first let them answer.
-                    with anyio.move_on_after(END_OF_INPUT_DRAIN_S) as drain:
-                        await unanswered.all_answered()
-                    if drain.cancelled_caught:
-                        logger.warning("MCP stdio: requests still unanswered at exit")
-
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(answer_bad_lines)
-                await self._lowlevel_server.run(
-                    received,
-                    NotingAnswers(write_stream, unanswered),
-                    self._lowlevel_server.create_initialization_options(),
-                )
-                # The dispatcher is gone (input ended, or it failed): stop waiting for it.
-                tasks.cancel_scope.cancel()
+        await stdio_serve(self._lowlevel_server, drain_s=END_OF_INPUT_DRAIN_S)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         tool = self._tool_manager.get_tool(name)

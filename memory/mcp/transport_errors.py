@@ -4,24 +4,36 @@ The transport answers a body that is not JSON, not a JSON-RPC message, a wrong
 Accept or Content-Type header and a body too large before any of our code runs,
 in English (pydantic's validation report and a link to its documentation among
 them), two of them as plain text. An unknown method is answered in English too, and a
-request whose id is of no JSON-RPC type is taken for a notification (``bad_id_refusal``
-answers it before the transport reads it). Over
-stdio a line that is no message got no answer at all (``stdio_refusal``).
-``french_answer`` rewrites those answers: same status, same JSON-RPC error code
-and id, a French message. An answer to a request the transport could read (it
-carries the request's id) comes from our server (tool errors, invalid params,
-unknown resources: memory.mcp.server), French already, and is left as it is.
+message that is no JSON-RPC request is answered -32602 (invalid params), where JSON-RPC
+says -32600 (invalid request), as stdio answers the same line.
+``french_answer`` rewrites those answers: same status and id, -32600 for a message
+that is no request, a French message.
+
+Some messages the SDK misreads, on both transports, so ``message_refusal`` answers
+them before it reads them: a request whose id is of no JSON-RPC type is taken for a
+notification (nothing runs, the client waits for an answer that never comes); over
+stdio, bytes that are not UTF-8 are read with replacement characters and stored
+(« caf\ufffd »); a lone UTF-16 surrogate (``"\\ud800"``) is a parse error that does not
+say why. Over stdio a line that is no message got no answer at all (``stdio_refusal``).
+
+An answer to a request the transport could read (it carries the request's id) comes
+from our server (tool errors, invalid params, unknown resources: memory.mcp.server),
+French already, and is left as it is.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+from memory.api.parsers import JSON_BAD_ENCODING_REASON, JSON_INVALID_MESSAGE
+from memory.services.portability_validate import LONE_SURROGATE
 
 NOT_JSON_MESSAGE = "Corps JSON invalide : le message JSON-RPC n'a pas pu être lu."
 NOT_JSON_RPC_MESSAGE = (
     "Message JSON-RPC invalide : un objet est attendu, avec « jsonrpc » (« 2.0 »), "
-    "« method » et, pour une requête, « id »."
+    "« method » et, pour une requête, « id » ; « params », s'il est donné, est un objet."
 )
 NOT_ACCEPTABLE_MESSAGE = (
     "Format de réponse refusé : l'en-tête Accept doit accepter application/json "
@@ -35,7 +47,14 @@ BAD_ID_MESSAGE = (
     "(sans « id », le message est une notification, sans réponse)."
 )
 
+NOT_UTF8_MESSAGE = JSON_INVALID_MESSAGE.format(
+    reason=JSON_BAD_ENCODING_REASON.format(encoding="utf-8")
+)
+LONE_SURROGATE_MESSAGE = JSON_INVALID_MESSAGE.format(reason=LONE_SURROGATE)
+
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+# A str holds a surrogate code point only unpaired: json.loads joins a pair into one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def french_answer(status: int, body: bytes, *, limit: int) -> bytes | None:
@@ -62,19 +81,27 @@ def french_answer(status: int, body: bytes, *, limit: int) -> bytes | None:
         return _error(request_id, code, NOT_JSON_MESSAGE)
     if status == 406:
         return _error(request_id, code, NOT_ACCEPTABLE_MESSAGE)
-    if code in (INVALID_REQUEST, INVALID_PARAMS):
-        return _error(request_id, code, NOT_JSON_RPC_MESSAGE)
+    if code in (INVALID_REQUEST, INVALID_PARAMS):  # the envelope, not a method's params
+        return _error(request_id, INVALID_REQUEST, NOT_JSON_RPC_MESSAGE)
     return None
 
 
-def bad_id_refusal(body: bytes) -> bytes | None:
-    """The French -32600 for a message whose « id » is neither a string nor an integer
-    (MCP: never null), or None. The SDK reads such a message as a notification: a 202,
-    nothing run, and the client waits for an answer that never comes (QA)."""
+def message_refusal(raw: bytes) -> tuple[int, str] | None:
+    """(JSON-RPC code, French message) for a message the SDK would misread, or None.
+
+    Bytes that are not UTF-8 and a lone surrogate are parse errors that say so; an
+    « id » that is neither a string nor an integer (MCP: never null) is an invalid
+    request. Anything else the SDK reads itself (its parse error: ``french_answer``)."""
     try:
-        message = json.loads(body)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return PARSE_ERROR, NOT_UTF8_MESSAGE
+    try:
+        message = json.loads(text)
     except (ValueError, RecursionError):
         return None  # the transport's parse error
+    if "\\u" in text and _holds_lone_surrogate(message):  # only an escape writes one
+        return PARSE_ERROR, LONE_SURROGATE_MESSAGE
     if not isinstance(message, dict) or "id" not in message:
         return None
     request_id = message["id"]
@@ -82,7 +109,41 @@ def bad_id_refusal(body: bytes) -> bytes | None:
         isinstance(request_id, int) and not isinstance(request_id, bool)
     ):
         return None
-    return _error(None, INVALID_REQUEST, BAD_ID_MESSAGE)
+    return INVALID_REQUEST, BAD_ID_MESSAGE
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    """Whether a text or a key of ``value`` holds a lone surrogate (iterative: a deep
+    nesting the parser took is no recursion here)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def body_refusal(body: bytes) -> bytes | None:
+    """The JSON-RPC error body (null id) of ``message_refusal`` for an HTTP body, or None."""
+    found = message_refusal(body)
+    return _error(None, *found) if found is not None else None
+
+
+def line_refusal(raw: bytes) -> Any:
+    """The JSON-RPC error (null id) of ``message_refusal`` for a stdio line, or None."""
+    found = message_refusal(raw)
+    if found is None:
+        return None
+    from mcp.types import ErrorData, JSONRPCError
+
+    code, message = found
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
 
 
 def _error(request_id, code: int, message: str) -> bytes:
