@@ -2,7 +2,8 @@
 
 Pure reads of T1, no writes: the indexing state machine (memory.services.indexing)
 decides when to act on them, ``memory_doctor`` compares them with the points.
-Every payload carries ``version``: the row version the point was embedded from.
+Every payload carries ``version``: the row version the point was embedded from, and
+``lang``: the language its text is written in (language.text_language, "" unknown).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.utils import timezone
 
 from memory.exceptions import MemoryServiceError
 from memory.models import Fact, Message, MessageRole, Summary
+from memory.services.language import text_language
 
 KIND_MESSAGE = "message"
 KIND_FACT = "fact"
@@ -115,6 +117,7 @@ def exchange_document(root: Message, reply: Message | None) -> Document:
             "reply_id": reply.id if reply else None,
             "row_id": root.id,
             "version": root.version,
+            "lang": text_language(text),
         },
         version=root.version,
     )
@@ -138,6 +141,7 @@ def live_document(message: Message) -> Document:
             "message_id": message.id,
             "row_id": message.id,
             "version": message.version,
+            "lang": text_language(message.content),
         },
         version=message.version,
     )
@@ -208,6 +212,7 @@ def fact_document(fact: Fact) -> Document:
             "expires_at": _iso(fact.expires_at),
             "row_id": fact.id,
             "version": fact.version,
+            "lang": text_language(fact_text(fact)),
         },
         version=fact.version,
     )
@@ -231,6 +236,7 @@ def summary_documents(summary: Summary) -> list[Document]:
         "expires_at": None,
         "row_id": summary.id,
         "version": summary.version,
+        "lang": text_language(summary.content),
     }
     parts = summary_parts(summary.content)
     part_ids = summary_part_ids(summary.id)
@@ -253,7 +259,7 @@ def summary_documents(summary: Summary) -> list[Document]:
                 collection=KNOWLEDGE,
                 point_id=part_ids[i],
                 text=part,
-                payload={**payload, "content": part, "part": i},
+                payload={**payload, "content": part, "part": i, "lang": text_language(part)},
                 version=summary.version,
             )
             for i, part in enumerate(parts)

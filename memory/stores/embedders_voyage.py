@@ -140,6 +140,9 @@ class VoyageEmbedder:
     gate_margin = VOYAGE_GATE_MARGIN
     forget_candidate_score = VOYAGE_FORGET_CANDIDATE_SCORE
     same_topic_threshold = VOYAGE_SAME_TOPIC_THRESHOLD
+    # Not measured across languages with Voyage (no network here): no correction.
+    cross_language_bonus = 0.0
+    cross_language_margin_bonus = 0.0
 
     def __init__(
         self,

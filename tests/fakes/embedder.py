@@ -27,6 +27,8 @@ class HashEmbedder:
     gate_margin = 0.0
     forget_candidate_score = 0.4
     same_topic_threshold = 0.95
+    cross_language_bonus = 0.0
+    cross_language_margin_bonus = 0.0
 
     def __init__(self, dimension: int = 64) -> None:
         self.dimension = dimension

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from memory.services.language import other_language, text_language
 from memory.services.retrieval.result import elapsed_ms
 
 
@@ -33,7 +34,14 @@ def semantic_search(
         embed_timeout_s=embed_timeout_s,
         timings=timings,
     )
-    return semantic_found(vector, embedder, limit=limit, min_score=min_score, timings=timings)
+    return semantic_found(
+        vector,
+        embedder,
+        limit=limit,
+        min_score=min_score,
+        timings=timings,
+        query_language=text_language(text),
+    )
 
 
 def query_embed(
@@ -89,11 +97,17 @@ def semantic_found(
     limit: int,
     min_score: float | None,
     timings: dict[str, float] | None = None,
+    query_language: str = "",
 ) -> dict:
     """The two collections searched with the query vector: the hits, best first, each on
     the common relevance scale (embedders.relevance_score, so ``min_score`` means the same
     with the local model and with Voyage), and the relevance gate's margin. No database
-    access here."""
+    access here.
+
+    ``query_language`` (language.text_language of the message, "" unknown): a hit known
+    to be in the other language is held to ``min_score`` less the embedder's
+    ``cross_language_bonus``, and stands its ``cross_language_margin_bonus`` higher for
+    the gate; its rank and score are its own (memory.services.language)."""
     from memory.services.summary_parts import KNOWLEDGE_OVERFETCH
     from memory.stores.embedders import cosine_threshold, relevance_score
     from memory.stores.vectors import CONVERSATIONS, KNOWLEDGE, OWNER_KNOWLEDGE, get_vector_store
@@ -101,6 +115,7 @@ def semantic_found(
     timings = {} if timings is None else timings
     start = time.perf_counter()
     store = get_vector_store()
+    bonus = embedder.cross_language_bonus if query_language else 0.0
     threshold = None if min_score is None else cosine_threshold(embedder, min_score)
     hits = []
     for collection in (CONVERSATIONS, KNOWLEDGE):
@@ -114,20 +129,34 @@ def semantic_found(
             # Knowledge: a long summary's passages are points too; the best point of each
             # of the first ``limit`` memories is kept (distinct_hits).
             limit=limit + KNOWLEDGE_OVERFETCH if collection == KNOWLEDGE else limit,
-            score_threshold=threshold,
+            score_threshold=None if threshold is None else threshold - bonus,
             payload_fields=HIT_PAYLOAD_FIELDS,
             filters=OWNER_KNOWLEDGE if collection == KNOWLEDGE else None,
         )
         if collection == KNOWLEDGE:
             found = distinct_hits(collection, found, limit)
-        hits.extend((collection, hit, relevance_score(embedder, hit.score)) for hit in found)
+        hits.extend(
+            (collection, hit, relevance_score(embedder, hit.score))
+            for hit in found
+            if threshold is None
+            or hit.score >= threshold
+            or other_language(query_language, hit.payload.get("lang"))
+        )
     hits.sort(key=lambda triple: -triple[1].score)
     timings["qdrant"] = elapsed_ms(start)
     # The relevance gate's evidence: how far the best hit stands above the query's
     # own background (-1 when nothing passed the threshold).
     from memory.services.relevance import query_background
 
-    best = max((hit.score for _, hit, _ in hits), default=None)
+    margin_bonus = embedder.cross_language_margin_bonus
+    best = max(
+        (
+            hit.score
+            + (margin_bonus if other_language(query_language, hit.payload.get("lang")) else 0.0)
+            for _, hit, _ in hits
+        ),
+        default=None,
+    )
     margin = -1.0 if best is None else best - query_background(embedder, vector)
     return {
         "vector": vector,
@@ -139,7 +168,7 @@ def semantic_found(
 
 
 # The payload fields a semantic hit is read by (hit_id).
-HIT_PAYLOAD_FIELDS = ["row_id", "message_id", "type"]
+HIT_PAYLOAD_FIELDS = ["row_id", "message_id", "type", "lang"]
 
 
 def hit_id(collection: str, hit) -> str | None:
