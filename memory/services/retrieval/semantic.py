@@ -26,6 +26,7 @@ def semantic_search(
     """The query embedded (query_embed), then the knowledge and conversations searched
     (semantic_found). Runs in a worker thread: no database access here."""
     timings: dict[str, float] = {}
+    language = text_language(text)  # before the vector: nothing more after it
     vector, embedder = query_embed(
         text,
         started=started,
@@ -40,7 +41,7 @@ def semantic_search(
         limit=limit,
         min_score=min_score,
         timings=timings,
-        query_language=text_language(text),
+        query_language=language,
     )
 
 
