@@ -24,11 +24,10 @@ French already, and is left as it is.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from memory.api.parsers import JSON_BAD_ENCODING_REASON, JSON_INVALID_MESSAGE
-from memory.services.portability_validate import LONE_SURROGATE
+from memory.services.portability_validate import LONE_SURROGATE, holds_lone_surrogate
 
 NOT_JSON_MESSAGE = "Corps JSON invalide : le message JSON-RPC n'a pas pu être lu."
 NOT_JSON_RPC_MESSAGE = (
@@ -53,8 +52,6 @@ NOT_UTF8_MESSAGE = JSON_INVALID_MESSAGE.format(
 LONE_SURROGATE_MESSAGE = JSON_INVALID_MESSAGE.format(reason=LONE_SURROGATE)
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
-# A str holds a surrogate code point only unpaired: json.loads joins a pair into one.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def french_answer(status: int, body: bytes, *, limit: int) -> bytes | None:
@@ -100,7 +97,11 @@ def message_refusal(raw: bytes) -> tuple[int, str] | None:
         message = json.loads(text)
     except (ValueError, RecursionError):
         return None  # the transport's parse error
-    if "\\u" in text and _holds_lone_surrogate(message):  # only an escape writes one
+    try:
+        surrogate = "\\u" in text and holds_lone_surrogate(message)  # only an escape writes one
+    except RecursionError:
+        surrogate = False  # the SDK's own reader refuses such a nesting
+    if surrogate:
         return PARSE_ERROR, LONE_SURROGATE_MESSAGE
     if not isinstance(message, dict) or "id" not in message:
         return None
@@ -110,23 +111,6 @@ def message_refusal(raw: bytes) -> tuple[int, str] | None:
     ):
         return None
     return INVALID_REQUEST, BAD_ID_MESSAGE
-
-
-def _holds_lone_surrogate(value: Any) -> bool:
-    """Whether a text or a key of ``value`` holds a lone surrogate (iterative: a deep
-    nesting the parser took is no recursion here)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if _SURROGATE.search(item):
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
 
 
 def body_refusal(body: bytes) -> bytes | None:

@@ -172,13 +172,23 @@ class LineDecoder(json.JSONDecoder):
         try:
             value = super().decode(s, *args, **kwargs)
             # A surrogate comes from an escape only: the line was decoded from UTF-8.
-            if "\\u" in s:
-                json.dumps(value, ensure_ascii=False).encode("utf-8")
+            surrogate = "\\u" in s and holds_lone_surrogate(value)
         except RecursionError:
             raise ValueError(TOO_DEEP) from None
-        except UnicodeEncodeError:
-            raise ValueError(LONE_SURROGATE) from None
+        if surrogate:
+            raise ValueError(LONE_SURROGATE)
         return value
+
+
+def holds_lone_surrogate(value: object) -> bool:
+    """Whether a text or a key of a parsed JSON ``value`` holds a lone UTF-16 surrogate
+    (``"\\ud800"``: no UTF-8 text holds one; json.loads joins a pair into one character).
+    RecursionError for a nesting deeper than the encoder's recursion."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def line_refusal(exc: ValueError, *, line: bool = False) -> str:

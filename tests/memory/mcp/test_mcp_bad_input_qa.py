@@ -15,8 +15,6 @@ from __future__ import annotations
 import http.client
 import json
 import select
-import subprocess
-import sys
 from urllib.parse import urlsplit
 
 import pytest
@@ -26,8 +24,8 @@ from memory.api.parsers import JSON_BAD_ENCODING_REASON, JSON_INVALID_MESSAGE
 from memory.mcp.transport_errors import BAD_ID_MESSAGE, NOT_JSON_RPC_MESSAGE
 from memory.models import Fact
 from memory.services.portability_validate import LONE_SURROGATE
+from tests.memory.mcp import mcp_stdio_started
 from tests.memory.mcp.test_mcp_http import INITIALIZE
-from tests.memory.test_workers import ROOT, _env
 
 NOT_UTF8_MESSAGE = JSON_INVALID_MESSAGE.format(
     reason=JSON_BAD_ENCODING_REASON.format(encoding="utf-8")
@@ -156,14 +154,7 @@ def test_a_surrogate_pair_and_accents_are_text(post):
 def stdio(tmp_path):
     """exchange(line bytes) -> the answer's JSON, or None when none came within a few
     seconds; `manage.py mcp` as a client starts it, initialized."""
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "mcp"],
-        cwd=ROOT,
-        env=_env(tmp_path),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    process = mcp_stdio_started(tmp_path)
 
     def exchange(line: bytes, timeout: float = 10) -> dict | None:
         process.stdin.write(line + b"\n")

@@ -16,6 +16,7 @@ from memory.mcp.transport_errors import (
     NOT_JSON_RPC_MESSAGE,
     UNKNOWN_METHOD_MESSAGE,
 )
+from tests.memory.mcp import mcp_stdio_started
 from tests.memory.mcp.test_mcp_http import INITIALIZE
 from tests.memory.test_workers import ROOT, _env
 
@@ -34,15 +35,7 @@ def _send(process: subprocess.Popen, line: str) -> None:
 
 
 def test_a_bad_line_gets_a_french_parse_error_and_the_server_goes_on(tmp_path):
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "mcp"],
-        cwd=ROOT,
-        env=_env(tmp_path),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    process = mcp_stdio_started(tmp_path, text=True)
     try:
         _send(process, "garbage{")
         assert _answer(process) == {
