@@ -1,7 +1,7 @@
 """Which language a text is written in, French or English, told by its stop words.
 
-The semantic source's cross-language calibration reads it (memory.services.retrieval.
-semantic): the bundled e5 model scores a question and its answer about 0.035 lower when
+The semantic and live sources' cross-language calibration reads it (memory.services.
+retrieval.semantic, .live): the bundled e5 model scores a question and its answer about 0.035 lower when
 one is French and the other English (the nine evaluation sets: p10 / p50 of the answers'
 cosine 0.796 / 0.831 across languages, 0.829 / 0.866 within one), so `min_score` and the
 relevance gate's margin give a point in the other language that much back. A point's

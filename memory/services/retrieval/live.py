@@ -5,7 +5,9 @@ Future as soon as it is computed), searches the `live` collection in its own
 worker thread within its own time limit, and keeps only the hits above the
 relevance gate: a hit must stand clear of the query's background closeness
 (the gate margin of the embedder) or share a content word with the message
-(its author's name included).
+(its author's name included). An extract in the other language than the message gets
+the semantic source's cross-language correction (memory.services.language): the
+embedder's bonus back against `min_score`, its margin bonus against the gate.
 Small talk never gets here (the message is stopped before any source runs,
 and a room's "ok" or "lol" has no live point at all: see index_documents).
 The hits are then checked against T1 in the caller's thread: a message
@@ -31,22 +33,24 @@ def live_search(
     *,
     query_words: set[str],
     exclude_room: str,
+    query_language: str = "",
     limit: int,
     min_score: float,
     wait_s: float,
 ) -> dict:
-    """Runs in a worker thread: no database access here. The gated hits, best first."""
+    """Runs in a worker thread: no database access here. The gated hits, best first.
+    ``query_language``: language.text_language of the message ("" unknown)."""
+    from memory.services.language import other_language, text_language
     from memory.services.relevance import content_words, query_background
     from memory.stores.embedders import cosine_threshold, relevance_score
     from memory.stores.vectors import LIVE, get_vector_store
 
     vector, embedder = vector_ready.result(timeout=wait_s)
     start = time.perf_counter()
+    threshold = cosine_threshold(embedder, min_score)
+    bonus = embedder.cross_language_bonus if query_language else 0.0
     hits = get_vector_store().search(
-        LIVE,
-        vector,
-        limit=limit + LIVE_EXTRA,
-        score_threshold=cosine_threshold(embedder, min_score),
+        LIVE, vector, limit=limit + LIVE_EXTRA, score_threshold=threshold - bonus
     )
     kept: list[tuple[int, float]] = []
     if not hits:  # no room observed, or nothing near: no background to compute
@@ -56,9 +60,17 @@ def live_search(
         payload = hit.payload or {}
         if payload.get("room") == exclude_room or not payload.get("message_id"):
             continue
+        # An extract indexed before its language was recorded is read from its content.
+        language = (
+            payload["lang"] if "lang" in payload else text_language(payload.get("content", ""))
+        )
+        across = other_language(query_language, language)
+        if hit.score < threshold and not across:
+            continue
         # Clear of the background, or sharing a word with the message. The author is part
         # of the line ("david · lobby · …"): a name the message gives counts.
-        if hit.score - background < embedder.gate_margin and not query_words.intersection(
+        evidence = hit.score + (embedder.cross_language_margin_bonus if across else 0.0)
+        if evidence - background < embedder.gate_margin and not query_words.intersection(
             content_words(f"{payload.get('author', '')} {payload.get('content', '')}")
         ):
             continue

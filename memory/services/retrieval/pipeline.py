@@ -114,6 +114,7 @@ def _retrieve(
     result = RetrievalResult(channel=channel, message=message, summary=summary)
     limit = max(CANDIDATES_MIN, memory_settings.max_results * CANDIDATES_PER_RESULT)
     text = message[:4000]
+    from memory.services.language import text_language
     from memory.services.notes_relevance import notes_about
     from memory.services.relevance import content_words, gate_passes, is_small_talk
 
@@ -152,6 +153,7 @@ def _retrieve(
             vector_ready,
             query_words=set(content_words(text)),
             exclude_room=channel,
+            query_language=text_language(text),
             limit=memory_settings.live_max_results,
             min_score=memory_settings.min_score,
             wait_s=timeouts[SOURCE_LIVE],

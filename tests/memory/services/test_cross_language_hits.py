@@ -104,3 +104,75 @@ def test_without_a_bonus_the_threshold_is_min_score_alone(embedder, monkeypatch)
     monkeypatch.setattr(CalibratedEmbedder, "cross_language_margin_bonus", 0.0)
 
     assert _found(embedder, "en") == (["message:5"], pytest.approx(0.81))
+
+
+# The observed rooms (retrieval.live) hold their hits to the same rule: an extract in the
+# other language than the question gets the bonus back against `min_score`, and its
+# margin bonus against the live gate (clear of the query's background, or a shared word).
+
+
+@pytest.fixture
+def live_points(embedder, vector_store):
+    from memory.stores.vectors import LIVE
+
+    vector_store.ensure_collection(LIVE, DIMENSION)
+    points = [  # (row, cosine, the extract, its recorded language; None: indexed before)
+        (11, COSINE, "Je pars demain pour Lisbonne avec les enfants", "fr"),
+        (12, COSINE, "I am leaving for Lisbon tomorrow with the kids", "en"),
+        (13, COSINE, "Je pars demain pour Lisbonne avec les enfants", None),
+    ]
+    vector_store.upsert(
+        LIVE,
+        [
+            VectorPoint(
+                point_id("message", row),
+                _at(cosine, 1 + row % 2),
+                {
+                    "message_id": row,
+                    "row_id": row,
+                    "room": "famille",
+                    "author": "eve",
+                    "content": content,
+                    **({"lang": lang} if lang is not None else {}),
+                },
+            )
+            for row, cosine, content, lang in points
+        ],
+    )
+    return embedder
+
+
+def _live_found(embedder, query_language: str, background: float = 0.0) -> list[int]:
+    from concurrent.futures import Future
+    from unittest import mock
+
+    from memory.services.retrieval.live import live_search
+
+    ready: Future = Future()
+    ready.set_result(([1.0, 0.0, 0.0, 0.0], embedder))
+    with mock.patch("memory.services.relevance.query_background", return_value=background):
+        found = live_search(
+            ready,
+            query_words=set(),
+            query_language=query_language,
+            exclude_room="whatsapp",
+            limit=10,
+            min_score=0.5,
+            wait_s=1,
+        )
+    return sorted(message_id for message_id, _ in found["hits"])
+
+
+def test_a_live_extract_in_the_other_language_gets_the_bonus_back(live_points):
+    # The French extracts (the one indexed before its language was recorded is read from
+    # its content) within the bonus; the English one at the same cosine stays below.
+    assert _live_found(live_points, "en") == [11, 13]
+    assert _live_found(live_points, "fr") == [12]
+    assert _live_found(live_points, "") == []
+
+
+def test_the_live_gate_gives_the_margin_bonus_to_the_other_language(live_points):
+    # 0.79 stands 0.065 above a background of 0.725: below the gate's 0.075 alone, above
+    # it with the 0.02 margin bonus. No word shared with the question.
+    assert _live_found(live_points, "en", background=0.725) == [11, 13]
+    assert _live_found(live_points, "en", background=0.74) == []
