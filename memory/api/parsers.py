@@ -94,7 +94,7 @@ def json_depth_exceeds(data: object, limit: int) -> bool:
 
 
 class DuplicateKey(Exception):
-    """Raised by ``_object_without_duplicates`` (not a ValueError: NaN's handler catches those)."""
+    """Raised by ``object_without_duplicates`` (not a ValueError: NaN's handler catches those)."""
 
     def __init__(self, key: str):
         super().__init__(key)
@@ -114,7 +114,7 @@ def _int_bounded(text: str) -> int:
     return int(text)
 
 
-def _object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:
+def object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:
     """json.loads' object_pairs_hook: the object, unless a key appears twice in it."""
     data = {}
     for key, value in pairs:
@@ -143,7 +143,7 @@ class LimitedJSONParser(JSONParser):
             data = json.loads(
                 text,
                 parse_constant=strict_constant if self.strict else None,
-                object_pairs_hook=_object_without_duplicates,
+                object_pairs_hook=object_without_duplicates,
                 parse_int=_int_bounded,
             )
         except RecursionError:

@@ -14,7 +14,8 @@ them before it reads them: a request whose id is of no JSON-RPC type is taken fo
 notification (nothing runs, the client waits for an answer that never comes); over
 stdio, bytes that are not UTF-8 are read with replacement characters and stored
 (« caf\ufffd »); a lone UTF-16 surrogate (``"\\ud800"``) is a parse error that does not
-say why. Over stdio a line that is no message got no answer at all (``stdio_refusal``).
+say why; a key given twice kept its last value (the REST API refuses it: which value
+would be the memory's?). Over stdio a line that is no message got no answer at all (``stdio_refusal``).
 
 An answer to a request the transport could read (it carries the request's id) comes
 from our server (tool errors, invalid params, unknown resources: memory.mcp.server),
@@ -26,7 +27,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory.api.parsers import JSON_BAD_ENCODING_REASON, JSON_INVALID_MESSAGE
+from memory.api.parsers import (
+    JSON_BAD_ENCODING_REASON,
+    JSON_DUPLICATE_KEY_REASON,
+    JSON_INVALID_MESSAGE,
+    DuplicateKey,
+    object_without_duplicates,
+)
 from memory.services.portability_validate import LONE_SURROGATE, holds_lone_surrogate
 
 NOT_JSON_MESSAGE = "Corps JSON invalide : le message JSON-RPC n'a pas pu être lu."
@@ -86,7 +93,8 @@ def french_answer(status: int, body: bytes, *, limit: int) -> bytes | None:
 def message_refusal(raw: bytes) -> tuple[int, str] | None:
     """(JSON-RPC code, French message) for a message the SDK would misread, or None.
 
-    Bytes that are not UTF-8 and a lone surrogate are parse errors that say so; an
+    Bytes that are not UTF-8, a lone surrogate and a key given twice (as the REST API
+    says it: memory.api.parsers) are parse errors that say so; an
     « id » that is neither a string nor an integer (MCP: never null) is an invalid
     request. Anything else the SDK reads itself (its parse error: ``french_answer``)."""
     try:
@@ -94,7 +102,10 @@ def message_refusal(raw: bytes) -> tuple[int, str] | None:
     except UnicodeDecodeError:
         return PARSE_ERROR, NOT_UTF8_MESSAGE
     try:
-        message = json.loads(text)
+        message = json.loads(text, object_pairs_hook=object_without_duplicates)
+    except DuplicateKey as exc:
+        reason = JSON_DUPLICATE_KEY_REASON.format(key=exc.key)
+        return PARSE_ERROR, JSON_INVALID_MESSAGE.format(reason=reason)
     except (ValueError, RecursionError):
         return None  # the transport's parse error
     try:

@@ -20,7 +20,11 @@ from urllib.parse import urlsplit
 import pytest
 from rest_framework.authtoken.models import Token
 
-from memory.api.parsers import JSON_BAD_ENCODING_REASON, JSON_INVALID_MESSAGE
+from memory.api.parsers import (
+    JSON_BAD_ENCODING_REASON,
+    JSON_DUPLICATE_KEY_REASON,
+    JSON_INVALID_MESSAGE,
+)
 from memory.mcp.transport_errors import BAD_ID_MESSAGE, NOT_JSON_RPC_MESSAGE
 from memory.models import Fact
 from memory.services.portability_validate import LONE_SURROGATE
@@ -31,6 +35,13 @@ NOT_UTF8_MESSAGE = JSON_INVALID_MESSAGE.format(
     reason=JSON_BAD_ENCODING_REASON.format(encoding="utf-8")
 )
 LONE_SURROGATE_MESSAGE = JSON_INVALID_MESSAGE.format(reason=LONE_SURROGATE)
+# A key given twice (which value would be the memory's?): the REST API refuses it with this
+# message; before, MCP kept the last value (« Paris » below was stored).
+TWICE_VALUE = (
+    b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "remember",'
+    b' "arguments": {"key": "cafe", "value": "Lyon", "value": "Paris"}}}'
+)
+TWICE_ID = b'{"jsonrpc": "2.0", "id": 2, "id": 3, "method": "ping"}'
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 
 
@@ -138,6 +149,22 @@ def test_bytes_that_are_not_utf8_are_a_parse_error_that_says_so(post):
     assert not Fact.all_objects.exists()
 
 
+def _twice(key: str) -> str:
+    return JSON_INVALID_MESSAGE.format(reason=JSON_DUPLICATE_KEY_REASON.format(key=key))
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("body", "key"), [(TWICE_VALUE, "value"), (TWICE_ID, "id")], ids=["in-arguments", "the-id"]
+)
+def test_a_key_given_twice_is_a_parse_error_that_names_it(post, body, key):
+    status, answer = post(body)
+
+    assert (status, answer["id"], answer["error"]["code"]) == (400, None, -32700), answer
+    assert answer["error"]["message"] == _twice(key)
+    assert not Fact.all_objects.exists()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_surrogate_pair_and_accents_are_text(post):
     """What the checks above refuse is only what no UTF-8 text holds."""
@@ -179,7 +206,7 @@ def _recent_keys(exchange) -> list[str]:
 
 
 @pytest.mark.slow
-def test_stdio_answers_a_bad_id_a_lone_surrogate_and_bytes_not_utf8(stdio):
+def test_stdio_answers_a_bad_id_a_lone_surrogate_bytes_not_utf8_and_a_key_twice(stdio):
     refusals = [
         (_raw(_remember("Lyon", request_id=bad)), -32600, BAD_ID_MESSAGE)
         for bad in ({"a": 1}, [1], 1.5, True, None)
@@ -187,6 +214,7 @@ def test_stdio_answers_a_bad_id_a_lone_surrogate_and_bytes_not_utf8(stdio):
     refusals += [
         (_raw(_remember("a\ud800b")), -32700, LONE_SURROGATE_MESSAGE),
         (_raw(_remember("Le café")).replace(b"\\u00e9", b"\xe9"), -32700, NOT_UTF8_MESSAGE),
+        (TWICE_VALUE, -32700, _twice("value")),
     ]
 
     answers = [stdio(line) for line, _, _ in refusals]
