@@ -3,12 +3,29 @@
 import os
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "makilab.settings")
 
 app = Celery("makilab")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _connections_tidy(task=None, **kwargs) -> None:
+    """Before and after a worker's task, what Django does around a request: close the
+    thread's connections that are unusable (an error broke them), obsolete (older than
+    CONN_MAX_AGE) or left out of autocommit; keep the others (CELERY_DB_REUSE_MAX: Celery
+    no longer closes them all). A task run eagerly is inside its caller's transaction:
+    left alone, as Celery's own fixup leaves it."""
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()
+
 
 # The periodic work. With a broker server, run `celery -A makilab beat` (or a
 # worker with -B); in the embedded default, makilab.runtime sends the same
