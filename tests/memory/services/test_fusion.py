@@ -28,3 +28,23 @@ def test_weights_scale_a_source():
 def test_ties_keep_first_met_order_and_empty_input_is_empty():
     assert [f.id for f in reciprocal_rank_fusion({"x": [("a", 1)], "y": [("b", 1)]})] == ["a", "b"]
     assert reciprocal_rank_fusion({}) == []
+
+
+def test_a_first_hit_outranks_what_both_lists_found_only_in_their_lower_half():
+    """With k = 60 agreement always won: an item both sources ranked 12th and 14th of 16
+    (1/72 + 1/74) came before one source's first hit (1/61). On the evaluation sets the
+    pre-hook's answer, ranked first by meaning alone, fell to 10th below such items and
+    out of the four injected (heldout5: « on économise combien par mois avec le nouveau
+    taux ? »). An item both rank near the top still wins."""
+    semantic = [("answer", 0.9)] + [(f"s{i}", 0.5) for i in range(2, 12)]
+    keywords = [(f"k{i}", 3.0) for i in range(1, 12)]
+    semantic += [("both-low-1", 0.4), ("filler", 0.4), ("both-low-2", 0.4)]
+    keywords += [("both-low-2", 1.0), ("filler-k", 1.0), ("both-low-1", 1.0)]
+    semantic[2] = ("both-high", 0.8)  # third by meaning
+    keywords[1] = ("both-high", 2.9)  # second by keywords
+
+    order = [f.id for f in reciprocal_rank_fusion({"semantic": semantic, "keywords": keywords})]
+
+    assert order.index("both-high") < order.index("answer")
+    assert order.index("answer") < order.index("both-low-1")
+    assert order.index("answer") < order.index("both-low-2")
