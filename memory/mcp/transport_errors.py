@@ -15,7 +15,8 @@ notification (nothing runs, the client waits for an answer that never comes); ov
 stdio, bytes that are not UTF-8 are read with replacement characters and stored
 (« caf\ufffd »); a lone UTF-16 surrogate (``"\\ud800"``) is a parse error that does not
 say why; a key given twice kept its last value (the REST API refuses it: which value
-would be the memory's?). Over stdio a line that is no message got no answer at all (``stdio_refusal``).
+would be the memory's?). Over stdio a line that is no message got no answer at all
+(``stdio_refusal``).
 
 An answer to a request the transport could read (it carries the request's id) comes
 from our server (tool errors, invalid params, unknown resources: memory.mcp.server),

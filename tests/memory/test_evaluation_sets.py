@@ -26,11 +26,12 @@ def test_a_set_loads_and_every_question_names_memories_it_holds(path: Path):
 
     assert len(set(memory_ids)) == len(memory_ids)
     assert len(set(question_ids)) == len(question_ids)
+    held = set(memory_ids)
     unknown = {
         (question["id"], relevant)
         for question in data["questions"]
         for relevant in question["relevant"]
-        if relevant not in set(memory_ids)
+        if relevant not in held
     }
     assert not unknown
     assert all(question["q"].strip() for question in data["questions"])
