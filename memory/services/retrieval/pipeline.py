@@ -126,6 +126,7 @@ def _retrieve(
         return _finish(result, started, log=log)
 
     # 1. Start the slow, database-free sources in worker threads.
+    language = text_language(text)  # read once, for the semantic and the live searches
     every_core = embeds_on_every_core()
     embedding = threading.Event()
     vector_ready: Future = Future()
@@ -145,6 +146,7 @@ def _retrieve(
         embedded=vector_ready,
         on_vector=keywords_apart.send if keywords_apart is not None else None,
         embed_timeout_s=timeouts[SOURCE_SEMANTIC],
+        query_language=language,
     )
     live_future: Future | None = None
     if memory_settings.live_max_results:
@@ -153,7 +155,7 @@ def _retrieve(
             vector_ready,
             query_words=set(content_words(text)),
             exclude_room=channel,
-            query_language=text_language(text),
+            query_language=language,
             limit=memory_settings.live_max_results,
             min_score=memory_settings.min_score,
             wait_s=timeouts[SOURCE_LIVE],

@@ -22,11 +22,14 @@ def semantic_search(
     embedded: Future | None = None,
     on_vector: Callable[[], None] | None = None,
     embed_timeout_s: float | None = None,
+    query_language: str | None = None,
 ) -> dict:
     """The query embedded (query_embed), then the knowledge and conversations searched
-    (semantic_found). Runs in a worker thread: no database access here."""
+    (semantic_found). Runs in a worker thread: no database access here.
+    ``query_language``: the message's, when the caller has read it (text_language)."""
     timings: dict[str, float] = {}
-    language = text_language(text)  # before the vector: nothing more after it
+    # Before the vector: nothing more after it.
+    language = text_language(text) if query_language is None else query_language
     vector, embedder = query_embed(
         text,
         started=started,

@@ -66,3 +66,33 @@ def test_an_embedding_that_fails_is_recorded_and_the_rest_comes(memory, monkeypa
     assert "moteur en panne" in result.failed_sources["semantic"]
     assert "live" in result.failed_sources
     assert any(m["id"].startswith("fact:") for m in result.memories)
+
+
+def test_the_message_language_is_read_once_for_both_searches(memory, settings, monkeypatch):
+    """The semantic and the live searches both correct for the message's language: the
+    pre-hook reads it once and gives it to both (neither thread reads it again)."""
+    from memory.services import language
+    from memory.services.retrieval import semantic
+
+    # Both searches must run (a first query in a fresh process may load the engine's team).
+    settings.RETRIEVAL_TIMEOUTS_MS = {
+        **settings.RETRIEVAL_TIMEOUTS_MS,
+        "semantic": 30_000,
+        "live": 30_000,
+    }
+
+    message = "Où est le vélo de Paul ?"
+    read: list[str] = []
+    real = language.text_language
+
+    def counted(text):
+        read.append(text)
+        return real(text)
+
+    monkeypatch.setattr(language, "text_language", counted)
+    monkeypatch.setattr(semantic, "text_language", counted)
+    result = auto_retrieve(message=message, channel="whatsapp")
+
+    assert not result.failed_sources
+    assert result.live  # the live search ran and found the room's extract
+    assert read.count(message) == 1
