@@ -15,7 +15,7 @@ from django.utils.formats import number_format
 FACT_KEY_MESSAGE = (
     "La clé d'un fait ne peut contenir ni « / », ni « \\ », ni retour à la ligne, ni "
     "autre caractère de contrôle (une tabulation par exemple) ; elle ne peut pas non plus "
-    "être vide, ni commencer ou finir par une espace."
+    "être vide, n'être que « . » ou « .. », ni commencer ou finir par une espace."
 )
 
 
@@ -33,9 +33,11 @@ FACT_KEY_RESERVED_MESSAGE = (
 
 def validate_fact_key_shape(value: str) -> None:
     """The key of a row this memory may hold, one a forget set aside included: it must fit
-    in a URL path segment."""
+    in a URL path segment, and « . » or « .. » do not (browsers and HTTP clients remove
+    such a segment, RFC 3986: /memory/facts/../forget/ reached another URL, QA)."""
     if (
         not value
+        or value in (".", "..")
         or value != value.strip()
         or any(c in value for c in "/\\")
         or any(ord(c) < 32 or ord(c) == 127 for c in value)
