@@ -121,7 +121,7 @@ class MessageInputSerializer(StrictInputSerializer):
 class MessageItemsField(JsonListField):
     """The raw items of a batch: each is validated by MessageInputSerializer, with its index."""
 
-    child = serializers.JSONField()
+    child = serializers.JSONField(allow_null=True)  # null is said as any item no object is
 
 
 class SingleMessageInputSerializer(MessageInputSerializer):

@@ -267,8 +267,18 @@ def messages_record(*, drafts: Sequence[MessageDraft], idempotency_key: str = ""
 
 
 def item_errors_text(errors: Mapping[str, Iterable]) -> str:
-    """A message's field errors as one French line: "content : Le message est vide."."""
-    return "; ".join(f"{name} : {' '.join(map(str, msgs))}" for name, msgs in errors.items())
+    """A message's field errors as one French line: "content : Le message est vide.";
+    an error of the whole message is said without the internal key it is filed under
+    (« non_field_errors », « __all__ »: QA)."""
+    return "; ".join(
+        " ".join(map(str, msgs))
+        if name in _WHOLE_ITEM_KEYS
+        else f"{name} : {' '.join(map(str, msgs))}"
+        for name, msgs in errors.items()
+    )
+
+
+_WHOLE_ITEM_KEYS = frozenset({"non_field_errors", "__all__"})
 
 
 FORGOTTEN_MESSAGE = (

@@ -434,3 +434,27 @@ def test_an_empty_batch_is_said_in_good_french(world, agent_api):
 
     assert response.status_code == 400
     assert response.json()["extra"]["fields"]["messages"] == ["Au moins un message est attendu."]
+
+
+@pytest.mark.parametrize("item", [[], "bonjour", 3, None])
+def test_an_item_that_is_no_object_is_said_without_an_internal_field_name(world, agent_api, item):
+    """QA: « Le message d'index 0 est invalide (non_field_errors : Chaque message doit être
+    un objet JSON.) » named DRF's internal key to the agent's developer."""
+    response = _post(agent_api, {"messages": [item]})
+
+    assert response.status_code == 400
+    [error] = response.json()["extra"]["fields"]["messages"]["0"]
+    assert error == (
+        "Le message d'index 0 est invalide (Chaque message doit être un objet JSON.) : "
+        "rien n'a été enregistré."
+    )
+    assert not Message.objects.exists()
+
+
+def test_errors_of_the_whole_item_are_written_without_a_field_name():
+    from memory.services.messages_record import item_errors_text
+
+    said = item_errors_text(
+        {"__all__": ["Tout le message."], "non_field_errors": ["Lui aussi."], "content": ["Vide."]}
+    )
+    assert said == "Tout le message.; Lui aussi.; content : Vide."
