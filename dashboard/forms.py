@@ -14,7 +14,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 from memory.api.fields import BOOLEAN_EXPECTED, StrictBooleanField
 from memory.exceptions import InvalidTTL
 from memory.models import Fact, MemorySettings, MemoryType, validate_fact_key, validate_fact_value
-from memory.services.fact_revisions import fact_version
+from memory.services.fact_revisions import fact_version, fact_version_readable
 from memory.services.search import QUERY_MAX_CHARS
 from memory.services.settings import model_field_range, values_same
 from memory.services.ttl import parse_ttl
@@ -190,6 +190,12 @@ class FactEditForm(_FactFieldsForm):
             **{name: getattr(fact, name) for name in cls.SHOWN_FIELDS},
             "opened": fact_version(fact),
         }
+
+    def clean_opened(self) -> str:
+        opened = self.cleaned_data["opened"]
+        if opened and not fact_version_readable(opened):
+            raise forms.ValidationError("Version illisible.", code="unreadable_version")
+        return opened
 
     def clean(self):
         cleaned = super().clean()

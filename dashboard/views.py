@@ -73,6 +73,12 @@ FACT_CHANGED_ELSEWHERE = (
     "peut-être : voir ci-dessous). " + FACT_CHANGED_END
 )
 FIELD_NOW = "{label} : « {value} »"
+# QA: a version the form could not read was said as a change made since.
+FACT_VERSION_UNREADABLE = (
+    "La version du fait que ce formulaire a ouverte est illisible : rien n'a été enregistré. "
+    "Vos modifications sont gardées ci-dessous, les autres champs montrent les valeurs "
+    "enregistrées maintenant ; enregistrez à nouveau pour garder les vôtres."
+)
 HIT_KIND_LABELS = {
     "fact": "Fait",
     "exchange": "Échange",
@@ -261,6 +267,9 @@ def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
                 return redirect(section_url("faits"))
             # A new expiry may make the fact active again, or no longer: the count follows.
             return with_facts_count(request, _fact_card(request, fact, message="Enregistré."))
+    elif form.has_error("opened"):
+        # Not a version any page gave: the form comes back over the fact as stored now.
+        form = form.over(fact, FACT_VERSION_UNREADABLE)
     return render(request, template, {"fact": fact, "form": form}, status=UNPROCESSABLE)
 
 

@@ -235,7 +235,7 @@ def remember(
     if version is not None and not version.strip():
         # QA: an empty version was answered « Ce fait a changé », as a stale one.
         raise InputRejected(INVALID_INPUT_MESSAGE.format(tool="remember", detail=VERSION_EMPTY))
-    if version is not None and not _version_well_formed(version):
+    if version is not None and not fact_revisions.fact_version_readable(version):
         # QA: so was a version no read returns (« garbage », « 2026-02-30… »).
         detail = VERSION_BAD.format(version=version[:80])
         raise InputRejected(INVALID_INPUT_MESSAGE.format(tool="remember", detail=detail))
@@ -252,18 +252,6 @@ def remember(
     }
     data = body.validated_data
     return {**answer, **owner_kept_answer(result.fact, data["value"], kept_fields_stated(data))}
-
-
-def _version_well_formed(version: str) -> bool:
-    """Whether ``version`` is of the form a read returns (fact_revisions.fact_version: the
-    fact's last write, ISO 8601 with its offset)."""
-    from django.utils.dateparse import parse_datetime
-
-    try:
-        moment = parse_datetime(version)
-    except ValueError:  # the right form, no such moment
-        return False
-    return moment is not None and moment.tzinfo is not None
 
 
 def _unchanged_since(key: str, version: str) -> None:

@@ -98,6 +98,19 @@ def fact_version(fact) -> str:
     return fact.updated_at.isoformat() if fact.updated_at else ""
 
 
+def fact_version_readable(version: str) -> bool:
+    """Whether ``version`` is of the form fact_version returns (the fact's last write,
+    ISO 8601 with its offset): a caller says an unreadable one as such, not as a change
+    made since (QA: « garbage », « 2026-02-30… » were answered « Ce fait a changé »)."""
+    from django.utils.dateparse import parse_datetime
+
+    try:
+        moment = parse_datetime(version)
+    except ValueError:  # the right form, no such moment
+        return False
+    return moment is not None and moment.tzinfo is not None
+
+
 FACT_CHANGED_MESSAGE = (
     "Ce fait a changé depuis que vous l'avez ouvert (un autre onglet, l'agent ou "
     "l'administration) ; sa valeur est maintenant « {value} ». Rien n'a été enregistré : "

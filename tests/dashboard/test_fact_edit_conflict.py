@@ -84,3 +84,22 @@ def test_the_check_is_made_under_the_facts_lock_in_the_service(ville):
     fresh = Fact.objects.get(key="ville")
     fact_update(fact=fresh, actor=Actor.USER, opened=fact_version(fresh), value="Lyon 3e")
     assert Fact.objects.get(key="ville").value == "Lyon 3e"
+
+
+@pytest.mark.parametrize("garbled", ["pas-une-version", "2026-02-30T10:00:00+00:00", "2026-01-01"])
+def test_an_unreadable_version_is_said_as_such_not_as_a_change(staff_client, ville, garbled):
+    """QA: a post whose version could not be read was told the fact had changed since."""
+    from memory.services.fact_revisions import fact_version
+
+    refused = staff_client.post(EDIT, _edit("Lyon, 3e arrondissement", garbled), **HTMX)
+
+    html = refused.content.decode()
+    assert refused.status_code == 422
+    assert "illisible" in html and "a changé depuis" not in html
+    assert "Champ masqué" not in html  # no internal field named
+    assert Fact.objects.get(key="ville").value == "Lyon"
+    assert "Lyon, 3e arrondissement</textarea>" in html  # what was typed stays
+    assert _opened(html) == fact_version(Fact.objects.get(key="ville"))
+    again = staff_client.post(EDIT, _edit("Lyon, 3e arrondissement", _opened(html)), **HTMX)
+    assert again.status_code == 200
+    assert Fact.objects.get(key="ville").value == "Lyon, 3e arrondissement"
