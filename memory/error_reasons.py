@@ -148,3 +148,22 @@ def sqlite_error_reason(exc: sqlite3.Error) -> str:
         return REASON_SQLITE_ERROR.format(name=type(exc).__name__)
     name = getattr(exc, "sqlite_errorname", None) or code
     return SQLITE_ERROR_REASONS.get(code & 0xFF) or REASON_SQLITE_ERROR.format(name=name)
+
+
+class DuplicateKey(Exception):
+    """Raised by ``object_without_duplicates`` (not a ValueError: NaN's handler catches those)."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    """json.loads' object_pairs_hook: the object, unless a key appears twice in it (the
+    request bodies', the MCP messages' and the export lines' one rule)."""
+    data = {}
+    for key, value in pairs:
+        if key in data:
+            raise DuplicateKey(key)
+        data[key] = value
+    return data

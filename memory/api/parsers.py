@@ -28,7 +28,7 @@ from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import FormParser, JSONParser
 from rest_framework.utils.json import strict_constant
 
-from memory.error_reasons import json_error_what
+from memory.error_reasons import DuplicateKey, json_error_what, object_without_duplicates
 
 BODY_TOO_LARGE_MESSAGE = "Requête trop volumineuse : {limit} octets au plus."
 MAX_JSON_DEPTH = 32
@@ -93,14 +93,6 @@ def json_depth_exceeds(data: object, limit: int) -> bool:
     return False
 
 
-class DuplicateKey(Exception):
-    """Raised by ``object_without_duplicates`` (not a ValueError: NaN's handler catches those)."""
-
-    def __init__(self, key: str):
-        super().__init__(key)
-        self.key = key
-
-
 class NumberTooLong(Exception):
     """Raised by ``_int_bounded`` (not a ValueError: NaN's handler catches those)."""
 
@@ -112,16 +104,6 @@ def _int_bounded(text: str) -> int:
     if limit and len(text.lstrip("-")) > limit:
         raise NumberTooLong
     return int(text)
-
-
-def object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:
-    """json.loads' object_pairs_hook: the object, unless a key appears twice in it."""
-    data = {}
-    for key, value in pairs:
-        if key in data:
-            raise DuplicateKey(key)
-        data[key] = value
-    return data
 
 
 def _position(text: str) -> tuple[int, int]:

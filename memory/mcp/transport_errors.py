@@ -32,9 +32,8 @@ from memory.api.parsers import (
     JSON_BAD_ENCODING_REASON,
     JSON_DUPLICATE_KEY_REASON,
     JSON_INVALID_MESSAGE,
-    DuplicateKey,
-    object_without_duplicates,
 )
+from memory.error_reasons import DuplicateKey, object_without_duplicates
 from memory.services.portability_validate import LONE_SURROGATE, holds_lone_surrogate
 
 NOT_JSON_MESSAGE = "Corps JSON invalide : le message JSON-RPC n'a pas pu être lu."

@@ -19,7 +19,12 @@ from django.db import models
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from memory.error_reasons import json_error_reason, json_int
+from memory.error_reasons import (
+    DuplicateKey,
+    json_error_reason,
+    json_int,
+    object_without_duplicates,
+)
 from memory.exceptions import MemoryServiceError
 from memory.models import MemorySettings
 from memory.services.portability import (
@@ -162,7 +167,7 @@ class LineDecoder(json.JSONDecoder):
     """
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("object_pairs_hook", _object_without_duplicates)
+        kwargs.setdefault("object_pairs_hook", object_without_duplicates)
         kwargs.setdefault("parse_constant", _not_a_number)
         kwargs.setdefault("parse_float", _finite_float)
         kwargs.setdefault("parse_int", json_int)
@@ -175,6 +180,8 @@ class LineDecoder(json.JSONDecoder):
             surrogate = "\\u" in s and holds_lone_surrogate(value)
         except RecursionError:
             raise ValueError(TOO_DEEP) from None
+        except DuplicateKey as exc:
+            raise ValueError(DUPLICATE_FIELD.format(name=exc.key)) from None
         if surrogate:
             raise ValueError(LONE_SURROGATE)
         return value
@@ -197,15 +204,6 @@ def line_refusal(exc: ValueError, *, line: bool = False) -> str:
     if isinstance(exc, json.JSONDecodeError):  # the json module's text is English
         return json_error_reason(exc, line=line)
     return str(exc)  # LineDecoder's own refusals
-
-
-def _object_without_duplicates(pairs: list[tuple[str, object]]) -> dict:
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        seen: set[str] = set()
-        twice = next(name for name, _ in pairs if name in seen or seen.add(name))
-        raise ValueError(DUPLICATE_FIELD.format(name=twice))
-    return value
 
 
 def _not_a_number(name: str):
