@@ -99,14 +99,19 @@ def shows_nothing(value: str) -> bool:
 
 
 CHANNEL_MAX = 64
-BAD_CHANNEL = "Le canal doit être un nom court (lettres, chiffres, - et _), 64 caractères au plus."
+BAD_CHANNEL = (
+    "Le canal doit être un nom court (lettres, chiffres, « - », « _ » et « . », mais pas « . » "
+    "ou « .. » seuls), 64 caractères au plus."
+)
 
 
 def channel_well_formed(channel: str) -> bool:
     """The channels' one rule (a message's, a search filter's, a fact's): a short name of
-    letters, digits, « - », « _ » and « . »."""
+    letters, digits, « - », « _ » and « . », but not « . » or « .. » alone (browsers and HTTP
+    clients remove such a path segment: /channels/.. reached another URL, QA)."""
     return (
         bool(channel)
+        and channel not in (".", "..")
         and len(channel) <= CHANNEL_MAX
         and all(c.isalnum() or c in "-_." for c in channel)
     )
