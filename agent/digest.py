@@ -34,6 +34,12 @@ from agent.extraction import EXTRACTION_MAX_TOKENS, FactCandidate, candidate_fro
 
 logger = logging.getLogger(__name__)
 
+# The note of a digest an unexpected error stopped (the owner reads it on /memory and GET
+# /digest; the error itself, class and English text, goes to the log).
+DIGEST_CRASHED_NOTE = (
+    "Le résumé a échoué sur une erreur inattendue ; son détail est dans le journal du service."
+)
+
 DIGEST_SYSTEM_PROMPT = """\
 Tu lis des extraits de salons de discussion que l'agent personnel de ton propriétaire \
 observe sans y répondre, et tu en extrais les faits DURABLES pour sa mémoire à long terme. \
@@ -241,10 +247,22 @@ def digest_run(
                 # good (short of an undo), so this ends.
                 logger.info("digest: the batch changed since the LLM read it; asking again")
     except BaseException as exc:
-        digest_finish(digest, state=DigestState.FAILED, note=f"{type(exc).__name__}: {exc}"[:500])
+        digest_finish(digest, state=DigestState.FAILED, note=_failure_note(exc)[:500])
         raise
     digest_finish(digest, state=DigestState.DONE)
     return {"digest": digest.id, "messages": digest.messages_digested, "facts": digest.facts_stored}
+
+
+def _failure_note(exc: BaseException) -> str:
+    """What the owner reads of a failed digest: a refusal's own French words (the LLM
+    unavailable, a store down), else DIGEST_CRASHED_NOTE with the error logged whole (QA:
+    « LlmUnavailable: … », « OperationalError: database is locked » were shown)."""
+    from memory.exceptions import MemoryServiceError
+
+    if isinstance(exc, MemoryServiceError):
+        return str(exc)
+    logger.error("digest failed", exc_info=exc)
+    return DIGEST_CRASHED_NOTE
 
 
 def job_digest(payload: dict, *, checkpoint: Callable[..., None]) -> dict:
