@@ -41,7 +41,6 @@ def test_an_llm_failure_is_noted_in_its_own_french_words(
     eager_tasks,
     settings,
     staff_client,
-    owner_api,
     django_capture_on_commit_callbacks,
 ):
     settings.ANTHROPIC_MAX_RETRIES = 0
