@@ -8,12 +8,20 @@ runs it (memory.services.jobs); the LLM call and its parsing are agent.extractio
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
 from agent.extraction import FactCandidate, fact_candidate_store, facts_extract, log_dropped_fact
-from memory.exceptions import MemoryServiceError, SourceForgotten, StoreUnavailable
+from memory.exceptions import (
+    FactErased,
+    MemoryServiceError,
+    SourceForgotten,
+    StoreUnavailable,
+)
+
+logger = logging.getLogger(__name__)
 
 # An extraction held by a forget runs this long after the forget's purge time (by then
 # purged: nothing to extract, the job ends).
@@ -101,6 +109,11 @@ def exchange_facts_save(
             return report
         except StoreUnavailable:
             raise  # an outage delays the job (memory.services.jobs): nothing dropped
+        except FactErased:
+            # Neither the candidate nor the refusal's text: the owner erased what it says.
+            report.dropped += 1
+            logger.info("extraction: a statement of a fact the owner erased is not stored")
+            continue
         except (MemoryServiceError, ValidationError) as exc:
             report.dropped += 1
             log_dropped_fact(f"refused by the store: {exc}", candidate)

@@ -354,7 +354,10 @@ def fact_remember(
     )
     if forgotten is not None:
         # Drawn from a message older than the forget, under whatever key: it stands.
-        logger.info("%s states a fact forgotten since its message: not stored", key)
+        # By number: a forgotten fact's key says what it was about (QA).
+        logger.info(
+            "a statement of fact #%s, forgotten since its message: not stored", forgotten.pk
+        )
         return RememberResult(fact=forgotten, action="noop")
     if Fact.all_objects.filter(key=key).exists():
         # A restatement of the key: no candidates to look for (fact_store restates it).
@@ -454,12 +457,12 @@ def fact_remember(
         if statement_erased(
             key=target.key, value=target.value, actor=actor, source_message_id=dated
         ):
-            logger.info("dedup: %s was erased while deciding; %s not stored", target.key, key)
+            logger.info("dedup: fact #%s was erased while deciding; not stored", target.pk)
             raise FactErased(ERASED_MESSAGE.format(key=key))
         fact, outcome = _stored(store_kwargs)
         return RememberResult(fact, outcome, candidates, decided_by)
     if fact.forgotten:
-        logger.info("dedup: %s was forgotten while deciding; %s not merged", fact.key, key)
+        logger.info("dedup: fact #%s was forgotten while deciding; not merged", fact.pk)
         return RememberResult(fact, "noop", candidates, decided_by)
     if Fact.all_objects.values_list("version", flat=True).get(pk=fact.pk) == before:
         return RememberResult(fact, "noop", candidates, decided_by)  # it said nothing new

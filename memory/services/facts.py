@@ -143,7 +143,10 @@ def fact_store(
         existing, actor, dated_by or source_message_id
     ):
         # Read before the owner forgot it (a slow or retried extraction): the forget stands.
-        logger.info("%s was forgotten after the message it comes from: not stored", key)
+        # By number: a forgotten fact's key says what it was about (QA).
+        logger.info(
+            "fact #%s was forgotten after the message it comes from: not stored", existing.pk
+        )
         return existing, False
     if existing is not None and (
         existing.forgetting_id is not None
@@ -263,7 +266,7 @@ def fact_update(
     # the agent's PATCH, checked "not forgotten" by the view, revived the owner's forget).
     # Before the version check, whose refusal would tell the agent the forgotten value.
     if current.forgotten and (not revive or revival_refused(current, actor)):
-        logger.info("%s was forgotten meanwhile: the write is dropped", current.key)
+        logger.info("fact #%s was forgotten meanwhile: the write is dropped", current.pk)
         return current
     # Changed since the caller's form read it (QA: a second tab's save undid the first).
     fact_changed_refuse(current, opened)

@@ -214,7 +214,8 @@ def candidates_gather(
         scores = _semantic_candidates(topic)
     except (StoreUnavailable, DimensionMismatch) as exc:
         # T1 is the truth: the words still find what is stored; the machine removes points.
-        logger.warning("forget %r: semantic candidates unavailable (%s)", topic, exc)
+        # Never the topic: what the owner forgets stays out of the log too (QA).
+        logger.warning("forget: semantic candidates unavailable, the words decide (%s)", exc)
     ids = set(scores)
     for hit in fts_search("", terms=terms, any_term=True, limit=FORGET_MAX_MESSAGES, bounded=False):
         ids.add(f"message:{hit.message_id}")
@@ -289,7 +290,8 @@ def select(topic: str, *, keep: Iterable[int] = ()) -> Selection:
         try:
             chosen, how = llm_judge(topic, candidates, terms), "llm"
         except Exception as exc:  # the rule decides: never forget more than asked
-            logger.warning("forget %r: LLM judgement failed (%s); all-words rule", topic, exc)
+            # The error's class only: its text may quote the topic or the candidates.
+            logger.warning("forget: LLM judgement failed (%s); all-words rule", type(exc).__name__)
     if chosen is None:
         chosen = {c.id for c in candidates.values() if contains_all(c.text, terms)}
     result = Selection(selection=how)
