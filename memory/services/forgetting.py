@@ -52,7 +52,7 @@ from memory.services.forgetting_plan import (
     context_notes_about,
     plan_of,
 )
-from memory.services.forgetting_restated import key_back
+from memory.services.forgetting_restated import key_back, look_alike_aside
 from memory.services.forgetting_select import (  # re-exported
     TOPIC_EMPTY_MESSAGE,
     TOPIC_TOO_VAGUE_MESSAGE,
@@ -308,6 +308,8 @@ def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
     Fact.all_objects.filter(pk__in=[f.id for f in facts]).update(forgetting=None)
     for fact in facts:
         key_back(fact, forgetting)
+    for fact in facts:
+        look_alike_aside(fact, forgetting)
     summaries = list(Summary.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
     Summary.all_objects.filter(pk__in=summaries).update(forgetting=None)
     FactRevision.all_objects.filter(forgetting=forgetting).update(forgetting=None)

@@ -181,3 +181,18 @@ def key_back(fact: Fact, forgetting: Forgetting) -> None:
             note=f"énoncé pendant l'oubli n° {forgetting.id}",
             **stated,
         )
+
+
+def look_alike_aside(fact: Fact, forgetting: Forgetting) -> None:
+    """On the undo of ``forgetting``: a fact it gives back live beside a live fact whose key
+    looks like its own (« Sport » stated since « sport » was taken) waits under the forget's
+    aside key, visible, as fact_restore sets it aside (QA: the undo left both live, both in
+    the prompt, the agent's writes folding onto one of them). The newer fact keeps its key.
+    The caller holds the transaction."""
+    from memory.services.fact_keys import live_look_alike
+
+    current = Fact.all_objects.filter(pk=fact.pk, forgotten=False).first()
+    if current is None or ASIDE_PATTERN.search(current.key):
+        return
+    if live_look_alike(current.key, but=current.pk, kind=current.kind) is not None:
+        set_aside(Fact(pk=current.pk, key=current.key, forgetting_id=forgetting.id))

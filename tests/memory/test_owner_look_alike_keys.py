@@ -351,6 +351,25 @@ def test_restored_beside_a_newer_look_alike_it_waits_under_a_key_of_its_own():
     assert sorted(live) == sorted(["Sport", restored.key])
 
 
+def test_a_topic_undo_beside_a_newer_look_alike_leaves_one_live_fact_of_that_key():
+    """QA: the topic forget's undo gave « sport » back beside the owner's « Sport » added
+    since, both live (fact_restore set it aside, the undo did not). Restored, it waits under
+    its forget's aside key, visible; the owner's newer fact keeps its key."""
+    from memory.services.forgetting import forgetting_restore, topic_forget
+
+    old, _ = fact_store(key="sport", value="Je fais du vélo de montagne le dimanche")
+    forgetting = topic_forget(topic="vélo de montagne", actor=Actor.USER)
+    assert Fact.all_objects.get(pk=old.pk).forgetting_id == forgetting.forgetting_id
+    fact_store(key="Sport", value="Je nage le mardi", actor=Actor.USER)
+
+    forgetting_restore(forgetting_id=forgetting.forgetting_id, actor=Actor.USER)
+
+    restored = Fact.all_objects.get(pk=old.pk)
+    assert not restored.forgotten
+    assert restored.key == f"sport (oubli n° {forgetting.forgetting_id})"
+    assert sorted(Fact.objects.values_list("key", flat=True)) == sorted(["Sport", restored.key])
+
+
 def _live() -> list[tuple[str, str]]:
     return sorted(Fact.objects.filter(forgotten=False).values_list("key", "value"))
 
