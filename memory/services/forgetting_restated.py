@@ -104,7 +104,18 @@ def fact_key_back(fact: Fact) -> str:
     if not fact.key.endswith(suffix) or len(fact.key) >= Fact._meta.get_field("key").max_length:
         return fact.key
     key = fact.key[: -len(suffix)]
-    return fact.key if Fact.all_objects.filter(key=key).exists() else key
+    holder = Fact.all_objects.filter(key=key).first()
+    if holder is not None and _forgotten_alone(holder):
+        # Forgotten one by one since: it waits aside under its own id in its turn (QA: the
+        # fact given back stayed under its aside key beside no live fact of that key).
+        set_aside(holder)
+        holder = None
+    return fact.key if holder is not None else key
+
+
+def _forgotten_alone(fact: Fact) -> bool:
+    """A fact the owner forgot one by one (no topic forget holds it): no live fact."""
+    return fact.forgotten and fact.forgetting_id is None
 
 
 def key_unaside(key: str) -> str:
@@ -140,8 +151,9 @@ def key_back(fact: Fact, forgetting: Forgetting) -> None:
     fact goes back to being forgotten (it was forgotten one by one before this forget
     took it): then the agent's fact keeps the key and the restored one waits aside under
     its own id. When the owner stated it, the owner's newer fact keeps the key and the
-    restored one stays under its aside key, both visible. The caller holds the
-    transaction.
+    restored one stays under its aside key, both visible; when that fact was forgotten
+    one by one since, a restored fact that comes back live takes the key and it waits
+    aside under its own id. The caller holds the transaction.
     """
     from memory.services.facts import fact_update
     from memory.services.removal import remove_deleted_points
@@ -155,9 +167,17 @@ def key_back(fact: Fact, forgetting: Forgetting) -> None:
         # Taken by another forget meanwhile: it waits aside in its turn.
         set_aside(holder)
         holder = None
+    comes_back_live = not Fact.all_objects.filter(pk=fact.pk, forgotten=True).exists()
+    if holder is not None and comes_back_live and _forgotten_alone(holder):
+        # Forgotten one by one since the forget: the fact given back live takes its key,
+        # the holder waits aside under its own id (fact_restore gives it back when free).
+        # It stayed under its aside key beside no live fact of that key, and the agent's
+        # next statement of the key started a second live fact beside it (QA).
+        set_aside(holder)
+        holder = None
     if holder is not None and (holder.owner_fields or holder.forgotten or holder.kind != fact.kind):
         return
-    if holder is not None and Fact.all_objects.filter(pk=fact.pk, forgotten=True).exists():
+    if holder is not None and not comes_back_live:
         # Forgotten one by one before this forget took it, it goes back to that forget: the
         # agent's statement made meanwhile is news that forget does not concern (moved onto
         # the fact, it revived the owner's forget; refused there, it was lost). It keeps the
