@@ -385,5 +385,12 @@ LOGGING = {
         "django.security.DisallowedHost": {"filters": ["client_error_as_warning"]},
         # Lockouts are warnings; its start-up banner and per-attempt notes are not news.
         "axes": {"level": "WARNING"},
+        # At DEBUG the LLM's and the HTTP clients' loggers write each request's body (an
+        # exchange sent to extraction, a forget's topic and candidates sent to its judge):
+        # never below INFO, so forgotten content stays out of the log at any level.
+        **{
+            name: {"level": "INFO" if LOG_LEVEL == "DEBUG" else LOG_LEVEL}
+            for name in ("anthropic", "httpx", "httpcore", "httpcore2", "urllib3")
+        },
     },
 }

@@ -213,3 +213,27 @@ def test_a_request_thread_keeps_its_sqlite_connection_unless_told_not_to(tmp_pat
     assert closed.stdout.split() == ["False", "0"]
     refused = _run_python(KEEPS_CONNECTION, tmp_path, MAKILAB_SQLITE_CONN_MAX_AGE_S="-1")
     assert refused.returncode != 0 and "MAKILAB_SQLITE_CONN_MAX_AGE_S" in refused.stderr
+
+
+def test_debug_logging_never_writes_what_the_llm_client_sends(tmp_path):
+    """At MAKILAB_LOG_LEVEL=DEBUG the Anthropic SDK logged each request's body: an exchange
+    sent to extraction, a forget's topic and candidates sent to its judge (QA: forgotten
+    content stays out of the log). Its HTTP loggers stay at INFO at least; ours log DEBUG."""
+    code = """
+        import django, logging
+        django.setup()
+        import anthropic
+        client = anthropic.Anthropic(api_key="k", base_url="http://127.0.0.1:9", max_retries=0)
+        try:
+            client.messages.create(
+                model="claude-sonnet-4-6", max_tokens=10,
+                messages=[{"role": "user", "content": "oublie ma dette envers Paulo"}],
+            )
+        except anthropic.APIConnectionError:
+            pass
+        logging.getLogger("memory.services.forgetting").debug("our own debug line")
+    """
+    result = _run_python(code, tmp_path, MAKILAB_LOG_LEVEL="DEBUG")
+    assert result.returncode == 0, result.stderr
+    assert "our own debug line" in result.stderr
+    assert "Paulo" not in result.stderr, result.stderr
