@@ -121,6 +121,7 @@ def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
             f"SELECT old_value, new_value FROM {revisions} WHERE fact_id = ?", [pk]
         )
         texts = {value} | {text for pair in history for text in pair if text}
+        keys = {key} | _keys_had(db, pk)  # a backup before a rename holds it under an old one
         carried.append(
             CarriedForget(
                 topic="",
@@ -128,7 +129,7 @@ def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
                 selection="",
                 created_at=_stored_moment(forgotten_at),
                 purge_after=_stored_moment(forgotten_at),
-                facts={fact_mark(key, text) for text in texts},
+                facts={fact_mark(k, text) for k in keys for text in texts},
                 alone=True,
                 row_id=pk,
             )
@@ -158,10 +159,10 @@ def _topic_forgets(db: sqlite3.Connection) -> list[CarriedForget]:
         return []
     active = [ForgettingState.ACTIVE]
     taken = f"forgetting_id IN (SELECT id FROM {Forgetting._meta.db_table} WHERE state = ?)"
-    for pk, key, value in db.execute(
-        f"SELECT forgetting_id, key, value FROM {Fact._meta.db_table} WHERE {taken}", active
+    for pk, fact_id, key, value in db.execute(
+        f"SELECT forgetting_id, id, key, value FROM {Fact._meta.db_table} WHERE {taken}", active
     ):
-        forgets[pk].facts.add(fact_mark(key, value))
+        forgets[pk].facts |= {fact_mark(k, value) for k in {key} | _keys_had(db, fact_id)}
     for pk, *values in db.execute(
         f"SELECT forgetting_id, {_columns(Message, MESSAGE_KEY)} "
         f"FROM {Message._meta.db_table} WHERE {taken}",
@@ -195,6 +196,25 @@ def _topic_forgets(db: sqlite3.Connection) -> list[CarriedForget]:
             said = (t for t in (old, new) if t and contains_all(t, terms))
             forget.facts |= {fact_mark(key, t) for t in said}
     return [f for f in forgets.values() if f.facts or f.messages or f.summaries or f.revisions]
+
+
+def _keys_had(db: sqlite3.Connection, fact_id: int) -> set[str]:
+    """The keys the fact had before a rename, from its history (erased_marks.keys_in_change)."""
+    import json
+
+    from memory.services.erased_marks import keys_in_change
+
+    keys: set[str] = set()
+    for (changes,) in db.execute(
+        f"SELECT changes FROM {FactRevision._meta.db_table} WHERE fact_id = ? "
+        f"AND changes LIKE '%\"key\"%'",
+        [fact_id],
+    ):
+        try:
+            keys |= keys_in_change(json.loads(changes))
+        except (TypeError, ValueError):
+            continue
+    return keys
 
 
 def forgets_replay(carried: list[CarriedForget]) -> dict[str, int]:

@@ -261,6 +261,23 @@ def moment_to_the_second(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(microsecond=0)
 
 
+def keys_renamed_from(fact_ids: list[int]) -> dict[int, set[str]]:
+    """The keys each fact had before a rename (its history's « key » changes): a backup or
+    an export taken before the rename holds it under one of them, and the marks of its
+    erasure must recognise it there (QA: renamed then erased, a restore brought it back)."""
+    had: dict[int, set[str]] = {}
+    lines = FactRevision.all_objects.filter(fact_id__in=fact_ids, changes__has_key="key")
+    for fact_id, changes in lines.values_list("fact_id", "changes"):
+        had.setdefault(fact_id, set()).update(keys_in_change(changes))
+    return had
+
+
+def keys_in_change(changes: object) -> set[str]:
+    """The keys a history line's « key » change names (before and after)."""
+    pair = changes.get("key") if isinstance(changes, dict) else None
+    return {k for k in pair if isinstance(k, str) and k} if isinstance(pair, list) else set()
+
+
 def marks_record(
     *,
     facts: QuerySet[Fact],
@@ -271,9 +288,11 @@ def marks_record(
 ) -> int:
     """Leave a mark for each row about to be deleted for good (the caller's transaction)."""
     digests: set[str] = set()
-    for key, value in facts.values_list("key", "value"):
+    renamed = keys_renamed_from(list(facts.values_list("id", flat=True)))
+    for pk, key, value in facts.values_list("id", "key", "value"):
         digests |= fact_key_marks(key_unaside(key), before=False)
-        digests |= fact_marks(key, value, before=False)
+        for had in (key, *renamed.get(pk, ())):
+            digests |= fact_marks(had, value, before=False)
         digests.add(fact_text_mark(value))
     staying = _texts_staying(facts, revisions)
     for fact_id, key, old, new in revisions.values_list(
@@ -281,7 +300,8 @@ def marks_record(
     ):
         for text in (old, new):
             if text and text not in staying.get(fact_id, ()):
-                digests |= fact_marks(key, text, before=False)
+                for had in (key, *renamed.get(fact_id, ())):
+                    digests |= fact_marks(had, text, before=False)
                 digests.add(fact_text_mark(text))
     for row in messages.values(*MESSAGE_KEY):
         digests |= {
