@@ -88,3 +88,35 @@ def test_a_date_drill_down_past_the_calendar_is_refused_on_every_admin(admin_cli
 def test_the_installed_apps_have_date_drill_downs_to_guard():
     """The walk above reaches beyond our logs: axes browses its attempts by date."""
     assert {m._meta.app_label for m in _date_browsed()} >= {"memory", "axes"}
+
+
+def _date_fields(model):
+    return [f.name for f in model._meta.get_fields() if f.get_internal_type() == "DateTimeField"]
+
+
+@pytest.mark.parametrize(
+    "model",
+    # The settings' list opens its single row: no lookup reaches it.
+    [m for m in admin.site._registry if _date_fields(m) and m.__name__ != "MemorySettings"],
+    ids=lambda m: m.__name__,
+)
+@pytest.mark.parametrize("year", ["99999", "99999999999999999999", "٢٠٢٦"])
+def test_a_date_lookup_written_by_hand_past_the_calendar_is_refused_on_every_admin(
+    admin_client, model, year
+):
+    """QA: the guard read the drill-down's field only; ``?created_at__year=99999`` on a list
+    without one (facts, summaries, forgets, jobs) was a 500."""
+    field = _date_fields(model)[0]
+    response = admin_client.get(_changelist(model), {f"{field}__year": year})
+    assert response.status_code == 302 and response.url.endswith("?e=1")
+    assert admin_client.get(_changelist(model), {f"{field}__year": "2026"}).status_code == 200
+
+
+@pytest.mark.parametrize("lookup", ["value__regex", "value__iregex"])
+def test_a_regex_lookup_that_is_no_regex_is_refused(admin_client, lookup):
+    """QA: ``?value__regex=(`` reached SQLite's REGEXP and was a 500."""
+    from memory.models import Fact
+
+    response = admin_client.get(_changelist(Fact), {lookup: "("})
+    assert response.status_code == 302 and response.url.endswith("?e=1")
+    assert admin_client.get(_changelist(Fact), {lookup: "^s"}).status_code == 200
