@@ -288,8 +288,9 @@ def marks_record(
 ) -> int:
     """Leave a mark for each row about to be deleted for good (the caller's transaction)."""
     digests: set[str] = set()
-    renamed = keys_renamed_from(list(facts.values_list("id", flat=True)))
-    for pk, key, value in facts.values_list("id", "key", "value"):
+    rows = list(facts.values_list("id", "key", "value"))
+    renamed = keys_renamed_from([pk for pk, _, _ in rows])
+    for pk, key, value in rows:
         digests |= fact_key_marks(key_unaside(key), before=False)
         for had in (key, *renamed.get(pk, ())):
             digests |= fact_marks(had, value, before=False)
