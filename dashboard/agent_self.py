@@ -16,8 +16,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard.auth import staff_required
+from dashboard.opened_forms import FACT_VERSION_UNREADABLE, OpenedVersionForm
 from dashboard.sections import fragment, section
-from memory.exceptions import MemoryServiceError
+from memory.exceptions import FactChanged, MemoryServiceError
 from memory.models import (
     CATEGORY_LABELS,
     KIND_CATEGORIES,
@@ -57,6 +58,15 @@ class AgentItemForm(forms.Form):
     content = forms.CharField(
         label="Contenu", max_length=CONTENT_MAX_CHARS, widget=forms.Textarea(attrs={"rows": 2})
     )
+
+
+class AgentItemEditForm(OpenedVersionForm, AgentItemForm):
+    """An item's edit over the version it opened: only what the owner changed is written,
+    and a change made since (another tab, the agent, the admin) is said, not undone (QA 3:
+    changing the category put back a text corrected since)."""
+
+    SHOWN_FIELDS = ("category", "content")
+    FIELD_ATTRS = {"content": "value"}
 
 
 class AgentItemDeleteForm(forms.Form):
@@ -136,21 +146,29 @@ def self_item_card(request: HttpRequest, item_id: int) -> HttpResponse:
 def self_item_edit(request: HttpRequest, item_id: int) -> HttpResponse:
     item = _item_or_404(item_id)
     if request.method == "GET":
-        form = AgentItemForm(initial={"category": item.category, "content": item.value})
+        form = AgentItemEditForm(initial=AgentItemEditForm.initial_of(item))
         return _item(request, item, form=form, editing=True)
-    form = AgentItemForm(request.POST)
+    form = AgentItemEditForm(request.POST)
     if form.is_valid() and CATEGORY_KIND[form.cleaned_data["category"]] != item.kind:
         form.add_error("category", "Cette catégorie est d'un autre genre (moi / objectif).")
     if not form.is_valid():
+        if form.has_error("opened"):
+            # Not a version any page gave: the form comes back over the item as stored now.
+            form = form.over(item, FACT_VERSION_UNREADABLE)
         return _item(request, item, status=422, form=form, editing=True)
     try:
         item = fact_update(
             fact=item,
             actor=Actor.USER,
             reason=RevisionReason.EDITED,
-            value=form.cleaned_data["content"],
-            category=form.cleaned_data["category"],
+            opened=form.opened_version(),
+            **form.shown_changes(),
         )
+    except FactChanged as exc:
+        # Said with what changed; the form comes back over the item as stored now.
+        item = _item_or_404(item_id)
+        form = form.over(item, form.changed_text(item, str(exc)))
+        return _item(request, item, status=422, form=form, editing=True)
     except ValidationError as exc:
         form.add_error("content", exc.messages)
         return _item(request, item, status=422, form=form, editing=True)

@@ -11,12 +11,12 @@ from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.validators import ProhibitNullCharactersValidator
 
+from dashboard.opened_forms import OpenedVersionForm
 from memory.api.fields import BOOLEAN_EXPECTED, StrictBooleanField
 from memory.exceptions import InvalidTTL
 from memory.models import Fact, MemorySettings, MemoryType, validate_fact_key, validate_fact_value
-from memory.services.fact_revisions import fact_version, fact_version_readable
 from memory.services.search import QUERY_MAX_CHARS
-from memory.services.settings import model_field_range, values_same
+from memory.services.settings import model_field_range
 from memory.services.ttl import parse_ttl
 
 NOT_STAFF_MESSAGE = "Ce compte n'a pas accès au tableau de bord de Makilab."
@@ -156,19 +156,14 @@ class FactAddForm(_FactFieldsForm):
         }
 
 
-class FactEditForm(_FactFieldsForm):
-    """The inline edit of a fact.
-
-    Each shown field carries the value the form opened with (a hidden initial-* input,
-    show_hidden_initial), so a save writes only the fields the owner changed: a field
-    another client changed meanwhile is not written back as the form showed it.
+class FactEditForm(OpenedVersionForm, _FactFieldsForm):
+    """The inline edit of a fact, over the version it opened (OpenedVersionForm): a save
+    writes only the fields the owner changed, so a field another client changed meanwhile
+    is not written back as the form showed it.
     """
 
     importance = _importance_field()
     no_expiry = StrictCheckboxField(label="Sans expiration", required=False)
-    # The fact as the form opened it (fact_version): a save over a change made since, in
-    # another tab, by the agent or the admin, is refused instead of undoing it unseen.
-    opened = forms.CharField(widget=forms.HiddenInput, required=False)
     field_order = ("value", "memory_type", "importance", "subjects", "ttl", "no_expiry")
     # The fact's own fields the form shows (ttl and no_expiry are requests: empty, the
     # expiry stays, so they need no opening value).
@@ -180,22 +175,6 @@ class FactEditForm(_FactFieldsForm):
         # Focus on the text once htmx swaps the form in (QA: it went to the page's body,
         # and a keyboard user tabbed again from the top).
         self.fields["value"].widget.attrs["autofocus"] = True
-        for name in self.SHOWN_FIELDS:
-            self.fields[name].show_hidden_initial = True
-
-    @classmethod
-    def initial_of(cls, fact: Fact) -> dict[str, object]:
-        """The form's opening values: the fact as stored now, and its version."""
-        return {
-            **{name: getattr(fact, name) for name in cls.SHOWN_FIELDS},
-            "opened": fact_version(fact),
-        }
-
-    def clean_opened(self) -> str:
-        opened = self.cleaned_data["opened"]
-        if opened and not fact_version_readable(opened):
-            raise forms.ValidationError("Version illisible.", code="unreadable_version")
-        return opened
 
     def clean(self):
         cleaned = super().clean()
@@ -203,70 +182,15 @@ class FactEditForm(_FactFieldsForm):
             raise forms.ValidationError(TTL_AND_NO_EXPIRY_MESSAGE)
         return cleaned
 
-    def owner_changed(self) -> list[str]:
-        """The shown fields the owner changed. A post that does not say what its form
-        showed for a field (a script, a page from before these inputs) is taken as
-        changing it, as it always was."""
-        return [
-            name
-            for name in self.SHOWN_FIELDS
-            if name in self.changed_data or self.add_initial_prefix(name) not in self.data
-        ]
-
     def changes(self) -> dict[str, object]:
         """The keyword arguments for fact_update: the fields the owner changed, and ttl
         only when the owner asked for a change (a duration, or « Sans expiration »)."""
-        changed = self.owner_changed()
-        data = {name: self.cleaned_data[name] for name in self.SHOWN_FIELDS if name in changed}
+        data = self.shown_changes()
         if self.cleaned_data.get("no_expiry"):
             data["ttl"] = None
         elif self.cleaned_data.get("ttl"):
             data["ttl"] = self.cleaned_data["ttl"]
         return data
-
-    def opened_values(self) -> dict[str, object]:
-        """What the form showed for each field it says it showed (its initial-* input),
-        read as the form reads it; an unreadable one is left out."""
-        opened = {}
-        for name in self.SHOWN_FIELDS:
-            initial_name = self.add_initial_prefix(name)
-            if initial_name not in self.data:
-                continue
-            field = self.fields[name]
-            raw = field.hidden_widget().value_from_datadict(self.data, self.files, initial_name)
-            try:
-                opened[name] = field.to_python(raw)
-            except forms.ValidationError:
-                continue
-        return opened
-
-    def changed_since(self, fact: Fact) -> list[str]:
-        """The shown fields whose stored value differs from what the form opened with."""
-        return [
-            name
-            for name, seen in self.opened_values().items()
-            if not values_same(getattr(fact, name), seen)
-        ]
-
-    def over(self, fact: Fact, message: str) -> FactEditForm:
-        """This form again over ``fact`` as stored now, saying ``message``: what the owner
-        changed stays as typed, the other fields show the stored values, and the opening
-        values (initial-*, ``opened``) are the stored ones, so saving again writes only
-        the owner's changes over the row as it is now."""
-        data = self.data.copy()
-        changed = self.owner_changed()
-        for name in self.SHOWN_FIELDS:
-            field = self.fields[name]
-            stored = field.prepare_value(getattr(fact, name))
-            stored = "" if stored is None else str(stored)
-            data[self.add_initial_prefix(name)] = stored
-            if name not in changed:
-                data[self.add_prefix(name)] = stored
-        data[self.add_prefix("opened")] = fact_version(fact)
-        form = type(self)(data, auto_id=self.auto_id, prefix=self.prefix)
-        form.is_valid()
-        form.add_error(None, message)
-        return form
 
 
 class FactFilterForm(forms.Form):

@@ -21,7 +21,6 @@ from urllib.parse import urlencode
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import formats
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.agent_self import self_context
@@ -34,6 +33,7 @@ from dashboard.forms import (
     SearchForm,
 )
 from dashboard.notes import notes_context
+from dashboard.opened_forms import FACT_VERSION_UNREADABLE
 from dashboard.retrieval import retrieval_context
 from dashboard.rooms import rooms_context
 from dashboard.sections import (
@@ -60,25 +60,6 @@ PAGE_TEMPLATE = "dashboard/memory/page.html"
 FACTS_SHOWN_MAX = 500
 SEARCH_LIMIT = 20
 SEARCH_FILTER_FIELDS = ("channel", "memory_type", "subjects", "since", "until")
-FACT_CHANGED_START = (
-    "Ce fait a changé depuis que vous l'avez ouvert (un autre onglet, l'agent ou l'administration)"
-)
-FACT_CHANGED_END = (
-    "Rien n'a été enregistré : vos modifications sont gardées ci-dessous, les autres champs "
-    "montrent les valeurs enregistrées maintenant ; enregistrez à nouveau pour garder les vôtres."
-)
-FACT_CHANGED_FIELDS = FACT_CHANGED_START + " ; maintenant, {fields}. " + FACT_CHANGED_END
-FACT_CHANGED_ELSEWHERE = (
-    FACT_CHANGED_START + ", mais pas dans les champs de ce formulaire (son expiration, "
-    "peut-être : voir ci-dessous). " + FACT_CHANGED_END
-)
-FIELD_NOW = "{label} : « {value} »"
-# QA: a version the form could not read was said as a change made since.
-FACT_VERSION_UNREADABLE = (
-    "La version du fait que ce formulaire a ouverte est illisible : rien n'a été enregistré. "
-    "Vos modifications sont gardées ci-dessous, les autres champs montrent les valeurs "
-    "enregistrées maintenant ; enregistrez à nouveau pour garder les vôtres."
-)
 HIT_KIND_LABELS = {
     "fact": "Fait",
     "exchange": "Échange",
@@ -253,13 +234,14 @@ def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
         try:
             # Only the fields the owner changed; refused when the fact changed since the
             # form opened (FactChanged).
-            opened = form.cleaned_data["opened"] or None
-            fact = fact_update(fact=fact, actor=Actor.USER, opened=opened, **form.changes())
+            fact = fact_update(
+                fact=fact, actor=Actor.USER, opened=form.opened_version(), **form.changes()
+            )
         except FactChanged as exc:
             # Said, with what changed since; the form comes back over the fact as stored
             # now (the owner's changes kept), so saving again writes only those, knowingly.
             fact = _fact_or_404(key)
-            form = form.over(fact, _fact_changed_text(form, fact, str(exc)))
+            form = form.over(fact, form.changed_text(fact, str(exc)))
         except (ValidationError, MemoryServiceError) as exc:
             form_errors_add(form, exc)
         else:
@@ -271,32 +253,6 @@ def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
         # Not a version any page gave: the form comes back over the fact as stored now.
         form = form.over(fact, FACT_VERSION_UNREADABLE)
     return render(request, template, {"fact": fact, "form": form}, status=UNPROCESSABLE)
-
-
-def _fact_changed_text(form: FactEditForm, fact: Fact, refusal: str) -> str:
-    """The refusal of an edit over a change made since: the fields changed, with their
-    values now (the service's own words when the form does not say what it showed)."""
-    opened = form.opened_values()
-    if not opened:
-        return refusal
-    said = [
-        FIELD_NOW.format(label=form.fields[name].label, value=_field_shown(name, fact))
-        for name in form.changed_since(fact)
-    ]
-    if not said:
-        return FACT_CHANGED_ELSEWHERE
-    return FACT_CHANGED_FIELDS.format(fields=", ".join(said))
-
-
-def _field_shown(name: str, fact: Fact) -> str:
-    value = getattr(fact, name)
-    if name == "importance":
-        return formats.localize(value)  # in French: « 0,9 »
-    if name == "memory_type":
-        return fact.get_memory_type_display()
-    if name == "subjects":
-        return ", ".join(value) or "aucun"
-    return value
 
 
 @staff_required

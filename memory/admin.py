@@ -300,7 +300,7 @@ class AgentItemAdmin(FactAdmin):
             ).item
             obj.pk = item.pk
             return
-        changed = {name: getattr(obj, name) for name in form.changed_data}
+        changed = {name: getattr(obj, name) for name in form.changed_data if name != "opened"}
         if changed:
             stored = Fact.all_objects.get(pk=obj.pk)
             fact_update(fact=stored, actor=Actor.ADMIN, reason=RevisionReason.EDITED, **changed)

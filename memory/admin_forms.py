@@ -40,34 +40,27 @@ KEY_TAKEN_MESSAGE = (
 )
 
 
-class FactAdminForm(forms.ModelForm):
-    """The owner's fact: its key must be free among every row, the ones the list hides too
-    (the model's own check reads Fact.objects, which hides them: the insert failed, a 500).
-
-    A change form carries the fact's version and what it showed of each field (hidden
-    initial inputs): a save writes only the fields the owner changed (save_model reads
-    ``changed_data``), and one changing a field that changed since the form opened (the
-    API, the agent, the page) is refused with the value stored now, the form then showing
-    it as its opening value: saving again takes the owner's (QA 2: the old value came back).
-    """
+class OpenedVersionAdminForm(forms.ModelForm):
+    """A change form that carries the fact's version and what it showed of each field
+    (hidden initial inputs): a save writes only the fields the owner changed (save_model
+    reads ``changed_data``), and one changing a field that changed since the form opened
+    (the API, the agent, the page) is refused with the value stored now, the form then
+    showing it as its opening value: saving again takes the owner's (QA 2: the old value
+    came back; QA 3: the agent's items too)."""
 
     opened = forms.CharField(widget=forms.HiddenInput, required=False)
-
-    class Meta:
-        model = Fact
-        fields = ("key", *STATED_FIELDS)  # what an owner's write may state
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if self.instance.pk is not None:
             self.fields["opened"].initial = fact_version(self.instance)
-            for name in ("key", *STATED_FIELDS):
+            for name, field in self.fields.items():
                 # A post without the form's opening values (a script, a page from before
                 # them) compares with the row as stored, as it always did.
                 initial = self.add_initial_prefix(name)
                 posted = not self.is_bound or any(k.startswith(initial) for k in self.data)
-                if name in self.fields and posted:
-                    self.fields[name].show_hidden_initial = True
+                if name != "opened" and posted:
+                    field.show_hidden_initial = True
 
     def clean(self):
         cleaned = super().clean()
@@ -109,6 +102,17 @@ class FactAdminForm(forms.ModelForm):
             else:
                 data[initial_name] = widget.format_value(value) or ""
         self.data = data
+
+
+class FactAdminForm(OpenedVersionAdminForm):
+    """The owner's fact: its key must be free among every row, the ones the list hides too
+    (the model's own check reads Fact.objects, which hides them: the insert failed, a 500);
+    edited over the version it opened (OpenedVersionAdminForm).
+    """
+
+    class Meta:
+        model = Fact
+        fields = ("key", *STATED_FIELDS)  # what an owner's write may state
 
     def clean_expires_at(self):
         """The years every other writer accepts (the API, the import): a moment past them
@@ -226,8 +230,9 @@ class ChannelSettingsAdminForm(forms.ModelForm):
             raise ValidationError(exc.messages) from None
 
 
-class AgentItemAdminForm(forms.ModelForm):
-    """The agent's item under the rule agent_item_store applies (kind, category, text)."""
+class AgentItemAdminForm(OpenedVersionAdminForm):
+    """The agent's item under the rule agent_item_store applies (kind, category, text),
+    edited over the version it opened (OpenedVersionAdminForm)."""
 
     class Meta:
         model = AgentItem
