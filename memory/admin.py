@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from memory.admin_changelist import changelist_form, changelist_formset
 from memory.admin_confirm import erase_unconfirmed
 from memory.admin_forms import (
     AgentItemAdminForm,
@@ -177,19 +178,10 @@ class FactAdmin(admin.ModelAdmin):
         return initial
 
     def get_changelist_form(self, request, **kwargs):
-        """The list's editable columns carry the values the page showed (hidden initial-*
-        inputs): a save writes only what the owner changed there (save_model), not a value
-        another client changed since the list opened (QA: an importance change put the
-        page's old value back over the API's new one)."""
-        form = super().get_changelist_form(request, **kwargs)
+        return changelist_form(super().get_changelist_form(request, **kwargs))
 
-        class ChangelistForm(form):
-            def __init__(self, *args, **kwargs):
-                super().__init__(*args, **kwargs)
-                for field in self.fields.values():
-                    field.show_hidden_initial = True
-
-        return ChangelistForm
+    def get_changelist_formset(self, request, **kwargs):
+        return changelist_formset(super().get_changelist_formset(request, **kwargs), request)
 
     def save_model(self, request, obj: Fact, form, change: bool) -> None:
         # Go through the services so every admin edit leaves a revision.

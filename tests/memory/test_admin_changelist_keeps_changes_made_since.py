@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from memory.models import Actor, Fact
-from memory.services.facts import fact_store, fact_update
+from memory.services.facts import fact_forget, fact_store, fact_update
+from memory.services.forgetting import topic_forget
 from tests.html_forms import form_post_data
 
 pytestmark = pytest.mark.django_db
@@ -44,3 +45,43 @@ def test_a_value_typed_in_the_list_is_still_saved(staff_client):
 
     assert response.status_code == 302
     assert Fact.objects.get(pk=fact.pk).value == "tango"
+
+
+def _set_row(data: dict, fact: Fact, field: str, value: str) -> dict:
+    """``data`` with ``field`` of the row of ``fact`` set to ``value``."""
+    [prefix] = [
+        k.removesuffix("-id") for k, v in data.items() if k.endswith("-id") and v == str(fact.pk)
+    ]
+    return data | {f"{prefix}-{field}": value, "_save": "Enregistrer"}
+
+
+def test_the_list_saves_its_other_rows_after_a_forget_took_one_of_them(staff_client):
+    """QA 3: « Corrigez l'erreur ci-dessous » with the error on a hidden id, nothing saved,
+    and no way out but reloading the list (the owner's typing lost)."""
+    danse, _ = fact_store(key="danse", value="salsa", importance=0.5)
+    livre, _ = fact_store(key="livre", value="Dune", importance=0.5)
+    data = _opened(staff_client)
+    topic_forget(topic="salsa", actor=Actor.USER, only=[f"fact:{danse.pk}"])  # meanwhile
+
+    response = staff_client.post(LIST, _set_row(data, livre, "importance", "0.9"), follow=True)
+
+    page = response.content.decode()
+    assert response.redirect_chain, page[:3000]
+    assert Fact.objects.get(pk=livre.pk).importance == 0.9
+    forgotten = Fact.all_objects.get(pk=danse.pk)
+    assert forgotten.forgetting_id is not None and forgotten.importance == 0.5
+    assert "Une ligne n&#x27;est plus dans la liste" in page and "salsa" not in page
+
+
+def test_a_change_typed_on_a_row_forgotten_since_is_not_written_and_is_said(staff_client):
+    danse, _ = fact_store(key="danse", value="salsa", importance=0.5)
+    data = _opened(staff_client)
+    fact_forget(fact=danse, actor=Actor.USER)
+
+    response = staff_client.post(LIST, _set_row(data, danse, "importance", "0.9"), follow=True)
+
+    page = response.content.decode()
+    forgotten = Fact.all_objects.get(pk=danse.pk)
+    assert forgotten.forgotten and forgotten.importance == 0.5
+    assert "est oublié : sa modification n&#x27;a pas été enregistrée" in page
+    assert "a été modifié" not in page
