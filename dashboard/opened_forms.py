@@ -14,7 +14,11 @@ from django import forms
 from django.utils import formats
 
 from memory.models import Fact
-from memory.services.fact_revisions import fact_version, fact_version_readable
+from memory.services.fact_revisions import (
+    FACT_FORGOTTEN_SINCE_MESSAGE,
+    fact_version,
+    fact_version_readable,
+)
 from memory.services.settings import values_same
 
 FACT_CHANGED_START = (
@@ -145,6 +149,8 @@ class OpenedVersionForm(forms.Form):
     def changed_text(self, fact: Fact, refusal: str) -> str:
         """The refusal of an edit over a change made since: the fields changed, with their
         values now (the service's own words when the form does not say what it showed)."""
+        if fact.forgotten:
+            return FACT_FORGOTTEN_SINCE_MESSAGE  # saving again restores it, knowingly
         if not self.opened_values():
             return refusal
         said = [

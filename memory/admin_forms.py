@@ -7,6 +7,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from memory.exceptions import FactKeyLookAlike, MemoryServiceError
 from memory.form_errors import form_errors_add
@@ -24,7 +25,12 @@ from memory.models import (
 from memory.models.rules import invisible_in
 from memory.services.fact_keys import key_look_alike_refuse
 from memory.services.fact_ownership import STATED_FIELDS
-from memory.services.fact_revisions import FACT_CHANGED_MESSAGE, fact_version
+from memory.services.fact_revisions import (
+    FACT_CHANGED_MESSAGE,
+    FACT_FORGOTTEN_SINCE_MESSAGE,
+    fact_version,
+    fact_version_readable,
+)
 from memory.services.messages import channel_validate
 from memory.services.search import DATE_RANGE_UTC_MESSAGE, moment_in_range
 from memory.services.self_memory_validate import agent_item_validate
@@ -38,6 +44,15 @@ KEY_TAKEN_MESSAGE = (
     "La clé « {key} » est déjà prise par une autre mémoire (un fait, ou un élément de "
     "l'agent) : choisissez-en une autre."
 )
+
+
+def _forgotten_since(current: Fact, opened: str) -> bool:
+    """Whether ``current`` was forgotten after the version ``opened`` a form read."""
+    moment = parse_datetime(opened) if fact_version_readable(opened) else None
+    return (
+        bool(current.forgotten and current.forgotten_at and moment)
+        and current.forgotten_at > moment
+    )
 
 
 class OpenedVersionAdminForm(forms.ModelForm):
@@ -70,6 +85,11 @@ class OpenedVersionAdminForm(forms.ModelForm):
         current = Fact.all_objects.filter(pk=self.instance.pk).first()
         if current is None or fact_version(current) == opened:
             return cleaned
+        if _forgotten_since(current, opened) and set(self.changed_data) - {"opened"}:
+            # The form showed it live: saving would revive it unseen (fact_update revives).
+            # Opened again on it as it is, so saving again restores it knowingly.
+            self._opened_at(current, [])
+            raise ValidationError(FACT_FORGOTTEN_SINCE_MESSAGE)
         since = [name for name in self.changed_data if self._changed_since(name, current)]
         if since:
             self._opened_at(current, since)

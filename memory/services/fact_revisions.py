@@ -122,6 +122,12 @@ FACT_CHANGED_FORGET_MESSAGE = (
     "l'administration) ; sa valeur est maintenant « {value} ». Il n'a pas été oublié : "
     "relisez-le, puis oubliez-le à nouveau si c'est toujours ce que vous voulez."
 )
+# An owner's form opened on the fact live, saved after a forget: saving again restores it.
+FACT_FORGOTTEN_SINCE_MESSAGE = (
+    "Ce fait a été oublié depuis que vous l'avez ouvert (un autre onglet, l'agent ou "
+    "l'administration) : rien n'a été enregistré. Enregistrez à nouveau pour le restaurer "
+    "avec vos modifications."
+)
 
 
 # No topic: the agent's token may be the one told (a forgotten topic is forgotten content).

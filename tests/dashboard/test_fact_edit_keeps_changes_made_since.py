@@ -13,7 +13,7 @@ import re
 import pytest
 
 from memory.models import Actor, Fact
-from memory.services.facts import fact_store, fact_update
+from memory.services.facts import fact_forget, fact_store, fact_update
 from tests.dashboard.conftest import HTMX
 from tests.html_forms import form_post_data
 
@@ -115,3 +115,20 @@ def test_nothing_changed_meanwhile_saves_as_before(staff_client, livre):
     assert staff_client.post(EDIT, posted, **HTMX).status_code == 200
     stored = Fact.objects.get(key="livre")
     assert stored.subjects == [] and stored.expires_at is None
+
+
+def test_a_fact_forgotten_since_is_said_forgotten_and_saving_again_restores_it(staff_client, livre):
+    """The refusal said « changed, but not in this form's fields (its expiry?) »: the
+    owner could not tell that saving again would bring back a fact forgotten meanwhile."""
+    posted = _posted(staff_client.get(EDIT, **HTMX))
+    fact_forget(fact=livre, actor=Actor.USER)  # another tab
+    posted["importance"] = "0.9"
+
+    refused = staff_client.post(EDIT, posted, **HTMX)
+
+    assert refused.status_code == 422
+    assert "a été oublié depuis que vous l" in _alert(refused)
+    assert Fact.all_objects.get(pk=livre.pk).forgotten
+    assert staff_client.post(EDIT, _posted(refused), **HTMX).status_code == 200
+    stored = Fact.all_objects.get(pk=livre.pk)
+    assert (stored.forgotten, stored.importance) == (False, 0.9)
