@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory.admin_changelist import changelist_form, changelist_formset
+from memory.admin_columns import yes_no_column
 from memory.admin_confirm import erase_unconfirmed
 from memory.admin_forms import (
     AgentItemAdminForm,
@@ -148,10 +149,7 @@ class FactAdmin(admin.ModelAdmin):
     actions = ["restore_facts", "forget_facts", "erase_facts"]
     delete_confirmation_template = "admin/memory/fact/forget_confirmation.html"
 
-    @admin.display(description="oublié", ordering="forgotten")
-    def forgotten_said(self, fact: Fact) -> str:
-        # Words, not Django's boolean icon (its alt text is English « True »/« False »: QA).
-        return "Oui" if fact.forgotten else "Non"
+    forgotten_said = yes_no_column("forgotten", "oublié")
 
     @admin.display(description="message d'origine")
     def source_message_shown(self, obj: Fact) -> str:
@@ -272,7 +270,7 @@ class AgentItemAdmin(FactAdmin):
 
     form = AgentItemAdminForm  # its own fields (kind, category); keys are derived from the text
 
-    list_display = ("value", "kind", "category", "importance", "forgotten", "updated_at")
+    list_display = ("value", "kind", "category", "importance", "forgotten_said", "updated_at")
     list_display_links = ("value",)
     list_editable = ()
     list_filter = ("kind", "category", "forgotten", "index_state")
@@ -320,7 +318,9 @@ class MemorySettingsAdmin(admin.ModelAdmin):
         return HttpResponseRedirect(reverse("admin:memory_memorysettings_change", args=[obj.pk]))
 
     def save_model(self, request, obj, form, change) -> None:
-        memory_settings_update(changes=form.settings_changes())
+        # The form refused a change over a value stored since the page opened; the service
+        # checks it again under the write lock this save runs in.
+        memory_settings_update(changes=form.settings_changes(), opened=form.settings_opened())
         obj.refresh_from_db()
 
 
@@ -329,8 +329,9 @@ class ChannelSettingsAdmin(admin.ModelAdmin):
     """Which channels are observed rooms (saved through the service, as the API and /memory)."""
 
     form = ChannelSettingsAdminForm
-    list_display = ("channel", "observed", "updated_at")
+    list_display = ("channel", "observed_said", "updated_at")
     list_filter = ("observed",)
+    observed_said = yes_no_column("observed", "observé")
     search_fields = ("channel",)
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):

@@ -34,11 +34,20 @@ from memory.services.fact_revisions import (
 from memory.services.messages import channel_validate
 from memory.services.search import DATE_RANGE_UTC_MESSAGE, moment_in_range
 from memory.services.self_memory_validate import agent_item_validate
-from memory.services.settings import EDITABLE_FIELDS, memory_settings_changes_clean
+from memory.services.settings import (
+    EDITABLE_FIELDS,
+    memory_settings_changes_clean,
+    values_same,
+)
 
 EXPIRY_PAST_MESSAGE = (
     "Cette date d'expiration est déjà passée : le fait quitterait la mémoire aussitôt. "
     "Pour le retirer, oubliez-le."
+)
+SETTING_CHANGED_SINCE_MESSAGE = (
+    "« {label} » a changé depuis l'ouverture de la page (/memory, l'API ou un autre "
+    "onglet) : il vaut maintenant {value}. Rien n'a été enregistré : vérifiez vos "
+    "modifications, puis enregistrez-les à nouveau pour garder les vôtres."
 )
 KEY_TAKEN_MESSAGE = (
     "La clé « {key} » est déjà prise par une autre mémoire (un fait, ou un élément de "
@@ -209,6 +218,10 @@ class MemorySettingsAdminForm(forms.ModelForm):
     now: a knob moved meanwhile on /memory or through the API is not put back. Those
     changes go through memory_settings_changes_clean, the notes' rules of every writer
     ("Profil" -> "Profil.md", "#makilab" -> "makilab"), its refusals shown by their field.
+    A field the owner changed whose stored value changed since the page opened (a note
+    added on /memory, a slider moved) is refused by that field with the stored value, as
+    /memory's sliders and the fact form refuse it; the form then opens on that value, so
+    saving again takes the owner's (QA 3b: the other writer's change was lost unseen).
     """
 
     class Meta:
@@ -226,6 +239,8 @@ class MemorySettingsAdminForm(forms.ModelForm):
             cleaned.update(memory_settings_changes_clean(changes=self.settings_changes()))
         except ValidationError as exc:
             form_errors_add(self, exc)
+            return cleaned
+        self._refuse_changed_since(cleaned)
         return cleaned
 
     def settings_changes(self) -> dict[str, object]:
@@ -233,6 +248,63 @@ class MemorySettingsAdminForm(forms.ModelForm):
         return {
             name: self.cleaned_data[name] for name in self.changed_data if name in self.cleaned_data
         }
+
+    def settings_opened(self) -> dict[str, object]:
+        """What the page showed of each field it says it showed (its hidden initial-*
+        input), read as the form reads it: memory_settings_update's ``opened``. A post
+        without them (a script, a page from before them) compares with the row as stored."""
+        opened = {}
+        for name, field in self.fields.items():
+            initial_name = self.add_initial_prefix(name)
+            if initial_name not in self.data:
+                continue
+            raw = field.hidden_widget().value_from_datadict(self.data, self.files, initial_name)
+            try:
+                opened[name] = field.to_python(raw)
+            except ValidationError:
+                continue  # unreadable: taken as changing it, as changed_data does
+        return opened
+
+    def _refuse_changed_since(self, cleaned: dict[str, object]) -> None:
+        """Each changed field stored since the page opened, to another value than the
+        owner's, refused by its field with the stored value (memory_settings_update's rule,
+        checked here so it shows on the form: save_model runs in the same transaction)."""
+        # The row as stored now (self.instance too, until _post_clean writes the form in).
+        stored = MemorySettings.objects.get(pk=self.instance.pk)
+        opened = self.settings_opened()
+        since = [
+            name
+            for name in self.changed_data
+            if name in opened
+            and name in cleaned
+            and not values_same(getattr(stored, name), opened[name])
+            and not values_same(getattr(stored, name), cleaned[name])
+        ]
+        if not since:
+            return
+        data = self.data.copy()
+        for name in since:
+            value = getattr(stored, name)
+            field = self.fields[name]
+            data[self.add_initial_prefix(name)] = field.hidden_widget().format_value(
+                field.prepare_value(value)
+            )
+            label = field.label or name
+            self.add_error(
+                name, SETTING_CHANGED_SINCE_MESSAGE.format(label=label, value=_said(value))
+            )
+        self.data = data  # the form opens on the stored values: saving again takes the owner's
+
+
+def _said(value: object) -> str:
+    """A stored setting as the owner reads it in a message."""
+    if isinstance(value, bool):
+        return "activé" if value else "désactivé"
+    if isinstance(value, list | tuple):
+        return ", ".join(f"« {item} »" for item in value) if value else "vide"
+    if isinstance(value, str):
+        return f"« {value} »" if value else "vide"
+    return str(value)
 
 
 class ChannelSettingsAdminForm(forms.ModelForm):

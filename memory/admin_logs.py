@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 
+from memory.admin_columns import yes_no_column
 from memory.admin_confirm import erase_unconfirmed
 from memory.exceptions import MemoryServiceError
 from memory.models import Actor, Digest, Forgetting, Job, MemoryRetrieval, Message, Summary
@@ -49,8 +50,8 @@ class MessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "author",
         "source",
         "content",
-        "compacted",
-        "observed",
+        "compacted_said",
+        "observed_said",
         "digested_at",
         "index_state",
         "index_error",
@@ -58,6 +59,9 @@ class MessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ("channel", "role", "source", "compacted", "observed", "index_state")
     search_fields = ("content", "author")
     date_hierarchy = "created_at"
+
+    compacted_said = yes_no_column("compacted", "compacté")
+    observed_said = yes_no_column("observed", "salon observé")
 
 
 @admin.register(Summary)
