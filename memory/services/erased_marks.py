@@ -288,10 +288,11 @@ def marks_record(
 ) -> int:
     """Leave a mark for each row about to be deleted for good (the caller's transaction)."""
     digests: set[str] = set()
+    moment = now or timezone.now()
     rows = list(facts.values_list("id", "key", "value"))
     renamed = keys_renamed_from([pk for pk, _, _ in rows])
+    key_marks = _key_marks_left(rows, moment)
     for pk, key, value in rows:
-        digests |= fact_key_marks(key_unaside(key), before=False)
         for had in (key, *renamed.get(pk, ())):
             digests |= fact_marks(had, value, before=False)
         digests.add(fact_text_mark(value))
@@ -310,16 +311,48 @@ def marks_record(
             said_alike_mark("message", row),
             message_anyone_mark(row),
         }
-    moment = now or timezone.now()
     questions = _open_questions_marks(messages)
     for row in summaries.values(*SUMMARY_KEY):
         digests |= {summary_mark(row), said_alike_mark("summary", row)}
+    key_marks = {d: at for d, at in key_marks.items() if d not in digests}
     ErasedMark.objects.bulk_create(
         [ErasedMark(digest=d, erased_at=moment) for d in sorted(digests)]
+        + [ErasedMark(digest=d, erased_at=at) for d, at in sorted(key_marks.items())]
         + [ErasedMark(digest=d, erased_at=asked) for d, asked in sorted(questions.items())],
         batch_size=500,
     )
-    return len(digests) + len(questions)
+    return len(digests) + len(key_marks) + len(questions)
+
+
+def _key_marks_left(rows: list[tuple[int, str, str]], now: datetime) -> dict[str, datetime]:
+    """The key marks of the erased facts ``rows`` (id, key, value), each dated by when the
+    fact left that key: a late statement of the key drawn from a message written before
+    that moment may be about the erased fact (refused); one written after is about what
+    holds the key since. The fact's key at the erasure: now. A key it was renamed from:
+    the rename (QA 3: the old key in other words was stored again). The key a fact set
+    aside had (« medecin » of « medecin (fait oublié n° 1) »): when the fact holding it now
+    was created, if one does (QA 3: the live fact's late statements were refused, lost)."""
+    ids = [pk for pk, _, _ in rows]
+    left: dict[int, dict[str, datetime]] = {}
+    lines = FactRevision.all_objects.filter(fact_id__in=ids, changes__has_key="key")
+    for fact_id, changes, at in lines.values_list("fact_id", "changes", "created_at"):
+        pair = changes.get("key") if isinstance(changes, dict) else None
+        if isinstance(pair, list) and pair and isinstance(pair[0], str) and pair[0]:
+            had = left.setdefault(fact_id, {})
+            had[pair[0]] = max(at, had.get(pair[0], at))
+    marks: dict[str, datetime] = {}
+    for pk, key, _ in rows:
+        plain = key_unaside(key)
+        dated = dict(left.get(pk, {}))
+        if plain != key:
+            holder = Fact.all_objects.filter(key=plain).exclude(pk__in=ids).first()
+            dated[plain] = holder.created_at if holder is not None else now
+        else:
+            dated[key] = now
+        for had, at in dated.items():
+            for digest in fact_key_marks(key_unaside(had), before=False):
+                marks[digest] = max(min(at, now), marks.get(digest, at))
+    return marks
 
 
 def _texts_staying(facts: QuerySet[Fact], revisions: QuerySet[FactRevision]) -> dict[int, set[str]]:

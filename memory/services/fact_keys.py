@@ -92,16 +92,15 @@ def fact_named(key: str, actor: str, *, any_kind: bool = False) -> Fact:
 
 
 def renamed_since(key: str, *, kind: str, message_id: int) -> int | None:
-    """The live fact the owner renamed from a key that looks like ``key`` after the message
+    """The fact the owner renamed from a key that looks like ``key`` after the message
     ``message_id`` was written (a message gone counts as before): a statement drawn from
     that message is about that fact, under the key the owner gave it (QA: a late
-    extraction brought « ville » back beside the owner's « ville_natale »). A statement of a
-    later message is news: a fact of its own (dedup compares it with the rest)."""
+    extraction brought « ville » back beside the owner's « ville_natale »), forgotten since
+    too (QA 3: its forget must stand, fact_store). A statement of a later message is news:
+    a fact of its own (dedup compares it with the rest)."""
     from memory.services.fact_revisions import owner_changes_since
 
-    lines = owner_changes_since("key", message_id=message_id).filter(
-        fact__kind=kind, fact__forgotten=False, fact__forgetting__isnull=True
-    )
+    lines = owner_changes_since("key", message_id=message_id).filter(fact__kind=kind)
     folded = fact_key_folded(key)
     for fact_id, changes in lines.values_list("fact_id", "changes"):
         old = (changes.get("key") or [None])[0]

@@ -82,11 +82,13 @@ def owner_changes_since(name: str, *, message_id: int) -> QuerySet[FactRevision]
     """The owner's revisions that changed the field ``name`` after the message ``message_id``
     was written (a message gone counts as before: all of them), newest first. A statement
     drawn from that message is older than those changes: it must not undo them (the
-    renamed key, fact_keys.renamed_since; the replaced value, dedup.fact_remember)."""
+    renamed key, fact_keys.renamed_since; the replaced value, dedup.fact_remember). Read
+    internally only (never shown): lines a topic forget took count too."""
     from memory.selectors import message_written_at
 
     written = message_written_at(message_id)
-    lines = FactRevision.objects.filter(actor__in=OWNER_ACTORS, changes__has_key=name)
+    # Every line, those a topic forget took too: the owner's change stands all the same.
+    lines = FactRevision.all_objects.filter(actor__in=OWNER_ACTORS, changes__has_key=name)
     if written is not None:
         lines = lines.filter(created_at__gt=written)
     return lines.order_by("-created_at", "-id")

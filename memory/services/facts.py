@@ -183,6 +183,8 @@ def fact_store(
     if existing is None and actor == Actor.AGENT and source_message_id:
         # Stated by a message older than the owner's rename of the key: that fact. Its own
         # message, not ``dated_by`` (a digest's oldest: review, later news landed there).
+        # Forgotten since, it stays so (fact_update: the agent never revives the owner's
+        # forget; QA 3: the old key was taken as a new one, the fact came back live).
         renamed = renamed_since(key, kind=kind, message_id=source_message_id)
         if renamed is not None:
             existing = Fact.all_objects.select_for_update().filter(pk=renamed).first()
