@@ -23,7 +23,7 @@ from dashboard.sections import isolated_in, section, with_facts_count, with_fact
 from dashboard.templatetags.dashboard_labels import forget_counts
 from memory.exceptions import FactNotFound, MemoryServiceError
 from memory.models import Actor, Forgetting
-from memory.selectors import fact_get
+from memory.selectors import card_fact_get
 from memory.services.erasing import fact_erase, forgetting_erase
 from memory.services.forgetting import (
     forgetting_restore,
@@ -136,7 +136,8 @@ def forget_erase(request: HttpRequest, forgetting_id: int) -> HttpResponse:
 def fact_erase_view(request: HttpRequest, key: str) -> HttpResponse:
     """The fact and its history leave every tier and the logs; its card says so."""
     try:  # not found, or erased by another request meanwhile
-        fact_erase(fact=fact_get(key=key), actor=Actor.USER)
+        fact = card_fact_get(key=key, card=request.POST.get("fact"))  # the card's fact
+        fact_erase(fact=fact, actor=Actor.USER)
     except FactNotFound as exc:
         raise Http404(str(exc)) from None
     if not getattr(request, "htmx", False):

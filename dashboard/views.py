@@ -50,7 +50,7 @@ from dashboard.selectors import costs_summary_get
 from memory.exceptions import FactChanged, FactNotFound, MemoryServiceError, StoreUnavailable
 from memory.form_errors import form_errors_add
 from memory.models import Actor, Fact
-from memory.selectors import fact_get, fact_list
+from memory.selectors import card_fact_get, fact_get, fact_list
 from memory.services.facts import fact_forget, fact_restore, fact_store, fact_update
 from memory.services.search import memory_search
 
@@ -162,6 +162,12 @@ def _fact_or_404(key: str) -> Fact:
         return fact_get(key=key)
 
 
+def _card_fact_or_404(request: HttpRequest, key: str) -> Fact:
+    """The fact the card whose button was posted shows (card_fact_get)."""
+    with _erased_meanwhile_is_404():
+        return card_fact_get(key=key, card=request.POST.get("fact"))
+
+
 @contextlib.contextmanager
 def _erased_meanwhile_is_404():
     """FactNotFound, at the lookup or at the write (the fact erased meanwhile), as a 404."""
@@ -252,14 +258,15 @@ def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
     elif form.has_error("opened"):
         # Not a version any page gave: the form comes back over the fact as stored now.
         form = form.over(fact, FACT_VERSION_UNREADABLE)
-    return render(request, template, {"fact": fact, "form": form}, status=UNPROCESSABLE)
+    # The form again, its errors said: the card for htmx, the page around it otherwise.
+    return fragment(request, template, {"fact": fact, "form": form}, status=UNPROCESSABLE)
 
 
 @staff_required
 @require_POST
 def fact_forget_view(request: HtmxHttpRequest, key: str) -> HttpResponse:
     with _erased_meanwhile_is_404():
-        fact = fact_forget(fact=_fact_or_404(key), actor=Actor.USER)
+        fact = fact_forget(fact=_card_fact_or_404(request, key), actor=Actor.USER)
     if not request.htmx:
         return redirect(section_url("faits"))
     message = "Fait oublié. Vous pouvez le restaurer."
@@ -270,7 +277,7 @@ def fact_forget_view(request: HtmxHttpRequest, key: str) -> HttpResponse:
 @require_POST
 def fact_restore_view(request: HtmxHttpRequest, key: str) -> HttpResponse:
     with _erased_meanwhile_is_404():
-        fact = fact_restore(fact=_fact_or_404(key), actor=Actor.USER)
+        fact = fact_restore(fact=_card_fact_or_404(request, key), actor=Actor.USER)
     if not request.htmx:
         return redirect(section_url("faits"))
     return with_facts_count(request, _fact_card(request, fact, message="Fait restauré."))

@@ -73,6 +73,19 @@ def fact_get(*, key: str, any_kind: bool = False) -> Fact:
     return found[0]
 
 
+def card_fact_get(*, key: str, card: object) -> Fact:
+    """The owner's fact a page's button acts on: the one its card shows, by the number the
+    card posts (``card``), not whatever holds its key now (QA 3: the card of « ville »
+    forgotten erased the live « ville » stated since, which had taken the key). A post
+    without a number (a script, a page from before it): by key, as it always was."""
+    if isinstance(card, str) and card.isascii() and card.isdigit() and len(card) < 19:
+        fact = Fact.objects.filter(pk=int(card)).first()
+        if fact is None:  # erased, or taken by a topic forget, since the card was shown
+            raise FactNotFound(FACT_NOT_FOUND_MESSAGE.format(key=key))
+        return fact
+    return fact_get(key=key)
+
+
 def message_written_at(message_id: int) -> datetime | None:
     """When a message was written (None: it is gone), whatever hides it."""
     return Message.all_objects.filter(pk=message_id).values_list("created_at", flat=True).first()
