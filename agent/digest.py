@@ -140,7 +140,12 @@ def _store(found: list[dict], messages, present: list[int], digest, checkpoint) 
     from django.core.exceptions import ValidationError
 
     from agent.extraction import fact_candidate_store
-    from memory.exceptions import MemoryServiceError, SourceForgotten, StoreUnavailable
+    from memory.exceptions import (
+        FactErased,
+        MemoryServiceError,
+        SourceForgotten,
+        StoreUnavailable,
+    )
     from memory.models import FactRevision
     from memory.services.digest import digest_count, digest_note
 
@@ -174,6 +179,11 @@ def _store(found: list[dict], messages, present: list[int], digest, checkpoint) 
             raise BatchChanged from None
         except StoreUnavailable:
             raise  # an outage delays the job (memory.services.jobs): nothing dropped
+        except FactErased:
+            # Neither the candidate nor the refusal's text (it names the key): the owner
+            # erased what it says (QA 3), as the extraction says it.
+            logger.info("digest: a statement of a fact the owner erased is not stored")
+            continue
         except (MemoryServiceError, ValidationError) as exc:
             logger.warning("digest: a fact was refused by the store: %s", exc)
             continue
