@@ -148,9 +148,12 @@ def agent_fields(current: Fact, fields: dict[str, object]) -> dict[str, object]:
 
 def subjects_the_owner_removed(fact: Fact) -> set[str]:
     """The subjects the owner took off the fact (and did not give back since): the agent's
-    additions never put them back."""
+    additions never put them back. Every line, those a topic forget took too (QA 3: the
+    edit's line taken, the agent put the subject back); read internally, never shown."""
     removed: set[str] = set()
-    changes = fact.revisions.filter(actor__in=OWNER_ACTORS, changes__has_key="subjects")
+    changes = FactRevision.all_objects.filter(
+        fact_id=fact.pk, actor__in=OWNER_ACTORS, changes__has_key="subjects"
+    )
     for change in changes.order_by("created_at", "id").values_list("changes", flat=True):
         old, new = (set(side or []) for side in change["subjects"])
         removed = (removed | (old - new)) - new
