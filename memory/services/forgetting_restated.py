@@ -188,6 +188,10 @@ def key_back(fact: Fact, forgetting: Forgetting) -> None:
     stated = None
     if holder is not None:  # the agent's: restated on the restored fact below
         stated = {"value": holder.value, "subjects": holder.subjects}
+        if holder.expires_at is not None:
+            # A temporary state the agent stated stays temporary (QA 3: the undo dropped
+            # its expiry with the holder row, and the restored fact lived for good).
+            stated["expires_at"] = holder.expires_at
         holder_id = holder.pk
         FactRevision.all_objects.filter(fact_id=holder_id).delete()
         Fact.all_objects.filter(pk=holder_id).delete()

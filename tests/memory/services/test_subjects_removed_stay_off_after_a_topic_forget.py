@@ -1,7 +1,5 @@
 """A subject the owner took off a fact stays off once a topic forget took the history line
-that recorded the removal (QA 3: the agent put it back). Was: a subject the owner took off
-a fact came back through the agent once a topic
-forget has taken the history line that recorded the removal.
+that recorded the removal (QA 3: the agent's next statement put it back).
 
 README: the agent « adds subjects, never one the owner took off ». The removal is read
 from the fact's history (fact_ownership.subjects_the_owner_removed, through the default
