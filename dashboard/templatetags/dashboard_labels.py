@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import builtins
 import re
 
 from django import template
 
+from memory import exceptions
 from memory.models import MemoryType, MessageRole
 from memory.models.choices import fact_kind_label, is_owner_kind
 from memory.services.forgetting_plan import facts_total_text
+from memory.services.retrieval.result import MSG_SOURCE_FAILED
 
 register = template.Library()
 
@@ -44,6 +47,8 @@ TIMING_LABELS: dict[str, str] = {
     "total": "en tout",
 }
 _TIMEOUT = re.compile(r"^timeout after (\d+) ms$")
+# A failure logged before failure_text said it in French: « ClassName: message ».
+_CLASS_PREFIXED = re.compile(r"^([A-Z][A-Za-z0-9_]*): (.*)$", re.DOTALL)
 
 
 @register.filter
@@ -54,14 +59,32 @@ def timing_label(name: object) -> object:
 
 @register.filter
 def failure_said(reason: object) -> str:
-    """Why a retrieval source failed, in French (the log keeps its technical text: a time
-    limit in English, or the error's class and message)."""
+    """Why a retrieval source failed, in French: a time limit (stored in English) said
+    in words, an error as failure_text stored it (already French). A row logged before
+    that held « ClassName: message »: the memory's own message, or the French note."""
     text = str(reason or "")
     if timeout := _TIMEOUT.match(text):
         return f"pas de réponse en {timeout.group(1)} ms"
     if text == "timeout":  # a source's own limit (the notes' vault)
         return "pas de réponse à temps"
+    if legacy := _CLASS_PREFIXED.match(text):
+        text = _legacy_failure_said(legacy.group(1), legacy.group(2))
     return f"erreur : {text}" if text else "erreur"
+
+
+def _legacy_failure_said(name: str, message: str) -> str:
+    """« ClassName: message » of an older log row, without the class name: the message of
+    one of the memory's own errors; the French note for a Python or library error (their
+    names end like these); anything else is a French text that happens to hold a colon."""
+    own = getattr(exceptions, name, None)
+    if isinstance(own, type) and issubclass(own, exceptions.MemoryServiceError):
+        return message
+    foreign = getattr(builtins, name, None)
+    if (isinstance(foreign, type) and issubclass(foreign, BaseException)) or name.endswith(
+        ("Error", "Exception", "Timeout", "Refused", "Unavailable")
+    ):
+        return MSG_SOURCE_FAILED
+    return f"{name}: {message}"
 
 
 @register.filter

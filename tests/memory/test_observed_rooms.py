@@ -158,7 +158,7 @@ def test_live_down_is_skipped_and_recorded_and_the_agent_still_answers(world, mo
     result = handle_message(channel="whatsapp", text="Où part David en vacances ?")
 
     assert result.reply == "Je ne sais pas."
-    assert "StoreUnavailable" in result.retrieval.failed_sources["live"]
+    assert result.retrieval.failed_sources["live"] == "Qdrant est injoignable."
     row = MemoryRetrieval.objects.get(pk=result.retrieval_id)
     assert "live" in row.failed_sources and LIVE_TITLE not in world.last.system
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memory.exceptions import MemoryServiceError
 from memory.models import Message
 from memory.services.formatting import BlockLine
+
+logger = logging.getLogger(__name__)
+
+# Longest failure text a source keeps (failed_sources: the log row, the page, the API).
+FAILURE_TEXT_MAX = 300
 
 
 @dataclass
@@ -78,9 +85,24 @@ def elapsed_ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 2)
 
 
+# What the owner reads for a source that failed with an error other than the memory's own.
+MSG_SOURCE_FAILED = "incident inattendu, détail dans le journal du service"
+
+
 def failure_text(exc: BaseException) -> str:
-    detail = str(exc) or exc.__class__.__name__
-    return f"{exc.__class__.__name__}: {detail}"[:300]
+    """Why a source failed, in the owner's words, as ``failed_sources`` keeps it: a
+    MemoryServiceError's own (French) message, MSG_SOURCE_FAILED for any other error (its
+    class and text are a library's English, QA 3b). The error itself, class included,
+    goes to the service log: an unexpected one with its traceback."""
+    own = isinstance(exc, MemoryServiceError)
+    logger.warning(
+        "auto-retrieval source failed: %s: %s",
+        exc.__class__.__name__,
+        exc,
+        exc_info=None if own else exc,
+    )
+    said = str(exc).strip() if own else ""
+    return (said or MSG_SOURCE_FAILED)[:FAILURE_TEXT_MAX]
 
 
 def source_collect(
