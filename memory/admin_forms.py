@@ -99,7 +99,13 @@ class OpenedVersionAdminForm(forms.ModelForm):
             # Opened again on it as it is, so saving again restores it knowingly.
             self._opened_at(current, [])
             raise ValidationError(FACT_FORGOTTEN_SINCE_MESSAGE)
-        since = [name for name in self.changed_data if self._changed_since(name, current)]
+        # A field the row already holds as posted is no conflict (QA 3: a double submit
+        # was refused as a change made since, by itself).
+        since = [
+            name
+            for name in self.changed_data
+            if self._changed_since(name, current) and not self._holds(name, current)
+        ]
         if since:
             self._opened_at(current, since)
             raise ValidationError(FACT_CHANGED_MESSAGE.format(value=current.value))
@@ -114,6 +120,12 @@ class OpenedVersionAdminForm(forms.ModelForm):
             self.data, self.files, self.add_initial_prefix(name)
         )
         return field.has_changed(getattr(current, name), shown)
+
+    def _holds(self, name: str, current: Fact) -> bool:
+        """Whether the stored ``name`` is already what the owner posts."""
+        return name in self.cleaned_data and values_same(
+            getattr(current, name), self.cleaned_data[name]
+        )
 
     def _opened_at(self, current: Fact, names: list[str]) -> None:
         """The form as opened on ``current``: its version, and the stored value as what it

@@ -46,6 +46,7 @@ from memory.services.fact_revisions import (
 from memory.services.fact_sources import source_present
 from memory.services.forgetting_restated import fact_key_back, set_aside, stated_before_forget
 from memory.services.indexing import KIND_FACT, index_enqueue
+from memory.services.settings import values_same
 from memory.services.ttl import parse_ttl
 
 logger = logging.getLogger(__name__)
@@ -270,6 +271,11 @@ def fact_update(
     if current.forgotten and (not revive or revival_refused(current, actor)):
         logger.info("fact #%s was forgotten meanwhile: the write is dropped", current.pk)
         return current
+    if opened is not None and _already_applied(current, actor, fields):
+        # The same edit again (a double submit, a request retried after a lost answer):
+        # the row holds what it asks and the caller's mark on it, nothing to refuse
+        # (QA 3: refused as a change made since, by itself; RFC 9110 13.1.1 allows this).
+        return current
     # Changed since the caller's form read it (QA: a second tab's save undid the first).
     fact_changed_refuse(current, opened)
     if "ttl" in fields:
@@ -348,6 +354,28 @@ def fact_update(
     index_enqueue(KIND_FACT, current.id)
     _sync(fact, current)
     return current
+
+
+def _already_applied(current: Fact, actor: str, fields: dict[str, object]) -> bool:
+    """Whether ``current`` (live) already holds every field of ``fields`` as stated, each
+    already the owner's when the owner states it: writing them would change nothing."""
+    if not fields or current.forgotten or current.forgetting_id is not None:
+        return False
+    if "ttl" in fields and fields["ttl"] not in (None, ""):
+        return False  # a duration counts from now: never the expiry stored
+    stated = {("expires_at" if name == "ttl" else name): value for name, value in fields.items()}
+    if "ttl" in fields:
+        stated["expires_at"] = None
+    if "subjects" in stated:
+        stated["subjects"] = normalize_subjects(stated["subjects"])
+    if isinstance(stated.get("value"), str):
+        stated["value"] = stated["value"].strip()
+    owned = set(current.owner_fields or [])
+    return all(
+        values_same(getattr(current, name), value)
+        and (actor not in OWNER_ACTORS or name in owned or name == "source_message_id")
+        for name, value in stated.items()
+    )
 
 
 def _key_back(current: Fact) -> list[str]:

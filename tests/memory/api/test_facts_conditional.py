@@ -260,3 +260,29 @@ def test_a_forget_already_made_stays_a_204_whatever_the_tag(owner_api, ville):
 
     assert owner_api.delete(CITY, HTTP_IF_MATCH=tag).status_code == 204
     assert _state() == before
+
+
+def test_a_patch_retried_after_its_answer_was_lost_is_no_conflict(owner_api, ville):
+    """The same PATCH again with the If-Match it was sent with (the client lost the first
+    answer): the fact holds what it asks, so it is answered as applied (RFC 9110 13.1.1),
+    not 412 over its own change (QA 3)."""
+    tag = _tag(owner_api.get(CITY))
+    body = {"value": "Lyon, 69003"}
+    first = owner_api.patch(CITY, body, format="json", HTTP_IF_MATCH=tag)
+    assert first.status_code == 200
+
+    again = owner_api.patch(CITY, body, format="json", HTTP_IF_MATCH=tag)
+
+    assert again.status_code == 200, again.json()
+    assert again.json()["value"] == "Lyon, 69003"
+    assert FactRevision.objects.filter(fact=ville).count() == 2  # created, edited once
+
+
+def test_a_stale_patch_of_another_value_is_still_refused(owner_api, ville):
+    tag = _tag(owner_api.get(CITY))
+    owner_api.patch(CITY, {"value": "Lyon, 69003"}, format="json", HTTP_IF_MATCH=tag)
+
+    stale = owner_api.patch(CITY, {"value": "Lyon 7e"}, format="json", HTTP_IF_MATCH=tag)
+
+    assert stale.status_code == 412
+    assert Fact.objects.get(pk=ville.pk).value == "Lyon, 69003"
