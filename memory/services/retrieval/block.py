@@ -53,7 +53,7 @@ def block_fill(
         core_ids = {f"fact:{fact.pk}" for fact in core}
         carried = carried_memories(recent_ids - core_ids, kept, seen, now, hydrated)
     except Exception as exc:  # never raise from the pre-hook
-        result.failed_sources["carried"] = failure_text(exc)
+        result.failed_sources["carried"] = failure_text(exc, "carried")
         carried = []
     result.memories += [memory_dict(c, None, now, tz) for c in carried]
     asked = message_words(text, tag=memory_settings.obsidian_context_tag) if notes else frozenset()
@@ -139,7 +139,7 @@ def agent_summary_lines(result: RetrievalResult | None = None, *, facts=None):
         view = facts or facts_view()
     except Exception as exc:  # never raise from the pre-hook
         if result is not None:
-            result.failed_sources["self"] = failure_text(exc)
+            result.failed_sources["self"] = failure_text(exc, "self")
         return [], []
     return list(view.selves), list(view.goals)
 

@@ -223,7 +223,7 @@ def _retrieve(
         try:
             live_items = live_hydrate(live["hits"], now=now, tz=tz)
         except Exception as exc:  # never raise from the pre-hook
-            result.failed_sources[SOURCE_LIVE] = failure_text(exc)
+            result.failed_sources[SOURCE_LIVE] = failure_text(exc, SOURCE_LIVE)
 
     # The relevance gate: does any source's evidence say the memory holds this topic?
     # Two sources agreeing on the channel's own history (dropped below as seen) say
@@ -259,8 +259,7 @@ def _retrieve(
     except _Gated:
         kept = []
     except Exception as exc:
-        logger.exception("auto-retrieval fusion failed")
-        result.failed_sources["fusion"] = failure_text(exc)
+        result.failed_sources["fusion"] = failure_text(exc, "fusion")
         kept = []
     result.timings_ms["fusion"] = elapsed_ms(start)
 

@@ -89,14 +89,15 @@ def elapsed_ms(start: float) -> float:
 MSG_SOURCE_FAILED = "incident inattendu, détail dans le journal du service"
 
 
-def failure_text(exc: BaseException) -> str:
+def failure_text(exc: BaseException, source: str = "") -> str:
     """Why a source failed, in the owner's words, as ``failed_sources`` keeps it: a
     MemoryServiceError's own (French) message, MSG_SOURCE_FAILED for any other error (its
     class and text are a library's English, QA 3b). The error itself, class included,
-    goes to the service log: an unexpected one with its traceback."""
+    goes to the service log, naming the ``source``: an unexpected one with its traceback."""
     own = isinstance(exc, MemoryServiceError)
     logger.warning(
-        "auto-retrieval source failed: %s: %s",
+        "auto-retrieval source %s failed: %s: %s",
+        source or "?",
         exc.__class__.__name__,
         exc,
         exc_info=None if own else exc,
@@ -116,5 +117,5 @@ def source_collect(
         future.cancel()
         result.failed_sources[name] = f"timeout after {int(limit_s * 1000)} ms"
     except Exception as exc:
-        result.failed_sources[name] = failure_text(exc)
+        result.failed_sources[name] = failure_text(exc, name)
     return None

@@ -53,7 +53,7 @@ def select_memories(
     try:
         vectors = point_vectors([c.id for c, _ in selected] + sorted(recent_ids))
     except Exception as exc:
-        result.failed_sources["near_duplicates"] = failure_text(exc)
+        result.failed_sources["near_duplicates"] = failure_text(exc, "near_duplicates")
         return selected[:wanted]
     import numpy as np
 

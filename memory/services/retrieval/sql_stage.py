@@ -89,7 +89,7 @@ def sql_sources(
                     channel, memory_settings, now, message_ids
                 )
         except Exception as exc:  # never raise from the pre-hook
-            result.failed_sources[SOURCE_T1] = failure_text(exc)
+            result.failed_sources[SOURCE_T1] = failure_text(exc, SOURCE_T1)
         # Who the agent is: in every block, whatever the gate says (the prompt no longer says it).
         agent_lines = agent_summary_lines(result, facts=facts)
         result.timings_ms[SOURCE_T1] = elapsed_ms(start)
@@ -127,7 +127,7 @@ def _prefetched(
         recent_ids = recently_injected(channel, memory_settings.reinjection_turns)
         prefetched = prefetch(ranked, text=text, now=now, tz=tz, also=recent_ids)
     except Exception as exc:  # never raise from the pre-hook; fuse hydrates what is missing
-        result.failed_sources["prefetch"] = failure_text(exc)
+        result.failed_sources["prefetch"] = failure_text(exc, "prefetch")
     result.timings_ms["prefetch"] = elapsed_ms(start)
     return recent_ids, prefetched
 
@@ -154,7 +154,7 @@ def _keywords_apart_collect(
     try:
         keywords = request.result(deadline=asked + timeouts[SOURCE_KEYWORDS])
     except Exception as exc:
-        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
+        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc, SOURCE_KEYWORDS)
         return None
     if keywords is None:
         return _keywords_here(text, limit, timeouts, result, facts_apart=facts_apart)
@@ -177,6 +177,6 @@ def _keywords_here(
                 text, limit=limit, facts_apart=timeouts[SOURCE_KEYWORDS] if facts_apart else None
             )
     except Exception as exc:
-        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc)
+        result.failed_sources[SOURCE_KEYWORDS] = failure_text(exc, SOURCE_KEYWORDS)
     result.timings_ms[SOURCE_KEYWORDS] = elapsed_ms(start)
     return keywords

@@ -4,6 +4,7 @@ on time with what T1 and the keywords found."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -98,3 +99,19 @@ def test_the_message_language_is_read_once_for_both_searches(memory, settings, m
     assert not result.failed_sources
     assert result.live  # the live search ran and found the room's extract
     assert read.count(message) == 1
+
+
+def test_a_fusion_that_fails_is_logged_once_by_its_source(memory, monkeypatch, caplog):
+    """It was logged twice (the pipeline's own line, then failure_text's, naming no source)."""
+    from memory.services.retrieval import pipeline
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("fusion en panne")
+
+    monkeypatch.setattr(pipeline, "fuse", broken)
+    with caplog.at_level(logging.WARNING, logger="memory.services.retrieval"):
+        result = auto_retrieve(message="Le code du portail ?", channel="whatsapp")
+
+    assert result.failed_sources["fusion"] == MSG_SOURCE_FAILED
+    lines = [r.getMessage() for r in caplog.records if "fusion" in r.getMessage()]
+    assert lines == ["auto-retrieval source fusion failed: RuntimeError: fusion en panne"]
