@@ -324,6 +324,19 @@ def marks_record(
     return len(digests) + len(key_marks) + len(questions)
 
 
+def _key_taken_at(holder: Fact, key: str) -> datetime:
+    """When ``holder`` took ``key``: its creation, or its last rename to it (QA 4: a fact
+    renamed to the key long after its creation dated the mark before the erased fact
+    left the key, and the erased words came back)."""
+    renames = FactRevision.all_objects.filter(fact_id=holder.pk, changes__has_key="key")
+    taken = [
+        at
+        for changes, at in renames.values_list("changes", "created_at")
+        if isinstance(changes.get("key"), list) and changes["key"][-1:] == [key]
+    ]
+    return max([holder.created_at, *taken])
+
+
 def _key_marks_left(rows: list[tuple[int, str, str]], now: datetime) -> dict[str, datetime]:
     """The key marks of the erased facts ``rows`` (id, key, value), each dated by when the
     fact left that key: a late statement of the key drawn from a message written before
@@ -331,7 +344,7 @@ def _key_marks_left(rows: list[tuple[int, str, str]], now: datetime) -> dict[str
     holds the key since. The fact's key at the erasure: now. A key it was renamed from:
     the rename (QA 3: the old key in other words was stored again). The key a fact set
     aside had (« medecin » of « medecin (fait oublié n° 1) »): when the fact holding it now
-    was created, if one does (QA 3: the live fact's late statements were refused, lost)."""
+    took it, if one does (QA 3: the live fact's late statements were refused, lost)."""
     ids = [pk for pk, _, _ in rows]
     left: dict[int, dict[str, datetime]] = {}
     lines = FactRevision.all_objects.filter(fact_id__in=ids, changes__has_key="key")
@@ -346,7 +359,7 @@ def _key_marks_left(rows: list[tuple[int, str, str]], now: datetime) -> dict[str
         dated = dict(left.get(pk, {}))
         if plain != key:
             holder = Fact.all_objects.filter(key=plain).exclude(pk__in=ids).first()
-            dated[plain] = holder.created_at if holder is not None else now
+            dated[plain] = _key_taken_at(holder, plain) if holder is not None else now
         else:
             dated[key] = now
         for had, at in dated.items():

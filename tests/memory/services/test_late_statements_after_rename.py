@@ -210,3 +210,38 @@ def test_a_late_statement_of_the_old_key_does_not_undo_a_topic_forget_of_a_renam
 
     assert not facts_active().filter(value__contains="Paulo").exists()
     assert not Fact.objects.filter(key="dette_paulo").exists()
+
+
+def test_an_erased_fact_set_aside_stays_erased_when_a_fact_renamed_since_holds_its_key(
+    settings, vector_store, local_embedder
+):
+    """QA 4: the plain key's mark was dated by the holder's creation; a holder renamed to
+    the key long after it was created dated it before the erased fact left the key, and a
+    late extraction of the erased fact's own message stored its words again."""
+    settings.ANTHROPIC_API_KEY = ""
+    early = message_save(channel="whatsapp", role="user", content="Mon cardiologue : Dr Silva")
+    holder = fact_remember(
+        key="cardiologue", value="Dr Silva", actor=Actor.AGENT, source_message_id=early.id
+    ).fact
+    said = message_save(channel="whatsapp", role="user", content="Mon médecin est le Dr Pereira")
+    old = fact_remember(
+        key="medecin", value="Dr Pereira", actor=Actor.AGENT, source_message_id=said.id
+    ).fact
+    fact_forget(fact=old, actor=Actor.USER)
+    news = message_save(channel="whatsapp", role="user", content="Mon médecin est le Dr Martin")
+    second = fact_remember(
+        key="medecin", value="Dr Martin", actor=Actor.AGENT, source_message_id=news.id
+    ).fact
+    fact_update(fact=Fact.objects.get(pk=second.pk), actor=Actor.USER, key="generaliste")
+    fact_update(fact=Fact.objects.get(pk=holder.pk), actor=Actor.USER, key="medecin")
+    fact_erase(fact=Fact.all_objects.get(pk=old.pk), actor=Actor.USER)
+
+    with pytest.raises(FactErased):
+        fact_remember(
+            key="medecin",
+            value="Le Dr Pereira est mon médecin",
+            actor=Actor.AGENT,
+            source_message_id=said.id,
+        )
+
+    assert not Fact.all_objects.filter(value__contains="Pereira").exists()
