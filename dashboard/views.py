@@ -228,13 +228,16 @@ def fact_card(request: HtmxHttpRequest, key: str) -> HttpResponse:
 @staff_required
 def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
     """GET: the inline edit form. POST: save it."""
-    fact = _fact_or_404(key)
     template = "dashboard/memory/_fact_edit.html"
     if request.method == "GET":
+        fact = _fact_or_404(key)
         form = FactEditForm(auto_id=_edit_auto_id(fact), initial=FactEditForm.initial_of(fact))
         return fragment(request, template, {"fact": fact, "form": form})
     if request.method != "POST":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    # The fact the form was opened on, by its number (QA 4: forgotten since and its key
+    # stated anew, the save went to the new fact).
+    fact = _card_fact_or_404(request, key)
     form = FactEditForm(request.POST, auto_id=_edit_auto_id(fact))
     if form.is_valid():
         try:
@@ -246,7 +249,7 @@ def fact_edit(request: HtmxHttpRequest, key: str) -> HttpResponse:
         except FactChanged as exc:
             # Said, with what changed since; the form comes back over the fact as stored
             # now (the owner's changes kept), so saving again writes only those, knowingly.
-            fact = _fact_or_404(key)
+            fact = _card_fact_or_404(request, key)
             form = form.over(fact, form.changed_text(fact, str(exc)))
         except (ValidationError, MemoryServiceError) as exc:
             form_errors_add(form, exc)
