@@ -1,7 +1,8 @@
 """The admin fact list's editable columns, saved over the rows as they are now.
 
 The list's forms carry the values the page showed (hidden initial-* inputs), so a save
-writes only what the owner changed there. Rows that changed state since the list opened
+writes only what the owner changed there, and a column changed there that changed since the
+list opened is refused with the value stored now (saving again takes the owner's). Rows that changed state since the list opened
 are left out of the save, each said in French, and the others are saved:
 
 - a row no longer in the list (a topic forget took it, or it was erased): Django's
@@ -19,6 +20,8 @@ from django.forms.models import BaseModelFormSet
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
+from memory.services.settings import values_same
+
 ROWS_GONE_ONE = (
     "Une ligne n'est plus dans la liste (oubliée ou effacée depuis l'ouverture de la "
     "page) : ses modifications n'ont pas été enregistrées ; les autres l'ont été."
@@ -26,6 +29,11 @@ ROWS_GONE_ONE = (
 ROWS_GONE_MANY = (
     "{count} lignes ne sont plus dans la liste (oubliées ou effacées depuis l'ouverture "
     "de la page) : leurs modifications n'ont pas été enregistrées ; les autres l'ont été."
+)
+COLUMN_CHANGED_SINCE = (
+    "Changé depuis l'ouverture de la liste (un autre onglet, l'agent ou l'API) : "
+    "maintenant « {value} ». Rien n'a été enregistré ; enregistrez à nouveau pour garder "
+    "la vôtre."
 )
 ROW_FORGOTTEN = (
     "Le fait n° {id} est oublié : sa modification n'a pas été enregistrée. Pour le "
@@ -43,6 +51,31 @@ def changelist_form(form: type[forms.ModelForm]) -> type[forms.ModelForm]:
             super().__init__(*args, **kwargs)
             for field in self.fields.values():
                 field.show_hidden_initial = True
+
+        def clean(self):
+            """A column the owner changed that changed since the list opened (/memory, the
+            API, the agent) is refused with the value stored now, which the row then takes
+            as what it showed: saving again writes the owner's (QA 4: the list overwrote
+            it). A column already stored as posted is no conflict."""
+            cleaned = super().clean()
+            data = None
+            for name in self.changed_data:
+                field = self.fields.get(name)
+                initial_name = self.add_initial_prefix(name)
+                if field is None or initial_name not in self.data or name not in cleaned:
+                    continue
+                stored = getattr(self.instance, name)
+                shown = field.hidden_widget().value_from_datadict(
+                    self.data, self.files, initial_name
+                )
+                if not field.has_changed(stored, shown) or values_same(stored, cleaned[name]):
+                    continue
+                data = data if data is not None else self.data.copy()
+                data[initial_name] = field.hidden_widget().format_value(field.prepare_value(stored))
+                self.add_error(name, COLUMN_CHANGED_SINCE.format(value=stored))
+            if data is not None:
+                self.data = data
+            return cleaned
 
     return ChangelistForm
 

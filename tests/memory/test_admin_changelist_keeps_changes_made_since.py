@@ -85,3 +85,19 @@ def test_a_change_typed_on_a_row_forgotten_since_is_not_written_and_is_said(staf
     assert forgotten.forgotten and forgotten.importance == 0.5
     assert "est oublié : sa modification n&#x27;a pas été enregistrée" in page
     assert "a été modifié" not in page
+
+
+def test_a_value_typed_on_a_stale_list_is_refused_over_one_changed_since_then_taken(staff_client):
+    fact, _ = fact_store(key="danse", value="salsa", importance=0.5)
+    data = form_post_data(staff_client.get(LIST).content.decode(), "changelist-form")
+    # Meanwhile, another tab (/memory) corrects the value.
+    fact_update(fact=fact, actor=Actor.USER, value="house")
+
+    response = staff_client.post(LIST, _set_row(data, fact, "value", "tango"), follow=True)
+
+    page = response.content.decode()
+    assert Fact.objects.get(pk=fact.pk).value == "house", "the change made since was overwritten"
+    assert "Changé depuis l&#x27;ouverture de la liste" in page and "« house »" in page
+    again = form_post_data(page, "changelist-form") | {"_save": "Enregistrer"}
+    assert staff_client.post(LIST, again).status_code == 302
+    assert Fact.objects.get(pk=fact.pk).value == "tango"  # taken once seen
