@@ -271,7 +271,11 @@ def fact_update(
     if current.forgotten and (not revive or revival_refused(current, actor)):
         logger.info("fact #%s was forgotten meanwhile: the write is dropped", current.pk)
         return current
-    if opened is not None and _already_applied(current, actor, fields):
+    if (
+        opened is not None
+        and fact_revisions.fact_version(current) != opened
+        and _already_applied(current, actor, fields)
+    ):
         # The same edit again (a double submit, a request retried after a lost answer):
         # the row holds what it asks and the caller's mark on it, nothing to refuse
         # (QA 3: refused as a change made since, by itself; RFC 9110 13.1.1 allows this).
@@ -361,6 +365,8 @@ def _already_applied(current: Fact, actor: str, fields: dict[str, object]) -> bo
     already the owner's when the owner states it: writing them would change nothing."""
     if not fields or current.forgotten or current.forgetting_id is not None:
         return False
+    if current.is_expired:
+        return False  # the write brings it back (QA 4: with its If-Match, it stayed expired)
     if "ttl" in fields and fields["ttl"] not in (None, ""):
         return False  # a duration counts from now: never the expiry stored
     stated = {("expires_at" if name == "ttl" else name): value for name, value in fields.items()}

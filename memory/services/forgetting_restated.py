@@ -114,8 +114,10 @@ def fact_key_back(fact: Fact) -> str:
 
 
 def _forgotten_alone(fact: Fact) -> bool:
-    """A fact the owner forgot one by one (no topic forget holds it): no live fact."""
-    return fact.forgotten and fact.forgetting_id is None
+    """A fact forgotten one by one (no topic forget holds it), or expired that the purge
+    has not reached yet (it is one: whether the purge ran first decides nothing, QA 4):
+    no live fact."""
+    return (fact.forgotten or fact.is_expired) and fact.forgetting_id is None
 
 
 def key_unaside(key: str) -> str:

@@ -286,3 +286,19 @@ def test_a_stale_patch_of_another_value_is_still_refused(owner_api, ville):
 
     assert stale.status_code == 412
     assert Fact.objects.get(pk=ville.pk).value == "Lyon, 69003"
+
+
+def test_an_expired_fact_is_brought_back_by_a_patch_with_its_tag_as_without(owner_api, ville):
+    """QA 4: the « same edit twice » shortcut answered it as applied, still expired (the
+    next purge took it); without If-Match the same write brought it back."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    Fact.all_objects.filter(pk=ville.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    tag = _tag(owner_api.get(CITY))
+
+    response = owner_api.patch(CITY, {"value": "Lyon"}, format="json", HTTP_IF_MATCH=tag)
+
+    assert response.status_code == 200
+    assert not Fact.all_objects.get(pk=ville.pk).is_expired
