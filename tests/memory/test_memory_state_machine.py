@@ -1,16 +1,22 @@
 """The memory's promises as invariants, under any order of events (hypothesis stateful).
 
-Rules are what users and workers do: store, restate, edit, forget, restore,
-expire, chat (an outside agent's exchange may hold a tool result), state a fact
-about the topic, forget the topic, undo it or purge it, export and import an older
-export (nothing purged comes back), and the indexing tasks run out of order,
-twice, late, lost, or raced by a second worker holding the same row. Against
-the real SQLite (FTS5) and the real embedded Qdrant with the bundled embedder.
+Rules are what users and workers do: store, restate, edit, rename (the admin's),
+forget, restore, erase, expire, say something in a chat that a late extraction states
+again (under the key the fact had then, maybe renamed since), chat (an outside agent's
+exchange may hold a tool result), state a fact about the topic, forget the topic, undo
+it or purge it, export and import an older export (nothing purged comes back), and the
+indexing tasks run out of order, twice, late, lost, or raced by a second worker holding
+the same row. Against the real SQLite (FTS5) and the real embedded Qdrant with the
+bundled embedder.
 
-After every step: nothing forgotten is reachable by a read path, no owner
-edit was lost, and no two live facts have keys that look alike; after a topic forget no row about it is left in memory, and its
-undo gives back forgotten what the owner had forgotten alone. At each settle point (the sweep and the queued tasks drained):
-T1 and Qdrant agree row by row and version by version, and nothing is pending.
+After every step: nothing forgotten is reachable by a read path, no owner edit or
+rename was lost, what the owner forgot stays forgotten until the owner gives it back,
+and no two live facts have keys that look alike; a late statement of the key a fact had
+when its message was written brings nothing back when the owner forgot or erased it
+since, and lands on that fact alone when the owner renamed it since; after a topic
+forget no row about it is left in memory, and its undo gives back forgotten what the
+owner had forgotten alone. At each settle point (the sweep and the queued tasks
+drained): T1 and Qdrant agree row by row and version by version, and nothing is pending.
 
 CI runs a bounded number of examples; HYPOTHESIS_PROFILE=slow runs many more.
 """
@@ -33,8 +39,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from memory.exceptions import FactKeyLookAlike
-from memory.models import Fact, IndexState, Message
+from memory.exceptions import FactKeyLookAlike, SourceForgotten
+from memory.models import FACT_ASIDE_KEY_PATTERN, Actor, Fact, IndexState, Message, fact_key_folded
 from memory.services import index_claims, index_queue, indexing
 from tests.stateful import memory_wipe
 
@@ -46,6 +52,18 @@ VALUES = {
 }
 SECRET = "Zanzibar"
 TRIP = "voyage_ete"  # a fact about the topic
+TRIP_VALUE = f"Voyage à {SECRET} en août avec Sophie"
+# What a message says about a fact, which its late extraction states again.
+STATED = {**VALUES, TRIP: (TRIP_VALUE, f"Le voyage à {SECRET} est en août")}
+# The keys the owner renames a fact to, its first one included (a rename back); « Velo »
+# only looks like « velo » (the owner fixing its spelling).
+NAMES = {
+    "velo": ("velo", "bicyclette", "Velo"),
+    "cafe": ("cafe", "boisson_du_matin"),
+    "chien": ("chien", "animal"),
+    TRIP: (TRIP, "vacances"),
+}
+ALL_NAMES = tuple(name for names in NAMES.values() for name in names)
 PROFILES = {
     "ci": settings(max_examples=40, stateful_step_count=40, deadline=None),
     "slow": settings(max_examples=200, stateful_step_count=60, deadline=None),
@@ -65,11 +83,21 @@ class MemoryMachine(RuleBasedStateMachine):
             self.store.drop_collection(collection)
         QUEUE.clear()
         self.owner_importance: dict[int, float] = {}  # per fact: what the owner set, last
-        self.forgotten_topics: list[int] = []
+        # Per topic forget: its id, what the owner had forgotten alone before, what it took live.
+        self.forgotten_topics: list[tuple[int, set[int], set[int]]] = []
         self.exports: list[list[str]] = []  # files the owner exported, oldest first
         # What purges deleted for good: (content, created_at) of messages, (key, value) of facts.
         self.purged_messages: set[tuple] = set()
         self.purged_facts: set[tuple] = set()
+        self.tick = 0  # the model's clock: what was said before which rename or purge
+        self.purged_at = 0
+        # Messages a late extraction draws statements from: (id, fact it is about, tick,
+        # {key: fact} of the live facts the keys of NAMES named when it was written).
+        self.said: list[tuple[int, str, int, dict[str, int]]] = []
+        self.renames: list[tuple[int, str, int]] = []  # the owner's: (fact, key it left, tick)
+        self.owner_key: dict[int, str] = {}  # per fact: the key the owner gave it, last
+        self.owner_forgot: set[int] = set()  # forgotten by the owner, not given back since
+        self.erased: set[int] = set()
         STATS["examples"] += 1
 
     # --- users ------------------------------------------------------------------------
@@ -83,10 +111,12 @@ class MemoryMachine(RuleBasedStateMachine):
         if agent:  # extraction restating, with its own guesses
             fact_remember(key=key, value=value, importance=0.3, subjects=["x"], actor="agent")
         else:
-            fact_store(key=key, value=value, actor="user")
+            # Beside a live look-alike the owner gave (« Velo »): refused, in French.
+            with contextlib.suppress(FactKeyLookAlike):
+                fact_store(key=key, value=value, actor="user")
             self._refresh_owner(key)
 
-    @rule(key=st.sampled_from(KEYS), importance=st.sampled_from([0.2, 0.5, 0.9]))
+    @rule(key=st.sampled_from(ALL_NAMES), importance=st.sampled_from([0.2, 0.5, 0.9]))
     def owner_edit(self, key, importance):
         from memory.services.facts import fact_update
 
@@ -95,26 +125,63 @@ class MemoryMachine(RuleBasedStateMachine):
             fact_update(fact=fact, actor="user", importance=importance)
             self.owner_importance[fact.pk] = importance
 
-    @rule(key=st.sampled_from((*KEYS, TRIP)))
+    @rule(key=st.sampled_from(ALL_NAMES), to=st.integers(0, 2))
+    def rename(self, key, to):
+        """The owner renames a live fact's key, as the admin's form does (a key any fact
+        holds is refused there; one that only looks like a live fact's, by the service)."""
+        from memory.services.facts import fact_update
+
+        names = next(names for names in NAMES.values() if key in names)
+        new = names[to % len(names)]
+        fact = Fact.objects.filter(key=key, forgotten=False).first()
+        if fact is None or new == key or Fact.all_objects.filter(key=new).exists():
+            return
+        try:
+            fact_update(fact=fact, actor=Actor.USER, key=new)
+        except FactKeyLookAlike:
+            return
+        self.tick += 1
+        self.renames.append((fact.pk, key, self.tick))
+        self.owner_key[fact.pk] = new
+
+    @rule(key=st.sampled_from(ALL_NAMES))
     def forget(self, key):
         from memory.services.facts import fact_forget
 
         fact = Fact.objects.filter(key=key).first()
         if fact is not None:
+            if not fact.forgotten:
+                self.owner_forgot.add(fact.pk)
             fact_forget(fact=fact, actor="user")
 
-    @rule(key=st.sampled_from((*KEYS, TRIP)))
+    @rule(key=st.sampled_from(ALL_NAMES))
     def restore(self, key):
         from memory.services.facts import fact_restore
 
         fact = Fact.objects.filter(key=key).first()
-        for _, alone in self.forgotten_topics:
+        for _, alone, _ in self.forgotten_topics:
             alone.discard(fact and fact.pk)  # the owner gives it back: not forgotten alone
         if fact is not None:
             fact_restore(fact=fact, actor="user")
+            self.owner_forgot.discard(fact.pk)
             self._refresh_owner(key)
 
-    @rule(key=st.sampled_from(KEYS))
+    @rule(data=st.data())
+    def erase(self, data):
+        """The owner erases a fact for good: live or forgotten, set aside or not."""
+        from memory.services.erasing import fact_erase
+
+        pks = list(Fact.objects.order_by("pk").values_list("pk", flat=True))
+        if not pks:
+            return
+        pk = data.draw(st.sampled_from(pks))
+        fact_erase(fact=Fact.all_objects.get(pk=pk), actor=Actor.USER)
+        self.erased.add(pk)
+        self.owner_forgot.discard(pk)
+        for _, alone, _ in self.forgotten_topics:
+            alone.discard(pk)
+
+    @rule(key=st.sampled_from(ALL_NAMES))
     def expire(self, key):
         from memory.services.expiry import expired_purge
 
@@ -139,10 +206,9 @@ class MemoryMachine(RuleBasedStateMachine):
         from memory.services.dedup import fact_remember
         from memory.services.facts import fact_store
 
-        value = f"Voyage à {SECRET} en août avec Sophie"
+        value = TRIP_VALUE
         self.purged_facts.discard((TRIP, value))  # stated again: news, not a resurrection
-        for _, alone in self.forgotten_topics:
-            alone.clear()  # stated again: news that may bring it back (the restatement rules)
+        self._trip_stated_again()
         if agent:
             fact_remember(key=TRIP, value=value, actor="agent")
         else:
@@ -167,9 +233,13 @@ class MemoryMachine(RuleBasedStateMachine):
                 forgotten=True, forgetting__isnull=True, value__contains=SECRET
             ).values_list("pk", flat=True)
         )
+        live = set(Fact.objects.filter(forgotten=False).values_list("pk", flat=True))
         result = topic_forget(topic=f"voyage {SECRET}", actor="user")
         if result.forgetting_id:
-            self.forgotten_topics.append((result.forgetting_id, alone))
+            taken = Fact.all_objects.filter(forgetting_id=result.forgetting_id)
+            taken_live = set(taken.values_list("pk", flat=True)) & live
+            self.owner_forgot |= taken_live
+            self.forgotten_topics.append((result.forgetting_id, alone, taken_live))
         # Every row about the topic left, whatever path stored it (tool results inside an
         # exchange, a fact forgotten alone and still restorable).
         assert not Message.objects.filter(content__contains=SECRET).exists()
@@ -180,8 +250,9 @@ class MemoryMachine(RuleBasedStateMachine):
     def undo_topic(self):
         from memory.services.forgetting import forgetting_restore
 
-        forgetting_id, alone = self.forgotten_topics.pop()
+        forgetting_id, alone, taken_live = self.forgotten_topics.pop()
         forgetting_restore(forgetting_id=forgetting_id, actor="user")
+        self.owner_forgot -= taken_live  # given back; what it held forgotten stays so
         # What the owner had forgotten alone before the topic comes back forgotten.
         assert all(Fact.all_objects.get(pk=pk).forgotten for pk in alone)
 
@@ -201,11 +272,14 @@ class MemoryMachine(RuleBasedStateMachine):
             Fact.all_objects.filter(forgetting__isnull=True).values_list("key", "value")
         )
         self.purged_facts |= {
-            (key_unaside(key), value)  # a key set aside while the forget held it
-            for key, value in Fact.all_objects.filter(**taken).values_list("key", "value")
+            (had, value)  # a key set aside while the forget held it, a key renamed since
+            for pk, key, value in Fact.all_objects.filter(**taken).values_list("pk", "key", "value")
+            for had in (key_unaside(key), *self._keys_left(pk))
         } - stated_again
         forgettings_purge(now=timezone.now() + timedelta(days=30))
         self.forgotten_topics.clear()
+        self.tick += 1
+        self.purged_at = self.tick
 
     @rule()
     def export(self):
@@ -240,6 +314,68 @@ class MemoryMachine(RuleBasedStateMachine):
         assert not facts, facts
         came_back = (alike(live.values_list("key", "value")) - live_before) & hidden_before
         assert not came_back, came_back
+
+    @rule(about=st.sampled_from(tuple(NAMES)), which=st.integers(0, 1))
+    def say(self, about, which):
+        """The owner says something about a fact in a chat; its extraction may run late."""
+        from memory.services.messages import message_save
+
+        message = message_save(channel="whatsapp", role="user", content=STATED[about][which])
+        live = Fact.objects.filter(forgotten=False).values_list("key", "pk")
+        named = {fact_key_folded(name) for name in NAMES[about]}
+        held = {
+            key: pk
+            for key, pk in live
+            if fact_key_folded(key) in named and not FACT_ASIDE_KEY_PATTERN.search(key)
+        }
+        self.tick += 1
+        self.said.append((message.id, about, self.tick, held))
+
+    @precondition(lambda self: self.said)
+    @rule(data=st.data(), which=st.integers(0, 1))
+    def late_statement(self, data, which):
+        """A late (retried) extraction of a message states its fact again: under a key
+        the fact had when the message was written (renamed since, maybe) or another
+        spelling of its names, in the message's words or others."""
+        from memory.services.dedup import FactErased, fact_remember
+
+        message_id, about, said_at, held = data.draw(st.sampled_from(self.said))
+        key = data.draw(st.sampled_from((*held, *NAMES[about])))
+        value = STATED[about][which]
+        # The fact the key named when the message was written: the statement is about it.
+        named = next(
+            (pk for k, pk in held.items() if fact_key_folded(k) == fact_key_folded(key)), None
+        )
+        renamed_since = any(
+            pk == named and fact_key_folded(left) == fact_key_folded(key) and at > said_at
+            for pk, left, at in self.renames
+        )
+        fate = self._fate(named)
+        before = dict(Fact.all_objects.values_list("pk", "version"))
+        # Refused: erased since its message, or its message was forgotten since (the
+        # extraction drops it).
+        with contextlib.suppress(FactErased, SourceForgotten):
+            fact_remember(key=key, value=value, actor=Actor.AGENT, source_message_id=message_id)
+        after = dict(Fact.all_objects.values_list("pk", "version"))
+        new = set(after) - set(before)
+        written = {pk for pk in after if pk in before and after[pk] != before[pk]}
+        seen = (key, value, named, fate, sorted(new), sorted(written))
+        if fate in ("forgotten", "erased"):
+            # The owner forgot or erased it after the message: it stays so, and the
+            # statement is no news under the key it had (renamed since or not).
+            assert not new, seen
+            assert not Fact.all_objects.filter(
+                pk=named, forgotten=False, forgetting__isnull=True
+            ).exists(), seen
+        elif fate == "live" and renamed_since:
+            # About the fact the owner renamed since: there or nowhere, never a second one.
+            assert not new, seen
+            assert written <= {named}, seen
+        if new and said_at > self.purged_at:
+            stated = Fact.all_objects.filter(pk__in=new).values_list("key", "value")
+            self.purged_facts -= set(stated)  # said after the purge: news
+        if about == TRIP and (new or written):
+            self._trip_stated_again()
 
     # --- workers ------------------------------------------------------------------------
 
@@ -286,6 +422,8 @@ class MemoryMachine(RuleBasedStateMachine):
 
                 fact = Fact.all_objects.filter(pk=row_id).first()
                 if fact is not None:
+                    if not fact.forgotten and fact.forgetting_id is None:
+                        self.owner_forgot.add(fact.pk)
                     fact_forget(fact=fact, actor="user")
             if then_index and meanwhile != "second_worker":
                 # The change's own task, delivered to another worker, runs now.
@@ -320,6 +458,29 @@ class MemoryMachine(RuleBasedStateMachine):
         self._check_agreement()
 
     # --- the promises ------------------------------------------------------------------------
+
+    def _trip_stated_again(self):
+        for _, alone, _ in self.forgotten_topics:
+            # Stated again: news that may bring it back (the restatement rules).
+            self.owner_forgot -= alone
+            alone.clear()
+
+    def _keys_left(self, pk):
+        """The keys the owner renamed the fact ``pk`` from."""
+        return {left for fact, left, _ in self.renames if fact == pk}
+
+    def _fate(self, pk):
+        """What became of the fact ``pk`` for the model: erased, forgotten by the owner
+        (kept so, or purged), live, or something else (None: expired, say)."""
+        if pk is None:
+            return None
+        if pk in self.erased:
+            return "erased"
+        if pk in self.owner_forgot:
+            return "forgotten"
+        if Fact.all_objects.filter(pk=pk, forgotten=False, forgetting__isnull=True).exists():
+            return "live"
+        return None
 
     def _refresh_owner(self, key):
         fact = Fact.objects.filter(key=key).first()
@@ -360,6 +521,25 @@ class MemoryMachine(RuleBasedStateMachine):
             fact = Fact.all_objects.filter(pk=pk).first()  # a purge may have ended it
             if fact is not None:
                 assert fact.importance == importance, (fact.key, fact.importance, importance)
+
+    @invariant()
+    def no_owner_rename_is_lost(self):
+        """A live fact keeps the key the owner gave it (shown set aside beside a live
+        look-alike, after a restore)."""
+        from memory.services.forgetting_restated import key_unaside
+
+        live = Fact.all_objects.filter(
+            pk__in=self.owner_key, forgotten=False, forgetting__isnull=True
+        ).values_list("pk", "key")
+        for pk, key in live:
+            assert key_unaside(key) == self.owner_key[pk], (pk, key, self.owner_key[pk])
+
+    @invariant()
+    def what_the_owner_forgot_stays_forgotten(self):
+        back = Fact.all_objects.filter(
+            pk__in=self.owner_forgot, forgotten=False, forgetting__isnull=True
+        ).values_list("pk", "key", "value")
+        assert not back, list(back)
 
     def _check_agreement(self):
         from memory.services.index_documents import KINDS, desired, model_for
