@@ -13,6 +13,7 @@ from __future__ import annotations
 from django import forms
 from django.utils import formats
 
+from memory.form_errors import form_shown_values
 from memory.models import Fact
 from memory.services.fact_revisions import (
     FACT_FORGOTTEN_SINCE_MESSAGE,
@@ -103,20 +104,8 @@ class OpenedVersionForm(forms.Form):
         }
 
     def opened_values(self) -> dict[str, object]:
-        """What the form showed for each field it says it showed (its initial-* input),
-        read as the form reads it; an unreadable one is left out."""
-        opened = {}
-        for name in self.SHOWN_FIELDS:
-            initial_name = self.add_initial_prefix(name)
-            if initial_name not in self.data:
-                continue
-            field = self.fields[name]
-            raw = field.hidden_widget().value_from_datadict(self.data, self.files, initial_name)
-            try:
-                opened[name] = field.to_python(raw)
-            except forms.ValidationError:
-                continue
-        return opened
+        """What the form showed for each field it says it showed (form_shown_values)."""
+        return form_shown_values(self, self.SHOWN_FIELDS)
 
     def changed_since(self, fact: Fact) -> list[str]:
         """The shown fields whose stored value differs from what the form opened with."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from dashboard.forms import PREVIEW_MAX_CHARS, StrictCheckboxField
+from memory.form_errors import form_shown_values
 from memory.models import MemorySettings
 from memory.services.settings import model_field_range
 
@@ -83,20 +84,10 @@ class RetrievalSettingsForm(forms.ModelForm):
         return form
 
     def settings_opened(self) -> dict[str, object]:
-        """What the page showed for each control it says it showed (its hidden initial-*
-        input), read as the form reads it: memory_settings_update's ``opened``, so a move
-        over a value changed since the page opened is refused rather than undoing it."""
-        opened = {}
-        for name, field in self.fields.items():
-            initial_name = self.add_initial_prefix(name)
-            if initial_name not in self.data:
-                continue
-            raw = field.hidden_widget().value_from_datadict(self.data, self.files, initial_name)
-            try:
-                opened[name] = field.to_python(raw)
-            except forms.ValidationError:
-                continue  # unreadable: taken as changing it, as changed_data does
-        return opened
+        """What the page showed for each control it says it showed (form_shown_values):
+        memory_settings_update's ``opened``, so a move over a value changed since the page
+        opened is refused rather than undoing it."""
+        return form_shown_values(self)
 
 
 class PreviewForm(forms.Form):

@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory.exceptions import FactKeyLookAlike, MemoryServiceError
-from memory.form_errors import form_errors_add
+from memory.form_errors import form_errors_add, form_shown_values
 from memory.models import (
     FACT_ASIDE_KEY_PATTERN,
     AgentItem,
@@ -262,20 +262,10 @@ class MemorySettingsAdminForm(forms.ModelForm):
         }
 
     def settings_opened(self) -> dict[str, object]:
-        """What the page showed of each field it says it showed (its hidden initial-*
-        input), read as the form reads it: memory_settings_update's ``opened``. A post
-        without them (a script, a page from before them) compares with the row as stored."""
-        opened = {}
-        for name, field in self.fields.items():
-            initial_name = self.add_initial_prefix(name)
-            if initial_name not in self.data:
-                continue
-            raw = field.hidden_widget().value_from_datadict(self.data, self.files, initial_name)
-            try:
-                opened[name] = field.to_python(raw)
-            except ValidationError:
-                continue  # unreadable: taken as changing it, as changed_data does
-        return opened
+        """What the page showed of each field it says it showed (form_shown_values):
+        memory_settings_update's ``opened``. A post without them (a script, a page from
+        before them) compares with the row as stored."""
+        return form_shown_values(self)
 
     def _refuse_changed_since(self, cleaned: dict[str, object]) -> None:
         """Each changed field stored since the page opened, to another value than the
