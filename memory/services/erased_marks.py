@@ -261,21 +261,30 @@ def moment_to_the_second(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(microsecond=0)
 
 
-def keys_renamed_from(fact_ids: list[int]) -> dict[int, set[str]]:
-    """The keys each fact had before a rename (its history's « key » changes): a backup or
-    an export taken before the rename holds it under one of them, and the marks of its
-    erasure must recognise it there (QA: renamed then erased, a restore brought it back)."""
-    had: dict[int, set[str]] = {}
+def key_renames(fact_ids: list[int]) -> list[tuple[int, str, str, datetime]]:
+    """The « key » changes of these facts' histories: (fact id, old key, new key, when),
+    "" for a side a line does not say. One read for both uses of an erasure: every key a
+    fact had (a backup or an export taken before a rename holds it under one of them: QA,
+    renamed then erased, a restore brought it back) and when it left each."""
     lines = FactRevision.all_objects.filter(fact_id__in=fact_ids, changes__has_key="key")
-    for fact_id, changes in lines.values_list("fact_id", "changes"):
-        had.setdefault(fact_id, set()).update(keys_in_change(changes))
-    return had
+    return [
+        (fact_id, *key_change(changes), at)
+        for fact_id, changes, at in lines.values_list("fact_id", "changes", "created_at")
+    ]
+
+
+def key_change(changes: object) -> tuple[str, str]:
+    """(old, new) of a history line's « key » change, "" for a side it does not say."""
+    pair = changes.get("key") if isinstance(changes, dict) else None
+    if not isinstance(pair, list) or len(pair) != 2:
+        return "", ""
+    old, new = (k if isinstance(k, str) else "" for k in pair)
+    return old, new
 
 
 def keys_in_change(changes: object) -> set[str]:
     """The keys a history line's « key » change names (before and after)."""
-    pair = changes.get("key") if isinstance(changes, dict) else None
-    return {k for k in pair if isinstance(k, str) and k} if isinstance(pair, list) else set()
+    return {k for k in key_change(changes) if k}
 
 
 def marks_record(
@@ -290,8 +299,11 @@ def marks_record(
     digests: set[str] = set()
     moment = now or timezone.now()
     rows = list(facts.values_list("id", "key", "value"))
-    renamed = keys_renamed_from([pk for pk, _, _ in rows])
-    key_marks = _key_marks_left(rows, moment)
+    renames = key_renames([pk for pk, _, _ in rows])
+    renamed: dict[int, set[str]] = {}
+    for fact_id, old_key, new_key, _ in renames:
+        renamed.setdefault(fact_id, set()).update(k for k in (old_key, new_key) if k)
+    key_marks = _key_marks_left(rows, renames, moment)
     for pk, key, value in rows:
         for had in (key, *renamed.get(pk, ())):
             digests |= fact_marks(had, value, before=False)
@@ -328,18 +340,17 @@ def _key_taken_at(holder: Fact, key: str) -> datetime:
     """When ``holder`` took ``key``: its creation, or its last rename to it (QA 4: a fact
     renamed to the key long after its creation dated the mark before the erased fact
     left the key, and the erased words came back)."""
-    renames = FactRevision.all_objects.filter(fact_id=holder.pk, changes__has_key="key")
-    taken = [
-        at
-        for changes, at in renames.values_list("changes", "created_at")
-        if isinstance(changes.get("key"), list) and changes["key"][-1:] == [key]
-    ]
+    taken = [at for _, _, new_key, at in key_renames([holder.pk]) if new_key == key]
     return max([holder.created_at, *taken])
 
 
-def _key_marks_left(rows: list[tuple[int, str, str]], now: datetime) -> dict[str, datetime]:
+def _key_marks_left(
+    rows: list[tuple[int, str, str]],
+    renames: list[tuple[int, str, str, datetime]],
+    now: datetime,
+) -> dict[str, datetime]:
     """The key marks of the erased facts ``rows`` (id, key, value), each dated by when the
-    fact left that key: a late statement of the key drawn from a message written before
+    fact left that key (``renames``: their key_renames): a late statement of the key drawn from a message written before
     that moment may be about the erased fact (refused); one written after is about what
     holds the key since. The fact's key at the erasure: now. A key it was renamed from:
     the rename (QA 3: the old key in other words was stored again). The key a fact set
@@ -347,12 +358,10 @@ def _key_marks_left(rows: list[tuple[int, str, str]], now: datetime) -> dict[str
     took it, if one does (QA 3: the live fact's late statements were refused, lost)."""
     ids = [pk for pk, _, _ in rows]
     left: dict[int, dict[str, datetime]] = {}
-    lines = FactRevision.all_objects.filter(fact_id__in=ids, changes__has_key="key")
-    for fact_id, changes, at in lines.values_list("fact_id", "changes", "created_at"):
-        pair = changes.get("key") if isinstance(changes, dict) else None
-        if isinstance(pair, list) and pair and isinstance(pair[0], str) and pair[0]:
+    for fact_id, old_key, _, at in renames:
+        if old_key:
             had = left.setdefault(fact_id, {})
-            had[pair[0]] = max(at, had.get(pair[0], at))
+            had[old_key] = max(at, had.get(old_key, at))
     marks: dict[str, datetime] = {}
     for pk, key, _ in rows:
         plain = key_unaside(key)
