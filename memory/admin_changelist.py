@@ -20,6 +20,7 @@ from django.forms.models import BaseModelFormSet
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 
+from memory.form_errors import form_shown_values
 from memory.services.settings import values_same
 
 ROWS_GONE_ONE = (
@@ -58,20 +59,19 @@ def changelist_form(form: type[forms.ModelForm]) -> type[forms.ModelForm]:
             as what it showed: saving again writes the owner's (QA 4: the list overwrote
             it). A column already stored as posted is no conflict."""
             cleaned = super().clean()
+            shown = form_shown_values(self, [n for n in self.changed_data if n in self.fields])
             data = None
-            for name in self.changed_data:
-                field = self.fields.get(name)
-                initial_name = self.add_initial_prefix(name)
-                if field is None or initial_name not in self.data or name not in cleaned:
-                    continue
+            for name, seen in shown.items():
                 stored = getattr(self.instance, name)
-                shown = field.hidden_widget().value_from_datadict(
-                    self.data, self.files, initial_name
-                )
-                if not field.has_changed(stored, shown) or values_same(stored, cleaned[name]):
-                    continue
+                if name not in cleaned or values_same(stored, seen):
+                    continue  # refused already, or unchanged since the list opened
+                if values_same(stored, cleaned[name]):
+                    continue  # already stored as posted
+                field = self.fields[name]
                 data = data if data is not None else self.data.copy()
-                data[initial_name] = field.hidden_widget().format_value(field.prepare_value(stored))
+                data[self.add_initial_prefix(name)] = field.hidden_widget().format_value(
+                    field.prepare_value(stored)
+                )
                 self.add_error(name, COLUMN_CHANGED_SINCE.format(value=stored))
             if data is not None:
                 self.data = data
