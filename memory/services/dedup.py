@@ -431,6 +431,10 @@ def fact_remember(
         changes["ttl"] = ttl
     if importance is not None:
         changes["importance"] = importance
+    if source_message_id is not None:
+        # The merged value's newest word; a late statement older than the target's is left
+        # (fact_sources.said_before_the_value).
+        changes["source_message_id"] = source_message_id
     # The decision took time (an LLM call): fact_update re-reads and locks the
     # row, writes only what changed, and leaves a target forgotten meanwhile
     # forgotten (revive=False); the agent never overwrites what the owner set.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from memory.exceptions import SourceForgotten
-from memory.models import Actor, Message
+from memory.models import Actor, Fact, Message
 
 SOURCE_FORGOTTEN_MESSAGE = (
     "Le fait « {key} » vient d'un message oublié depuis : il n'est pas enregistré."
@@ -36,3 +36,29 @@ def source_present(
         batch
     ):
         raise SourceForgotten(SOURCE_FORGOTTEN_MESSAGE.format(key=key))
+
+
+def said_before_the_value(fact: Fact, source_message_id: int | None) -> bool:
+    """Whether an agent statement drawn from message ``source_message_id`` was written
+    before the message ``fact``'s value came from: a late extraction (retried after a
+    restart, queued behind an outage), whose value a later message replaced. Extractions
+    run in any order; the memory holds the newest message's word whichever ran last.
+
+    Messages are ordered as written (created_at, then number: an import keeps their
+    dates). A statement with no message (a tool's, the API's) is news; a fact with no
+    message, or whose message is gone, has nothing to be older than."""
+    if source_message_id is None or fact.source_message_id is None:
+        return False
+    if source_message_id == fact.source_message_id:
+        return False
+    written = dict(
+        Message.all_objects.filter(pk__in=[source_message_id, fact.source_message_id]).values_list(
+            "pk", "created_at"
+        )
+    )
+    if len(written) != 2:
+        return False
+    return (written[source_message_id], source_message_id) < (
+        written[fact.source_message_id],
+        fact.source_message_id,
+    )

@@ -43,7 +43,7 @@ from memory.services.fact_revisions import (
     fact_snapshot,
     revision_record,
 )
-from memory.services.fact_sources import source_present
+from memory.services.fact_sources import said_before_the_value, source_present
 from memory.services.forgetting_restated import fact_key_back, set_aside, stated_before_forget
 from memory.services.indexing import KIND_FACT, index_enqueue
 from memory.services.settings import values_same
@@ -181,11 +181,17 @@ def fact_store(
             existing = Fact.all_objects.select_for_update().filter(key=alike, kind=kind).first()
         elif alike is not None:
             key_look_alike_refuse(key, but=existing.pk)
-    if existing is None and actor == Actor.AGENT and source_message_id:
+    if (
+        actor == Actor.AGENT
+        and source_message_id
+        and (existing is None or said_before_the_value(existing, source_message_id))
+    ):
         # Stated by a message older than the owner's rename of the key: that fact. Its own
         # message, not ``dated_by`` (a digest's oldest: review, later news landed there).
         # Forgotten since, it stays so (fact_update: the agent never revives the owner's
-        # forget; QA 3: the old key was taken as a new one, the fact came back live).
+        # forget; QA 3: the old key was taken as a new one, the fact came back live). Also
+        # when the key holds a fact a later message gave it (the agent stated the old key
+        # as news after the rename): the old message is not about that one (state machine).
         renamed = renamed_since(key, kind=kind, message_id=source_message_id)
         if renamed is not None:
             existing = Fact.all_objects.select_for_update().filter(pk=renamed).first()
@@ -279,6 +285,11 @@ def fact_update(
         # The same edit again (a double submit, a request retried after a lost answer):
         # the row holds what it asks and the caller's mark on it, nothing to refuse
         # (QA 3: refused as a change made since, by itself; RFC 9110 13.1.1 allows this).
+        return current
+    if actor == Actor.AGENT and said_before_the_value(current, fields.get("source_message_id")):
+        # A late extraction of an older message: a later one gave the value it would replace
+        # (state machine: whichever extraction ran last decided what the memory held).
+        logger.info("fact #%s: a later message gave its value; the statement is left", current.pk)
         return current
     # Changed since the caller's form read it (QA: a second tab's save undid the first).
     fact_changed_refuse(current, opened)

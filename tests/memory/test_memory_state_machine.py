@@ -352,6 +352,10 @@ class MemoryMachine(RuleBasedStateMachine):
         )
         fate = self._fate(named)
         before = dict(Fact.all_objects.values_list("pk", "version"))
+        # The facts a later message gave their value (messages are numbered as written).
+        newer = dict(
+            Fact.all_objects.filter(source_message_id__gt=message_id).values_list("pk", "value")
+        )
         # Refused: erased since its message, or its message was forgotten since (the
         # extraction drops it).
         with contextlib.suppress(FactErased, SourceForgotten):
@@ -360,6 +364,9 @@ class MemoryMachine(RuleBasedStateMachine):
         new = set(after) - set(before)
         written = {pk for pk in after if pk in before and after[pk] != before[pk]}
         seen = (key, value, named, fate, sorted(new), sorted(written))
+        # Extractions run in any order: a late one never replaces a later message's value.
+        kept = dict(Fact.all_objects.filter(pk__in=newer).values_list("pk", "value"))
+        assert kept == {pk: v for pk, v in newer.items() if pk in kept}, seen
         if fate in ("forgotten", "erased"):
             # The owner forgot or erased it after the message: it stays so, and the
             # statement is no news under the key it had (renamed since or not).
