@@ -65,6 +65,9 @@ def exchange_facts_save(
     user_messages = list(Message.objects.filter(pk__in=message_ids).order_by("id"))
     if len(user_messages) != len(set(message_ids)):
         _wait_for_undo([*message_ids, *([reply_id] if reply_id else [])])
+        # No forget holds them now: an undo that landed since the read gave them back (QA
+        # 5: the exchange came back, never extracted).
+        user_messages = list(Message.objects.filter(pk__in=message_ids).order_by("id"))
     if not user_messages:
         report.skipped = "messages gone"  # forgotten for good: nothing to extract
         return report
@@ -90,8 +93,7 @@ def exchange_facts_save(
     report.candidates = len(candidates)
     # A forget (or an exclusion) may have taken the exchange while the LLM read it:
     # checked before the answer is saved on the job, which would keep its words.
-    if Message.objects.filter(pk__in=exchange_ids).count() != len(exchange_ids):
-        _wait_for_undo(exchange_ids)
+    if not _exchange_present(exchange_ids):
         report.skipped = "messages gone"
         return report
     if extracted and on_extracted is not None:
@@ -123,20 +125,49 @@ def exchange_facts_save(
     return report
 
 
+def _exchange_present(exchange_ids: Sequence[int]) -> bool:
+    """Whether every message of the exchange is in memory; JobWait while a forget that can
+    still be undone holds one; False when one is gone for good. Read again after the forget
+    check: an undo that landed between the two reads gave them back."""
+    from memory.models import Message
+
+    def present() -> bool:
+        return Message.objects.filter(pk__in=exchange_ids).count() == len(exchange_ids)
+
+    if present():
+        return True
+    _wait_for_undo(exchange_ids)
+    return present()
+
+
 def _wait_for_undo(message_ids: Sequence[int]) -> None:
     """Raise JobWait when a forget that can still be undone holds some of these messages:
     the extraction waits for the undo (which sends it again) or the purge (which ends it),
-    instead of being lost with an undo."""
+    instead of being lost with an undo. The wait knows how to tell it is over: an undo
+    committed while the job ran, which sent nothing (the job was running), makes it due at
+    once (memory.services.jobs.job_run)."""
+    from memory.services.jobs import JobWait
+
+    ids = list(message_ids)
+    held = _held_until(ids)
+    if held is not None:
+        raise JobWait(
+            "échange pris par un oubli encore annulable",
+            until=held + UNDO_MARGIN,
+            held=lambda: _held_until(ids) is not None,
+        )
+
+
+def _held_until(message_ids: list[int]):
+    """The purge date of the latest forget that can still be undone holding one of these
+    messages, or None."""
     from django.db.models import Max
 
     from memory.models import ForgettingState, Message
-    from memory.services.jobs import JobWait
 
-    held = Message.all_objects.filter(
-        pk__in=list(message_ids), forgetting__state=ForgettingState.ACTIVE
+    return Message.all_objects.filter(
+        pk__in=message_ids, forgetting__state=ForgettingState.ACTIVE
     ).aggregate(until=Max("forgetting__purge_after"))["until"]
-    if held is not None:
-        raise JobWait("échange pris par un oubli encore annulable", until=held + UNDO_MARGIN)
 
 
 def _forgotten_since(moment) -> bool:
@@ -155,12 +186,18 @@ def extraction_job_key(*, message_ids: Sequence[int], reply_id: int | None) -> s
     return f"extract:{reply_id}" if reply_id else f"extract:message:{message_ids[-1]}"
 
 
-def extraction_job_keys(message_ids: Iterable[int]) -> list[str]:
-    """Every key an extraction of an exchange among these messages may have."""
-    ids = list(message_ids)
+def extraction_jobs_reading(message_ids: Iterable[int]) -> list[str]:
+    """The keys of the queued extractions whose exchange holds one of these messages: by
+    what they read, not by their key (QA 5: the first of two messages answered together,
+    given back, sent nothing, the job being keyed on the reply)."""
+    from memory.models import Job, JobKind, JobState
+
+    ids = set(message_ids)
+    queued = Job.objects.filter(kind=JobKind.EXTRACT, state=JobState.QUEUED)
     return [
-        *(extraction_job_key(message_ids=[i], reply_id=i) for i in ids),
-        *(extraction_job_key(message_ids=[i], reply_id=None) for i in ids),
+        key
+        for key, payload in queued.values_list("key", "payload")
+        if ids & {*(payload.get("message_ids") or []), payload.get("reply_id")}
     ]
 
 

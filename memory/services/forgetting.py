@@ -317,10 +317,10 @@ def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
     rows_changed(KIND_FACT, [f.id for f in facts])
     rows_changed(KIND_SUMMARY, summaries)
     # The extractions that waited for this undo (agent.extraction_jobs) run now.
-    from agent.extraction_jobs import extraction_job_keys
+    from agent.extraction_jobs import extraction_jobs_reading
     from memory.services.jobs import jobs_send
 
-    jobs_send(extraction_job_keys(m for m, _ in all_ids))
+    jobs_send(extraction_jobs_reading(m for m, _ in all_ids))
     forgetting.state = ForgettingState.RESTORED
     forgetting.restored_at = timezone.now()
     forgetting.save(update_fields=["state", "restored_at"])

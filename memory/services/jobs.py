@@ -28,6 +28,7 @@ import importlib
 import logging
 import random
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -63,11 +64,19 @@ class JobLeaseLost(Exception):
 
 class JobWait(Exception):
     """Raised by a handler whose job cannot run yet (what it reads is held, e.g. by a
-    forget that can still be undone): back in the queue until ``until``, attempts untouched."""
+    forget that can still be undone): back in the queue until ``until``, attempts untouched.
 
-    def __init__(self, message: str, *, until: datetime) -> None:
+    ``held``: asked again once the wait is written; False (released meanwhile: an undo that
+    committed while the job ran sends nothing, jobs_send sends queued jobs only), the job
+    is due at once. Asked after the write, so a release lands before the question (seen)
+    or after the write (the job is queued: the release's jobs_send finds it)."""
+
+    def __init__(
+        self, message: str, *, until: datetime, held: Callable[[], bool] | None = None
+    ) -> None:
         super().__init__(message)
         self.until = until
+        self.held = held
 
 
 def _handler(kind: str):
@@ -177,6 +186,10 @@ def job_run(job_id: int) -> str:
         return "waiting"
     except JobWait as exc:
         _wait(mine, exc, max(exc.until - timezone.now(), timedelta(0)))
+        if exc.held is not None and not exc.held():
+            # Released between the handler's check and the write above (QA 5: parked until
+            # the purge date, its exchange given back): due now.
+            jobs_send([job.key])
         return "waiting"
     except (StoreUnavailable, LlmUnavailable) as exc:
         # A store or the LLM that is down delays the job, never fails it: it waits longer
