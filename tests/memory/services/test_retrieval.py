@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def world(vector_store, local_embedder, settings, tmp_path):
+def world(vector_store, local_embedder, settings, tmp_path, slow_machine_ok):
     settings.OBSIDIAN_API_URL = ""
     settings.OBSIDIAN_VAULT_PATH = tmp_path / "vault"
     (tmp_path / "vault").mkdir()
