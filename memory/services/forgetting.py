@@ -61,6 +61,7 @@ from memory.services.forgetting_select import (  # re-exported
     select,
     topic_terms,
 )
+from memory.services.forgetting_summaries import summaries_given_back, summaries_taken
 from memory.services.indexing import KIND_FACT, KIND_MESSAGE, KIND_SUMMARY, rows_changed
 from memory.services.removal import remove_deleted_points, remove_points
 
@@ -201,6 +202,7 @@ def forgetting_take(
     Fact.all_objects.filter(pk__in=fact_ids).update(forgetting=forgetting)
     summary_ids = [s.id for s in chosen.summaries]
     Summary.all_objects.filter(pk__in=summary_ids).update(forgetting=forgetting)
+    summaries_taken(summary_ids)  # their other messages back to the history
     # The facts it leaves may have been about the topic once: those lines of their history go.
     FactRevision.all_objects.filter(pk__in=[line.id for line in chosen.revisions]).update(
         forgetting=forgetting
@@ -312,6 +314,7 @@ def forgetting_restore(*, forgetting_id: int, actor: str) -> Forgetting:
         look_alike_aside(fact, forgetting)
     summaries = list(Summary.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
     Summary.all_objects.filter(pk__in=summaries).update(forgetting=None)
+    summaries_given_back(summaries, forgetting)
     FactRevision.all_objects.filter(forgetting=forgetting).update(forgetting=None)
     rows_changed(KIND_MESSAGE, sorted({r or m for m, r in all_ids} | set(roots)))
     rows_changed(KIND_FACT, [f.id for f in facts])
