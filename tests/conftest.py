@@ -44,8 +44,13 @@ def local_embedder(settings):
 @pytest.fixture
 def eager_tasks():
     """Run Celery tasks inline, as a worker would, for the duration of a test."""
+    from celery._state import _set_task_join_will_block
+
     from makilab.celery import app
 
+    # A worker started in this process before (an embedded worker's test) marks the
+    # process as inside a task: a test's result.get() would refuse to wait for one.
+    _set_task_join_will_block(False)
     previous = app.conf.task_always_eager, app.conf.task_eager_propagates
     app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
     yield app

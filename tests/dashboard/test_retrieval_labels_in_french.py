@@ -56,10 +56,21 @@ def test_the_injection_log_names_its_sources_and_timings_in_french(
 
 
 def test_a_late_source_is_reported_in_french_in_the_preview(
-    staff_client, settings, vector_store, local_embedder, eager_tasks
+    staff_client, settings, vector_store, local_embedder, eager_tasks, monkeypatch
 ):
-    settings.RETRIEVAL_TIMEOUTS_MS = {**settings.RETRIEVAL_TIMEOUTS_MS, "semantic": 1}
+    import time
+
+    from memory.services.retrieval import pipeline
+
+    settings.RETRIEVAL_TIMEOUTS_MS = {**settings.RETRIEVAL_TIMEOUTS_MS, "semantic": 20}
     fact_store(key="sport", value="Mickael fait de l'escalade le mardi soir")
+    search = pipeline.semantic_search
+
+    def late(*args, **kwargs):
+        time.sleep(0.5)  # late whatever the machine (a 1 ms limit was met by a warm one)
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "semantic_search", late)
 
     response = staff_client.get(
         "/memory/retrieval/preview/",
