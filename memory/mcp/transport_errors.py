@@ -18,8 +18,9 @@ say why; a key given twice kept its last value (the REST API refuses it: which v
 would be the memory's?). Over stdio a line that is no message got no answer at all
 (``stdio_refusal``).
 
-An answer to a request the transport could read (it carries the request's id) comes
-from our server (tool errors, invalid params, unknown resources: memory.mcp.server),
+The 2026-07-28 transport's check that a request's Mcp-* headers repeat its body
+(-32020) is said in French too. Any other answer to a request the transport could read
+(it carries the request's id) comes from our server (tool errors, invalid params, unknown resources: memory.mcp.server),
 French already, and is left as it is.
 """
 
@@ -57,8 +58,13 @@ NOT_UTF8_MESSAGE = JSON_INVALID_MESSAGE.format(
     reason=JSON_BAD_ENCODING_REASON.format(encoding="utf-8")
 )
 LONE_SURROGATE_MESSAGE = JSON_INVALID_MESSAGE.format(reason=LONE_SURROGATE)
+HEADER_MISMATCH_MESSAGE = (
+    "En-tête {header} absent ou différent du corps de la requête : les en-têtes MCP "
+    "d'une requête (version du protocole, méthode, nom) répètent ce que dit son corps."
+)
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+HEADER_MISMATCH = -32020  # the 2026-07-28 transport's check of the Mcp-* headers
 
 
 def french_answer(status: int, body: bytes, *, limit: int) -> bytes | None:
@@ -79,6 +85,10 @@ def french_answer(status: int, body: bytes, *, limit: int) -> bytes | None:
     code, request_id = error.get("code"), answer.get("id")
     if code == METHOD_NOT_FOUND:
         return _error(request_id, code, UNKNOWN_METHOD_MESSAGE.format(method=error.get("data", "")))
+    if code == HEADER_MISMATCH:
+        # The transport's check of the headers, before the server (QA 6: said in English).
+        header = str(error.get("message", "")).split(" ", 1)[0].title() or "MCP"
+        return _error(request_id, code, HEADER_MISMATCH_MESSAGE.format(header=header))
     if request_id is not None:  # the server's own answer: French already (memory.mcp.server)
         return None
     if code == PARSE_ERROR:

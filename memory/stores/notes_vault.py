@@ -293,7 +293,10 @@ class VaultFolderProvider:
             except NoteNotFound:  # replaced by a pipe, unreadable, gone
                 return None
             tags = frozenset(note_tags(text))
-        index[rel] = (info.st_mtime_ns, info.st_size, tags)
+        if _stamp(info, _now_ns()) is not None:
+            # Kept by its stamp only once the clock's tick of its last save is over (QA 6: a
+            # tag taken off by a save of the same size within that tick stayed, for good).
+            index[rel] = (info.st_mtime_ns, info.st_size, tags)
         return rel, real, tags
 
     def _store_index(self, index: dict[str, tuple[int, int, frozenset[str]]]) -> None:

@@ -89,6 +89,22 @@ def test_a_note_saved_twice_within_a_clock_tick_is_read_again(vault):
     assert context_notes_get().notes[0].content.endswith("vit à Metz.")
 
 
+def test_a_tag_taken_off_within_a_clock_tick_is_no_longer_injected(vault):
+    """The same for the vault's tag index (QA 6): a tag taken off by a save of the same
+    size within the tick of the save before kept the note injected, at every message,
+    until it changed again."""
+    note = vault / TAGGED
+    note.write_text("Marie : projet secret. #makilab\n", encoding="utf-8")
+    before = os.stat(note)
+    assert TAGGED in paths_of(context_notes_get())
+
+    note.write_text("Marie : projet secret. #autres!\n", encoding="utf-8")
+    assert os.stat(note).st_size == before.st_size
+    os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    assert TAGGED not in paths_of(context_notes_get())
+
+
 def test_a_fixed_note_edited_in_place_is_read_again(vault, reads):
     fixed_notes(["Profil.md"])
     aged(vault)
