@@ -202,7 +202,7 @@ def forgetting_take(
     Fact.all_objects.filter(pk__in=fact_ids).update(forgetting=forgetting)
     summary_ids = [s.id for s in chosen.summaries]
     Summary.all_objects.filter(pk__in=summary_ids).update(forgetting=forgetting)
-    summaries_taken(summary_ids)  # their other messages back to the history
+    summaries_taken(chosen.summaries)  # their other messages back to the history
     # The facts it leaves may have been about the topic once: those lines of their history go.
     FactRevision.all_objects.filter(pk__in=[line.id for line in chosen.revisions]).update(
         forgetting=forgetting

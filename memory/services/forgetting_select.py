@@ -29,6 +29,7 @@ from django.db.models import Q
 
 from memory.exceptions import DimensionMismatch, MemoryServiceError, StoreUnavailable
 from memory.models import Fact, FactKind, FactRevision, Message, MessageRole, Summary
+from memory.services.forgetting_summaries import summary_covers
 from memory.services.keywords import STOP_WORDS
 from memory.stores.fts import fts_search, fts_search_facts, query_terms, text_words
 
@@ -131,16 +132,9 @@ def restricted(selection: Selection, only: Iterable[str]) -> Selection:
     kept.summaries += [
         s
         for s in selection.summaries
-        if s not in kept.summaries and any(_covers(s, channel, at) for channel, at in taken)
+        if s not in kept.summaries and any(summary_covers(s, channel, at) for channel, at in taken)
     ]
     return kept
-
-
-def _covers(summary: Summary, channel: str, at) -> bool:
-    """Whether a compaction's summary covers a message of ``channel`` written ``at``."""
-    if summary.channel != channel or summary.period_start is None:
-        return False
-    return summary.period_start <= at <= (summary.period_end or summary.created_at)
 
 
 def _semantic_candidates(topic: str) -> dict[str, float]:

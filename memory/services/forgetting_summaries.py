@@ -24,24 +24,33 @@ from django.db.models import Q
 from memory.models import Forgetting, Message, Summary
 
 
+def summary_covers(summary: Summary, channel: str, at) -> bool:
+    """Whether a compaction's summary stands for a message of ``channel`` written ``at``:
+    one rule with ``_period``, the same messages in Python."""
+    if summary.channel != channel or summary.period_start is None:
+        return False
+    return summary.period_start <= at <= (summary.period_end or summary.created_at)
+
+
 def _period(summary: Summary) -> Q:
+    """summary_covers as a filter on messages."""
     return Q(
         channel=summary.channel,
         created_at__gte=summary.period_start,
-        created_at__lte=summary.period_end,
+        created_at__lte=summary.period_end or summary.created_at,
     )
 
 
-def _stood_for(summaries: list[Summary]) -> Q | None:
+def _stood_for(summaries: Iterable[Summary]) -> Q | None:
     """The messages these summaries stand for."""
-    dated = [s for s in summaries if s.period_start is not None and s.period_end is not None]
+    dated = [s for s in summaries if s.period_start is not None]
     return reduce(or_, (_period(s) for s in dated)) if dated else None
 
 
-def summaries_taken(summary_ids: Iterable[int]) -> int:
+def summaries_taken(summaries: Iterable[Summary]) -> int:
     """After a forget took these summaries: the live messages they stood for go back to
     the history (uncompacted). Returns how many."""
-    stood_for = _stood_for(list(Summary.all_objects.filter(pk__in=list(summary_ids))))
+    stood_for = _stood_for(summaries)
     if stood_for is None:
         return 0
     return Message.objects.filter(stood_for, compacted=True).update(compacted=False)
