@@ -46,7 +46,15 @@ FACTS = {
 
 
 @pytest.fixture
-def service(live_server, vector_store, local_embedder, fake_anthropic, eager_tasks, settings):
+def service(
+    live_server,
+    vector_store,
+    local_embedder,
+    fake_anthropic,
+    eager_tasks,
+    settings,
+    slow_machine_ok,
+):
     """The running service: its worker runs jobs inline; the (fake) LLM extracts, judges forgets."""
     from memory.services.retrieval import retrieval_warm
 
