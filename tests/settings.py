@@ -38,3 +38,9 @@ for _name in ("MAKILAB_API_RATE", "MAKILAB_API_ANON_RATE", "MAKILAB_API_CHAT_RAT
 from makilab.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Every retrieval source gets a generous time limit in the suite: on two busy workers a
+# source cut by its production limit (1 s for the semantic one) looks like a source that
+# found nothing, and a test about what retrieval finds fails on the hour's load. Tests
+# about the limits themselves set the limit they exercise.
+RETRIEVAL_TIMEOUTS_MS = dict.fromkeys(RETRIEVAL_TIMEOUTS_MS, 60_000)  # noqa: F405

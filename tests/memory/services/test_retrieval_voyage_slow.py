@@ -28,6 +28,8 @@ def slow_then_healthy_voyage(settings, vector_store):
         settings.VOYAGE_BASE_URL = fake.base_url
         settings.VOYAGE_TIMEOUT_S = 20.0  # the documented default
         settings.VOYAGE_MAX_RETRIES = 0
+        # The production limit: the suite's default is generous (tests/settings.py).
+        settings.RETRIEVAL_TIMEOUTS_MS = {**settings.RETRIEVAL_TIMEOUTS_MS, "semantic": 1000}
         # Voyage hangs on the next requests (they end, much later, in a 500 so the stuck
         # server threads stop without touching any store), then answers at once.
         fake.script(
