@@ -36,10 +36,3 @@ def forgotten_about_topic():
         key="dette_lisbonne", value="Je dois 4000 euros à Paulo de Lisbonne", actor="user"
     )
     return fact_forget(fact=fact, actor="user")
-
-
-@pytest.fixture
-def slow_machine_ok(settings):
-    """Every retrieval source's time limit raised: a cold model on a shared machine must
-    not look like a gate decision, nor a source cut short like one that found nothing."""
-    settings.RETRIEVAL_TIMEOUTS_MS = dict.fromkeys(settings.RETRIEVAL_TIMEOUTS_MS, 60000)

@@ -22,7 +22,7 @@ PREVIEW_URL = "/api/memory/preview"
 
 
 @pytest.fixture
-def dentist(vector_store, local_embedder, slow_machine_ok):
+def dentist(vector_store, local_embedder):
     fact = fact_store(key="dentist", value="Rendez-vous chez le dentiste mardi à 9 heures")[0]
     index_row(KIND_FACT, fact.id)
     retrieval_warm()  # as serve does at start: the first query embedding is not timed out

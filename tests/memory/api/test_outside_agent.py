@@ -53,7 +53,6 @@ def service(
     fake_anthropic,
     eager_tasks,
     settings,
-    slow_machine_ok,
 ):
     """The running service: its worker runs jobs inline; the (fake) LLM extracts, judges forgets."""
     from memory.services.retrieval import retrieval_warm

@@ -43,7 +43,6 @@ def _unknown(tool: str, *names: str) -> str:
 def test_an_mcp_tool_refuses_an_unknown_argument_in_french(
     mcp, vector_store, local_embedder, settings, tool, arguments, unknown
 ):
-    settings.RETRIEVAL_TIMEOUTS_MS = dict.fromkeys(settings.RETRIEVAL_TIMEOUTS_MS, 60000)
 
     result = mcp(tool, arguments)
 

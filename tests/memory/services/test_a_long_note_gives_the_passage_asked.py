@@ -40,7 +40,6 @@ def vault(vector_store, local_embedder, settings, tmp_path):
 
     settings.OBSIDIAN_API_URL = ""
     settings.OBSIDIAN_VAULT_PATH = folder = tmp_path / "vault"
-    settings.RETRIEVAL_TIMEOUTS_MS = dict.fromkeys(settings.RETRIEVAL_TIMEOUTS_MS, 60000)
     folder.mkdir()
     (folder / MAISON).write_text(HEAD + ACCESS + TAIL)
     (folder / "Court.md").write_text("#makilab\nLe chat s'appelle Pistache et dort au grenier.\n")

@@ -27,7 +27,6 @@ def world(vector_store, local_embedder, settings, tmp_path):
 
     settings.OBSIDIAN_API_URL = ""
     settings.OBSIDIAN_VAULT_PATH = vault = tmp_path / "vault"
-    settings.RETRIEVAL_TIMEOUTS_MS = dict.fromkeys(settings.RETRIEVAL_TIMEOUTS_MS, 60000)
     (vault / "Projets").mkdir(parents=True)
     (vault / "Desserts").mkdir()
     (vault / ZEPHYRIN).write_text(

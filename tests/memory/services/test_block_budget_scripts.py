@@ -78,9 +78,7 @@ def test_a_chinese_summary_grows_into_the_room_the_memories_leave():
 
 
 @pytest.mark.django_db
-def test_the_block_keeps_to_its_token_budget_with_chinese_memories(
-    vector_store, local_embedder, slow_machine_ok
-):
+def test_the_block_keeps_to_its_token_budget_with_chinese_memories(vector_store, local_embedder):
     """Measured with the bundled model's own subword tokenizer (about 4 characters a
     token on French, more lenient than the product's 3.5): before, counted at 3.5
     characters a token, a block of Chinese memories took 1,406 tokens of 1,000."""

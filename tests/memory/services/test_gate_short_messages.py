@@ -24,16 +24,14 @@ WITH_THE_KNEE = [
     "scores, but made one more of its negatives inject ('d'accord je regarde': 18 -> 17 of "
     "22 silent, 170 -> 214 tokens on average): not taken.",
 )
-def test_and_my_knee_injects_the_memory_holding_the_word_knee(
-    vector_store, local_embedder, slow_machine_ok
-):
+def test_and_my_knee_injects_the_memory_holding_the_word_knee(vector_store, local_embedder):
     stored = facts_remember_indexed(WITH_THE_KNEE)
     result = auto_retrieve_preview(message="and my knee?", channel="gateway")
     assert f"fact:{stored['knee'].id}" in [m["id"] for m in result.memories], result.gate
 
 
 def test_a_short_question_about_what_no_memory_mentions_injects_nothing(
-    vector_store, local_embedder, slow_machine_ok
+    vector_store, local_embedder
 ):
     facts_remember_indexed(WITH_THE_KNEE)
     result = auto_retrieve_preview(message="and my elbow?", channel="gateway")

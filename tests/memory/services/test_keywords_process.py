@@ -34,11 +34,6 @@ def alone(vector_store, local_embedder, settings, tmp_path, monkeypatch):
     settings.OBSIDIAN_API_URL = ""
     settings.OBSIDIAN_VAULT_PATH = tmp_path
     monkeypatch.setattr(local_engine, "query_gets_every_core", lambda: True)
-    # A team of every core on a loaded machine can take over the semantic source's
-    # second, the keyword process its 300 ms and the live room's search its second (each
-    # seen on a machine running other suites): these tests are about where the keywords
-    # are ranked, not those limits.
-    settings.RETRIEVAL_TIMEOUTS_MS = dict.fromkeys(settings.RETRIEVAL_TIMEOUTS_MS, 60_000)
     assert keywords_process_start()
     from memory.stores.embedders import get_embedder
 

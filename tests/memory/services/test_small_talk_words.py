@@ -138,7 +138,7 @@ def _injected(message: str) -> list[str]:
     ],
 )
 def test_a_question_about_tomorrow_injects_what_is_planned_for_it(
-    vector_store, local_embedder, slow_machine_ok, question, memory
+    vector_store, local_embedder, question, memory
 ):
     """(An English question about a French memory is the gate's to judge: its best hit
     stands as close to the background as an off-topic question's and no word is shared.)"""
@@ -147,9 +147,7 @@ def test_a_question_about_tomorrow_injects_what_is_planned_for_it(
 
 
 @pytest.mark.django_db
-def test_a_question_about_the_party_injects_the_party(
-    vector_store, local_embedder, slow_machine_ok
-):
+def test_a_question_about_the_party_injects_the_party(vector_store, local_embedder):
     stored = facts_remember_indexed(
         [*OWNER_FACTS, ("soiree", "La soirée d'anniversaire de Julie est samedi à 20 h.", "event")]
     )
