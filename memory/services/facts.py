@@ -316,6 +316,10 @@ def fact_update(
         # a new value: the edit form re-sends the value unchanged with an empty TTL
         # ("expiration inchangée"), which keeps the agent's expiry.
         fields["expires_at"] = None
+    if actor not in OWNER_ACTORS and actor != Actor.AGENT:
+        # A system write (memory_seed_self) never changes what the owner wrote either (QA
+        # 7b: a seed line superseded a limitation the owner wrote herself).
+        fields = agent_fields(current, fields)
     if actor == Actor.AGENT:
         if (
             reviving
@@ -327,7 +331,14 @@ def fact_update(
             # value does not come back under the owner's lock (their other settings
             # stay). Not when the agent forgot the fact itself: forgetting, then stating
             # again, never replaces what the owner wrote.
-            current.owner_fields = [f for f in current.owner_fields if f != "value"]
+            released = {"value"}
+            news = fields.get("value", current.value) != current.value
+            if news and (expired_now or forgotten_by(current) == Actor.SYSTEM):
+                # News on a fact whose owner-given expiry ran out: that expiry was for the
+                # owner's words, which ran out with it (QA 7b: the news was stored
+                # nowhere). The same words stay expired (below).
+                released.add("expires_at")
+            current.owner_fields = [f for f in current.owner_fields if f not in released]
         fields = agent_fields(current, fields)
         expiry = fields.get("expires_at", current.expires_at)
         if reviving and expiry is not None and expiry <= timezone.now():

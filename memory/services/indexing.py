@@ -137,6 +137,36 @@ def _embed(documents: list[Document]) -> list[list[float]]:
     return embedder.embed_documents([d.text for d in documents])
 
 
+def _claim_embed(claim: IndexClaim) -> list[list[float]]:
+    """The vectors of the claim's documents, in one batch. A text the embedder cannot
+    represent (an invalid vector in its answer) fails its own row only: the batch is
+    embedded again one document at a time, the rows whose vectors are fine go on, and
+    the others are recorded failed (QA 7b: one zero vector from Voyage failed the 31 rows
+    a task had batched beside it, for good)."""
+    try:
+        return _embed(claim.documents)
+    except EmbeddingInvalid:
+        if len({d.row_id for d in claim.documents}) < 2:
+            raise
+    logger.warning("indexing %s: an invalid vector in a batch, embedding apart", claim.kind)
+    invalid: dict[int, EmbeddingInvalid] = {}
+    embedded: list[tuple[Document, list[float]]] = []
+    for document in claim.documents:
+        if document.row_id in invalid:
+            continue
+        try:
+            embedded.append((document, _embed([document])[0]))
+        except EmbeddingInvalid as exc:
+            invalid[document.row_id] = exc
+    read = {d.row_id: d.version for d in claim.documents}
+    for row_id, exc in invalid.items():
+        index_failure_record(claim.kind, [row_id], claim.token, exc, transient=False, versions=read)
+    claim.report.failed += len(invalid)
+    kept = [(d, v) for d, v in embedded if d.row_id not in invalid]
+    claim.documents = [d for d, _ in kept]
+    return [v for _, v in kept]
+
+
 def _remove(removals: list[Removal]) -> None:
     from memory.stores.vectors import get_vector_store
 
@@ -356,7 +386,7 @@ def index_embed(claim: IndexClaim) -> bool:
         from memory.stores.vectors import current_embedder
 
         claim.embedder = current_embedder()
-        claim.vectors = _embed(claim.documents)
+        claim.vectors = _claim_embed(claim)
 
     return _attempt(claim, step)
 
@@ -383,7 +413,7 @@ def index_rows(kind: str, row_ids: Sequence[int], *, force: bool = False) -> Ind
     """
     claim = index_claim(kind, row_ids, force=force)
     _removals_first(claim)
-    if claim.items and _attempt(claim, lambda: _write(claim, _embed(claim.documents))):
+    if claim.items and _attempt(claim, lambda: _write(claim, _claim_embed(claim))):
         _finish_all(claim)
     return claim.report
 

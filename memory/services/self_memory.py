@@ -46,7 +46,7 @@ from memory.models import (
     RevisionReason,
     SelfCategory,
 )
-from memory.services.fact_ownership import owner_forgot
+from memory.services.fact_ownership import OWNER_ACTORS, owner_forgot
 from memory.services.self_memory_reads import (
     KIND_LABELS,
     NOT_FOUND_MESSAGE,
@@ -199,12 +199,12 @@ def agent_item_store(
     with transaction.atomic():  # the write lock: no edit between this read and the write
         # The decision may have taken an LLM call's time: its message may be forgotten by now.
         source_present(key=key, actor=actor, source_message_id=source_message_id)
-        if target is not None and actor == Actor.AGENT:
+        if target is not None and actor not in OWNER_ACTORS:
             # The row as it is now: the decision may have taken an LLM call's time.
             target = Fact.all_objects.select_for_update().get(pk=target.pk)
             if "value" in (target.owner_fields or []):
-                # The owner wrote that item's text: the agent never rewrites it (nor
-                # half of it, its category alone); what it learnt is kept beside it.
+                # The owner wrote that item's text: the agent (or a seed) never rewrites
+                # it (nor half of it, its category alone); what it learnt is kept beside it.
                 action = "ADD"
         if action == "ADD" or target is None:
             importance = DEFAULT_IMPORTANCE.get(category, GOAL_IMPORTANCE)

@@ -134,3 +134,22 @@ def test_the_agent_deleting_a_self_item_expired_after_an_owner_restore_hears_it_
     fact_forget(fact=item, actor=Actor.USER)
     with pytest.raises(MemoryServiceError, match="Aucun souvenir"):
         agent_item_forget(kind=FactKind.GOAL, item_id=item.pk, reason="atteint", actor=Actor.AGENT)
+
+
+@PURGED_FIRST
+def test_the_agents_news_on_a_fact_whose_owner_given_expiry_ran_out_is_kept(purged_first):
+    """The owner's words and expiry ran out together; the agent's new value is news, not
+    the owner's words brought back past their expiry (QA 7b: it was stored nowhere)."""
+    fact, _ = fact_store(key="rdv_dentiste", value="Mardi 10h", actor=Actor.USER, ttl="1d")
+    assert {"value", "expires_at"} <= set(fact.owner_fields)
+    _expire(fact, purged_first=purged_first)
+
+    fact_store(key="rdv_dentiste", value="Jeudi 15h", actor=Actor.AGENT, ttl="7d")
+    expired_purge()
+
+    back = facts_active().get(key="rdv_dentiste")
+    assert back.value == "Jeudi 15h"
+    assert (
+        timezone.now() + timedelta(days=6) < back.expires_at <= timezone.now() + timedelta(days=7)
+    )
+    assert "value" not in back.owner_fields and "expires_at" not in back.owner_fields
