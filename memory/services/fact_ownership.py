@@ -136,7 +136,9 @@ def agent_fields(current: Fact, fields: dict[str, object]) -> dict[str, object]:
     allowed: dict[str, object] = {}
     for name, value in fields.items():
         if name in locked and getattr(current, name) != value:
-            logger.info("agent write to %s.%s left as is: the owner set it", current.key, name)
+            logger.info(
+                "agent write to fact #%s's %s left as is: the owner set it", current.pk, name
+            )
             continue
         allowed[name] = value
     if "subjects" in allowed:

@@ -343,7 +343,7 @@ def fact_update(
         expiry = fields.get("expires_at", current.expires_at)
         if reviving and expiry is not None and expiry <= timezone.now():
             # The owner set this expiry: the agent does not bring the fact back past it.
-            logger.info("%s expired as the owner set: not revived by the agent", current.key)
+            logger.info("fact #%s expired as the owner set: not revived by the agent", current.pk)
             return current
     changes = {name: value for name, value in fields.items() if getattr(current, name) != value}
     if "key" in changes and actor != Actor.AGENT:

@@ -80,3 +80,23 @@ def test_a_late_extraction_of_a_forgotten_fact_does_not_log_its_key(
     assert Fact.all_objects.get(pk=fact.pk).forgotten
     assert f"#{fact.pk}" in _said(caplog)  # said, by number
     assert "4512" not in _said(caplog) and "code_porte" not in _said(caplog)
+
+
+def test_a_statement_of_a_fact_its_owner_given_expiry_took_does_not_log_its_key(caplog):
+    """An expired fact is forgotten by its expiry: its key stays out of the log too (QA 7a:
+    « agent write to <key>.expires_at left as is », « <key> expired as the owner set »)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    fact, _ = fact_store(
+        key="dette_zorglub_paulo", value="Je dois 4000 euros à Paulo", actor=Actor.USER, ttl="1h"
+    )
+    Fact.all_objects.filter(pk=fact.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    caplog.set_level(logging.INFO)
+
+    fact_store(key="dette_zorglub_paulo", value="Je dois 4000 euros à Paulo", actor=Actor.AGENT)
+
+    said = _said(caplog)
+    assert f"#{fact.pk}" in said
+    assert "zorglub" not in said, said
