@@ -5,7 +5,9 @@ The file is JSON (a list of objects) or JSONL (one object a line), each
 is checked first: the first bad line stops everything with a French error
 naming it, and nothing is stored. Loading is idempotent: an item already there
 (the same words, even if the agent has since changed or deleted it) is left as
-it is, so a seed run again never undoes what the agent learned.
+it is, so a seed run again never undoes what the agent learned; nor does it bring
+back an item the owner erased (a purged topic forget, « Effacer maintenant »: its
+erasure marks), which only the owner's own write brings back.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class SeedReport:
     added: list[SeedItem] = field(default_factory=list)
     present: list[SeedItem] = field(default_factory=list)
     merged: list[SeedItem] = field(default_factory=list)
+    erased: list[SeedItem] = field(default_factory=list)
 
 
 def _decode(text: str, where: str) -> object:
@@ -135,6 +138,7 @@ def self_seed(*, text: str) -> SeedReport:
     dedup compares on the spot) stops the whole seed, nothing stored, rather than add
     items unchecked. Beside `serve` the command has serve run it (serve_link).
     """
+    from memory.services.erased_marks import fact_erased_since
     from memory.services.self_memory import agent_item_store
     from memory.services.self_memory_validate import agent_item_key
 
@@ -144,6 +148,9 @@ def self_seed(*, text: str) -> SeedReport:
         key = agent_item_key(kind=item.kind, content=item.content)
         if Fact.all_objects.filter(key=key).exists():
             report.present.append(item)
+            continue
+        if fact_erased_since(key=key, value=item.content, moment=None):
+            report.erased.append(item)  # erased stays erased (QA 7a: a re-run brought it back)
             continue
         result = agent_item_store(
             kind=item.kind,
@@ -166,4 +173,13 @@ def seed_report_lines(report: SeedReport) -> list[str]:
         f"{count_fr(len(report.merged), 'fusionné')}. Ils seront indexés par le service "
         "(ou `manage.py reindex`)."
     )
+    if report.erased:
+        lines.append(
+            f"{count_fr(len(report.erased), 'élément effacé', 'éléments effacés')} par le "
+            "propriétaire, non rechargé"
+            + ("s" if len(report.erased) > 1 else "")
+            + " : "
+            + ", ".join(item.where for item in report.erased)
+            + "."
+        )
     return lines

@@ -77,3 +77,41 @@ def test_a_system_write_leaves_the_fields_the_owner_set():
     fact.refresh_from_db()
     assert fact.value == "Dr Martin"
     assert set(fact.subjects) == {"santé", "médecin"}  # subjects only added to, as the agent's
+
+
+def test_a_seed_run_again_does_not_bring_back_an_item_the_owner_erased(
+    vector_store, local_embedder, no_llm, django_capture_on_commit_callbacks
+):
+    """A topic forget took the seeded goal and was purged (its erasure marks stay): the
+    same seed run again stored it again, word for word (QA 7a)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.services.forgetting import forgettings_purge, topic_forget
+    from memory.services.self_seed import seed_report_lines, self_seed
+
+    seed = "\n".join(
+        json.dumps(item, ensure_ascii=False)
+        for item in (
+            {
+                "kind": "goal",
+                "category": "connection",
+                "content": "Je veux aider mon propriétaire à préparer son voyage à Zanzibar",
+            },
+            {"kind": "self", "category": "context", "content": "Je suis Makilab, l'agent."},
+        )
+    )
+    self_seed(text=seed)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert topic_forget(topic="voyage à Zanzibar", actor="user").counts["facts"] == 1
+        forgettings_purge(now=timezone.now() + timedelta(days=30))
+    assert not Fact.all_objects.filter(value__contains="Zanzibar").exists()
+
+    report = self_seed(text=seed)
+
+    assert not Fact.all_objects.filter(value__contains="Zanzibar").exists()
+    assert ([i.where for i in report.erased], len(report.present)) == (["ligne 1"], 1)
+    said = "\n".join(seed_report_lines(report))
+    assert "1 élément effacé par le propriétaire, non rechargé : ligne 1." in said
+    assert "Zanzibar" not in said
