@@ -59,6 +59,7 @@ from memory.services.forgetting_select import (  # re-exported
     Selection,
     restricted,
     select,
+    taken_since,
     topic_terms,
 )
 from memory.services.forgetting_summaries import summaries_given_back, summaries_taken
@@ -137,14 +138,19 @@ def topic_forget(
     if only is not None:  # else the plan above is the one taken
         chosen = restricted(chosen, only)
         plan = plan_of(topic, chosen)
-    if plan.empty:
-        return ForgetResult(
-            topic, None, plan.counts(), None, chosen.selection, ids_not_taken=not_taken
-        )
     retention = timedelta(days=memory_settings_get().forget_retention_days)
-    forgetting = forgetting_take(
-        topic=topic, chosen=chosen, actor=actor, retention=retention, terms=topic_terms(topic)
-    )
+    with transaction.atomic():  # the write lock: what no other forget took since, taken
+        if taken := taken_since(chosen):
+            not_taken = sorted({*not_taken, *taken}) if only is not None else not_taken
+            chosen = restricted(chosen, set(plan_of(topic, chosen).item_ids()) - taken)
+            plan = plan_of(topic, chosen)
+        if plan.empty:
+            return ForgetResult(
+                topic, None, plan.counts(), None, chosen.selection, ids_not_taken=not_taken
+            )
+        forgetting = forgetting_take(
+            topic=topic, chosen=chosen, actor=actor, retention=retention, terms=topic_terms(topic)
+        )
     logger.info("forgot topic n°%s: %s", forgetting.id, plan.counts())
     return ForgetResult(
         topic,

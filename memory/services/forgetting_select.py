@@ -95,6 +95,34 @@ class Selection:
     scores: dict[str, float] = field(default_factory=dict)
 
 
+def taken_since(selection: Selection) -> set[str]:
+    """The ids of the selection another forget took since it was read (a confirmation
+    sent twice, two forgets at once: the second re-pointed the first's rows to itself,
+    and the undo of either left a fact forgotten, QA 8a). Ask it under the write lock."""
+    taken: set[str] = set()
+    if selection.message_ids:
+        members = selection.members
+        taken |= {
+            f"message:{members.get(i, i)}"
+            for i in Message.all_objects.filter(
+                pk__in=selection.message_ids, forgetting__isnull=False
+            ).values_list("id", flat=True)
+        }
+    for model, kind, rows in (
+        (Fact, "fact", selection.facts),
+        (Summary, "summary", selection.summaries),
+        (FactRevision, "revision", selection.revisions),
+    ):
+        if rows:
+            taken |= {
+                f"{kind}:{i}"
+                for i in model.all_objects.filter(
+                    pk__in=[row.id for row in rows], forgetting__isnull=False
+                ).values_list("id", flat=True)
+            }
+    return taken
+
+
 def restricted(selection: Selection, only: Iterable[str]) -> Selection:
     """The part of a selection the owner saw and confirmed (ids like "message:12").
 
