@@ -10,14 +10,20 @@ message's and a summary's channel, date and text; a history line's fact, texts a
 date), and after it ``forgets_replay`` takes the restored rows they recognise
 again through ``forgetting_take`` (the one implementation of "take it out of the
 memory": FTS, points, retrieval logs, admin history, job payloads), under the same
-topic, actor, date and undo deadline. A history line taken for a text the fact said
-before an edit (the topic's words) takes the restored fact that says that text again. The owner can still undo it there, until its
-deadline; then the hourly purge erases it as it would have. A fact forgotten alone
-(its own flag; taken since by a topic forget too, if it was forgotten alone first) is
-carried as a forget of its own: the restored row with its id, recognised by any text
-it had (an edit since the backup changed it), is forgotten again (``fact_forget``) at
-the same date, before the topic forgets are replayed (so that undoing one gives the
-fact back forgotten alone, as it would have).
+topic, actor, date and undo deadline. A fact is recognised by every key and text it
+had (``_fact_marks``: an edit or a rename since the backup changed it), a history line
+by each key its fact had; a history line taken for a text the fact said before an edit
+(the topic's words) takes the restored fact that says that text again. The owner can
+still undo it there, until its deadline; then the hourly purge erases it as it would
+have. A fact forgotten alone (its own flag; taken since by a topic forget too, if it was
+forgotten alone first) is carried as a forget of its own: the restored row with its id,
+recognised by any text it had, is forgotten again (``fact_forget``) at the same date,
+before the topic forgets are replayed (so that undoing one gives the fact back
+forgotten alone, as it would have). A fact its expiry forgot is carried with that
+expiry: the restored copy (the backup's may have none) gets it and is forgotten as
+expired (``fact_expire``), as the purge did. An undone forget whose topic a purge
+redacted since (forgetting._undone_topics_redact) is carried too: the restored copy
+(its id and date) loses its topic again.
 """
 
 from __future__ import annotations
@@ -65,6 +71,12 @@ class CarriedForget:
     revisions: set[tuple[str, str, str]] = field(default_factory=set)
     alone: bool = False  # one fact forgotten alone (its flag): ``row_id``, ``facts`` its texts
     row_id: int | None = None
+    expires_at: datetime | None = None  # alone, by its expiry: the expiry it had
+    undone: bool = False  # an undone forget (``row_id``) whose topic was redacted since
+
+    @property
+    def topic_forget(self) -> bool:
+        return not (self.alone or self.undone)
 
 
 def _moment(value: object) -> str:
@@ -92,13 +104,13 @@ def forgets_read(path: Path) -> list[CarriedForget]:
 
 
 def _forgets(db: sqlite3.Connection) -> list[CarriedForget]:
-    return _facts_forgotten_alone(db) + _topic_forgets(db)
+    return _facts_forgotten_alone(db) + _topic_forgets(db) + _undone_topics_redacted(db)
 
 
 def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
     """Each fact forgotten one by one, with who forgot it (its last FORGOTTEN line), its
-    row id and every text it had. A fact the TTL took (its last line EXPIRED) is not
-    carried: the restored copy has the same expiry, and the purge takes it again."""
+    row id and every key and text it had. A fact the TTL took (its last line EXPIRED) is
+    carried with its expiry: the backup's copy may have none (set since), or a later one."""
     facts, revisions = Fact._meta.db_table, FactRevision._meta.db_table
     last = (
         f"SELECT r.{{column}} FROM {revisions} r WHERE r.fact_id = f.id AND r.reason IN (?, ?) "
@@ -106,7 +118,8 @@ def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
     )
     reasons = [RevisionReason.FORGOTTEN, RevisionReason.EXPIRED]
     rows = db.execute(
-        f"SELECT f.id, f.key, f.value, f.forgotten_at, ({last.format(column='reason')}), "
+        f"SELECT f.id, f.key, f.value, f.forgotten_at, f.expires_at, "
+        f"({last.format(column='reason')}), "
         f"({last.format(column='actor')}) FROM {facts} f "
         f"LEFT JOIN {Forgetting._meta.db_table} g ON g.id = f.forgetting_id "
         f"WHERE f.forgotten = 1 AND f.forgotten_at IS NOT NULL "
@@ -114,14 +127,8 @@ def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
         reasons + reasons,
     ).fetchall()
     carried = []
-    for pk, key, value, forgotten_at, reason, actor in rows:
-        if reason == RevisionReason.EXPIRED:
-            continue
-        history = db.execute(
-            f"SELECT old_value, new_value FROM {revisions} WHERE fact_id = ?", [pk]
-        )
-        texts = {value} | {text for pair in history for text in pair if text}
-        keys = {key} | _keys_had(db, pk)  # a backup before a rename holds it under an old one
+    for pk, key, value, forgotten_at, expires_at, reason, actor in rows:
+        expired = reason == RevisionReason.EXPIRED and expires_at is not None
         carried.append(
             CarriedForget(
                 topic="",
@@ -129,9 +136,10 @@ def _facts_forgotten_alone(db: sqlite3.Connection) -> list[CarriedForget]:
                 selection="",
                 created_at=_stored_moment(forgotten_at),
                 purge_after=_stored_moment(forgotten_at),
-                facts={fact_mark(k, text) for k in keys for text in texts},
+                facts=_fact_marks(db, pk, key, value),
                 alone=True,
                 row_id=pk,
+                expires_at=_stored_moment(expires_at) if expired else None,
             )
         )
     return carried
@@ -162,7 +170,7 @@ def _topic_forgets(db: sqlite3.Connection) -> list[CarriedForget]:
     for pk, fact_id, key, value in db.execute(
         f"SELECT forgetting_id, id, key, value FROM {Fact._meta.db_table} WHERE {taken}", active
     ):
-        forgets[pk].facts |= {fact_mark(k, value) for k in {key} | _keys_had(db, fact_id)}
+        forgets[pk].facts |= _fact_marks(db, fact_id, key, value)
     for pk, *values in db.execute(
         f"SELECT forgetting_id, {_columns(Message, MESSAGE_KEY)} "
         f"FROM {Message._meta.db_table} WHERE {taken}",
@@ -181,21 +189,67 @@ def _topic_forgets(db: sqlite3.Connection) -> list[CarriedForget]:
         forgets[pk].summaries.add(
             summary_mark(row | {"created_at": _stored_moment(row["created_at"])})
         )
-    for pk, key, old, new, created_at in db.execute(
-        f"SELECT r.forgetting_id, f.key, r.old_value, r.new_value, r.created_at "
+    keys_of: dict[int, set[str]] = {}
+    for pk, fact_id, key, old, new, created_at in db.execute(
+        f"SELECT r.forgetting_id, r.fact_id, f.key, r.old_value, r.new_value, r.created_at "
         f"FROM {FactRevision._meta.db_table} r JOIN {Fact._meta.db_table} f ON f.id = r.fact_id "
         f"WHERE r.{taken}",
         active,
     ):
         forget = forgets[pk]
-        forget.revisions.add(_revision_key(key, old, new, created_at))
+        # The backup holds the line under the key its fact had then (a rename since).
+        if fact_id not in keys_of:
+            keys_of[fact_id] = _keys(db, fact_id, key)
+        keys = keys_of[fact_id]
+        forget.revisions |= {_revision_key(k, old, new, created_at) for k in keys}
         # The text the line was taken for (forgetting_select.history_about) may be the
         # fact's value in the backup, edited away since: a restored fact saying it is the
         # forgotten text, taken with the forget.
         if terms := topic_terms(forget.topic):
-            said = (t for t in (old, new) if t and contains_all(t, terms))
-            forget.facts |= {fact_mark(key, t) for t in said}
+            said = [t for t in (old, new) if t and contains_all(t, terms)]
+            forget.facts |= {fact_mark(k, t) for k in keys for t in said}
     return [f for f in forgets.values() if f.facts or f.messages or f.summaries or f.revisions]
+
+
+def _undone_topics_redacted(db: sqlite3.Connection) -> list[CarriedForget]:
+    """The undone forgets whose topic a purge redacted (forgetting._undone_topics_redact):
+    the backup may hold them from before, their topic in clear. By id and date (the
+    replaced memory may not be the one the backup was taken of)."""
+    from memory.services.forgetting import PURGED_TOPIC
+
+    rows = db.execute(
+        f"SELECT id, actor, selection, created_at, purge_after FROM "
+        f"{Forgetting._meta.db_table} WHERE state = ? AND topic = ?",
+        [ForgettingState.RESTORED, PURGED_TOPIC],
+    )
+    return [
+        CarriedForget(
+            topic=PURGED_TOPIC,
+            actor=actor,
+            selection=selection,
+            created_at=_stored_moment(created_at),
+            purge_after=_stored_moment(purge_after),
+            undone=True,
+            row_id=pk,
+        )
+        for pk, actor, selection, created_at, purge_after in rows
+    ]
+
+
+def _fact_marks(db: sqlite3.Connection, fact_id: int, key: str, value: str) -> set[str]:
+    """A fact as a backup may hold it: each key it had with each text it had (an edit or a
+    rename since the backup changed them)."""
+    history = db.execute(
+        f"SELECT old_value, new_value FROM {FactRevision._meta.db_table} WHERE fact_id = ?",
+        [fact_id],
+    )
+    texts = {value} | {text for pair in history for text in pair if text}
+    return {fact_mark(k, text) for k in _keys(db, fact_id, key) for text in texts}
+
+
+def _keys(db: sqlite3.Connection, fact_id: int, key: str) -> set[str]:
+    """The fact's key and those it had before a rename."""
+    return {key} | _keys_had(db, fact_id)
 
 
 def _keys_had(db: sqlite3.Connection, fact_id: int) -> set[str]:
@@ -227,6 +281,9 @@ def forgets_replay(carried: list[CarriedForget]) -> dict[str, int]:
 
     with transaction.atomic():
         for forget, found in zip(carried, _found(carried), strict=True):
+            if forget.undone:
+                _topic_redact_again(forget)
+                continue
             if found.empty:
                 continue
             if forget.alone:
@@ -255,15 +312,32 @@ def forgets_replay(carried: list[CarriedForget]) -> dict[str, int]:
 
 def _forget_again_alone(forget: CarriedForget, fact_ids: list[int]) -> int:
     """Forget the restored copies of a fact forgotten alone, at its date (the undo window
-    and the purge count from it). Returns how many were forgotten again."""
+    and the purge count from it); one its expiry forgot, with that expiry, as expired (an
+    expired fact is out as a forgotten one is, and its restore drops the expiry). Returns
+    how many were forgotten again."""
+    from memory.services.expiry import fact_expire
     from memory.services.facts import fact_forget
 
     again = 0
-    for fact in Fact.all_objects.filter(pk__in=fact_ids, forgotten=False):
-        fact_forget(fact=fact, actor=forget.actor)
-        Fact.all_objects.filter(pk=fact.pk).update(forgotten_at=forget.created_at)
+    for fact in Fact.all_objects.select_for_update().filter(pk__in=fact_ids, forgotten=False):
+        if forget.expires_at is not None:
+            Fact.all_objects.filter(pk=fact.pk).update(expires_at=forget.expires_at)
+            fact.expires_at = forget.expires_at
+            fact_expire(fact=fact, now=forget.created_at)
+        else:
+            fact_forget(fact=fact, actor=forget.actor)
+            Fact.all_objects.filter(pk=fact.pk).update(forgotten_at=forget.created_at)
         again += 1
     return again
+
+
+def _topic_redact_again(forget: CarriedForget) -> None:
+    """The restored copy of an undone forget (its id, its date) loses its topic again."""
+    from memory.services.forgetting import PURGED_TOPIC
+
+    Forgetting.objects.filter(
+        pk=forget.row_id, created_at=forget.created_at, state=ForgettingState.RESTORED
+    ).update(topic=PURGED_TOPIC)
 
 
 @dataclass
@@ -305,7 +379,7 @@ def _found(carried: list[CarriedForget]) -> list[_Found]:
         row = rows.get(forget.row_id)
         if row is not None and fact_mark(row.key, row.value) in forget.facts:
             found[i].facts.append(row.pk)
-    carried_topics = [(i, f) for i, f in enumerate(carried) if not f.alone]
+    carried_topics = [(i, f) for i, f in enumerate(carried) if f.topic_forget]
     facts = {d: found[i] for i, f in carried_topics for d in f.facts}
     messages = {d: found[i] for i, f in enumerate(carried) for d in f.messages}
     summaries = {d: found[i] for i, f in enumerate(carried) for d in f.summaries}

@@ -30,15 +30,22 @@ def expired_purge(*, now: datetime | None = None) -> int:
             fact = expired.select_for_update().filter(pk=pk).first()
             if fact is None:
                 continue
-            fact.forgotten = True
-            fact.forgotten_at = now
-            fact.save(update_fields=["forgotten", "forgotten_at", "updated_at"])
-            revision_record(
-                fact=fact,
-                actor=Actor.SYSTEM,
-                reason=RevisionReason.EXPIRED,
-                old_value=fact.value,
-            )
-            index_enqueue(KIND_FACT, fact.id)
+            fact_expire(fact=fact, now=now)
         purged += 1
     return purged
+
+
+def fact_expire(*, fact: Fact, now: datetime) -> None:
+    """Forget ``fact`` as its expiry does (revision "expired", by the system, dated
+    ``now``). The caller holds the row: the purge above, and a forced restore giving back
+    an expiry the backup did not have (memory.services.backup_forgets)."""
+    fact.forgotten = True
+    fact.forgotten_at = now
+    fact.save(update_fields=["forgotten", "forgotten_at", "updated_at"])
+    revision_record(
+        fact=fact,
+        actor=Actor.SYSTEM,
+        reason=RevisionReason.EXPIRED,
+        old_value=fact.value,
+    )
+    index_enqueue(KIND_FACT, fact.id)

@@ -77,7 +77,7 @@ def _in(data: dict) -> CarriedForget:
     for name, value in data.items():
         if name not in kinds:
             continue
-        if name in ("created_at", "purge_after") and isinstance(value, str):
+        if name in ("created_at", "purge_after", "expires_at") and isinstance(value, str):
             value = datetime.fromisoformat(value)
         elif name == "revisions":
             value = {tuple(item) for item in value}

@@ -106,11 +106,31 @@ def test_the_journal_gives_back_the_marks_and_forgets_it_was_given(tmp_path):
         revisions={("k", "old", "new")},
         row_id=3,
     )
+    expired = CarriedForget(
+        topic="",
+        actor="system",
+        selection="",
+        created_at=datetime(2026, 11, 30, 9, tzinfo=UTC),
+        purge_after=datetime(2026, 11, 30, 9, tzinfo=UTC),
+        facts={"c"},
+        alone=True,
+        row_id=4,
+        expires_at=datetime(2026, 11, 30, 8, tzinfo=UTC),
+    )
+    undone = CarriedForget(
+        topic="[sujet effacé]",
+        actor="user",
+        selection="words",
+        created_at=datetime(2026, 11, 29, 10, tzinfo=UTC),
+        purge_after=datetime(2026, 12, 6, 10, tzinfo=UTC),
+        undone=True,
+        row_id=1,
+    )
     marks = [("digest-1", "2026-11-30 10:00:00")]
 
-    journal_write(database, marks, [forget])
+    journal_write(database, marks, [forget, expired, undone])
 
-    assert journal_read(database) == (marks, [forget])
+    assert journal_read(database) == (marks, [forget, expired, undone])
     journal_clear(database)
     assert journal_read(database) is None
 
