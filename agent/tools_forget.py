@@ -45,19 +45,20 @@ def _preview_keep(context: ToolContext, topic: str, ids: list[str]) -> None:
 
 
 def _preview_take(context: ToolContext, topic: str) -> list[str] | None:
-    """The ids of the channel's last dry run of the topic, still standing; it is used up."""
-    from django.db import transaction
+    """The ids of the channel's last dry run of the topic, still standing. Not used up: the
+    same agreement delivered twice (a chat POST retried after a lost answer, the model
+    calling the tool twice) takes those ids again, that is nothing more; used up, the
+    second became a new selection and took what the owner was never shown (QA 8a). A new
+    dry run of the topic replaces it; it ends with FORGET_PREVIEW_KEEP_S."""
     from django.utils import timezone
 
     from agent.models import ForgetPreview
 
     channel, digest = _preview_key(context, topic)
-    with transaction.atomic():
-        preview = ForgetPreview.objects.filter(channel=channel, terms_digest=digest).first()
-        if preview is None:
-            return None
-        preview.delete()
-    return preview.ids if timezone.now() - preview.created_at < _PREVIEW_KEEP else None
+    preview = ForgetPreview.objects.filter(channel=channel, terms_digest=digest).first()
+    if preview is None or timezone.now() - preview.created_at >= _PREVIEW_KEEP:
+        return None
+    return preview.ids
 
 
 def forget_run(tool_input: dict, context: ToolContext) -> dict:

@@ -84,6 +84,20 @@ def test_an_agreement_given_without_the_ids_takes_what_the_dry_run_showed(world)
     assert Message.objects.filter(pk=work.id).exists(), "taken without being shown"
 
 
+def test_the_same_agreement_delivered_twice_takes_nothing_the_dry_run_did_not_show(world):
+    """A chat POST retried after its answer was lost, or the model calling the tool twice
+    for one « oui »: the dry run was used up by the first, and the second became a new
+    selection that took an exchange the owner was never shown (QA 8a)."""
+    trip, work, _ = _previewed(world)
+    _agreed(world, {"topic": TOPIC}, trip, work)
+    assert not Message.objects.filter(pk=trip.id).exists()
+
+    again = _agreed(world, {"topic": TOPIC}, trip, work)
+
+    assert Message.objects.filter(pk=work.id).exists(), "taken without being shown"
+    assert again.tool_calls[0].data["counts"]["exchanges"] == 0
+
+
 def _restart() -> None:
     """What a restart of the process loses: anything the tools keep in memory."""
     import agent.tools
