@@ -242,7 +242,7 @@ def remember(
     # Without a version, outside any transaction: dedup's embedding and LLM call hold no lock.
     with transaction.atomic() if version is not None else nullcontext():
         if version is not None:
-            _unchanged_since(body.validated_data["key"], version)
+            _unchanged_since(body.validated_data, version)
         result = fact_remember(**body.validated_data, source=FactSource.TOOL, actor=Actor.AGENT)
     result.fact.refresh_from_db()  # its indexing state now (inline tasks index on commit)
     answer = {
@@ -254,17 +254,26 @@ def remember(
     return {**answer, **owner_kept_answer(result.fact, data["value"], kept_fields_stated(data))}
 
 
-def _unchanged_since(key: str, version: str) -> None:
-    """Refuse (FactChanged, FactNotFound) a write made on the fact ``key`` as read at
-    ``version`` when it changed since. Called in remember's transaction, which holds SQLite's
-    write lock from its start (IMMEDIATE): nothing lands between this check and the write.
-    The fact exists, so fact_remember restates it (fact_store): no embedding, no LLM call
-    while the lock is held."""
+def _unchanged_since(stated: dict[str, Any], version: str) -> None:
+    """Refuse (FactChanged, FactNotFound) a write made on the fact ``stated["key"]`` as read
+    at ``version`` when it changed since, unless it already holds what the write states (the
+    same call sent again, its answer lost: refused by its own write, QA 8a; the API's PATCH
+    answers it 200 the same way, facts.fact_already_holds). Called in remember's
+    transaction, which holds SQLite's write lock from its start (IMMEDIATE): nothing lands
+    between this check and the write. The fact exists, so fact_remember restates it
+    (fact_store): no embedding, no LLM call while the lock is held."""
     from memory.services.fact_keys import fact_named
     from memory.services.fact_revisions import fact_changed_refuse
+    from memory.services.facts import fact_already_holds
 
-    fact = fact_named(key, Actor.AGENT)  # the fact the agent's statement of the key writes
-    fact_changed_refuse(fact_revisions.fact_locked(fact), version)
+    # The fact the agent's statement of the key writes.
+    current = fact_revisions.fact_locked(fact_named(stated["key"], Actor.AGENT))
+    fields = {name: value for name, value in stated.items() if name not in ("key", "channel")}
+    if fact_revisions.fact_version(current) != version and fact_already_holds(
+        current, Actor.AGENT, fields
+    ):
+        return
+    fact_changed_refuse(current, version)
 
 
 # --- forget ----------------------------------------------------------------------------

@@ -280,7 +280,7 @@ def fact_update(
     if (
         opened is not None
         and fact_revisions.fact_version(current) != opened
-        and _already_applied(current, actor, fields)
+        and fact_already_holds(current, actor, fields)
     ):
         # The same edit again (a double submit, a request retried after a lost answer):
         # the row holds what it asks and the caller's mark on it, nothing to refuse
@@ -382,7 +382,7 @@ def fact_update(
     return current
 
 
-def _already_applied(current: Fact, actor: str, fields: dict[str, object]) -> bool:
+def fact_already_holds(current: Fact, actor: str, fields: dict[str, object]) -> bool:
     """Whether ``current`` (live) already holds every field of ``fields`` as stated, each
     already the owner's when the owner states it: writing them would change nothing."""
     if not fields or current.forgotten or current.forgetting_id is not None:

@@ -79,3 +79,25 @@ def test_an_empty_version_is_refused_as_such(mcp, vector_store, local_embedder, 
     assert result.is_error
     assert "version : vide" in result.content[0].text, result.content[0].text
     assert Fact.objects.get(key="velo").value == "un vélo bleu"
+
+
+def test_remember_sent_again_with_its_version_is_not_refused_by_its_own_write(
+    mcp, vector_store, local_embedder
+):
+    """The same call again, its answer lost (over HTTP): the fact holds what it states, so
+    it is no change made since, as the API's PATCH with its If-Match (QA 8a)."""
+    velo, _ = fact_store(key="velo", value="un vélo bleu", actor=Actor.AGENT)
+    ask = {"key": "velo", "value": "un vélo vert", "version": fact_version(velo)}
+    first = mcp("remember", ask)
+    assert not first.is_error, first.content[0].text
+    revisions = FactRevision.objects.filter(fact=velo).count()
+
+    again = mcp("remember", ask)
+
+    assert not again.is_error, again.content[0].text
+    assert again.structured_content["action"] == "noop"
+    assert FactRevision.objects.filter(fact=velo).count() == revisions
+    # Another value on that old version is still a change made since.
+    other = mcp("remember", {**ask, "value": "un vélo rouge"})
+    assert other.is_error
+    assert other.content[0].text == FACT_CHANGED_MESSAGE.format(value="un vélo vert")
