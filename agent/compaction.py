@@ -22,6 +22,7 @@ from agent.prompts import (
     french_date,
 )
 from memory.models import Message, MessageRole, Summary
+from memory.selectors import channel_conversation
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +40,14 @@ SPEAKERS = {
 }
 
 
+def _uncompacted(channel: str):
+    """The channel's conversation not compacted yet (selectors.channel_conversation: an
+    observed room's messages are the digest's, never summarised as the owner's words)."""
+    return channel_conversation(channel=channel).filter(compacted=False)
+
+
 def compaction_needed(*, channel: str) -> bool:
-    count = Message.objects.filter(channel=channel, compacted=False).count()
+    count = _uncompacted(channel).count()
     return count > settings.AGENT_COMPACTION_THRESHOLD
 
 
@@ -72,11 +79,7 @@ def channel_compact(*, channel: str) -> Summary | None:
 
     if not llm_available():
         return None
-    ids = list(
-        Message.objects.filter(channel=channel, compacted=False)
-        .order_by("id")
-        .values_list("id", flat=True)
-    )
+    ids = list(_uncompacted(channel).order_by("id").values_list("id", flat=True))
     if len(ids) <= settings.AGENT_COMPACTION_THRESHOLD:
         return None
     keep = settings.AGENT_COMPACTION_KEEP_LAST
@@ -157,7 +160,7 @@ def compaction_job_enqueue(*, channel: str):
     from memory.models import Forgetting, Job, JobKind, JobState
     from memory.services.jobs import job_enqueue
 
-    pending = Message.objects.filter(channel=channel, compacted=False)
+    pending = _uncompacted(channel)
     count = pending.count()
     if count <= settings.AGENT_COMPACTION_THRESHOLD:
         return None

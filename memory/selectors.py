@@ -95,10 +95,26 @@ def memory_settings_get() -> MemorySettings:
     return MemorySettings.load()
 
 
+def channel_conversation(*, channel: str) -> QuerySet[Message]:
+    """THE messages of the owner's conversation in ``channel``: what its history, its
+    exchanges (what a reply answers, what extraction reads) and its compaction are made of.
+
+    A message an observed room saved (``observed``: other people's words, read by the
+    digest from `live`) is never part of it, even once the room is no longer observed
+    (QA 8b: they became the owner's exchange, « Propriétaire : … » in a summary, and
+    user turns of the history). Forgotten and excluded messages are left out too (the
+    default manager).
+    """
+    # observed is True or null (memory.models.conversation): exclude() keeps the nulls.
+    return Message.objects.filter(channel=channel).exclude(observed=True)
+
+
 def _history(_now, before: bool, limit: int) -> QuerySet[Message]:
     """The channel's last ``limit`` messages the LLM can receive (before ``before``), newest first."""
-    messages = Message.objects.filter(channel=param("channel"), compacted=False).exclude(
-        role=MessageRole.TOOL
+    messages = (
+        channel_conversation(channel=param("channel"))
+        .filter(compacted=False)
+        .exclude(role=MessageRole.TOOL)
     )
     if before:
         messages = messages.filter(id__lt=int_param("before"))
@@ -113,7 +129,8 @@ def channel_history(
 ) -> list[Message]:
     """The conversation so far as the LLM receives it, oldest first: THE history.
 
-    The channel's last ``limit`` (history_length) messages before ``before_id``
+    The channel's last ``limit`` (history_length) messages of its conversation
+    (channel_conversation: no observed room's message) before ``before_id``
     that are not compacted (a summary stands for those) nor tool messages,
     starting with a non-assistant message (the Messages API opens with a user
     turn). The agent loop sends exactly these; auto-retrieval counts exactly

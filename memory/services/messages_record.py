@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from memory.exceptions import MemoryServiceError
 from memory.models import Message, MessageRecording, MessageRole, MessageSource
+from memory.selectors import channel_conversation
 from memory.services.messages import QuestionErased, channel_validate, message_save
 
 # The source a role implies (an assistant reply is stored as our loop stores it).
@@ -117,14 +118,17 @@ def _replay(key: str, fingerprint: str) -> Recording | None:
 
 
 def _open_exchange(channel: str) -> list[Message]:
-    """The channel's messages since its last reply: what the next reply answers."""
+    """The channel's messages since its last reply: what the next reply answers. Those of
+    its conversation only (selectors.channel_conversation): what an observed room said
+    before it stopped being observed is the digest's, never the owner's exchange."""
+    conversation = channel_conversation(channel=channel)
     last_reply = (
-        Message.objects.filter(channel=channel, role=MessageRole.ASSISTANT)
+        conversation.filter(role=MessageRole.ASSISTANT)
         .order_by("-id")
         .values_list("id", flat=True)
         .first()
     )
-    rows = Message.objects.filter(channel=channel, id__gt=last_reply or 0)
+    rows = conversation.filter(id__gt=last_reply or 0)
     return list(rows.order_by("-id")[:EXCHANGE_MAX_MESSAGES])[::-1]
 
 

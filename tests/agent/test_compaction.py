@@ -158,3 +158,28 @@ def test_a_forget_elsewhere_adds_no_second_compaction_while_one_waits(world):
     message_save(channel="whatsapp", role="user", content="Encore un message")
 
     assert compaction_job_enqueue(channel="whatsapp") == job
+
+
+def test_a_room_no_longer_observed_is_never_compacted_as_the_owners_words(world):
+    """QA 8b: what the room said while observed (others' words, still the digest's) is
+    neither counted toward the threshold nor summarised as « Propriétaire : … »."""
+    from memory.services.channels import channel_settings_set
+
+    channel_settings_set(channel="lobby", observed=True)
+    room = [
+        message_save(channel="lobby", role="user", author="david", content=f"Salon {i}")
+        for i in range(3)
+    ]
+    channel_settings_set(channel="lobby", observed=False)  # the owner uses the channel now
+    _fill("lobby", 10)
+    assert not compaction_needed(channel="lobby")
+    assert compaction_job_enqueue(channel="lobby") is None
+
+    _fill("lobby", 1)
+    world.script(text_message("Il a parlé de ses messages."))
+    summary = channel_compact(channel="lobby")
+
+    assert summary is not None and summary.message_count == 7
+    transcript = world.last.messages[0]["content"]
+    assert "Salon" not in transcript and "Message 0 de lobby" in transcript
+    assert not Message.objects.filter(pk__in=[m.id for m in room], compacted=True).exists()

@@ -147,3 +147,30 @@ def test_the_channel_summary_is_fenced_when_nothing_is_retrieved(world):
     system = world.last.system
     assert system.count("Résumé : il prépare un marathon.") == 1
     assert "Résumé : il prépare un marathon." in _fenced(system)
+
+
+def test_a_room_no_longer_observed_is_not_the_owners_turns_in_the_history(world):
+    """QA 8b: what the room said while observed (others' words, still the digest's) is
+    neither sent as the owner's turns nor counted as seen, nor read by the extraction."""
+    from memory.services.channels import channel_settings_set
+
+    past_exchange("lobby", "Parlons du jardin", "Bien sûr, le jardin.")
+    channel_settings_set(channel="lobby", observed=True)
+    room = [
+        message_save(channel="lobby", role="user", author=author, content=content)
+        for author, content in (("david", "Je pars en Grèce demain"), ("eve", "Sophie est promue"))
+    ]
+    channel_settings_set(channel="lobby", observed=False)  # the owner uses the channel now
+    world.script(text_message("C'est noté."))
+
+    result = handle_message(channel="lobby", text="Rappelle-moi d'acheter du pain")
+
+    assert [m["content"] for m in world.last.messages] == [
+        "Parlons du jardin",
+        "Bien sûr, le jardin.",
+        "Rappelle-moi d'acheter du pain",
+    ]
+    seen = {m.id for m in result.retrieval.history}
+    assert not seen & {m.id for m in room}
+    [job] = Job.objects.filter(kind="extract")
+    assert job.payload["message_ids"] == result.message_ids

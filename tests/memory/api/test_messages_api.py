@@ -458,3 +458,37 @@ def test_errors_of_the_whole_item_are_written_without_a_field_name():
         {"__all__": ["Tout le message."], "non_field_errors": ["Lui aussi."], "content": ["Vide."]}
     )
     assert said == "Tout le message.; Lui aussi.; content : Vide."
+
+
+def test_a_room_no_longer_observed_keeps_what_it_said_out_of_the_owners_exchange(world, agent_api):
+    """QA 8b: what the room said while observed is other people's words, the digest's."""
+    from memory.services.channels import channel_settings_set
+
+    channel_settings_set(channel="lobby", observed=True)
+    room = _post(
+        agent_api,
+        {
+            "messages": [
+                {"channel": "lobby", "author": "david", "content": "Je pars en Grèce demain"},
+                {"channel": "lobby", "author": "eve", "content": "Sophie a eu une promotion"},
+            ]
+        },
+    ).json()["message_ids"]
+    channel_settings_set(channel="lobby", observed=False)  # the owner uses the channel now
+
+    ids = _post(
+        agent_api,
+        {
+            "messages": [
+                {"channel": "lobby", "author": "moi", "content": "Rappelle-moi le pain"},
+                {"channel": "lobby", "role": "assistant", "content": "C'est noté."},
+            ]
+        },
+    ).json()["message_ids"]
+
+    [job] = Job.objects.filter(kind="extract")
+    assert job.payload["message_ids"] == [ids[0]]
+    assert Message.objects.get(pk=ids[1]).reply_to_id == ids[0]
+    # Still the digest's: observed, undigested, in `live`.
+    live = Message.objects.filter(observed=True, digested_at__isnull=True).order_by("id")
+    assert list(live.values_list("id", flat=True)) == room
