@@ -29,8 +29,9 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.utils import timezone
 
-from agent.exceptions import LlmInvalidJson
-from agent.extraction import EXTRACTION_MAX_TOKENS, FactCandidate, candidate_from
+from agent.compaction import COMPACTION_MESSAGE_CHARS, COMPACTION_TRANSCRIPT_CHARS
+from agent.exceptions import LlmAnswerCut, LlmAnswerUnusable, LlmInvalidJson
+from agent.extraction import FactCandidate, candidate_from
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,20 @@ logger = logging.getLogger(__name__)
 DIGEST_CRASHED_NOTE = (
     "Le résumé a échoué sur une erreur inattendue ; son détail est dans le journal du service."
 )
+# An answer the digest cannot read: the batch stays to digest, the job counts an attempt.
+DIGEST_UNUSABLE_NOTE = (
+    "La réponse du LLM au digest est inutilisable ({detail}) : le lot reste à digérer."
+)
+DIGEST_NOT_FACTS = 'pas d\'objet {"facts": [...]}'
+DIGEST_CUT_NOTE = (
+    "La réponse du LLM sur le seul message #{id} dépasse sa longueur maximale : "
+    "le digest échoue, le message reste à digérer."
+)
+# The output cap of a digest call: 40 facts (what digest_parse keeps) at ~80 tokens each
+# fit, and every Claude model since Claude 3 accepts it. Only the tokens written are paid,
+# so a high cap costs nothing; an answer cut anyway halves the batch (digest_run).
+DIGEST_MAX_TOKENS = 4096
+DIGEST_MAX_FACTS = 40
 
 DIGEST_SYSTEM_PROMPT = """\
 Tu lis des extraits de salons de discussion que l'agent personnel de ton propriétaire \
@@ -69,26 +84,44 @@ Messages des salons observés, du plus ancien au plus récent :
 Quels faits durables retenir ? Réponds en JSON uniquement."""
 
 
+def _line(index: int, message) -> str:
+    """One message of the prompt, cut at the bound compaction uses for a message."""
+    when = message.created_at.astimezone(ZoneInfo(settings.TIME_ZONE)).strftime("%d/%m %H:%M")
+    text = " ".join(message.content.replace("</messages_des_salons>", "").split())
+    if len(text) > COMPACTION_MESSAGE_CHARS:
+        text = text[:COMPACTION_MESSAGE_CHARS] + "…"
+    return f"[{index}] {message.author or 'inconnu'} ({message.channel}, {when}) : {text}"
+
+
 def digest_prompt(messages) -> str:
-    tz = ZoneInfo(settings.TIME_ZONE)
-    lines = []
-    for index, message in enumerate(messages, start=1):
-        when = message.created_at.astimezone(tz).strftime("%d/%m %H:%M")
-        text = " ".join(message.content.replace("</messages_des_salons>", "").split())
-        lines.append(
-            f"[{index}] {message.author or 'inconnu'} ({message.channel}, {when}) : {text}"
-        )
+    lines = [_line(index, message) for index, message in enumerate(messages, start=1)]
     return DIGEST_PROMPT.format(lines="\n".join(lines))
 
 
+def digest_batch_fit(messages: list) -> list:
+    """The oldest messages of ``messages`` whose lines fit in compaction's transcript bound
+    (at least one): the rest is the next batch's, so no prompt outgrows the model's context
+    (QA 8b: forty pasted articles were refused as too long, run after run)."""
+    total = 0
+    for count, message in enumerate(messages):
+        total += len(_line(count + 1, message)) + 1
+        if total > COMPACTION_TRANSCRIPT_CHARS and count:
+            return messages[:count]
+    return messages
+
+
 def digest_parse(answer: object, count: int) -> list[dict]:
-    """Validated candidates with their sources (1-based positions in the batch)."""
+    """Validated candidates with their sources (1-based positions in the batch).
+
+    Raises LlmAnswerUnusable when the answer is not ``{"facts": [...]}`` (a list alone is
+    taken): "no facts" is an empty list, anything else says nothing about the batch.
+    """
     items = answer.get("facts") if isinstance(answer, dict) else answer
     if not isinstance(items, list):
         logger.warning("digest: the answer is not {'facts': [...]}: %.200r", answer)
-        return []
+        raise LlmAnswerUnusable(DIGEST_UNUSABLE_NOTE.format(detail=DIGEST_NOT_FACTS))
     found = []
-    for item in items[:40]:
+    for item in items[:DIGEST_MAX_FACTS]:
         candidate = candidate_from(item)
         if candidate is None:
             continue
@@ -103,8 +136,9 @@ def digest_parse(answer: object, count: int) -> list[dict]:
 
 
 def digest_extract(messages) -> list[dict]:
-    """One LLM call on a batch: its candidates. LlmUnavailable and LlmRequestRejected are
-    raised (the job waits or retries)."""
+    """One LLM call on a batch: its candidates. LlmUnavailable (LlmAnswerCut too) is raised
+    (the job waits, or digest_run halves the batch); LlmRequestRejected and
+    LlmAnswerUnusable are raised: the job counts an attempt, the batch stays to digest."""
     from agent.client import llm_json
 
     try:
@@ -112,14 +146,25 @@ def digest_extract(messages) -> list[dict]:
             system=DIGEST_SYSTEM_PROMPT,
             prompt=digest_prompt(messages),
             purpose="digest",
-            max_tokens=EXTRACTION_MAX_TOKENS,
+            max_tokens=DIGEST_MAX_TOKENS,
         )
     except LlmInvalidJson as exc:
-        # An answer, unusable: the batch is digested without facts. A refused request
-        # (LlmRequestRejected) is raised: the job fails visibly, the batch stays to digest.
+        # Prose, or JSON the parser cannot find: not "no facts" (QA 8b: the batch was
+        # marked digested, its facts lost for good).
         logger.warning("digest: the LLM gave nothing usable: %s", exc)
-        return []
+        raise LlmAnswerUnusable(DIGEST_UNUSABLE_NOTE.format(detail=exc)) from exc
     return digest_parse(answer, len(messages))
+
+
+def _halved(messages: list) -> int:
+    """The batch size after an answer cut at the output cap: half of it, down to one
+    message; a single message whose answer is still cut ends the run (LlmAnswerUnusable:
+    the job counts an attempt, then fails visibly), instead of waiting and paying for the
+    same cut answer forever (QA 8b)."""
+    if len(messages) == 1:
+        raise LlmAnswerUnusable(DIGEST_CUT_NOTE.format(id=messages[0].id))
+    logger.info("digest: answer cut on %d messages; asking on half of them", len(messages))
+    return len(messages) // 2
 
 
 class BatchChanged(Exception):
@@ -146,7 +191,7 @@ def _store(found: list[dict], messages, present: list[int], digest, checkpoint) 
         SourceForgotten,
         StoreUnavailable,
     )
-    from memory.models import FactRevision
+    from memory.models import Actor, FactRevision
     from memory.services.digest import digest_count, digest_note
 
     batch = [m.id for m in messages]
@@ -187,9 +232,14 @@ def _store(found: list[dict], messages, present: list[int], digest, checkpoint) 
         except (MemoryServiceError, ValidationError) as exc:
             logger.warning("digest: a fact was refused by the store: %s", exc)
             continue
-        FactRevision.objects.filter(fact=result.fact, created_at__gte=started, note="").update(
-            note=digest_note(sources)
-        )
+        # Only the revisions this write made (the digest writes as the agent, dedup as the
+        # system): an owner's edit made meanwhile keeps its own, empty, note (QA 8b).
+        FactRevision.objects.filter(
+            fact=result.fact,
+            created_at__gte=started,
+            note="",
+            actor__in=(Actor.AGENT, Actor.SYSTEM),
+        ).update(note=digest_note(sources))
         if result.action != "noop":
             stored += 1
             digest_count(digest, facts=1)
@@ -207,6 +257,7 @@ def digest_run(
     from agent.client import llm_available
     from memory.models import Digest, DigestState
     from memory.services.digest import (
+        DIGEST_BATCH,
         NO_LLM_NOTE,
         digest_batch_commit,
         digest_finish,
@@ -226,16 +277,25 @@ def digest_run(
         digest_finish(digest, state=DigestState.WAITING, note=NO_LLM_NOTE)
         raise LlmNotConfigured(NO_LLM_NOTE)
     digest = digest_start(trigger=trigger)
+    # A run after a crash reads the saved batch again, even one a cut answer had halved.
+    size = len(saved["batch"]) if saved and saved.get("batch") else DIGEST_BATCH
     try:
         while True:
-            messages = live_undigested()
+            messages = digest_batch_fit(live_undigested(limit=size))
             if not messages:
                 break
             ids = [m.id for m in messages]
             if saved and saved.get("batch") == ids:
                 found = saved["found"]  # a run after a crash: the LLM's answer is kept
             else:
-                found = digest_extract(messages)
+                try:
+                    found = digest_extract(messages)
+                except LlmAnswerCut:
+                    # Too many facts for one answer: smaller batches for the rest of this
+                    # run (a rich room stays rich); the lease is renewed for the next call.
+                    size = _halved(messages)
+                    checkpoint()
+                    continue
                 checkpoint(digest_batch={"batch": ids, "found": found})
             try:
                 present, _ = digest_batch_commit(

@@ -28,5 +28,11 @@ class LlmRequestRejected(LlmError):
     """Anthropic refused the request itself (400, 404, 413...): retrying will not help."""
 
 
+class LlmAnswerUnusable(LlmError):
+    """The LLM answered, but nothing a job can use (not the JSON shape asked for, or cut at
+    the output cap even on the smallest request): not an outage, so the job counts an
+    attempt and, after its last, fails visibly; what the answer was about is kept."""
+
+
 class LlmInvalidJson(LlmError):
     """The LLM was asked for JSON and answered something else."""

@@ -38,6 +38,10 @@ NO_LLM_NOTE = (
     "rien n'a été retiré de la mémoire live."
 )
 DIGEST_NOTE = "Digest des salons observés : messages {ids} ({rooms})."
+DIGEST_INTERRUPTED_NOTE = (
+    "Ce digest a été interrompu (service arrêté ou planté) ; le suivant a repris "
+    "les messages qu'il n'avait pas marqués digérés."
+)
 
 
 def _tz() -> ZoneInfo:
@@ -140,6 +144,16 @@ def live_undigested(*, limit: int | None = None) -> list[Message]:
 
 
 def digest_start(*, trigger: str) -> Digest:
+    """A new digest row, after closing the rows of dead runs.
+
+    A run starts under the lease of the digest job, and one digest job is open at a time
+    (digest_request, digest_schedule_check): a row still running then is a run killed
+    (SIGKILL, a power loss: no ``except`` ran) or one whose lease was taken over, which
+    writes nothing more. Closed failed, its counts kept, the owner sees it (QA 8b: it stayed
+    « en cours » for good, its facts counted in no digest shown).
+    """
+    for dead in Digest.objects.filter(state=DigestState.RUNNING):
+        digest_finish(dead, state=DigestState.FAILED, note=DIGEST_INTERRUPTED_NOTE)
     return Digest.objects.create(trigger=trigger)
 
 

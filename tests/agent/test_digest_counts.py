@@ -182,3 +182,57 @@ def test_a_digest_that_lost_its_lease_writes_no_more_of_its_batch(lobby, monkeyp
     assert Fact.objects.filter(key="marie_residence").exists()  # written while it was ours
     assert not Fact.objects.filter(key="marie_velo").exists()  # not after
     assert all(m.digested_at is None for m in Message.objects.all())  # the new owner's batch
+
+
+class Killed(BaseException):
+    """The worker dies (SIGKILL, OOM, power loss): nothing after it runs, no except either."""
+
+
+def test_a_killed_digest_is_closed_with_its_counts_when_the_next_run_starts(lobby, monkeypatch):
+    """QA 8b: the row of a run killed after writing fact 1 stayed « en cours » for good
+    (the rooms page and GET /digest skip running rows): its fact was counted nowhere shown."""
+    from django.utils import timezone
+
+    import memory.services.digest as digest_service
+    from memory.models import DigestState
+    from memory.services.digest import (
+        DIGEST_INTERRUPTED_NOTE,
+        digest_request,
+        digest_status_get,
+    )
+    from memory.services.jobs import job_run, jobs_restart_recover
+
+    for t in SAID:
+        message_save(channel=ROOM, role="user", content=t, author="marie")
+    _script(lobby, dedup=lambda shown: text_message(json.dumps({"action": "ADD", "id": None})))
+    real = agent.extraction.fact_candidate_store
+    state = {"n": 0}
+
+    def dies_on_the_second_fact(candidate, **kw):
+        state["n"] += 1
+        if state["n"] == 2:
+            raise Killed
+        return real(candidate, **kw)
+
+    def never_runs(*args, **kwargs):
+        raise Killed
+
+    monkeypatch.setattr(agent.extraction, "fact_candidate_store", dies_on_the_second_fact)
+    monkeypatch.setattr(digest_service, "digest_finish", never_runs)  # no cleanup runs
+    job = digest_request(send=False)
+    with pytest.raises(Killed):
+        job_run(job.id)
+    monkeypatch.undo()
+
+    jobs_restart_recover()  # serve starts again
+    assert job_run(job.id) == "done"
+
+    killed, rerun = Digest.objects.order_by("id")
+    assert (killed.state, killed.facts_stored, killed.note) == (
+        DigestState.FAILED,
+        1,
+        DIGEST_INTERRUPTED_NOTE,
+    )
+    assert killed.finished_at is not None and killed.finished_at <= timezone.now()
+    assert (rerun.state, rerun.messages_digested, rerun.facts_stored) == (DigestState.DONE, 2, 1)
+    assert digest_status_get().last == rerun

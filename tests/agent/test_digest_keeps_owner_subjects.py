@@ -7,9 +7,11 @@ import json
 
 import pytest
 
+import agent.extraction
 from agent.digest import digest_run_now
-from memory.models import Actor, Fact
-from memory.services.facts import fact_store
+from memory.models import Actor, Fact, FactRevision
+from memory.services.digest import DIGEST_NOTE
+from memory.services.facts import fact_store, fact_update
 from memory.services.messages import message_save
 from tests.dashboard.conftest import HTMX
 from tests.fakes.anthropic import text_message
@@ -86,3 +88,46 @@ def test_a_subject_the_owner_removed_on_memory_is_not_put_back_by_the_digest(
     assert after.expires_at is None
     # The owner removed "grèce" from the subjects: the agent's restatement must not put it back.
     assert after.subjects == ["david", "crète"], after.subjects
+
+
+def test_an_owner_edit_made_while_the_digest_stores_keeps_its_own_empty_note(
+    world, django_capture_on_commit_callbacks, monkeypatch
+):
+    """QA 8b: the digest tagged every revision written since its store started, the owner's
+    edit made meanwhile too (no lock is held while dedup runs): only its own are tagged."""
+    capture = django_capture_on_commit_callbacks
+    fact, _ = fact_store(key="voyage_david", value="David part en Grèce.", actor=Actor.AGENT)
+    with capture(execute=True):
+        message_save(channel=ROOM, role="user", content="Je pars en Grèce en juin", author="david")
+    world.script(
+        text_message(
+            json.dumps(
+                {
+                    "facts": [
+                        {
+                            "key": "voyage_david",
+                            "value": "David part en Grèce en juin.",
+                            "type": "event",
+                            "sources": [1],
+                        }
+                    ]
+                }
+            )
+        )
+    )
+    real = agent.extraction.fact_candidate_store
+
+    def owner_edits_meanwhile(*args, **kwargs):
+        fact_update(fact=Fact.objects.get(pk=fact.pk), actor=Actor.USER, importance=0.95)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(agent.extraction, "fact_candidate_store", owner_edits_meanwhile)
+    with capture(execute=True):
+        outcome, _ = digest_run_now()
+    assert outcome == "done"
+
+    notes = dict(FactRevision.objects.filter(fact_id=fact.pk).values_list("actor", "note"))
+    assert notes[Actor.USER] == ""
+    prefix = DIGEST_NOTE.split("{")[0]
+    digest_notes = FactRevision.objects.filter(fact_id=fact.pk, note__startswith=prefix)
+    assert digest_notes.exists() and not digest_notes.filter(actor=Actor.USER).exists()
