@@ -143,6 +143,9 @@ def topic_forget(
         if taken := taken_since(chosen):
             not_taken = sorted({*not_taken, *taken}) if only is not None else not_taken
             chosen = restricted(chosen, set(plan_of(topic, chosen).item_ids()) - taken)
+            # Nor what restricted() adds back as drawn from a message still free.
+            chosen.facts = [f for f in chosen.facts if f"fact:{f.id}" not in taken]
+            chosen.summaries = [s for s in chosen.summaries if f"summary:{s.id}" not in taken]
             plan = plan_of(topic, chosen)
         if plan.empty:
             return ForgetResult(

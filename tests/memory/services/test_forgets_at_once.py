@@ -83,3 +83,27 @@ def test_two_overlapping_forgets_each_take_what_the_other_did_not_and_each_undo_
     forgetting_restore(forgetting_id=result.forgetting_id, actor=Actor.USER)
     assert not Fact.all_objects.get(pk=trip.pk).forgotten
     assert Fact.all_objects.get(pk=wedding.pk).forgotten  # the other forget's, still
+
+
+def test_a_fact_the_other_forget_took_is_not_taken_back_as_drawn_from_a_message_still_free(
+    quiet_world, monkeypatch
+):
+    from tests.agent.exchanges import past_exchange
+
+    said = past_exchange("whatsapp", "Le mariage de Marie à Lisbonne est le 14 juin", "Noté.")
+    fact, _ = fact_store(
+        key="mariage_marie",
+        value="Mariage de Marie à Lisbonne le 14 juin",
+        actor=Actor.AGENT,
+        source_message_id=said.id,
+    )
+    _second_forget_while_the_first_selects(
+        monkeypatch, topic=TOPIC, actor=Actor.USER, only=[f"fact:{fact.id}"]
+    )
+
+    result = topic_forget(
+        topic=TOPIC, actor=Actor.USER, only=[f"message:{said.id}", f"fact:{fact.id}"]
+    )
+
+    assert result.counts["exchanges"] == 1 and result.counts["facts"] == 0
+    assert Fact.all_objects.get(pk=fact.pk).forgetting_id != result.forgetting_id
