@@ -321,11 +321,10 @@ def fact_update(
         # 7b: a seed line superseded a limitation the owner wrote herself).
         fields = agent_fields(current, fields)
     if actor == Actor.AGENT:
-        if (
-            reviving
-            and "value" in (current.owner_fields or [])
-            and (expired_now or forgotten_by(current) != Actor.AGENT)
-        ):
+        by = None
+        if reviving and "value" in (current.owner_fields or []) and not expired_now:
+            by = forgotten_by(current)  # read once: the two rules below ask it
+        if reviving and "value" in (current.owner_fields or []) and by != Actor.AGENT:
             # The owner's words ran out (the expiry purge forgot them): the agent's news
             # (a restatement that may undo the forget, see fact_store) is stored, and the
             # value does not come back under the owner's lock (their other settings
@@ -333,7 +332,7 @@ def fact_update(
             # again, never replaces what the owner wrote.
             released = {"value"}
             news = fields.get("value", current.value) != current.value
-            if news and (expired_now or forgotten_by(current) == Actor.SYSTEM):
+            if news and (expired_now or by == Actor.SYSTEM):
                 # News on a fact whose owner-given expiry ran out: that expiry was for the
                 # owner's words, which ran out with it (QA 7b: the news was stored
                 # nowhere). The same words stay expired (below).

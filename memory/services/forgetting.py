@@ -142,7 +142,7 @@ def topic_forget(
     with transaction.atomic():  # the write lock: what no other forget took since, taken
         if taken := taken_since(chosen):
             not_taken = sorted({*not_taken, *taken}) if only is not None else not_taken
-            chosen = restricted(chosen, set(plan_of(topic, chosen).item_ids()) - taken)
+            chosen = restricted(chosen, set(plan.item_ids()) - taken)
             # Nor what restricted() adds back as drawn from a message still free.
             chosen.facts = [f for f in chosen.facts if f"fact:{f.id}" not in taken]
             chosen.summaries = [s for s in chosen.summaries if f"summary:{s.id}" not in taken]
