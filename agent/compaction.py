@@ -40,6 +40,15 @@ SPEAKERS = {
 }
 
 
+def message_text_bounded(content: str) -> str:
+    """A message as a transcript line holds it (compaction's, the digest's): on one line,
+    cut at COMPACTION_MESSAGE_CHARS."""
+    text = " ".join(content.split())
+    if len(text) > COMPACTION_MESSAGE_CHARS:
+        text = text[:COMPACTION_MESSAGE_CHARS] + "…"
+    return text
+
+
 def _uncompacted(channel: str):
     """The channel's conversation not compacted yet (selectors.channel_conversation: an
     observed room's messages are the digest's, never summarised as the owner's words)."""
@@ -56,9 +65,7 @@ def _transcript(messages: list[Message]) -> str:
     total = 0
     for message in messages:
         when = timezone.localtime(message.created_at).strftime("%d/%m/%Y %H:%M")
-        content = " ".join(message.content.split())
-        if len(content) > COMPACTION_MESSAGE_CHARS:
-            content = content[:COMPACTION_MESSAGE_CHARS] + "…"
+        content = message_text_bounded(message.content)
         line = f"[{when}] {SPEAKERS.get(message.role, message.role)} : {content}"
         total += len(line)
         if total > COMPACTION_TRANSCRIPT_CHARS:

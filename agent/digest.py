@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.utils import timezone
 
-from agent.compaction import COMPACTION_MESSAGE_CHARS, COMPACTION_TRANSCRIPT_CHARS
+from agent.compaction import COMPACTION_TRANSCRIPT_CHARS, message_text_bounded
 from agent.exceptions import LlmAnswerCut, LlmAnswerUnusable, LlmInvalidJson
 from agent.extraction import FactCandidate, candidate_from
 
@@ -87,9 +87,7 @@ Quels faits durables retenir ? Réponds en JSON uniquement."""
 def _line(index: int, message) -> str:
     """One message of the prompt, cut at the bound compaction uses for a message."""
     when = message.created_at.astimezone(ZoneInfo(settings.TIME_ZONE)).strftime("%d/%m %H:%M")
-    text = " ".join(message.content.replace("</messages_des_salons>", "").split())
-    if len(text) > COMPACTION_MESSAGE_CHARS:
-        text = text[:COMPACTION_MESSAGE_CHARS] + "…"
+    text = message_text_bounded(message.content.replace("</messages_des_salons>", ""))
     return f"[{index}] {message.author or 'inconnu'} ({message.channel}, {when}) : {text}"
 
 
