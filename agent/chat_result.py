@@ -50,6 +50,8 @@ class ChatResult:
     retrieval: Any = None  # memory.services.retrieval.RetrievalResult | None
     tool_calls: list[ToolOutcome] = field(default_factory=list)
     stop_reason: str = ""
+    # Given back to a request sent again with its idempotency key (agent.chat_replay).
+    replayed: bool = False
 
     @property
     def coalesced(self) -> bool:

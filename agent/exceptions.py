@@ -36,3 +36,12 @@ class LlmAnswerUnusable(LlmError):
 
 class LlmInvalidJson(LlmError):
     """The LLM was asked for JSON and answered something else."""
+
+
+class ChatStillAnswering(MemoryServiceError):
+    """A chat request sent again with its idempotency key while the first is answered."""
+
+
+class ChatAnswerGone(MemoryServiceError):
+    """A chat request sent again with its idempotency key whose message or answer the owner
+    forgot or erased since: no retry gives it back."""

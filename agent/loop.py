@@ -76,11 +76,21 @@ OBSERVED_STOP_REASON = "observed"
 
 
 def handle_message(
-    *, channel: str, text: str, source: str = MessageSource.USER, author: str | None = None
+    *,
+    channel: str,
+    text: str,
+    source: str = MessageSource.USER,
+    author: str | None = None,
+    idempotency_key: str = "",
 ) -> ChatResult:
     """Answer one incoming message (see the module docstring)."""
     events = handle_message_events(
-        channel=channel, text=text, source=source, author=author, stream=False
+        channel=channel,
+        text=text,
+        source=source,
+        author=author,
+        stream=False,
+        idempotency_key=idempotency_key,
     )
     while True:
         try:
@@ -96,6 +106,7 @@ def handle_message_events(
     source: str = MessageSource.USER,
     author: str | None = None,
     stream: bool = True,
+    idempotency_key: str = "",
 ) -> Generator[tuple[str, Any], None, ChatResult]:
     """``handle_message`` as a stream of events; returns the ChatResult.
 
@@ -104,18 +115,49 @@ def handle_message_events(
     then per LLM turn ("text", {"delta"}) as the answer's text arrives (with
     ``stream``) and ("tool_call", {...}) per tool run, and ("done", ChatResult).
     A message coalesced into another request's batch only gets "saved" and "done".
+
+    ``idempotency_key`` (agent.chat_replay.chat_key): the request sent again with it
+    gets its answer back, or its saved message answered, never saved or paid twice;
+    ChatStillAnswering, ChatAnswerGone and IdempotencyKeyReused are raised before the
+    first event.
     """
-    from agent.client import LLM_NOT_CONFIGURED_MESSAGE, llm_available
-    from memory.services.messages import message_save
+    from agent.chat_replay import (
+        chat_answer_record,
+        chat_answering,
+        chat_claim,
+        chat_fingerprint,
+        chat_message_save,
+    )
     from memory.services.messages_record import ROLE_BY_SOURCE
 
-    message = message_save(
-        channel=channel,
-        role=ROLE_BY_SOURCE.get(MessageSource(source), MessageRole.USER),
-        content=text,
-        author=author or "",
-        source=source,
-    )
+    key = idempotency_key
+    fingerprint = chat_fingerprint(channel=channel, text=text, source=source, author=author or "")
+    with chat_answering(key):
+        claim = chat_claim(key, fingerprint)
+        if claim.replay is not None:
+            yield "saved", {"message_ids": claim.replay.message_ids}
+            yield "done", claim.replay
+            return claim.replay
+        message = claim.message or chat_message_save(
+            key=key,
+            fingerprint=fingerprint,
+            channel=channel,
+            role=ROLE_BY_SOURCE.get(MessageSource(source), MessageRole.USER),
+            content=text,
+            author=author or "",
+            source=source,
+        )
+        result = yield from _message_answer(message, source=source, stream=stream)
+        chat_answer_record(key, result)
+        return result
+
+
+def _message_answer(
+    message: Message, *, source: str, stream: bool
+) -> Generator[tuple[str, Any], None, ChatResult]:
+    """The saved ``message`` answered (or coalesced into another request's answer)."""
+    from agent.client import LLM_NOT_CONFIGURED_MESSAGE, llm_available
+
     if message.observed:
         # An observed room: the message is kept (and goes to `live`); the agent
         # does not answer there, LLM or not.

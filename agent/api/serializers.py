@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from memory.api.fields import FrenchFloatField, StrictCharField
+from memory.api.messages import idempotency_key_field
 from memory.api.serializers import StrictInputSerializer
 from memory.models import MessageSource
 from memory.models.rules import CHANNEL_MAX, validate_channel
@@ -25,6 +26,11 @@ class ChatInputSerializer(StrictInputSerializer):
         help_text="user (défaut), system (pas d'auto-retrieval ni d'extraction) ou tool.",
     )
     author = StrictCharField(max_length=128, required=False, allow_blank=True, default="")
+    idempotency_key = idempotency_key_field(
+        help_text="Clé unique de cet envoi : renvoyé avec la même clé (après une réponse "
+        "perdue, une panne du LLM), le message n'est ni enregistré ni payé deux fois ; la même "
+        "réponse revient (``replayed``), ou le message enregistré reçoit sa réponse.",
+    )
 
     def validate_message(self, value: str) -> str:
         return message_shows_something(value)
@@ -91,6 +97,10 @@ class ChatOutputSerializer(serializers.Serializer):
     retrieval = RetrievalSummarySerializer(allow_null=True)
     usage = UsageSerializer()
     tool_calls = ToolCallSerializer(many=True)
+    replayed = serializers.BooleanField(
+        help_text="true : la réponse d'un envoi déjà traité avec cette clé d'idempotence, rien "
+        "n'a été enregistré ni payé (``tool_calls`` est alors vide)."
+    )
 
 
 def retrieval_data(retrieval) -> dict | None:
@@ -117,4 +127,5 @@ def chat_result_data(result) -> dict:
         "tool_calls": [
             {"name": o.name, "input": o.input, "is_error": o.is_error} for o in result.tool_calls
         ],
+        "replayed": result.replayed,
     }

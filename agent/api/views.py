@@ -21,13 +21,37 @@ from agent.api.serializers import (
     chat_result_data,
     retrieval_data,
 )
-from agent.exceptions import LlmError, LlmNotConfigured, LlmUnavailable
+from agent.chat_replay import chat_key
+from agent.exceptions import (
+    ChatAnswerGone,
+    ChatStillAnswering,
+    LlmError,
+    LlmNotConfigured,
+    LlmUnavailable,
+)
 from agent.loop import handle_message, handle_message_events
+from memory.api.messages import idempotency_key_scoped
 from memory.api.views import ERRORS, ErrorSerializer, MemoryApi
+from memory.exceptions import MemoryServiceError
+from memory.services.messages_record import IdempotencyKeyReused
 
 logger = logging.getLogger(__name__)
 
 STREAM_FAILED_MESSAGE = "Erreur interne pendant la réponse : le message reste enregistré."
+
+
+def _chat_key(request: Request, data: dict) -> str:
+    return chat_key(idempotency_key_scoped(request, data["idempotency_key"]))
+
+
+def _refusal_response(exc: MemoryServiceError) -> Response:
+    """A keyed request sent again that is not answered: 409 (another request with the key,
+    or the first still answering), 410 (what it answered was forgotten since)."""
+    code = status.HTTP_410_GONE if isinstance(exc, ChatAnswerGone) else status.HTTP_409_CONFLICT
+    return Response({"message": str(exc), "extra": {}}, status=code)
+
+
+_REFUSALS = (ChatAnswerGone, ChatStillAnswering, IdempotencyKeyReused)
 
 
 def _llm_error_response(exc: LlmError, request: Request) -> Response:
@@ -74,6 +98,16 @@ class ChatApi(MemoryApi):
             200: ChatOutputSerializer,
             **ERRORS,
             502: OpenApiResponse(ErrorSerializer, description="Anthropic a refusé la requête."),
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description="Clé d'idempotence déjà utilisée pour un autre message, ou envoi "
+                "avec cette clé encore en cours.",
+            ),
+            410: OpenApiResponse(
+                ErrorSerializer,
+                description="Envoi déjà traité avec cette clé, mais son message ou sa réponse "
+                "a été oublié depuis : rien n'est renvoyé.",
+            ),
             503: OpenApiResponse(
                 ErrorSerializer, description="Aucun LLM configuré, ou Anthropic indisponible."
             ),
@@ -89,9 +123,12 @@ class ChatApi(MemoryApi):
                 text=data["message"],
                 source=data["source"],
                 author=data.get("author") or request.user.get_username(),
+                idempotency_key=_chat_key(request, data),
             )
         except LlmError as exc:
             return _llm_error_response(exc, request)
+        except _REFUSALS as exc:
+            return _refusal_response(exc)
         return Response(ChatOutputSerializer(chat_result_data(result)).data)
 
 
@@ -142,6 +179,14 @@ class ChatStreamApi(MemoryApi):
         responses={
             (200, "text/event-stream"): OpenApiResponse(description="Le flux d'événements."),
             **ERRORS,
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description="Clé d'idempotence déjà utilisée pour un autre message, ou envoi "
+                "avec cette clé encore en cours.",
+            ),
+            410: OpenApiResponse(
+                ErrorSerializer, description="Le message ou la réponse de cet envoi a été oublié."
+            ),
             503: OpenApiResponse(ErrorSerializer, description="Aucun LLM configuré."),
         },
     )
@@ -154,11 +199,14 @@ class ChatStreamApi(MemoryApi):
             text=data["message"],
             source=data["source"],
             author=data.get("author") or request.user.get_username(),
+            idempotency_key=_chat_key(request, data),
         )
         try:
             first = next(events)  # the message is saved here, before any byte is sent
         except LlmError as exc:
             return _llm_error_response(exc, request)
+        except _REFUSALS as exc:
+            return _refusal_response(exc)
 
         def stream() -> Iterator[bytes]:
             yield sse_event(*first)

@@ -47,13 +47,15 @@ class IdempotencyConflict(APIException):
     default_code = "idempotency_key_reused"
 
 
-def idempotency_key_field():
+KEY_HELP = (
+    "Clé unique de cet envoi : un envoi répété avec la même clé renvoie les mêmes ids et "
+    "n'enregistre rien."
+)
+
+
+def idempotency_key_field(help_text: str = KEY_HELP):
     return StrictCharField(
-        max_length=IDEMPOTENCY_KEY_MAX,
-        required=False,
-        default="",
-        help_text="Clé unique de cet envoi : un envoi répété avec la même clé renvoie les mêmes "
-        "ids et n'enregistre rien.",
+        max_length=IDEMPOTENCY_KEY_MAX, required=False, default="", help_text=help_text
     )
 
 

@@ -79,13 +79,17 @@ class MessageRecording(models.Model):
     """A recording of messages by an outside agent that carried an idempotency key.
 
     A retried POST /api/memory/messages with the same key returns these ids and
-    stores nothing; the fingerprint tells a retry from another request reusing
-    the key. Holds ids only, never content.
+    stores nothing; a retried POST /api/agent/chat gets its answer back (keys
+    "chat:…", agent.chat_replay). The fingerprint tells a retry from another
+    request reusing the key. Holds ids and numbers only, never content.
     """
 
     key = models.CharField("clé", max_length=128, unique=True)
     fingerprint = models.CharField("empreinte", max_length=64)
     message_ids = models.JSONField("messages", default=list)
+    # A chat request's answer (agent.chat_replay): its reply's, retrieval's and messages'
+    # ids, its usage and stop reason. Empty for the messages API and until answered.
+    answer = models.JSONField("réponse", default=dict, blank=True)
     created_at = models.DateTimeField("date", default=timezone.now)
 
     class Meta:
