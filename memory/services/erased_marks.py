@@ -238,11 +238,21 @@ def _open_questions_marks(messages: QuerySet[Message]) -> dict[str, datetime]:
     asked: the mark is dated by it, so that a reply is judged by its distance to the
     question (messages.REPLY_WINDOW), whenever the erasure came (review)."""
     spoken = (MessageRole.USER, MessageRole.ASSISTANT)
-    gone = list(messages.filter(role__in=spoken).values_list("id", "channel", "role", "created_at"))
+    # The owner's conversation only, as messages._reply_question reads it: what an observed
+    # room said is nobody's question to the agent.
+    gone = list(
+        messages.filter(role__in=spoken)
+        .exclude(observed=True)
+        .values_list("id", "channel", "role", "created_at")
+    )
     ids = {pk for pk, _, _, _ in gone}
     marks: dict[str, datetime] = {}
     for channel in {channel for _, channel, _, _ in gone}:
-        left = Message.all_objects.filter(channel=channel, role__in=spoken).exclude(pk__in=ids)
+        left = (
+            Message.all_objects.filter(channel=channel, role__in=spoken)
+            .exclude(observed=True)
+            .exclude(pk__in=ids)
+        )
         after = left.aggregate(top=Max("id"))["top"] or 0
         tail = sorted((pk, role, at) for pk, c, role, at in gone if c == channel and pk > after)
         if tail and tail[-1][1] == MessageRole.USER:

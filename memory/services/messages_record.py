@@ -215,9 +215,11 @@ def _reply_question(channel: str, moment: datetime) -> Message | None:
     (erased_marks.open_question_mark, dated by the question)."""
     from memory.services.erased_marks import erased_since, open_question_mark
 
+    # The owner's conversation, forgotten messages included: never what an observed room
+    # said (other people's words, the digest's: selectors.channel_conversation).
     spoken = Message.all_objects.filter(
         channel=channel, role__in=(MessageRole.USER, MessageRole.ASSISTANT)
-    )
+    ).exclude(observed=True)
     last = spoken.order_by("-id").first()
     mark = open_question_mark(channel, last.id if last else 0)
     if erased_since([mark], moment - REPLY_WINDOW):

@@ -492,3 +492,54 @@ def test_a_room_no_longer_observed_keeps_what_it_said_out_of_the_owners_exchange
     # Still the digest's: observed, undigested, in `live`.
     live = Message.objects.filter(observed=True, digested_at__isnull=True).order_by("id")
     assert list(live.values_list("id", flat=True)) == room
+
+
+def _room_said_then_left(agent_api, content: str) -> int:
+    """A room message saved while ``lobby`` was observed; the room is no longer observed."""
+    from memory.services.channels import channel_settings_set
+
+    channel_settings_set(channel="lobby", observed=True)
+    [room] = _post(agent_api, {"channel": "lobby", "author": "david", "content": content}).json()[
+        "message_ids"
+    ]
+    channel_settings_set(channel="lobby", observed=False)
+    return room
+
+
+def test_a_reply_never_answers_a_forgotten_room_message(world, agent_api):
+    """The rooms' review: other people's words, forgotten, were taken as the question a
+    reply answers: the agent's next message went with their forget (reachable by no path,
+    its own words lost from the history)."""
+    from memory.models import Actor
+    from memory.services.forgetting import topic_forget
+
+    room = _room_said_then_left(agent_api, "Je pars en Grèce demain")
+    topic_forget(topic="Grèce", actor=Actor.USER, only=[f"message:{room}"])
+
+    [reply_id] = _post(
+        agent_api, {"channel": "lobby", "role": "assistant", "content": "Bonjour à tous."}
+    ).json()["message_ids"]
+
+    reply = Message.all_objects.get(pk=reply_id)
+    assert reply.reply_to_id is None
+    assert reply.forgetting_id is None and not reply.memory_excluded
+
+
+def test_a_reply_is_not_refused_for_an_erased_room_message(world, agent_api):
+    """An erased room message is not an erased question of the owner: the agent's next
+    message is kept."""
+    from memory.models import Actor, Forgetting
+    from memory.services.erasing import forgetting_erase
+    from memory.services.forgetting import topic_forget
+
+    room = _room_said_then_left(agent_api, "Je pars en Grèce demain")
+    topic_forget(topic="Grèce", actor=Actor.USER, only=[f"message:{room}"])
+    forgetting_erase(forgetting_id=Forgetting.objects.get().id, actor=Actor.USER)
+
+    response = _post(
+        agent_api, {"channel": "lobby", "role": "assistant", "content": "Bonjour à tous."}
+    )
+
+    assert response.status_code == 201, response.content
+    [reply_id] = response.json()["message_ids"]
+    assert Message.objects.get(pk=reply_id).reply_to_id is None
