@@ -8,8 +8,9 @@ numbers only, never words); its answer adds the reply's id, the retrieval's id a
 usage. The same key again:
 
 - answered: the same answer comes back (``replayed``), its reply read from T1 now: a reply
-  or a message the owner forgot or erased since is given back to no retry (ChatAnswerGone),
-  and the injected memories are the retrieval log's, which forgets redact;
+  or a message the owner forgot or erased since, or a request to forget and its reply
+  (they name the topic), is given back to no retry (ChatAnswerGone), and the injected
+  memories are the retrieval log's, which forgets redact;
 - still being answered in this process: ChatStillAnswering, nothing stored or paid;
 - never answered (an LLM outage, a stop mid-answer): the saved message is answered now,
   not saved again; if a later reply of the channel closed it meanwhile, that reply is the
@@ -162,11 +163,12 @@ class ReplayedRetrieval:
 
 
 def _live(message_id: int | None) -> Message | None:
-    """The message if it is still there and not forgotten (excluded from memory counts:
-    the request to forget and its reply are still this request and its answer)."""
+    """The message if it is still there, neither forgotten nor kept out of memory: a
+    request to forget and its reply name the topic, and the forget may be erased since
+    (QA 9a: the retry gave the erased topic back word for word)."""
     if message_id is None:
         return None
-    return Message.all_objects.filter(pk=message_id, forgetting__isnull=True).first()
+    return Message.objects.filter(pk=message_id).first()
 
 
 def _replay(answer: dict, message: Message) -> ChatResult:

@@ -228,3 +228,31 @@ def _wait_for(condition, timeout=20.0):
     while not condition():
         assert time.monotonic() < end, "timed out"
         time.sleep(0.02)
+
+
+def test_a_request_to_forget_sent_again_gives_nothing_of_the_topic_back(
+    world, staff_client, settings
+):
+    """QA 9a: the owner erased the forget; the retry gave its reply back word for word,
+    « la cérémonie à Belém »: a request to forget and its reply are never replayed."""
+    from memory.models import Forgetting
+    from memory.services.erasing import forgetting_erase
+    from tests.agent.exchanges import past_exchange
+    from tests.fakes.anthropic import tool_use_message
+
+    wedding = past_exchange("whatsapp", "Le mariage de Marie est à Belém", "Noté !")
+    world.script(
+        tool_use_message(("memory__forget", {"topic": "le mariage de Marie"})),
+        text_message(json.dumps({"ids": [f"message:{wedding.id}"]})),
+        text_message("C'est oublié : plus rien sur la cérémonie à Belém."),
+    )
+    ask = {"channel": "mission_control", "message": "Oublie le mariage de Marie à Belém"}
+    ask["idempotency_key"] = "k-forget"
+    assert _post(staff_client, ask).status_code == 200
+    forgetting_erase(forgetting_id=Forgetting.objects.get().pk, actor="user")
+
+    again = _post(staff_client, ask)
+
+    assert again.status_code == 410, again.content
+    assert "Belém" not in again.content.decode() and "Marie" not in again.content.decode()
+    assert len(world.message_requests) == 3
