@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
+
+from django.db.models import F
 
 from memory.exceptions import SourceForgotten
-from memory.models import Actor, Fact, Message
+from memory.models import Actor, Fact, FactRevision, Message
 
 SOURCE_FORGOTTEN_MESSAGE = (
     "Le fait « {key} » vient d'un message oublié depuis : il n'est pas enregistré."
@@ -40,25 +43,38 @@ def source_present(
 
 def said_before_the_value(fact: Fact, source_message_id: int | None) -> bool:
     """Whether an agent statement drawn from message ``source_message_id`` was written
-    before the message ``fact``'s value came from: a late extraction (retried after a
-    restart, queued behind an outage), whose value a later message replaced. Extractions
-    run in any order; the memory holds the newest message's word whichever ran last.
+    before ``fact``'s value was: a late extraction (retried after a restart, queued behind
+    an outage), whose value a later word replaced. Extractions and writes run in any order;
+    the memory holds the newest word whichever ran last.
 
     Messages are ordered as written (created_at, then number: an import keeps their
-    dates). A statement with no message (a tool's, the API's) is news; a fact with no
-    message, or whose message is gone, has nothing to be older than."""
-    if source_message_id is None or fact.source_message_id is None:
+    dates). A value drawn from a message is dated by it; a value written with no message
+    (the API's POST or PATCH, MCP `remember`, a tool's: fact_update leaves it no source) is
+    dated by its writing (QA 9b: a late extraction of an older message replaced it). A
+    statement with no message is news."""
+    if source_message_id is None or source_message_id == fact.source_message_id:
         return False
-    if source_message_id == fact.source_message_id:
+    ids = [source_message_id, *([fact.source_message_id] if fact.source_message_id else [])]
+    written = dict(Message.all_objects.filter(pk__in=ids).values_list("pk", "created_at"))
+    said = written.get(source_message_id)
+    if said is None:
         return False
-    written = dict(
-        Message.all_objects.filter(pk__in=[source_message_id, fact.source_message_id]).values_list(
-            "pk", "created_at"
-        )
+    if fact.source_message_id is not None:
+        value_said = written.get(fact.source_message_id)
+        if value_said is None:
+            return False  # its message is gone: nothing to be older than
+        return (said, source_message_id) < (value_said, fact.source_message_id)
+    return said < value_written_at(fact)
+
+
+def value_written_at(fact: Fact) -> datetime:
+    """When ``fact``'s value was last written: its last revision that changed the value
+    (or the fact's creation)."""
+    changed = (
+        FactRevision.objects.filter(fact_id=fact.pk)
+        .exclude(new_value=F("old_value"))
+        .order_by("-created_at", "-id")
+        .values_list("created_at", flat=True)
+        .first()
     )
-    if len(written) != 2:
-        return False
-    return (written[source_message_id], source_message_id) < (
-        written[fact.source_message_id],
-        fact.source_message_id,
-    )
+    return changed or fact.created_at

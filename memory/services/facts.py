@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterable
+from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -321,29 +322,42 @@ def fact_update(
         # 7b: a seed line superseded a limitation the owner wrote herself).
         fields = agent_fields(current, fields)
     if actor == Actor.AGENT:
+        owned_now = current.owner_fields or []
         by = None
-        if reviving and "value" in (current.owner_fields or []) and not expired_now:
+        if reviving and not expired_now and {"value", "expires_at"} & set(owned_now):
             by = forgotten_by(current)  # read once: the two rules below ask it
-        if reviving and "value" in (current.owner_fields or []) and by != Actor.AGENT:
+        released = set()
+        if reviving and "value" in owned_now and by != Actor.AGENT:
             # The owner's words ran out (the expiry purge forgot them): the agent's news
             # (a restatement that may undo the forget, see fact_store) is stored, and the
             # value does not come back under the owner's lock (their other settings
             # stay). Not when the agent forgot the fact itself: forgetting, then stating
             # again, never replaces what the owner wrote.
-            released = {"value"}
-            news = fields.get("value", current.value) != current.value
-            if news and (expired_now or by == Actor.SYSTEM):
-                # News on a fact whose owner-given expiry ran out: that expiry was for the
-                # owner's words, which ran out with it (QA 7b: the news was stored
-                # nowhere). The same words stay expired (below).
-                released.add("expires_at")
-            current.owner_fields = [f for f in current.owner_fields if f not in released]
+            released.add("value")
+        news = fields.get("value", current.value) != current.value
+        value_free = "value" in released or "value" not in owned_now
+        if reviving and news and value_free and (expired_now or by == Actor.SYSTEM):
+            # News on a fact whose owner-given expiry ran out: that expiry was for the
+            # words it held, which ran out with it, the owner's (QA 7b) or the agent's
+            # own (QA 9b: the owner set only the expiry): the news was stored nowhere.
+            # The same words stay expired (below).
+            released.add("expires_at")
+        if released:
+            current.owner_fields = [f for f in owned_now if f not in released]
         fields = agent_fields(current, fields)
         expiry = fields.get("expires_at", current.expires_at)
         if reviving and expiry is not None and expiry <= timezone.now():
             # The owner set this expiry: the agent does not bring the fact back past it.
             logger.info("fact #%s expired as the owner set: not revived by the agent", current.pk)
             return current
+    if (
+        actor not in OWNER_ACTORS
+        and "source_message_id" not in fields
+        and fields.get("value", current.value) != current.value
+    ):
+        # A new value with no message (the agent's PATCH, a tool's): no longer the word of
+        # the message it came from, dated by its writing (fact_sources.said_before_the_value).
+        fields["source_message_id"] = None
     changes = {name: value for name, value in fields.items() if getattr(current, name) != value}
     if "key" in changes and actor != Actor.AGENT:
         key_look_alike_refuse(changes["key"], but=current.pk)
@@ -381,6 +395,10 @@ def fact_update(
     return current
 
 
+# How far apart the same duration sent twice may land and still be one edit (fact_already_holds).
+TTL_SENT_AGAIN_WITHIN = timedelta(minutes=10)
+
+
 def fact_already_holds(current: Fact, actor: str, fields: dict[str, object]) -> bool:
     """Whether ``current`` (live) already holds every field of ``fields`` as stated, each
     already the owner's when the owner states it: writing them would change nothing."""
@@ -388,11 +406,20 @@ def fact_already_holds(current: Fact, actor: str, fields: dict[str, object]) -> 
         return False
     if current.is_expired:
         return False  # the write brings it back (QA 4: with its If-Match, it stayed expired)
-    if "ttl" in fields and fields["ttl"] not in (None, ""):
-        return False  # a duration counts from now: never the expiry stored
     stated = {("expires_at" if name == "ttl" else name): value for name, value in fields.items()}
     if "ttl" in fields:
         stated["expires_at"] = None
+        if fields["ttl"] not in (None, ""):
+            # A duration counts from now: the same one sent again a little later (a double
+            # submit, a retry after a lost answer) holds if the stored expiry is the one it
+            # gave then (QA 9b: refused as a change made since, by itself).
+            asked = parse_ttl(fields["ttl"])
+            stored = current.expires_at
+            # Within a tenth of the duration too: a short TTL sent again extends it.
+            within = min(TTL_SENT_AGAIN_WITHIN, (asked - timezone.now()) / 10)
+            if stored is None or abs(asked - stored) > within:
+                return False
+            stated["expires_at"] = stored
     if "subjects" in stated:
         stated["subjects"] = normalize_subjects(stated["subjects"])
     if isinstance(stated.get("value"), str):

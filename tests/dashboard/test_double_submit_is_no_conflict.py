@@ -46,3 +46,40 @@ def test_the_same_admin_change_posted_twice_is_not_a_conflict_with_itself(staff_
     assert "a changé depuis" not in second.content.decode()
     assert second.status_code == 302
     assert Fact.objects.get(pk=fact.pk).value == "Dune (1965)"
+
+
+def test_the_same_edit_with_a_duration_posted_twice_is_not_a_conflict_with_itself(
+    staff_client,
+):
+    """QA 9b: with a TTL typed (« 7d »), the second post was refused as a change made since,
+    showing the owner their own words as someone else's."""
+    fact_store(key="livre", value="Dune", importance=0.5)
+    page = staff_client.get("/memory/facts/livre/edit/", **HTMX).content.decode()
+    data = form_post_data(page.replace("<form ", '<form id="edit" ', 1), "edit")
+    data["value"] = "Dune, de Frank Herbert"
+    data["ttl"] = "7d"
+
+    first = staff_client.post("/memory/facts/livre/edit/", data, **HTMX)
+    expiry = Fact.objects.get(key="livre").expires_at
+    second = staff_client.post("/memory/facts/livre/edit/", data, **HTMX)
+
+    assert first.status_code == 200 and second.status_code == 200
+    assert "a changé depuis" not in second.content.decode()
+    assert Fact.objects.get(key="livre").expires_at == expiry
+
+
+def test_a_short_duration_sent_again_later_extends_the_expiry():
+    """The other side: « 10m » sent again five minutes later is a new edit, not the same."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.models import Actor
+    from memory.services.facts import fact_already_holds
+
+    fact, _ = fact_store(key="four", value="Four allumé", actor=Actor.USER, ttl="10m")
+    Fact.objects.filter(pk=fact.pk).update(expires_at=timezone.now() + timedelta(minutes=5))
+    fact.refresh_from_db()
+
+    assert not fact_already_holds(fact, Actor.USER, {"ttl": "10m"})
+    assert fact_already_holds(fact, Actor.USER, {"ttl": "5m"})

@@ -302,3 +302,17 @@ def test_an_expired_fact_is_brought_back_by_a_patch_with_its_tag_as_without(owne
 
     assert response.status_code == 200
     assert not Fact.all_objects.get(pk=ville.pk).is_expired
+
+
+def test_the_same_patch_with_a_duration_retried_with_its_tag_is_taken(owner_api, ville):
+    """QA 9b: a PATCH with a TTL, retried with its If-Match after a lost answer, was a 412
+    (a duration counts from now, so the row never « held » it)."""
+    tag = _tag(owner_api.get(CITY))
+    body = {"value": "Paris", "ttl": "7d"}
+
+    first = owner_api.patch(CITY, body, format="json", HTTP_IF_MATCH=tag)
+    again = owner_api.patch(CITY, body, format="json", HTTP_IF_MATCH=tag)
+
+    assert first.status_code == 200, first.content
+    assert again.status_code == 200, again.content
+    assert again.headers["ETag"] == first.headers["ETag"]

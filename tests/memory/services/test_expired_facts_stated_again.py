@@ -153,3 +153,34 @@ def test_the_agents_news_on_a_fact_whose_owner_given_expiry_ran_out_is_kept(purg
         timezone.now() + timedelta(days=6) < back.expires_at <= timezone.now() + timedelta(days=7)
     )
     assert "value" not in back.owner_fields and "expires_at" not in back.owner_fields
+
+
+@PURGED_FIRST
+def test_the_agents_news_after_an_expiry_the_owner_gave_its_own_fact_is_kept(purged_first):
+    """QA 9b: the owner set only the expiry of the agent's fact (the value stayed the
+    agent's); once it ran out, the agent's news on the key was stored nowhere."""
+    fact, _ = fact_store(key="hotel", value="Séjourne à l'hôtel Ibis", actor=Actor.AGENT)
+    fact_update(fact=fact, actor=Actor.USER, ttl="1d")
+    fact.refresh_from_db()
+    assert "expires_at" in fact.owner_fields and "value" not in fact.owner_fields
+    _expire(fact, purged_first=purged_first)
+
+    fact_store(key="hotel", value="Séjourne au Novotel", actor=Actor.AGENT)
+    expired_purge()
+
+    back = facts_active().get(key="hotel")
+    assert back.value == "Séjourne au Novotel" and back.expires_at is None
+    assert "expires_at" not in back.owner_fields
+
+
+@PURGED_FIRST
+def test_the_same_agent_words_stay_expired_past_the_expiry_the_owner_gave(purged_first):
+    """The other side: what ran out at the owner's date does not come back as it was."""
+    fact, _ = fact_store(key="hotel", value="Séjourne à l'hôtel Ibis", actor=Actor.AGENT)
+    fact_update(fact=fact, actor=Actor.USER, ttl="1d")
+    _expire(Fact.all_objects.get(pk=fact.pk), purged_first=purged_first)
+
+    fact_store(key="hotel", value="Séjourne à l'hôtel Ibis", actor=Actor.AGENT)
+    expired_purge()
+
+    assert not facts_active().filter(key="hotel").exists()
