@@ -23,8 +23,10 @@ from memory.admin_forms import (
     ChannelSettingsAdminForm,
     FactAdminForm,
     MemorySettingsAdminForm,
+    OpenedVersionAdminForm,
 )
 from memory.admin_logs import ReadOnlyAdminMixin
+from memory.exceptions import FactChanged
 from memory.models import (
     Actor,
     AgentItem,
@@ -181,6 +183,19 @@ class FactAdmin(admin.ModelAdmin):
     def get_changelist_formset(self, request, **kwargs):
         return changelist_formset(super().get_changelist_formset(request, **kwargs), request)
 
+    def _changeform_view(self, request, object_id, form_url, extra_context):
+        """The change form, its save refused by fact_update when the fact changed after the
+        form's check (a write or a forget between clean() and save_model: FactChanged, its
+        own savepoint rolled back, this view's transaction intact). The form is then checked
+        again on the row as it is now, by the same rule (OpenedVersionAdminForm.clean): its
+        French refusal shown on the form, the owner's changes kept, not a 500 (QA 9b)."""
+        try:
+            return super()._changeform_view(request, object_id, form_url, extra_context)
+        except FactChanged:
+            # Once: this view's transaction holds the database's write lock (SQLite,
+            # transaction_mode IMMEDIATE), so the row checked again is the row saved next.
+            return super()._changeform_view(request, object_id, form_url, extra_context)
+
     def save_model(self, request, obj: Fact, form, change: bool) -> None:
         # Go through the services so every admin edit leaves a revision.
         if not change:
@@ -203,7 +218,13 @@ class FactAdmin(admin.ModelAdmin):
         if not changed:
             return
         stored = Fact.objects.get(pk=obj.pk)
-        fact_update(fact=stored, actor=Actor.ADMIN, reason=RevisionReason.EDITED, **changed)
+        fact_update(
+            fact=stored,
+            actor=Actor.ADMIN,
+            reason=RevisionReason.EDITED,
+            opened=_opened_version(form),
+            **changed,
+        )
 
     def delete_model(self, request, obj: Fact) -> None:
         # Deleting from the admin forgets: the history stays and the fact can be restored.
@@ -293,7 +314,20 @@ class AgentItemAdmin(FactAdmin):
         changed = {name: getattr(obj, name) for name in form.changed_data if name != "opened"}
         if changed:
             stored = Fact.all_objects.get(pk=obj.pk)
-            fact_update(fact=stored, actor=Actor.ADMIN, reason=RevisionReason.EDITED, **changed)
+            fact_update(
+                fact=stored,
+                actor=Actor.ADMIN,
+                reason=RevisionReason.EDITED,
+                opened=_opened_version(form),
+                **changed,
+            )
+
+
+def _opened_version(form) -> str | None:
+    """fact_update's ``opened`` for a save of ``form``: the version the change form's check
+    read; None for a row of the list's editable columns (checked column by column against
+    the row the list read, changelist_form)."""
+    return form.opened_version() if isinstance(form, OpenedVersionAdminForm) else None
 
 
 @admin.register(MemorySettings)

@@ -70,9 +70,12 @@ class OpenedVersionAdminForm(forms.ModelForm):
     reads ``changed_data``), and one changing a field that changed since the form opened
     (the API, the agent, the page) is refused with the value stored now, the form then
     showing it as its opening value: saving again takes the owner's (QA 2: the old value
-    came back; QA 3: the agent's items too)."""
+    came back; QA 3: the agent's items too). The save hands the version this check read to
+    fact_update (``opened_version``), which compares it on the row it locks: a write landing
+    between the check and the save is refused there (QA 9b: it was overwritten unseen)."""
 
     opened = forms.CharField(widget=forms.HiddenInput, required=False)
+    _checked_version: str | None = None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -89,10 +92,18 @@ class OpenedVersionAdminForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         opened = (cleaned.get("opened") or "").strip()
-        if self.instance.pk is None or not opened:
-            return cleaned  # a new fact, or a post from before these inputs: as it was
+        if self.instance.pk is None:
+            return cleaned  # a new fact
+        if not opened:
+            # A post from before these inputs: changed_data compares with the row the form
+            # was built on, as it always did; that row's version is the one checked.
+            self._checked_version = fact_version(self.instance)
+            return cleaned
         current = Fact.all_objects.filter(pk=self.instance.pk).first()
-        if current is None or fact_version(current) == opened:
+        if current is None:
+            return cleaned
+        self._checked_version = fact_version(current)
+        if self._checked_version == opened:
             return cleaned
         if _forgotten_since(current, opened) and set(self.changed_data) - {"opened"}:
             # The form showed it live: saving would revive it unseen (fact_update revives).
@@ -109,7 +120,12 @@ class OpenedVersionAdminForm(forms.ModelForm):
         if since:
             self._opened_at(current, since)
             raise ValidationError(FACT_CHANGED_MESSAGE.format(value=current.value))
-        return cleaned
+        return cleaned  # changed elsewhere only: saved over the row as this check read it
+
+    def opened_version(self) -> str | None:
+        """fact_update's ``opened``: the fact's version the owner's changes were checked
+        against (clean), None when nothing was (a new fact, or erased since)."""
+        return self._checked_version
 
     def _changed_since(self, name: str, current: Fact) -> bool:
         """Whether the stored ``name`` differs from what the form showed of it."""
