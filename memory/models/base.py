@@ -66,6 +66,10 @@ class Forgetting(models.Model):
     purge_after = models.DateTimeField("définitif le", db_index=True)
     restored_at = models.DateTimeField("restauré le", null=True, blank=True)
     purged_at = models.DateTimeField("effacé le", null=True, blank=True)
+    # The user messages of the chat turns that asked for this forget (its dry run's too):
+    # kept out of memory (memory_excluded), they name the topic, so its purge or erasure
+    # deletes them with their replies; an undo leaves them out of memory.
+    request_message_ids = models.JSONField("demande", default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -17,7 +17,10 @@ points for good, and redacts the topic itself.
 
 The exchange that asks to forget (and its reply) never feeds memory:
 ``forget_exchange_exclude`` marks it, and the answer given to the LLM
-(``ForgetResult.as_text``) names no forgotten content.
+(``ForgetResult.as_text``) names no forgotten content. It names the topic, so the
+forget records it (``Forgetting.request_message_ids``: the turn asking, and the dry
+run it confirms) and its purge deletes it with what it took; an undo leaves it out
+of memory.
 
 Obsidian notes are the owner's vault: never modified.
 """
@@ -115,6 +118,8 @@ def topic_forget(
 ) -> ForgetResult:
     """Forget what is about ``topic`` (see the module docstring).
 
+    ``keep_message_ids``: never taken. The agent's are the user messages of the chat turn
+    asking (agent.tools_forget): recorded on the forget as its request (``_request_ids``).
     ``only``: the ids of the preview the owner confirmed ("message:12",
     "fact:3", "summary:5"): nothing outside it is taken, even if a new selection
     (an LLM judge) would now say more.
@@ -126,6 +131,7 @@ def topic_forget(
     from memory.selectors import memory_settings_get
 
     topic = _clean_topic(topic)
+    confirmed = only is not None  # ids sent back: a dry run's, confirmed
     chosen = select(topic, keep=keep_message_ids)
     # The caller's scope (its preview's): for the agent, a fact already forgotten stays as
     # it is, restorable by the owner, and the counts answered say nothing of it. Ids sent
@@ -152,7 +158,14 @@ def topic_forget(
                 topic, None, plan.counts(), None, chosen.selection, ids_not_taken=not_taken
             )
         forgetting = forgetting_take(
-            topic=topic, chosen=chosen, actor=actor, retention=retention, terms=topic_terms(topic)
+            topic=topic,
+            chosen=chosen,
+            actor=actor,
+            retention=retention,
+            terms=topic_terms(topic),
+            request_ids=_request_ids(keep_message_ids, confirmed=confirmed)
+            if actor == Actor.AGENT
+            else (),
         )
     logger.info("forgot topic n°%s: %s", forgetting.id, plan.counts())
     return ForgetResult(
@@ -165,6 +178,50 @@ def topic_forget(
     )
 
 
+def _request_ids(message_ids: Iterable[int], *, confirmed: bool) -> list[int]:
+    """The user messages that asked for a forget: those of the turn asking and, when it
+    confirms a dry run (``confirmed``: it sends back a preview's ids), the dry run's
+    turns, that is the channel's messages kept out of memory (every one of them asked to
+    forget) during a dry run's life (agent.tools_forget.FORGET_PREVIEW_KEEP_S) that no
+    other forget records. Matched by their place, never by their words: the owner's
+    request need not hold the tool's topic."""
+    ids = sorted({int(i) for i in message_ids})
+    if not ids or not confirmed:
+        return ids
+    from agent.tools_forget import FORGET_PREVIEW_KEEP_S
+
+    first = Message.all_objects.filter(pk__in=ids).order_by("id").first()
+    if first is None:
+        return ids
+    since = first.created_at - timedelta(seconds=FORGET_PREVIEW_KEEP_S)
+    recorded = {
+        int(pk)
+        for asked in Forgetting.objects.filter(created_at__gte=since).values_list(
+            "request_message_ids", flat=True
+        )
+        for pk in asked or ()
+    }
+    earlier = Message.all_objects.filter(
+        channel=first.channel,
+        role=MessageRole.USER,
+        memory_excluded=True,
+        forgetting__isnull=True,
+        created_at__gte=since,
+        pk__lt=first.pk,
+    ).values_list("id", flat=True)
+    return sorted({*ids, *(pk for pk in earlier if pk not in recorded)})
+
+
+def request_messages(forgetting: Forgetting):
+    """The messages of the turns that asked for ``forgetting`` and their replies, kept out
+    of memory (forget_exchange_exclude): never a message in memory, nor one another forget
+    took (its purge deletes it)."""
+    ids = forgetting.request_message_ids or []
+    return Message.all_objects.filter(
+        Q(pk__in=ids) | Q(reply_to_id__in=ids), memory_excluded=True, forgetting__isnull=True
+    )
+
+
 @transaction.atomic
 def forgetting_take(
     *,
@@ -174,12 +231,15 @@ def forgetting_take(
     retention: timedelta,
     terms: Iterable[str] = (),
     points: bool = True,
+    request_ids: Iterable[int] = (),
 ) -> Forgetting:
     """Attach the chosen rows to a new ``Forgetting``: out of every read path from now on.
 
     The one implementation of "take it out of the memory": the forget of a topic
     and the hard delete (memory.services.erasing) both go through it. ``terms``:
     retrieval logs whose message preview holds them all are redacted too.
+    ``request_ids``: the user messages that asked for it (``_request_ids``), recorded
+    for its purge.
     """
     plan = plan_of(topic, chosen)
     now = timezone.now()
@@ -190,6 +250,7 @@ def forgetting_take(
         counts=plan.counts(),
         created_at=now,
         purge_after=now + retention,
+        request_message_ids=sorted({int(i) for i in request_ids}),
     )
     note = FORGET_NOTE.format(id=forgetting.id)
     # A reply saved since the selection was read (before this transaction: the LLM judge
@@ -357,11 +418,16 @@ def forgettings_purge(*, now: datetime | None = None) -> int:
 def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> None:
     """Delete for good what ``forgetting`` took: rows (facts with their history), FTS
     entries (by the triggers), points (a durable job written here, run at commit); its
-    topic is redacted.
+    topic is redacted. The exchanges that asked for it (``request_messages``) go too:
+    they name the topic (QA 9a: they stayed word for word once the topic was redacted),
+    as do those of the undone forgets of the topic (``_undone_topics_redact``).
 
     The caller holds the row (``forgetting_lock``, in a transaction) and checked its state.
     """
-    messages = Message.all_objects.filter(forgetting=forgetting)
+    undone = _undone_topics_redact(forgetting.topic)
+    asked = [request_messages(f) for f in (forgetting, *undone)]
+    asked_ids = {pk for rows in asked for pk in rows.values_list("id", flat=True)}
+    messages = Message.all_objects.filter(Q(forgetting=forgetting) | Q(pk__in=asked_ids))
     roots = list(messages.filter(reply_to__isnull=True).values_list("id", flat=True))
     facts = list(Fact.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
     summaries = list(Summary.all_objects.filter(forgetting=forgetting).values_list("id", flat=True))
@@ -381,33 +447,36 @@ def forgetting_purge(forgetting: Forgetting, *, now: datetime | None = None) -> 
     # Replies first: nothing may point at a deleted row.
     messages.filter(reply_to__isnull=False).delete()
     messages.delete()
-    _undone_topics_redact(forgetting.topic)
     forgetting.topic = PURGED_TOPIC
+    forgetting.request_message_ids = []  # deleted
     forgetting.state = ForgettingState.PURGED
     forgetting.purged_at = now or timezone.now()
-    forgetting.save(update_fields=["topic", "state", "purged_at"])
+    forgetting.save(update_fields=["topic", "request_message_ids", "state", "purged_at"])
     remove_deleted_points(roots, facts, summaries, history=history)
 
 
-def _undone_topics_redact(topic: str) -> None:
-    """The undone forgets of ``topic`` lose it with the forget purged: QA read the erased
-    topic in their rows (GET /forgettings, /memory, the admin). Of ``topic`` means one
-    holds every word of the other, under the forget's word rule (a plural s/x ignored:
+def _undone_topics_redact(topic: str) -> list[Forgetting]:
+    """The undone forgets of ``topic`` lose it with the forget purged (QA read the erased
+    topic in their rows: GET /forgettings, /memory, the admin); returned as they were, so
+    the caller deletes the exchanges that asked for them. Of ``topic`` means one holds
+    every word of the other, under the forget's word rule (a plural s/x ignored:
     « opérations du genou », « opération du genou de maman »). A forget still undoable
     keeps its own until its purge."""
     from memory.services.forgetting_select import contains_all
 
     terms = topic_terms(topic)
     if not terms:
-        return
-    undone = Forgetting.objects.filter(state=ForgettingState.RESTORED).values_list("id", "topic")
+        return []
     same = [
-        pk
-        for pk, said in undone
-        if topic_terms(said)
-        and (contains_all(said, terms) or contains_all(topic, topic_terms(said)))
+        undone
+        for undone in Forgetting.objects.filter(state=ForgettingState.RESTORED)
+        if topic_terms(undone.topic)
+        and (contains_all(undone.topic, terms) or contains_all(topic, topic_terms(undone.topic)))
     ]
-    Forgetting.objects.filter(pk__in=same).update(topic=PURGED_TOPIC)
+    Forgetting.objects.filter(pk__in=[f.pk for f in same]).update(
+        topic=PURGED_TOPIC, request_message_ids=[]
+    )
+    return same
 
 
 @transaction.atomic
